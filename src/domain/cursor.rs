@@ -1,0 +1,77 @@
+//! Keyset paging. A cursor is the last id a page showed, written in base 36
+//! behind a version letter so clients treat it as opaque. Keyset, not
+//! skip/limit: an item inserted while a client pages shifts no page, so it
+//! never sees a duplicate or misses an older item.
+
+use crate::error::AppError;
+
+pub const DEFAULT_LIMIT: usize = 20;
+pub const MAX_LIMIT: usize = 100;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cursor(pub i64);
+
+impl Cursor {
+    pub fn encode(id: i64) -> String {
+        let mut n = id as u64;
+        let mut digits = Vec::new();
+        while n > 0 {
+            digits.push(std::char::from_digit((n % 36) as u32, 36).unwrap_or('0'));
+            n /= 36;
+        }
+        digits.reverse();
+        format!("v{}", digits.into_iter().collect::<String>())
+    }
+
+    pub fn parse(raw: &str) -> Result<Self, AppError> {
+        let bad = || AppError::invalid("cursor", "is not a cursor this service issued");
+        let body = raw.strip_prefix('v').ok_or_else(bad)?;
+        if body.is_empty() || body.len() > 13 {
+            return Err(bad());
+        }
+        let n = u64::from_str_radix(body, 36).map_err(|_| bad())?;
+        i64::try_from(n).map(Cursor).map_err(|_| bad())
+    }
+}
+
+/// A page size: 1 to 100, default 20.
+pub fn parse_limit(raw: Option<&str>) -> Result<usize, AppError> {
+    match raw {
+        None => Ok(DEFAULT_LIMIT),
+        Some(s) => match s.trim().parse::<usize>() {
+            Ok(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
+            _ => Err(AppError::invalid(
+                "limit",
+                "must be a whole number from 1 to 100",
+            )),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip() {
+        for id in [1_000_000_000_000_001i64, 5_503_599_627_370_495, 1] {
+            assert_eq!(Cursor::parse(&Cursor::encode(id)).unwrap(), Cursor(id));
+        }
+    }
+
+    #[test]
+    fn foreign_cursors_are_invalid_input() {
+        for bad in ["", "v", "123", "v!!", "vzzzzzzzzzzzzzzz"] {
+            assert!(Cursor::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn limits() {
+        assert_eq!(parse_limit(None).unwrap(), 20);
+        assert_eq!(parse_limit(Some("100")).unwrap(), 100);
+        assert!(parse_limit(Some("0")).is_err());
+        assert!(parse_limit(Some("101")).is_err());
+        assert!(parse_limit(Some("ten")).is_err());
+    }
+}

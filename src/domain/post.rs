@@ -1,0 +1,228 @@
+//! What a post may contain (seed 003's fields), checked before it is stored.
+
+use serde::{Deserialize, Serialize};
+
+use super::{char_len, check_text, parse_http_url};
+use crate::error::AppError;
+
+pub const MAX_CONTENT_CHARS: usize = 5000;
+pub const MAX_PICTURES: usize = 9;
+pub const MAX_DEVICE_CHARS: usize = 100;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Category {
+    Text,
+    Picture,
+    Video,
+    Link,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Visibility {
+    #[default]
+    Public,
+    Followers,
+    Friends,
+    Private,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Geo {
+    pub lat: f64,
+    pub lon: f64,
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+/// The body of `POST /posts` as a client sends it.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NewPostRequest {
+    pub category: Category,
+    #[serde(default)]
+    pub content: String,
+    #[serde(default)]
+    pub picture_urls: Vec<String>,
+    #[serde(default)]
+    pub device: Option<String>,
+    #[serde(default)]
+    pub geo: Option<Geo>,
+    #[serde(default)]
+    pub visibility: Visibility,
+}
+
+/// A post that passed every check.
+#[derive(Debug, Clone)]
+pub struct NewPost {
+    pub category: Category,
+    pub content: String,
+    pub picture_urls: Vec<String>,
+    pub device: String,
+    pub geo: Option<Geo>,
+    pub visibility: Visibility,
+}
+
+impl NewPost {
+    pub fn parse(req: NewPostRequest) -> Result<Self, AppError> {
+        let content = req.content.trim().to_string();
+        if char_len(&content) > MAX_CONTENT_CHARS {
+            return Err(AppError::invalid(
+                "content",
+                format!("must be at most {MAX_CONTENT_CHARS} characters"),
+            ));
+        }
+        check_text("content", &content)?;
+        if req.picture_urls.len() > MAX_PICTURES {
+            return Err(AppError::invalid(
+                "pictureUrls",
+                format!("at most {MAX_PICTURES} pictures"),
+            ));
+        }
+        let picture_urls = req
+            .picture_urls
+            .iter()
+            .enumerate()
+            .map(|(i, u)| parse_http_url(&format!("pictureUrls[{i}]"), u, 2048))
+            .collect::<Result<Vec<_>, _>>()?;
+        match req.category {
+            Category::Picture if picture_urls.is_empty() => {
+                return Err(AppError::invalid(
+                    "pictureUrls",
+                    "a PICTURE post needs at least one picture",
+                ))
+            }
+            _ if content.is_empty() && picture_urls.is_empty() => {
+                return Err(AppError::invalid(
+                    "content",
+                    "a post needs content or pictures",
+                ))
+            }
+            _ => {}
+        }
+        let device = req.device.unwrap_or_default().trim().to_string();
+        if char_len(&device) > MAX_DEVICE_CHARS {
+            return Err(AppError::invalid(
+                "device",
+                format!("must be at most {MAX_DEVICE_CHARS} characters"),
+            ));
+        }
+        check_text("device", &device)?;
+        let geo = req.geo.map(parse_geo).transpose()?;
+        Ok(Self {
+            category: req.category,
+            content,
+            picture_urls,
+            device,
+            geo,
+            visibility: req.visibility,
+        })
+    }
+}
+
+fn parse_geo(g: Geo) -> Result<Geo, AppError> {
+    if !g.lat.is_finite() || !(-90.0..=90.0).contains(&g.lat) {
+        return Err(AppError::invalid("geo.lat", "must be between -90 and 90"));
+    }
+    if !g.lon.is_finite() || !(-180.0..=180.0).contains(&g.lon) {
+        return Err(AppError::invalid("geo.lon", "must be between -180 and 180"));
+    }
+    let name = g
+        .name
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty());
+    if let Some(n) = &name {
+        if char_len(n) > 100 {
+            return Err(AppError::invalid(
+                "geo.name",
+                "must be at most 100 characters",
+            ));
+        }
+        check_text("geo.name", n)?;
+    }
+    Ok(Geo {
+        lat: g.lat,
+        lon: g.lon,
+        name,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(json: serde_json::Value) -> Result<NewPost, AppError> {
+        NewPost::parse(serde_json::from_value(json).unwrap())
+    }
+
+    fn field(r: Result<NewPost, AppError>) -> String {
+        match r {
+            Err(AppError::InvalidInput { field, .. }) => field,
+            other => panic!("expected invalid input, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_picture_post_with_nine_pictures_is_fine() {
+        let urls: Vec<String> = (0..9).map(|i| format!("https://cdn/p{i}.jpg")).collect();
+        let p = req(serde_json::json!({"category":"PICTURE","content":"九张图 😀","pictureUrls":urls,"device":" ONEPLUS A6000 "})).unwrap();
+        assert_eq!(p.picture_urls.len(), 9);
+        assert_eq!(p.device, "ONEPLUS A6000");
+        assert_eq!(p.visibility, Visibility::Public);
+    }
+
+    #[test]
+    fn ten_pictures_name_the_field() {
+        let urls: Vec<String> = (0..10).map(|i| format!("https://cdn/p{i}.jpg")).collect();
+        assert_eq!(
+            field(req(
+                serde_json::json!({"category":"PICTURE","pictureUrls":urls})
+            )),
+            "pictureUrls"
+        );
+    }
+
+    #[test]
+    fn bad_picture_urls_name_their_index() {
+        assert_eq!(
+            field(req(
+                serde_json::json!({"category":"PICTURE","pictureUrls":["https://a/b","file:///etc/passwd"]})
+            )),
+            "pictureUrls[1]"
+        );
+    }
+
+    #[test]
+    fn content_limits_count_characters() {
+        assert!(req(serde_json::json!({"category":"TEXT","content":"字".repeat(5000)})).is_ok());
+        assert_eq!(
+            field(req(
+                serde_json::json!({"category":"TEXT","content":"字".repeat(5001)})
+            )),
+            "content"
+        );
+        assert_eq!(
+            field(req(serde_json::json!({"category":"TEXT","content":"   "}))),
+            "content"
+        );
+    }
+
+    #[test]
+    fn geo_ranges_are_checked() {
+        assert_eq!(
+            field(req(
+                serde_json::json!({"category":"TEXT","content":"x","geo":{"lat":91,"lon":0}})
+            )),
+            "geo.lat"
+        );
+        assert_eq!(
+            field(req(
+                serde_json::json!({"category":"TEXT","content":"x","geo":{"lat":0,"lon":-181}})
+            )),
+            "geo.lon"
+        );
+        let p = req(serde_json::json!({"category":"TEXT","content":"x","geo":{"lat":31.2,"lon":121.5,"name":"上海"}})).unwrap();
+        assert_eq!(p.geo.unwrap().name.as_deref(), Some("上海"));
+    }
+}

@@ -1,0 +1,202 @@
+//! Seed 003's relative time: 刚刚 under a minute, N分钟前 under an hour,
+//! N小时前 under a day, else the date in the reader's time zone (UTC+8 by
+//! default). Clients may do this themselves from `createtime` and
+//! `serverTime`; `?lang=` asks the server to do it by the same rule.
+
+use crate::error::AppError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Lang {
+    #[default]
+    Zh,
+    En,
+}
+
+impl Lang {
+    pub fn parse(raw: &str) -> Result<Self, AppError> {
+        match raw.trim().to_ascii_lowercase().as_str() {
+            "zh" | "zh-cn" | "zh-hans" => Ok(Lang::Zh),
+            "en" | "en-us" | "en-gb" => Ok(Lang::En),
+            _ => Err(AppError::invalid("lang", "must be zh or en")),
+        }
+    }
+}
+
+/// A fixed UTC offset in minutes, as `+08:00`, `-0530`, `+8` or `Z`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TzOffset(i32);
+
+impl Default for TzOffset {
+    fn default() -> Self {
+        TzOffset(8 * 60)
+    }
+}
+
+impl TzOffset {
+    pub fn minutes(self) -> i32 {
+        self.0
+    }
+
+    pub fn parse(raw: &str) -> Result<Self, AppError> {
+        let bad = || AppError::invalid("tz", "must be an offset such as +08:00 or -05:30");
+        // A literal '+' in a query string decodes to a space; read it back as '+'.
+        let s = raw.trim_end();
+        let s = if s.starts_with(' ') {
+            s.trim_start()
+        } else {
+            s
+        };
+        if s.eq_ignore_ascii_case("z") || s.eq_ignore_ascii_case("utc") {
+            return Ok(TzOffset(0));
+        }
+        let (sign, rest) = match s.as_bytes().first() {
+            Some(b'-') => (-1, &s[1..]),
+            Some(b'+') => (1, &s[1..]),
+            Some(b) if b.is_ascii_digit() => (1, s),
+            _ => return Err(bad()),
+        };
+        let (h, m) = match rest.split_once(':') {
+            Some((h, m)) => (h, m),
+            None if rest.len() == 4 => rest.split_at(2),
+            None => (rest, "0"),
+        };
+        let h: i32 = h.parse().map_err(|_| bad())?;
+        let m: i32 = m.parse().map_err(|_| bad())?;
+        if !(0..=14).contains(&h) || !(0..60).contains(&m) || h.to_string().len() > 2 {
+            return Err(bad());
+        }
+        Ok(TzOffset(sign * (h * 60 + m)))
+    }
+}
+
+const MINUTE: i64 = 60_000;
+const HOUR: i64 = 60 * MINUTE;
+const DAY: i64 = 24 * HOUR;
+
+/// The text a reader sees for something made at `created` when it is `now`.
+pub fn createtime_text(created: i64, now: i64, lang: Lang, tz: TzOffset) -> String {
+    let age = now - created;
+    if age < MINUTE {
+        return match lang {
+            Lang::Zh => "刚刚".into(),
+            Lang::En => "just now".into(),
+        };
+    }
+    if age < HOUR {
+        let n = age / MINUTE;
+        return match lang {
+            Lang::Zh => format!("{n}分钟前"),
+            Lang::En => format!("{n} min ago"),
+        };
+    }
+    if age < DAY {
+        let n = age / HOUR;
+        return match lang {
+            Lang::Zh => format!("{n}小时前"),
+            Lang::En => format!("{n} h ago"),
+        };
+    }
+    let offset = i64::from(tz.minutes()) * MINUTE;
+    let (y, m, d) = civil_date(created + offset);
+    let (now_y, _, _) = civil_date(now + offset);
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let mon = MONTHS[(m - 1) as usize];
+    match (lang, y == now_y) {
+        (Lang::Zh, true) => format!("{m}月{d}日"),
+        (Lang::Zh, false) => format!("{y}年{m}月{d}日"),
+        (Lang::En, true) => format!("{mon} {d}"),
+        (Lang::En, false) => format!("{mon} {d}, {y}"),
+    }
+}
+
+/// (year, month 1..=12, day 1..=31) of an epoch-millisecond instant, by
+/// Howard Hinnant's days-from-civil inverse (exact over the proleptic Gregorian calendar).
+fn civil_date(ms: i64) -> (i64, u32, u32) {
+    let z = ms.div_euclid(DAY) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // 2018-11-28T03:06:10.935Z, the createtime in seed 003.
+    const SEED: i64 = 1_543_374_370_935;
+
+    fn zh(created: i64, now: i64) -> String {
+        createtime_text(created, now, Lang::Zh, TzOffset::default())
+    }
+
+    #[test]
+    fn relative_steps_follow_seed_003() {
+        assert_eq!(zh(SEED, SEED), "刚刚");
+        assert_eq!(zh(SEED, SEED + 59_999), "刚刚");
+        assert_eq!(zh(SEED, SEED + 60_000), "1分钟前");
+        assert_eq!(zh(SEED, SEED + 5 * MINUTE + 10), "5分钟前");
+        assert_eq!(zh(SEED, SEED + HOUR - 1), "59分钟前");
+        assert_eq!(zh(SEED, SEED + HOUR + 27 * MINUTE), "1小时前");
+        assert_eq!(zh(SEED, SEED + DAY - 1), "23小时前");
+        assert_eq!(
+            createtime_text(SEED, SEED + 2 * HOUR, Lang::En, TzOffset::default()),
+            "2 h ago"
+        );
+        assert_eq!(
+            createtime_text(SEED, SEED + 3 * MINUTE, Lang::En, TzOffset::default()),
+            "3 min ago"
+        );
+    }
+
+    #[test]
+    fn a_clock_ahead_of_the_server_still_reads_just_now() {
+        assert_eq!(zh(SEED + 5000, SEED), "刚刚");
+    }
+
+    #[test]
+    fn older_than_a_day_shows_the_date_in_the_readers_zone() {
+        assert_eq!(zh(SEED, SEED + 2 * DAY), "11月28日");
+        assert_eq!(zh(SEED, SEED + 400 * DAY), "2018年11月28日");
+        // 2018-11-28T20:00Z is already the 29th in UTC+8 but still the 28th in UTC-5.
+        let evening = 1_543_435_200_000;
+        assert_eq!(zh(evening, evening + 2 * DAY), "11月29日");
+        let ny = TzOffset::parse("-05:00").unwrap();
+        assert_eq!(
+            createtime_text(evening, evening + 2 * DAY, Lang::En, ny),
+            "Nov 28"
+        );
+        assert_eq!(
+            createtime_text(evening, evening + 400 * DAY, Lang::En, ny),
+            "Nov 28, 2018"
+        );
+    }
+
+    #[test]
+    fn civil_dates_cross_leap_years() {
+        assert_eq!(civil_date(0), (1970, 1, 1));
+        assert_eq!(civil_date(951_782_400_000), (2000, 2, 29));
+        assert_eq!(civil_date(-1), (1969, 12, 31));
+    }
+
+    #[test]
+    fn offsets_parse_in_the_usual_spellings() {
+        assert_eq!(TzOffset::parse("+08:00").unwrap().minutes(), 480);
+        assert_eq!(TzOffset::parse(" 08:00").unwrap().minutes(), 480);
+        assert_eq!(TzOffset::parse("-0530").unwrap().minutes(), -330);
+        assert_eq!(TzOffset::parse("+8").unwrap().minutes(), 480);
+        assert_eq!(TzOffset::parse("Z").unwrap().minutes(), 0);
+        for bad in ["+15:00", "+08:60", "abc", "", "+123:00"] {
+            assert!(TzOffset::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(Lang::parse("EN").unwrap(), Lang::En);
+        assert!(Lang::parse("fr").is_err());
+    }
+}

@@ -1,0 +1,53 @@
+//! The one error type of the service layer. Each variant names the HTTP status
+//! it becomes (`http::problem` does the mapping); services never see HTTP.
+
+use crate::store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// 400 `invalid_input`: `field` names the offending field (a JSON path).
+    #[error("{field}: {reason}")]
+    InvalidInput { field: String, reason: String },
+    /// 401 `unauthorized`: no token, an unknown or expired one.
+    #[error("{0}")]
+    Unauthorized(&'static str),
+    /// 403 `forbidden`: authenticated, but not allowed to do this.
+    #[error("{0}")]
+    Forbidden(&'static str),
+    /// 404 `not_found`: also for things the viewer may not see.
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    /// 409 `conflict`.
+    #[error("{0}")]
+    Conflict(String),
+    /// 413 `payload_too_large`.
+    #[error("request body is larger than {limit} bytes")]
+    PayloadTooLarge { limit: usize },
+    /// 503 `store_unavailable`: a store needed to answer is unreachable.
+    #[error("a store needed for this request is unavailable")]
+    StoreUnavailable(#[source] anyhow::Error),
+    /// 500 `internal`: logged with its cause chain, answered generically.
+    #[error("internal error")]
+    Internal(#[source] anyhow::Error),
+}
+
+impl AppError {
+    pub fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        AppError::InvalidInput {
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl From<StoreError> for AppError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Unavailable(cause) => AppError::StoreUnavailable(cause),
+            StoreError::Duplicate(what) => AppError::Conflict(format!("{what} already exists")),
+            StoreError::Other(cause) => AppError::Internal(cause),
+        }
+    }
+}
+
+pub type AppResult<T> = Result<T, AppError>;

@@ -1,0 +1,288 @@
+//! Extractors: who is asking, the request body, and the read options.
+//! A bad token is an error, never silently anonymous.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use actix_web::dev::Payload;
+use actix_web::{web, FromRequest, HttpRequest};
+use futures_util::StreamExt;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+
+use crate::domain::cursor::{parse_limit, Cursor};
+use crate::domain::time_text::{Lang, TzOffset};
+use crate::error::AppError;
+use crate::ids::now_ms;
+use crate::service::{accounts, Context, Presentation};
+
+type Boxed<T> = Pin<Box<dyn Future<Output = Result<T, AppError>>>>;
+
+fn context(req: &HttpRequest) -> Result<web::Data<Context>, AppError> {
+    req.app_data::<web::Data<Context>>()
+        .cloned()
+        .ok_or_else(|| AppError::Internal(anyhow::anyhow!("no context registered")))
+}
+
+/// `Some(token)` if an Authorization header is present; an error if it is
+/// present but not a bearer token.
+fn bearer(req: &HttpRequest) -> Result<Option<String>, AppError> {
+    let Some(value) = req.headers().get(actix_web::http::header::AUTHORIZATION) else {
+        return Ok(None);
+    };
+    let text = value
+        .to_str()
+        .map_err(|_| AppError::Unauthorized("malformed Authorization header"))?;
+    let token = text
+        .strip_prefix("Bearer ")
+        .or_else(|| text.strip_prefix("bearer "))
+        .ok_or(AppError::Unauthorized("expected a Bearer token"))?
+        .trim();
+    Ok(Some(token.to_string()))
+}
+
+/// A signed-in user; 401 without a valid token.
+pub struct AuthUser {
+    pub uid: i64,
+    pub token: String,
+}
+
+impl FromRequest for AuthUser {
+    type Error = AppError;
+    type Future = Boxed<Self>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let ctx = context(req);
+        let token = bearer(req);
+        Box::pin(async move {
+            let ctx = ctx?;
+            let token = token?.ok_or(AppError::Unauthorized("sign in first"))?;
+            let uid = accounts::authenticate(&ctx, &token).await?;
+            Ok(AuthUser { uid, token })
+        })
+    }
+}
+
+/// A signed-in user or an anonymous reader; a bad token is still a 401.
+pub struct MaybeAuthUser(pub Option<i64>);
+
+impl FromRequest for MaybeAuthUser {
+    type Error = AppError;
+    type Future = Boxed<Self>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let ctx = context(req);
+        let token = bearer(req);
+        Box::pin(async move {
+            let ctx = ctx?;
+            match token? {
+                None => Ok(MaybeAuthUser(None)),
+                Some(t) => Ok(MaybeAuthUser(Some(accounts::authenticate(&ctx, &t).await?))),
+            }
+        })
+    }
+}
+
+/// A signed-in user with the admin role; 401 without a token, 403 without the role.
+pub struct AdminUser(pub i64);
+
+impl FromRequest for AdminUser {
+    type Error = AppError;
+    type Future = Boxed<Self>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let ctx = context(req);
+        let user = AuthUser::from_request(req, payload);
+        Box::pin(async move {
+            let ctx = ctx?;
+            let user = user.await?;
+            accounts::require_admin(&ctx, user.uid).await?;
+            Ok(AdminUser(user.uid))
+        })
+    }
+}
+
+/// The raw body, refused with 413 past the configured limit.
+pub struct Body(pub web::Bytes);
+
+impl FromRequest for Body {
+    type Error = AppError;
+    type Future = Boxed<Self>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let limit = context(req)
+            .map(|c| c.settings.body_limit)
+            .unwrap_or(64 * 1024);
+        let declared = req
+            .headers()
+            .get(actix_web::http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<usize>().ok());
+        let mut payload = payload.take();
+        Box::pin(async move {
+            if declared.is_some_and(|n| n > limit) {
+                return Err(AppError::PayloadTooLarge { limit });
+            }
+            let mut body = web::BytesMut::new();
+            while let Some(chunk) = payload.next().await {
+                let chunk = chunk.map_err(|e| AppError::invalid("body", e.to_string()))?;
+                if body.len() + chunk.len() > limit {
+                    return Err(AppError::PayloadTooLarge { limit });
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(Body(body.freeze()))
+        })
+    }
+}
+
+/// A JSON body whose errors name the field (`pictureUrls[3]`, `geo.lat`),
+/// so a client sending `{"content": {"$gt": ""}}` learns exactly what is wrong.
+pub struct JsonBody<T>(pub T);
+
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AppError> {
+    if bytes.iter().all(|b| b.is_ascii_whitespace()) {
+        return Err(AppError::invalid("body", "a JSON body is required"));
+    }
+    let de = &mut serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let message = inner.to_string();
+        // serde reports a missing field at its parent; name the field itself.
+        let missing = message
+            .strip_prefix("missing field `")
+            .and_then(|rest| rest.split('`').next());
+        let syntax = inner.is_syntax() || inner.is_eof();
+        let field = match (path.as_str(), missing) {
+            _ if syntax => "body".to_string(),
+            ("" | "." | "?", Some(name)) => name.to_string(),
+            (parent, Some(name)) => format!("{parent}.{name}"),
+            ("" | "." | "?", None) => "body".to_string(),
+            (p, None) => p.to_string(),
+        };
+        let reason = if syntax {
+            format!("malformed JSON: {inner}")
+        } else {
+            message
+        };
+        AppError::invalid(field, reason)
+    })
+}
+
+impl<T: DeserializeOwned + 'static> FromRequest for JsonBody<T> {
+    type Error = AppError;
+    type Future = Boxed<Self>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let body = Body::from_request(req, payload);
+        Box::pin(async move {
+            let Body(bytes) = body.await?;
+            parse_json(&bytes).map(JsonBody)
+        })
+    }
+}
+
+#[derive(Deserialize, Default)]
+struct RawReadParams {
+    cursor: Option<String>,
+    limit: Option<String>,
+    lang: Option<String>,
+    tz: Option<String>,
+}
+
+/// `?cursor=&limit=&lang=&tz=` on every read.
+pub struct ReadParams {
+    pub cursor: Option<Cursor>,
+    pub limit: usize,
+    pub pres: Presentation,
+}
+
+impl FromRequest for ReadParams {
+    type Error = AppError;
+    type Future = std::future::Ready<Result<Self, AppError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        std::future::ready((|| {
+            let raw = web::Query::<RawReadParams>::from_query(req.query_string())
+                .map(|q| q.into_inner())
+                .map_err(|e| AppError::invalid("query", e.to_string()))?;
+            Ok(ReadParams {
+                cursor: raw
+                    .cursor
+                    .as_deref()
+                    .filter(|c| !c.is_empty())
+                    .map(Cursor::parse)
+                    .transpose()?,
+                limit: parse_limit(raw.limit.as_deref())?,
+                pres: Presentation {
+                    lang: raw.lang.as_deref().map(Lang::parse).transpose()?,
+                    tz: raw
+                        .tz
+                        .as_deref()
+                        .map(TzOffset::parse)
+                        .transpose()?
+                        .unwrap_or_default(),
+                    now: now_ms(),
+                },
+            })
+        })())
+    }
+}
+
+/// An id in a path: anything that is not one cannot name a resource, so 404.
+pub fn path_id(raw: &str, what: &'static str) -> Result<i64, AppError> {
+    raw.parse::<i64>()
+        .ok()
+        .filter(|id| *id > 0)
+        .ok_or(AppError::NotFound(what))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::post::NewPostRequest;
+
+    fn field_of(json: &str) -> String {
+        match parse_json::<NewPostRequest>(json.as_bytes()) {
+            Err(AppError::InvalidInput { field, .. }) => field,
+            Ok(_) => panic!("accepted {json}"),
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+
+    #[test]
+    fn json_errors_name_the_field() {
+        assert_eq!(
+            field_of(r#"{"category":"TEXT","content":{"$gt":""}}"#),
+            "content"
+        );
+        assert_eq!(
+            field_of(r#"{"category":"TEXT","content":"x","pictureUrls":["a",3]}"#),
+            "pictureUrls[1]"
+        );
+        assert_eq!(
+            field_of(r#"{"category":"TEXT","geo":{"lat":"north","lon":1}}"#),
+            "geo.lat"
+        );
+        assert_eq!(field_of(r#"{"category":"SOUND"}"#), "category");
+        assert_eq!(field_of(r#"{"category":"TEXT","#), "body");
+        assert_eq!(field_of(""), "body");
+        assert_eq!(field_of(r#"{"content":"x"}"#), "category");
+        assert_eq!(
+            field_of(r#"{"category":"TEXT","geo":{"lat":1}}"#),
+            "geo.lon"
+        );
+    }
+
+    #[test]
+    fn non_numeric_path_ids_are_not_found() {
+        assert!(path_id("123", "post").is_ok());
+        for bad in ["abc", "-1", "0", "1e5", "99999999999999999999"] {
+            assert!(
+                matches!(path_id(bad, "post"), Err(AppError::NotFound(_))),
+                "{bad}"
+            );
+        }
+    }
+}

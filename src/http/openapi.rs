@@ -1,0 +1,42 @@
+//! The OpenAPI 3 document, generated from the handlers' annotations and the
+//! request and response types themselves, so it cannot drift from the code.
+
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "moments", description = "WeChat-Moments / Weibo-style social circles"),
+    paths(
+        super::accounts::register, super::accounts::login, super::accounts::logout,
+        super::accounts::me, super::accounts::update_me, super::accounts::user,
+        super::posts::create, super::posts::get, super::posts::delete, super::posts::user_posts,
+        super::comments::create, super::comments::list, super::comments::delete,
+        super::likes::like_post, super::likes::unlike_post, super::likes::like_comment,
+        super::likes::unlike_comment, super::likes::list,
+        super::admin::list, super::admin::upsert, super::admin::delete, super::admin::import,
+    ),
+    components(schemas(
+        crate::service::views::LikeView, crate::service::device_names::DeviceModelView,
+    )),
+    modifiers(&BearerAuth)
+)]
+pub struct ApiDoc;
+
+pub fn document() -> String {
+    ApiDoc::openapi()
+        .to_pretty_json()
+        .unwrap_or_else(|_| "{}".to_string())
+}

@@ -1,0 +1,90 @@
+//! RFC 9457 problem details for every error, with a stable `code` member.
+//! 500s log their cause chain and answer a generic message: no internals leak.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError};
+use serde::Serialize;
+
+use crate::error::AppError;
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Problem {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub title: &'static str,
+    pub status: u16,
+    pub detail: String,
+    pub code: &'static str,
+    /// For `invalid_input`: the JSON path of the offending field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+impl AppError {
+    fn parts(&self) -> (StatusCode, &'static str, &'static str) {
+        match self {
+            AppError::InvalidInput { .. } => {
+                (StatusCode::BAD_REQUEST, "invalid_input", "Invalid input")
+            }
+            AppError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized", "Unauthorized"),
+            AppError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden", "Forbidden"),
+            AppError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found", "Not found"),
+            AppError::Conflict(_) => (StatusCode::CONFLICT, "conflict", "Conflict"),
+            AppError::PayloadTooLarge { .. } => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                "Payload too large",
+            ),
+            AppError::StoreUnavailable(_) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "store_unavailable",
+                "Store unavailable",
+            ),
+            AppError::Internal(_) => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "Internal error",
+            ),
+        }
+    }
+}
+
+impl ResponseError for AppError {
+    fn status_code(&self) -> StatusCode {
+        self.parts().0
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let (status, code, title) = self.parts();
+        match self {
+            AppError::Internal(cause) => {
+                tracing::error!(error = ?cause, "internal error")
+            }
+            AppError::StoreUnavailable(cause) => {
+                tracing::warn!(error = %cause, "store unavailable")
+            }
+            _ => {}
+        }
+        let field = match self {
+            AppError::InvalidInput { field, .. } => Some(field.clone()),
+            _ => None,
+        };
+        let problem = Problem {
+            kind: format!("https://moments.dev/problems/{code}"),
+            title,
+            status: status.as_u16(),
+            detail: self.to_string(),
+            code,
+            field,
+        };
+        let mut resp = HttpResponse::build(status);
+        resp.content_type("application/problem+json");
+        if status == StatusCode::UNAUTHORIZED {
+            resp.insert_header(("WWW-Authenticate", "Bearer"));
+        }
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            resp.insert_header(("Retry-After", "1"));
+        }
+        resp.json(problem)
+    }
+}

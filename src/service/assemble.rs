@@ -1,0 +1,353 @@
+//! The main read: posts expanded per viewer (seed 003's shape) in a constant
+//! number of round trips. Three batched live reads at most (posts; their
+//! comments, counts and the cards already known; the cards of comment
+//! authors and reply targets), whatever the page size, with batched document
+//! queries only for what the live store lacks.
+
+use std::collections::{HashMap, HashSet};
+
+use super::device_names::DeviceNames;
+use super::loader::{from_json, Loaded, Loader};
+use super::views::{unknown_user, CommentView, ExpandedPost, LikeView, ReplyToView};
+use super::{can_see, Context, Presentation, Viewer};
+use crate::error::AppResult;
+use crate::ids;
+use crate::store::{BlobKey, CommentDoc, PostBody, SetKey, SetRead, SetView, UserCard};
+
+pub const LATEST_COMMENTS: usize = 5;
+pub const LATEST_LIKES: usize = 20;
+
+/// One comment with its live sets.
+#[derive(Debug, Clone)]
+pub struct CommentParts {
+    pub doc: CommentDoc,
+    pub likers: SetView,
+    pub replies: SetView,
+}
+
+/// Everything one expanded post is made of, already loaded.
+#[derive(Debug, Clone)]
+pub struct PostParts {
+    pub body: PostBody,
+    pub likers: SetView,
+    pub comment_count: u64,
+    pub comments: Vec<CommentParts>,
+}
+
+fn card(cards: &HashMap<i64, UserCard>, uid: i64) -> UserCard {
+    cards
+        .get(&uid)
+        .cloned()
+        .unwrap_or_else(|| unknown_user(uid))
+}
+
+/// Pure assembly of one comment: no I/O (benchmarked in `benches/`).
+pub fn build_comment(
+    parts: &CommentParts,
+    cards: &HashMap<i64, UserCard>,
+    pres: &Presentation,
+) -> CommentView {
+    let c = &parts.doc;
+    CommentView {
+        id: c.id,
+        post_id: c.post_id,
+        content: c.content.clone(),
+        createtime: c.createtime,
+        createtime_text: pres.text(c.createtime),
+        author: card(cards, c.author_uid),
+        reply_to: c.reply_to.map(|r| ReplyToView {
+            comment_id: r.comment_id,
+            uid: r.uid,
+            nick_name: card(cards, r.uid).nick_name,
+        }),
+        like_count: parts.likers.count,
+        comment_count: parts.replies.count,
+        liked_by_me: parts.likers.probe_score.is_some(),
+    }
+}
+
+/// Pure assembly of one post: no I/O (benchmarked in `benches/`).
+pub fn build_post(
+    parts: &PostParts,
+    cards: &HashMap<i64, UserCard>,
+    devices: &DeviceNames,
+    pres: &Presentation,
+) -> ExpandedPost {
+    let b = &parts.body;
+    ExpandedPost {
+        id: b.id,
+        category: b.category,
+        content: b.content.clone(),
+        createtime: b.createtime,
+        createtime_text: pres.text(b.createtime),
+        device: devices.display(&b.device, pres.device_lang()),
+        device_model: b.device.clone(),
+        geo: b.geo.clone(),
+        visibility: b.visibility,
+        author: card(cards, b.author_uid),
+        picture_urls: b.picture_urls.clone(),
+        like_count: parts.likers.count,
+        comment_count: parts.comment_count,
+        liked_by_me: parts.likers.probe_score.is_some(),
+        comments: parts
+            .comments
+            .iter()
+            .map(|c| build_comment(c, cards, pres))
+            .collect(),
+        likes: parts
+            .likers
+            .top
+            .iter()
+            .map(|(uid, like_id)| {
+                let at = ids::timestamp_of(*like_id);
+                LikeView {
+                    id: *like_id,
+                    post_id: b.id,
+                    create_time: at,
+                    create_time_text: pres.text(at),
+                    user: card(cards, *uid),
+                }
+            })
+            .collect(),
+        server_time: pres.now,
+    }
+}
+
+fn cards_of(loaded: &Loaded, into: &mut HashMap<i64, UserCard>) -> AppResult<()> {
+    for (key, text) in &loaded.blobs {
+        if let BlobKey::Card(_) = key {
+            let c: UserCard = from_json(text)?;
+            into.insert(c.uid, c);
+        }
+    }
+    Ok(())
+}
+
+fn comment_sets(post: i64, comment: i64, viewer: Viewer) -> [SetRead; 2] {
+    [
+        SetRead {
+            key: SetKey::CommentLikers(post, comment),
+            top: 0,
+            probe: viewer,
+        },
+        SetRead {
+            key: SetKey::CommentReplies(post, comment),
+            top: 0,
+            probe: None,
+        },
+    ]
+}
+
+fn card_keys(uids: impl IntoIterator<Item = i64>, known: &HashSet<i64>) -> Vec<BlobKey> {
+    let mut v: Vec<i64> = uids.into_iter().filter(|u| !known.contains(u)).collect();
+    v.sort_unstable();
+    v.dedup();
+    v.into_iter().map(BlobKey::Card).collect()
+}
+
+/// Expands the posts with these ids, in this order, leaving out those that
+/// do not exist, are deleted, or that the viewer may not see.
+pub async fn assemble_posts(
+    ctx: &Context,
+    post_ids: &[i64],
+    viewer: Viewer,
+    pres: &Presentation,
+) -> AppResult<Vec<ExpandedPost>> {
+    let mut loader = Loader::new(ctx);
+
+    // Round 1: bodies, likers, comment ids.
+    let blobs: Vec<BlobKey> = post_ids.iter().map(|p| BlobKey::PostBody(*p)).collect();
+    let sets: Vec<SetRead> = post_ids
+        .iter()
+        .flat_map(|p| {
+            [
+                SetRead {
+                    key: SetKey::PostLikers(*p),
+                    top: LATEST_LIKES,
+                    probe: viewer,
+                },
+                SetRead {
+                    key: SetKey::PostComments(*p),
+                    top: LATEST_COMMENTS,
+                    probe: None,
+                },
+            ]
+        })
+        .collect();
+    let mut first = loader.load(&blobs, &sets).await?;
+    let mut posts = Vec::new();
+    for p in post_ids {
+        let Some(text) = first.blobs.get(&BlobKey::PostBody(*p)) else {
+            continue;
+        };
+        let body: PostBody = from_json(text)?;
+        if !can_see(&body, viewer) {
+            continue;
+        }
+        let likers = first
+            .sets
+            .remove(&SetKey::PostLikers(*p))
+            .unwrap_or_default();
+        let comment_ids = first
+            .sets
+            .remove(&SetKey::PostComments(*p))
+            .unwrap_or_default();
+        posts.push((body, likers, comment_ids));
+    }
+
+    // Round 2: latest comments with their sets, and the cards known so far.
+    let mut blobs = Vec::new();
+    let mut sets = Vec::new();
+    for (body, _, comment_ids) in &posts {
+        for (cid, _) in &comment_ids.top {
+            blobs.push(BlobKey::CommentBody(body.id, *cid));
+            sets.extend(comment_sets(body.id, *cid, viewer));
+        }
+    }
+    let mut asked: HashSet<i64> = HashSet::new();
+    let first_cards = card_keys(
+        posts
+            .iter()
+            .flat_map(|(b, l, _)| std::iter::once(b.author_uid).chain(l.top.iter().map(|t| t.0))),
+        &asked,
+    );
+    asked.extend(first_cards.iter().filter_map(|k| match k {
+        BlobKey::Card(u) => Some(*u),
+        _ => None,
+    }));
+    blobs.extend(first_cards);
+    let mut second = loader.load(&blobs, &sets).await?;
+    let mut cards = HashMap::new();
+    cards_of(&second, &mut cards)?;
+
+    // Round 3: cards of comment authors and of the people they replied to.
+    let mut comment_docs: HashMap<i64, CommentDoc> = HashMap::new();
+    for (key, text) in &second.blobs {
+        if let BlobKey::CommentBody(..) = key {
+            let c: CommentDoc = from_json(text)?;
+            if !c.deleted {
+                comment_docs.insert(c.id, c);
+            }
+        }
+    }
+    let more = card_keys(
+        comment_docs
+            .values()
+            .flat_map(|c| std::iter::once(c.author_uid).chain(c.reply_to.map(|r| r.uid))),
+        &asked,
+    );
+    if !more.is_empty() {
+        let third = loader.load(&more, &[]).await?;
+        cards_of(&third, &mut cards)?;
+    }
+
+    let out = posts
+        .into_iter()
+        .map(|(body, likers, comment_ids)| {
+            let comments = comment_ids
+                .top
+                .iter()
+                .filter_map(|(cid, _)| {
+                    let doc = comment_docs.remove(cid)?;
+                    Some(CommentParts {
+                        likers: second
+                            .sets
+                            .remove(&SetKey::CommentLikers(body.id, *cid))
+                            .unwrap_or_default(),
+                        replies: second
+                            .sets
+                            .remove(&SetKey::CommentReplies(body.id, *cid))
+                            .unwrap_or_default(),
+                        doc,
+                    })
+                })
+                .collect();
+            let parts = PostParts {
+                body,
+                likers,
+                comment_count: comment_ids.count,
+                comments,
+            };
+            build_post(&parts, &cards, &ctx.devices, pres)
+        })
+        .collect();
+    loader.finish("assemble_posts");
+    Ok(out)
+}
+
+/// Comments (already read from the documents) as they appear in a post.
+pub async fn comment_views(
+    ctx: &Context,
+    comments: Vec<CommentDoc>,
+    viewer: Viewer,
+    pres: &Presentation,
+) -> AppResult<Vec<CommentView>> {
+    let mut loader = Loader::new(ctx);
+    let blobs = card_keys(
+        comments
+            .iter()
+            .flat_map(|c| std::iter::once(c.author_uid).chain(c.reply_to.map(|r| r.uid))),
+        &HashSet::new(),
+    );
+    let sets: Vec<SetRead> = comments
+        .iter()
+        .flat_map(|c| comment_sets(c.post_id, c.id, viewer))
+        .collect();
+    let mut loaded = loader.load(&blobs, &sets).await?;
+    let mut cards = HashMap::new();
+    cards_of(&loaded, &mut cards)?;
+    let views = comments
+        .into_iter()
+        .map(|doc| {
+            let parts = CommentParts {
+                likers: loaded
+                    .sets
+                    .remove(&SetKey::CommentLikers(doc.post_id, doc.id))
+                    .unwrap_or_default(),
+                replies: loaded
+                    .sets
+                    .remove(&SetKey::CommentReplies(doc.post_id, doc.id))
+                    .unwrap_or_default(),
+                doc,
+            };
+            build_comment(&parts, &cards, pres)
+        })
+        .collect();
+    loader.finish("comment_views");
+    Ok(views)
+}
+
+/// User cards for these uids, read through the live store.
+pub async fn load_cards(ctx: &Context, uids: &[i64]) -> AppResult<HashMap<i64, UserCard>> {
+    let mut loader = Loader::new(ctx);
+    let keys = card_keys(uids.iter().copied(), &HashSet::new());
+    let loaded = loader.load(&keys, &[]).await?;
+    let mut cards = HashMap::new();
+    cards_of(&loaded, &mut cards)?;
+    loader.finish("load_cards");
+    Ok(cards)
+}
+
+/// One live set, read through (counts for like/unlike answers).
+pub async fn load_set(ctx: &Context, read: SetRead) -> AppResult<SetView> {
+    let mut loader = Loader::new(ctx);
+    let mut loaded = loader.load(&[], &[read]).await?;
+    loader.finish("load_set");
+    Ok(loaded.sets.remove(&read.key).unwrap_or_default())
+}
+
+/// A post's body if it exists and the viewer may see it: the check every
+/// write on a post starts with.
+pub async fn visible_post(ctx: &Context, post_id: i64, viewer: Viewer) -> AppResult<PostBody> {
+    let mut loader = Loader::new(ctx);
+    let loaded = loader.load(&[BlobKey::PostBody(post_id)], &[]).await?;
+    loader.finish("visible_post");
+    let body: PostBody = match loaded.blobs.get(&BlobKey::PostBody(post_id)) {
+        Some(text) => from_json(text)?,
+        None => return Err(crate::error::AppError::NotFound("post")),
+    };
+    if !can_see(&body, viewer) {
+        return Err(crate::error::AppError::NotFound("post"));
+    }
+    Ok(body)
+}

@@ -1,0 +1,138 @@
+//! Comments and replies ("张三 replied to 李四", seed 003).
+
+use super::assemble::{comment_views, visible_post};
+use super::loader::to_json;
+use super::views::{CommentView, Page};
+use super::{Context, Presentation, Viewer};
+use crate::domain::comment::{CommentContent, NewCommentRequest};
+use crate::domain::cursor::Cursor;
+use crate::error::{AppError, AppResult};
+use crate::ids::{next_id, timestamp_of};
+use crate::store::{BlobKey, CommentDoc, LiveChange, Owner, ReplyRef, SetKey};
+
+#[tracing::instrument(skip(ctx, req, pres))]
+pub async fn create_comment(
+    ctx: &Context,
+    post_id: i64,
+    author: i64,
+    req: NewCommentRequest,
+    pres: &Presentation,
+) -> AppResult<CommentView> {
+    let content = CommentContent::parse(&req.content)?;
+    visible_post(ctx, post_id, Some(author)).await?;
+    let reply_to = match req.reply_to_comment_id {
+        None => None,
+        Some(target) => {
+            let parent = ctx.docs.comments_by_ids(&[target]).await?.pop();
+            match parent {
+                Some(p) if p.post_id == post_id && !p.deleted => Some(ReplyRef {
+                    comment_id: p.id,
+                    uid: p.author_uid,
+                }),
+                _ => {
+                    return Err(AppError::invalid(
+                        "replyToCommentId",
+                        "no such comment on this post",
+                    ))
+                }
+            }
+        }
+    };
+    let id = next_id();
+    let doc = CommentDoc {
+        id,
+        post_id,
+        author_uid: author,
+        content: content.into_inner(),
+        createtime: timestamp_of(id),
+        reply_to,
+        deleted: false,
+    };
+    ctx.docs
+        .insert_comment(&doc, ctx.settings.post_id_array_cap)
+        .await?;
+    let mut changes = vec![
+        LiveChange::SetAdd(SetKey::PostComments(post_id), id, id),
+        LiveChange::PutBlob(BlobKey::CommentBody(post_id, id), to_json(&doc)?),
+    ];
+    if let Some(r) = reply_to {
+        changes.push(LiveChange::SetAdd(
+            SetKey::CommentReplies(post_id, r.comment_id),
+            id,
+            id,
+        ));
+    }
+    ctx.repair
+        .apply(ctx.live.as_ref(), vec![(Owner::Post(post_id), changes)])
+        .await;
+    comment_views(ctx, vec![doc], Some(author), pres)
+        .await?
+        .pop()
+        .ok_or_else(|| AppError::Internal(anyhow::anyhow!("a comment vanished")))
+}
+
+/// A post's comments, newest first, keyset-paged.
+pub async fn list_comments(
+    ctx: &Context,
+    post_id: i64,
+    viewer: Viewer,
+    cursor: Option<Cursor>,
+    limit: usize,
+    pres: &Presentation,
+) -> AppResult<Page<CommentView>> {
+    visible_post(ctx, post_id, viewer).await?;
+    let mut docs = ctx
+        .docs
+        .comments_page(post_id, cursor.map(|c| c.0), limit + 1)
+        .await?;
+    let more = docs.len() > limit;
+    docs.truncate(limit);
+    let next_cursor = if more {
+        docs.last().map(|c| Cursor::encode(c.id))
+    } else {
+        None
+    };
+    Ok(Page {
+        items: comment_views(ctx, docs, viewer, pres).await?,
+        next_cursor,
+        server_time: pres.now,
+    })
+}
+
+/// A live comment, or 404: the first step of every write on a comment.
+pub async fn live_comment(ctx: &Context, id: i64) -> AppResult<CommentDoc> {
+    match ctx.docs.comments_by_ids(&[id]).await?.pop() {
+        Some(c) if !c.deleted => Ok(c),
+        _ => Err(AppError::NotFound("comment")),
+    }
+}
+
+/// The comment's author or the post's author may delete it.
+#[tracing::instrument(skip(ctx))]
+pub async fn delete_comment(ctx: &Context, id: i64, uid: i64) -> AppResult<()> {
+    let comment = live_comment(ctx, id).await?;
+    let post = visible_post(ctx, comment.post_id, Some(uid)).await?;
+    if comment.author_uid != uid && post.author_uid != uid {
+        return Err(AppError::Forbidden(
+            "only the comment's author or the post's author may delete it",
+        ));
+    }
+    ctx.docs.delete_comment(&comment).await?;
+    let mut changes = vec![LiveChange::SetRemove(
+        SetKey::PostComments(comment.post_id),
+        id,
+    )];
+    if let Some(r) = comment.reply_to {
+        changes.push(LiveChange::SetRemove(
+            SetKey::CommentReplies(comment.post_id, r.comment_id),
+            id,
+        ));
+    }
+    ctx.repair
+        .apply(
+            ctx.live.as_ref(),
+            vec![(Owner::Post(comment.post_id), changes)],
+        )
+        .await;
+    Ok(())
+}

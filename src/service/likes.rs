@@ -1,0 +1,140 @@
+//! Likes on posts and comments. The unique (kind, target, uid) index makes
+//! liking twice one like, however many requests race; the live sets are
+//! keyed by uid, so replaying a change is harmless too.
+
+use super::assemble::{load_cards, load_set, visible_post};
+use super::comments::live_comment;
+use super::views::{unknown_user, LikeState, LikeView, Page};
+use super::{Context, Presentation, Viewer};
+use crate::domain::cursor::Cursor;
+use crate::error::AppResult;
+use crate::ids::{next_id, timestamp_of};
+use crate::store::{LikeDoc, LikeKind, LiveChange, SetKey, SetRead};
+
+/// Which thing is liked, and the live set that mirrors its likers.
+#[derive(Debug, Clone, Copy)]
+pub enum LikeTarget {
+    Post(i64),
+    Comment(i64),
+}
+
+async fn resolve(
+    ctx: &Context,
+    target: LikeTarget,
+    uid: i64,
+) -> AppResult<(LikeKind, i64, SetKey)> {
+    Ok(match target {
+        LikeTarget::Post(p) => {
+            visible_post(ctx, p, Some(uid)).await?;
+            (LikeKind::Post, p, SetKey::PostLikers(p))
+        }
+        LikeTarget::Comment(c) => {
+            let comment = live_comment(ctx, c).await?;
+            visible_post(ctx, comment.post_id, Some(uid)).await?;
+            (
+                LikeKind::Comment,
+                c,
+                SetKey::CommentLikers(comment.post_id, c),
+            )
+        }
+    })
+}
+
+async fn state(ctx: &Context, set: SetKey, uid: i64) -> AppResult<LikeState> {
+    let view = load_set(
+        ctx,
+        SetRead {
+            key: set,
+            top: 0,
+            probe: Some(uid),
+        },
+    )
+    .await?;
+    Ok(LikeState {
+        liked: view.probe_score.is_some(),
+        like_count: view.count,
+    })
+}
+
+#[tracing::instrument(skip(ctx))]
+pub async fn like(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<LikeState> {
+    let (kind, target_id, set) = resolve(ctx, target, uid).await?;
+    let id = next_id();
+    let doc = LikeDoc {
+        id,
+        kind,
+        target_id,
+        uid,
+        create_time: timestamp_of(id),
+    };
+    if ctx
+        .docs
+        .insert_like(&doc, ctx.settings.post_id_array_cap)
+        .await?
+    {
+        ctx.repair
+            .apply(
+                ctx.live.as_ref(),
+                vec![(set.owner(), vec![LiveChange::SetAdd(set, uid, id)])],
+            )
+            .await;
+    }
+    state(ctx, set, uid).await
+}
+
+#[tracing::instrument(skip(ctx))]
+pub async fn unlike(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<LikeState> {
+    let (kind, target_id, set) = resolve(ctx, target, uid).await?;
+    if ctx.docs.delete_like(kind, target_id, uid).await?.is_some() {
+        ctx.repair
+            .apply(
+                ctx.live.as_ref(),
+                vec![(set.owner(), vec![LiveChange::SetRemove(set, uid)])],
+            )
+            .await;
+    }
+    state(ctx, set, uid).await
+}
+
+/// A post's likes, newest first, with the likers' cards.
+pub async fn list_likes(
+    ctx: &Context,
+    post_id: i64,
+    viewer: Viewer,
+    cursor: Option<Cursor>,
+    limit: usize,
+    pres: &Presentation,
+) -> AppResult<Page<LikeView>> {
+    visible_post(ctx, post_id, viewer).await?;
+    let mut likes = ctx
+        .docs
+        .likes_page(LikeKind::Post, post_id, cursor.map(|c| c.0), limit + 1)
+        .await?;
+    let more = likes.len() > limit;
+    likes.truncate(limit);
+    let next_cursor = if more {
+        likes.last().map(|l| Cursor::encode(l.id))
+    } else {
+        None
+    };
+    let uids: Vec<i64> = likes.iter().map(|l| l.uid).collect();
+    let cards = load_cards(ctx, &uids).await?;
+    let items = likes
+        .into_iter()
+        .map(|l| LikeView {
+            id: l.id,
+            post_id,
+            create_time: l.create_time,
+            create_time_text: pres.text(l.create_time),
+            user: cards
+                .get(&l.uid)
+                .cloned()
+                .unwrap_or_else(|| unknown_user(l.uid)),
+        })
+        .collect();
+    Ok(Page {
+        items,
+        next_cursor,
+        server_time: pres.now,
+    })
+}

@@ -1,0 +1,325 @@
+//! Read-through loading of live state: one batched live read per call, then
+//! one batched document query per kind of miss (run concurrently), then the
+//! rebuilt values written back in the background. So a call costs a constant
+//! number of round trips whatever the number of items, and a warm call
+//! touches the live store only.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use super::Context;
+use crate::error::AppResult;
+use crate::store::{
+    BlobKey, LikeDoc, LikeKind, LiveAnswer, LiveFill, LiveRead, LiveStore, Owner, PostBody, SetKey,
+    SetRead, SetView, StoreResult,
+};
+
+#[derive(Default)]
+pub struct Loaded {
+    pub blobs: HashMap<BlobKey, String>,
+    pub sets: HashMap<SetKey, SetView>,
+}
+
+pub struct Loader<'a> {
+    ctx: &'a Context,
+    /// Generations read alongside the values, guarding the rebuilt values.
+    gens: HashMap<Owner, u64>,
+    /// False once the live store failed in this request: then nothing is
+    /// written back (a guard read from a failing store proves nothing).
+    live_ok: bool,
+    fill: LiveFill,
+    pub live_round_trips: u32,
+    pub doc_round_trips: u32,
+}
+
+fn view_of(mut members: Vec<(i64, i64)>, read: &SetRead) -> SetView {
+    members.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(b.0.cmp(&a.0)));
+    SetView {
+        count: members.len() as u64,
+        probe_score: read
+            .probe
+            .and_then(|p| members.iter().find(|(m, _)| *m == p).map(|(_, s)| *s)),
+        top: members.into_iter().take(read.top).collect(),
+    }
+}
+
+impl<'a> Loader<'a> {
+    pub fn new(ctx: &'a Context) -> Self {
+        Self {
+            ctx,
+            gens: HashMap::new(),
+            live_ok: true,
+            fill: LiveFill::default(),
+            live_round_trips: 0,
+            doc_round_trips: 0,
+        }
+    }
+
+    /// Loads blobs and sets; what the live store lacks comes from the documents.
+    /// Absent blobs (no such document) are simply not in the result.
+    pub async fn load(&mut self, blobs: &[BlobKey], sets: &[SetRead]) -> AppResult<Loaded> {
+        let mut owners: Vec<Owner> = blobs
+            .iter()
+            .map(|b| b.owner())
+            .chain(sets.iter().map(|s| s.key.owner()))
+            .filter(|o| !self.gens.contains_key(o))
+            .collect();
+        owners.sort_unstable();
+        owners.dedup();
+        let read = LiveRead {
+            blobs: blobs.to_vec(),
+            sets: sets.to_vec(),
+            gens: owners.clone(),
+        };
+        let answer = if read.blobs.is_empty() && read.sets.is_empty() {
+            LiveAnswer::default()
+        } else {
+            self.live_round_trips += 1;
+            match self.ctx.live.read(&read).await {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!(error = %e, "live read failed; answering from the documents");
+                    self.live_ok = false;
+                    LiveAnswer {
+                        blobs: vec![None; blobs.len()],
+                        sets: vec![None; sets.len()],
+                        gens: vec![0; owners.len()],
+                    }
+                }
+            }
+        };
+        for (o, g) in owners.iter().zip(&answer.gens) {
+            self.gens.insert(*o, *g);
+        }
+        let mut out = Loaded::default();
+        let mut missing_blobs = Vec::new();
+        for (key, value) in blobs.iter().zip(answer.blobs) {
+            match value {
+                Some(v) => {
+                    out.blobs.insert(*key, v);
+                }
+                None => missing_blobs.push(*key),
+            }
+        }
+        let mut missing_sets = Vec::new();
+        for (read, view) in sets.iter().zip(answer.sets) {
+            match view {
+                Some(v) => {
+                    out.sets.insert(read.key, v);
+                }
+                None => missing_sets.push(*read),
+            }
+        }
+        if !missing_blobs.is_empty() || !missing_sets.is_empty() {
+            self.rebuild(&missing_blobs, &missing_sets, &mut out)
+                .await?;
+        }
+        Ok(out)
+    }
+
+    fn guard(&self, owner: Owner) -> Option<u64> {
+        self.gens.get(&owner).copied()
+    }
+
+    async fn rebuild(
+        &mut self,
+        blobs: &[BlobKey],
+        sets: &[SetRead],
+        out: &mut Loaded,
+    ) -> AppResult<()> {
+        let docs = &self.ctx.docs;
+        let ids = |f: &dyn Fn(&BlobKey) -> Option<i64>| -> Vec<i64> {
+            let mut v: Vec<i64> = blobs.iter().filter_map(f).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        let post_ids = ids(&|b| match b {
+            BlobKey::PostBody(p) => Some(*p),
+            _ => None,
+        });
+        let comment_ids = ids(&|b| match b {
+            BlobKey::CommentBody(_, c) => Some(*c),
+            _ => None,
+        });
+        let user_ids = ids(&|b| match b {
+            BlobKey::Card(u) => Some(*u),
+            _ => None,
+        });
+        let set_ids = |f: &dyn Fn(&SetKey) -> Option<i64>| -> Vec<i64> {
+            let mut v: Vec<i64> = sets.iter().filter_map(|s| f(&s.key)).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        let liked_posts = set_ids(&|k| match k {
+            SetKey::PostLikers(p) => Some(*p),
+            _ => None,
+        });
+        let commented_posts = set_ids(&|k| match k {
+            SetKey::PostComments(p) => Some(*p),
+            _ => None,
+        });
+        let liked_comments = set_ids(&|k| match k {
+            SetKey::CommentLikers(_, c) => Some(*c),
+            _ => None,
+        });
+        let replied_comments = set_ids(&|k| match k {
+            SetKey::CommentReplies(_, c) => Some(*c),
+            _ => None,
+        });
+        let calls = [
+            !post_ids.is_empty(),
+            !comment_ids.is_empty(),
+            !user_ids.is_empty(),
+            !liked_posts.is_empty(),
+            !commented_posts.is_empty(),
+            !liked_comments.is_empty(),
+            !replied_comments.is_empty(),
+        ];
+        self.doc_round_trips += calls.iter().filter(|c| **c).count() as u32;
+        let (posts, comments, users, post_likes, post_comments, comment_likes, replies) = tokio::try_join!(
+            docs.posts_by_ids(&post_ids),
+            docs.comments_by_ids(&comment_ids),
+            docs.users_by_ids(&user_ids),
+            docs.likes_of_targets(LikeKind::Post, &liked_posts),
+            docs.comment_ids_of_posts(&commented_posts),
+            docs.likes_of_targets(LikeKind::Comment, &liked_comments),
+            docs.reply_ids_of_comments(&replied_comments),
+        )?;
+
+        let mut put = |key: BlobKey, text: String, guard: Option<u64>, out: &mut Loaded| {
+            self.fill.blobs.push((key, text.clone(), guard));
+            out.blobs.insert(key, text);
+        };
+        for p in posts {
+            let key = BlobKey::PostBody(p.id);
+            let guard = self.gens.get(&key.owner()).copied();
+            if let Some(g) = guard {
+                put(key, to_json(&PostBody::from(p))?, Some(g), out);
+            } else {
+                out.blobs.insert(key, to_json(&PostBody::from(p))?);
+            }
+        }
+        for c in comments {
+            // Comment bodies never change (deletion removes them from the
+            // comment set instead), so they are written unguarded.
+            let key = BlobKey::CommentBody(c.post_id, c.id);
+            if blobs.contains(&key) {
+                put(key, to_json(&c)?, None, out);
+            }
+        }
+        for u in users {
+            let key = BlobKey::Card(u.uid);
+            match self.gens.get(&key.owner()).copied() {
+                Some(g) => put(key, to_json(&u.card())?, Some(g), out),
+                None => {
+                    out.blobs.insert(key, to_json(&u.card())?);
+                }
+            }
+        }
+
+        let mut members: HashMap<SetKey, Vec<(i64, i64)>> = HashMap::new();
+        let wanted: HashSet<SetKey> = sets.iter().map(|s| s.key).collect();
+        let like_member = |l: &LikeDoc| (l.uid, l.id);
+        for l in &post_likes {
+            members
+                .entry(SetKey::PostLikers(l.target_id))
+                .or_default()
+                .push(like_member(l));
+        }
+        for (post, cid) in post_comments {
+            members
+                .entry(SetKey::PostComments(post))
+                .or_default()
+                .push((cid, cid));
+        }
+        // Comment-level sets are keyed under their post; map comment → post
+        // from what was asked for.
+        let comment_post: HashMap<i64, i64> = sets
+            .iter()
+            .filter_map(|s| match s.key {
+                SetKey::CommentLikers(p, c) | SetKey::CommentReplies(p, c) => Some((c, p)),
+                _ => None,
+            })
+            .collect();
+        for l in &comment_likes {
+            if let Some(p) = comment_post.get(&l.target_id) {
+                members
+                    .entry(SetKey::CommentLikers(*p, l.target_id))
+                    .or_default()
+                    .push(like_member(l));
+            }
+        }
+        for (parent, reply) in replies {
+            if let Some(p) = comment_post.get(&parent) {
+                members
+                    .entry(SetKey::CommentReplies(*p, parent))
+                    .or_default()
+                    .push((reply, reply));
+            }
+        }
+        for read in sets {
+            let m = members.remove(&read.key).unwrap_or_default();
+            if let (true, Some(g)) = (wanted.contains(&read.key), self.guard(read.key.owner())) {
+                if self.live_ok {
+                    self.fill.sets.push((read.key, m.clone(), g));
+                }
+            }
+            out.sets.insert(read.key, view_of(m, read));
+        }
+        if !self.live_ok {
+            self.fill = LiveFill::default();
+        }
+        Ok(())
+    }
+
+    /// Writes what was rebuilt back to the live store, off the request's path.
+    pub fn finish(self, what: &'static str) {
+        tracing::debug!(
+            what,
+            live_round_trips = self.live_round_trips,
+            doc_round_trips = self.doc_round_trips,
+            "store round trips"
+        );
+        if self.fill.is_empty() || !self.live_ok {
+            return;
+        }
+        let live: Arc<dyn LiveStore> = self.ctx.live.clone();
+        let fill = self.fill;
+        tokio::spawn(async move {
+            let r: StoreResult<()> = live.fill(&fill).await;
+            if let Err(e) = r {
+                tracing::warn!(error = %e, "writing rebuilt live state failed");
+            }
+        });
+    }
+}
+
+pub(crate) fn to_json<T: serde::Serialize>(v: &T) -> AppResult<String> {
+    serde_json::to_string(v).map_err(|e| crate::error::AppError::Internal(e.into()))
+}
+
+pub(crate) fn from_json<T: serde::de::DeserializeOwned>(s: &str) -> AppResult<T> {
+    serde_json::from_str(s).map_err(|e| crate::error::AppError::Internal(e.into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rebuilt_views_order_newest_first_and_probe_the_viewer() {
+        let read = SetRead {
+            key: SetKey::PostLikers(1),
+            top: 2,
+            probe: Some(7),
+        };
+        let v = view_of(vec![(5, 100), (7, 300), (9, 200)], &read);
+        assert_eq!(v.count, 3);
+        assert_eq!(v.top, vec![(7, 300), (9, 200)]);
+        assert_eq!(v.probe_score, Some(300));
+        let none = view_of(vec![], &read);
+        assert_eq!((none.count, none.probe_score), (0, None));
+    }
+}

@@ -1,0 +1,119 @@
+//! Publishing, reading, deleting and listing posts.
+
+use super::assemble::{assemble_posts, visible_post};
+use super::loader::to_json;
+use super::views::{ExpandedPost, Page};
+use super::{Context, Presentation, Viewer};
+use crate::domain::cursor::Cursor;
+use crate::domain::post::NewPost;
+use crate::error::{AppError, AppResult};
+use crate::ids::next_id;
+use crate::store::{BlobKey, LiveChange, Owner, PostBody, PostDoc, SetKey};
+
+#[tracing::instrument(skip(ctx, post, pres))]
+pub async fn create_post(
+    ctx: &Context,
+    author: i64,
+    post: NewPost,
+    pres: &Presentation,
+) -> AppResult<ExpandedPost> {
+    let id = next_id();
+    let doc = PostDoc {
+        id,
+        author_uid: author,
+        category: post.category,
+        content: post.content,
+        picture_urls: post.picture_urls,
+        device: post.device,
+        geo: post.geo,
+        visibility: post.visibility,
+        createtime: crate::ids::timestamp_of(id),
+        comments_postid: Vec::new(),
+        likes_postid: Vec::new(),
+        deleted: false,
+    };
+    ctx.docs.insert_post(&doc).await?;
+    // A new post's live state is known without reading anything back: empty
+    // sets and the body. Writing it now makes the first read warm.
+    let body = PostBody::from(doc);
+    ctx.repair
+        .apply(
+            ctx.live.as_ref(),
+            vec![(
+                Owner::Post(id),
+                vec![LiveChange::PutBlob(BlobKey::PostBody(id), to_json(&body)?)],
+            )],
+        )
+        .await;
+    let mut posts = assemble_posts(ctx, &[id], Some(author), pres).await?;
+    posts.pop().ok_or_else(|| {
+        AppError::Internal(anyhow::anyhow!("a post vanished right after publishing"))
+    })
+}
+
+pub async fn get_post(
+    ctx: &Context,
+    id: i64,
+    viewer: Viewer,
+    pres: &Presentation,
+) -> AppResult<ExpandedPost> {
+    assemble_posts(ctx, &[id], viewer, pres)
+        .await?
+        .pop()
+        .ok_or(AppError::NotFound("post"))
+}
+
+#[tracing::instrument(skip(ctx))]
+pub async fn delete_post(ctx: &Context, id: i64, uid: i64) -> AppResult<()> {
+    let body = visible_post(ctx, id, Some(uid)).await?;
+    if body.author_uid != uid {
+        return Err(AppError::Forbidden("only the author may delete a post"));
+    }
+    ctx.docs.delete_post(id).await?;
+    let tomb = PostBody {
+        deleted: true,
+        ..body
+    };
+    ctx.repair
+        .apply(
+            ctx.live.as_ref(),
+            vec![(
+                Owner::Post(id),
+                vec![
+                    LiveChange::PutBlob(BlobKey::PostBody(id), to_json(&tomb)?),
+                    LiveChange::Drop(crate::store::LiveKey::Set(SetKey::PostLikers(id))),
+                    LiveChange::Drop(crate::store::LiveKey::Set(SetKey::PostComments(id))),
+                ],
+            )],
+        )
+        .await;
+    Ok(())
+}
+
+/// A user's posts, newest first, that the viewer may see.
+pub async fn user_posts(
+    ctx: &Context,
+    author: i64,
+    viewer: Viewer,
+    cursor: Option<Cursor>,
+    limit: usize,
+    pres: &Presentation,
+) -> AppResult<Page<ExpandedPost>> {
+    let mut ids = ctx
+        .docs
+        .post_ids_by_author(author, cursor.map(|c| c.0), limit + 1)
+        .await?;
+    let more = ids.len() > limit;
+    ids.truncate(limit);
+    let next_cursor = if more {
+        ids.last().map(|id| Cursor::encode(*id))
+    } else {
+        None
+    };
+    let items = assemble_posts(ctx, &ids, viewer, pres).await?;
+    Ok(Page {
+        items,
+        next_cursor,
+        server_time: pres.now,
+    })
+}

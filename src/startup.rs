@@ -1,0 +1,148 @@
+//! Builds the application: connects the stores, applies schemas, bootstraps
+//! the admin, loads the device table, binds the listener. Tests build it on
+//! port 0 and read the port back.
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::dev::{Server, Service};
+use actix_web::{web, App, HttpServer};
+use anyhow::Context as _;
+use tracing::Instrument;
+
+use crate::config::Settings;
+use crate::http;
+use crate::service::device_names::DeviceNames;
+use crate::service::repair::LiveRepair;
+use crate::service::{accounts, Context};
+use crate::store::mongo::MongoDocs;
+use crate::store::redis::RedisLive;
+use crate::store::{DocStore, LiveStore};
+
+pub struct Application {
+    port: u16,
+    server: Server,
+    context: Context,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// Connects the stores that `settings` names.
+pub async fn connect_stores(
+    settings: &Settings,
+) -> anyhow::Result<(Arc<dyn DocStore>, Arc<dyn LiveStore>)> {
+    let (Some(mongo_uri), Some(redis_url)) = (&settings.mongodb_uri, &settings.redis_url) else {
+        anyhow::bail!(
+            "set MOMENTS_MONGODB_URI and MOMENTS_REDIS_URL (the embedded default is not built yet); \
+             `scripts/run-local.sh` starts local stores and the service together"
+        );
+    };
+    let docs = MongoDocs::connect(mongo_uri, &settings.mongodb_db)
+        .await
+        .context("connecting to MongoDB")?;
+    let live = RedisLive::connect(redis_url, &settings.redis_prefix, settings.live_ttl_secs)
+        .await
+        .with_context(|| format!("connecting to Redis at {redis_url}"))?;
+    Ok((Arc::new(docs), Arc::new(live)))
+}
+
+impl Application {
+    pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        let (docs, live) = connect_stores(&settings).await?;
+        Self::build_on(settings, docs, live).await
+    }
+
+    /// Builds on stores the caller connected (tests, other backends).
+    pub async fn build_on(
+        settings: Settings,
+        docs: Arc<dyn DocStore>,
+        live: Arc<dyn LiveStore>,
+    ) -> anyhow::Result<Self> {
+        docs.apply_schemas().await.context("applying schemas/")?;
+        let devices = Arc::new(DeviceNames::new());
+        let repair = Arc::new(LiveRepair::default());
+        let context = Context {
+            docs: docs.clone(),
+            live: live.clone(),
+            devices: devices.clone(),
+            repair: repair.clone(),
+            settings: Arc::new(settings.clone()),
+        };
+        if let Some((user, password)) = &settings.admin {
+            let uid = accounts::bootstrap_admin(&context, user, password.expose())
+                .await
+                .map_err(|e| anyhow::anyhow!("bootstrapping the admin account: {e}"))?;
+            tracing::info!(uid, username = %user, "admin account ready");
+        }
+        devices
+            .refresh(docs.as_ref(), live.as_ref())
+            .await
+            .map_err(|e| anyhow::anyhow!("loading the device table: {e}"))?;
+        let tasks = vec![
+            devices.spawn_refresher(
+                docs.clone(),
+                live.clone(),
+                Duration::from_millis(settings.device_refresh_ms),
+            ),
+            repair.spawn(live.clone()),
+        ];
+
+        let listener = TcpListener::bind(&settings.listen)
+            .with_context(|| format!("binding {}", settings.listen))?;
+        let port = listener.local_addr()?.port();
+        let data = web::Data::new(context.clone());
+        let server = HttpServer::new(move || {
+            App::new()
+                .wrap_fn(|req, srv| {
+                    let span = tracing::debug_span!(
+                        "request",
+                        method = %req.method(),
+                        path = %req.path()
+                    );
+                    let started = std::time::Instant::now();
+                    let fut = srv.call(req);
+                    async move {
+                        let res = fut.await;
+                        if let Ok(r) = &res {
+                            tracing::debug!(
+                                status = r.status().as_u16(),
+                                micros = started.elapsed().as_micros() as u64,
+                                "done"
+                            );
+                        }
+                        res
+                    }
+                    .instrument(span)
+                })
+                .app_data(data.clone())
+                .configure(http::api)
+                .default_service(web::to(http::not_found))
+        })
+        .listen(listener)?
+        .shutdown_timeout(5)
+        .run();
+        tracing::info!(port, "serving");
+        Ok(Self {
+            port,
+            server,
+            context,
+            tasks,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn context(&self) -> &Context {
+        &self.context
+    }
+
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        let r = self.server.await;
+        for t in self.tasks {
+            t.abort();
+        }
+        r
+    }
+}

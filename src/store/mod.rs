@@ -1,0 +1,440 @@
+//! The ports the services talk to, and the records that cross them.
+//!
+//! `DocStore` is the truth (MongoDB's role): users, posts, comments, likes,
+//! device models. `LiveStore` is derived state (Redis's role): sets of ids,
+//! cached bodies and cards, sessions. Every live key can be rebuilt from the
+//! documents, so the live port offers a few generic, batchable operations
+//! and the services decide what to rebuild from where.
+
+pub mod mongo;
+pub mod redis;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::domain::device::DisplayName;
+use crate::domain::post::{Category, Geo, Visibility};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("store unavailable: {0}")]
+    Unavailable(anyhow::Error),
+    #[error("duplicate {0}")]
+    Duplicate(&'static str),
+    #[error(transparent)]
+    Other(anyhow::Error),
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Some wire servers store a `$set` boolean as 0/1; read either.
+pub(crate) fn lenient_bool<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum B {
+        Bool(bool),
+        Int(i64),
+        Float(f64),
+    }
+    Ok(match Option::<B>::deserialize(d)? {
+        None => false,
+        Some(B::Bool(b)) => b,
+        Some(B::Int(i)) => i != 0,
+        Some(B::Float(f)) => f != 0.0,
+    })
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct UserDoc {
+    #[serde(rename = "_id")]
+    pub uid: i64,
+    pub username: String,
+    #[serde(rename = "nickName")]
+    pub nick_name: String,
+    #[serde(rename = "headImg")]
+    pub head_img: String,
+    #[serde(rename = "passwordHash")]
+    pub password_hash: String,
+    #[serde(default)]
+    pub roles: Vec<String>,
+    #[serde(rename = "createdAt")]
+    pub created_at: i64,
+    #[serde(rename = "lastActiveAt")]
+    pub last_active_at: i64,
+}
+
+impl UserDoc {
+    pub fn card(&self) -> UserCard {
+        UserCard {
+            uid: self.uid,
+            nick_name: self.nick_name.clone(),
+            head_img: self.head_img.clone(),
+        }
+    }
+    pub fn is_admin(&self) -> bool {
+        self.roles.iter().any(|r| r == "admin")
+    }
+}
+
+/// Seed 000's "simple info": what every list shows next to an item.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UserCard {
+    pub uid: i64,
+    pub nick_name: String,
+    pub head_img: String,
+}
+
+/// A post as stored: seed 003's "final storage structure".
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PostDoc {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    pub author_uid: i64,
+    pub category: Category,
+    pub content: String,
+    #[serde(rename = "pictureUrls")]
+    pub picture_urls: Vec<String>,
+    pub device: String,
+    pub geo: Option<Geo>,
+    pub visibility: Visibility,
+    pub createtime: i64,
+    #[serde(default)]
+    pub comments_postid: Vec<i64>,
+    #[serde(default)]
+    pub likes_postid: Vec<i64>,
+    #[serde(default, deserialize_with = "lenient_bool")]
+    pub deleted: bool,
+}
+
+/// The immutable part of a post (everything but the id arrays), which is what
+/// the live store caches: the arrays change on every like and are derived
+/// elsewhere anyway.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PostBody {
+    pub id: i64,
+    pub author_uid: i64,
+    pub category: Category,
+    pub content: String,
+    pub picture_urls: Vec<String>,
+    pub device: String,
+    pub geo: Option<Geo>,
+    pub visibility: Visibility,
+    pub createtime: i64,
+    #[serde(default)]
+    pub deleted: bool,
+}
+
+impl From<PostDoc> for PostBody {
+    fn from(p: PostDoc) -> Self {
+        PostBody {
+            id: p.id,
+            author_uid: p.author_uid,
+            category: p.category,
+            content: p.content,
+            picture_urls: p.picture_urls,
+            device: p.device,
+            geo: p.geo,
+            visibility: p.visibility,
+            createtime: p.createtime,
+            deleted: p.deleted,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ReplyRef {
+    #[serde(rename = "commentId")]
+    pub comment_id: i64,
+    pub uid: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CommentDoc {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    #[serde(rename = "postId")]
+    pub post_id: i64,
+    pub author_uid: i64,
+    pub content: String,
+    pub createtime: i64,
+    #[serde(rename = "replyTo")]
+    pub reply_to: Option<ReplyRef>,
+    #[serde(default, deserialize_with = "lenient_bool")]
+    pub deleted: bool,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum LikeKind {
+    Post,
+    Comment,
+}
+
+impl LikeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LikeKind::Post => "post",
+            LikeKind::Comment => "comment",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LikeDoc {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    pub kind: LikeKind,
+    #[serde(rename = "targetId")]
+    pub target_id: i64,
+    pub uid: i64,
+    #[serde(rename = "createTime")]
+    pub create_time: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DeviceModelDoc {
+    #[serde(rename = "_id")]
+    pub key: String,
+    #[serde(rename = "displayName")]
+    pub display_name: DisplayName,
+    #[serde(default)]
+    pub brand: String,
+    #[serde(rename = "updatedAt")]
+    pub updated_at: i64,
+    #[serde(rename = "updatedBy")]
+    pub updated_by: i64,
+}
+
+/// The documents: the truth. Every method is one store round trip, and every
+/// batch method takes all the ids of a page at once, so a page of N items
+/// costs a constant number of calls.
+#[async_trait]
+pub trait DocStore: Send + Sync {
+    async fn ping(&self) -> StoreResult<()>;
+    /// Creates collections, validators and indexes; idempotent.
+    async fn apply_schemas(&self) -> StoreResult<()>;
+
+    /// `Duplicate("username")` when the name is taken.
+    async fn insert_user(&self, user: &UserDoc) -> StoreResult<()>;
+    async fn user_by_username(&self, username: &str) -> StoreResult<Option<UserDoc>>;
+    async fn users_by_ids(&self, uids: &[i64]) -> StoreResult<Vec<UserDoc>>;
+    async fn update_profile(
+        &self,
+        uid: i64,
+        nick_name: Option<&str>,
+        head_img: Option<&str>,
+    ) -> StoreResult<Option<UserDoc>>;
+    /// Sets the password hash and adds the admin role (the admin bootstrap).
+    async fn grant_admin(&self, uid: i64, password_hash: &str) -> StoreResult<()>;
+    async fn touch_user(&self, uid: i64, at: i64) -> StoreResult<()>;
+
+    async fn insert_post(&self, post: &PostDoc) -> StoreResult<()>;
+    /// Deleted posts included, flagged: the caller decides.
+    async fn posts_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<PostDoc>>;
+    /// True when this call deleted it.
+    async fn delete_post(&self, id: i64) -> StoreResult<bool>;
+    /// Ids of an author's live posts below `before`, newest first.
+    async fn post_ids_by_author(
+        &self,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<i64>>;
+
+    /// Inserts the comment and records its id first in the post's
+    /// `comments_postid`, keeping the newest `cap`.
+    async fn insert_comment(&self, comment: &CommentDoc, cap: usize) -> StoreResult<()>;
+    async fn comments_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<CommentDoc>>;
+    /// Flags it deleted and drops its id from the post; true when this call did.
+    async fn delete_comment(&self, comment: &CommentDoc) -> StoreResult<bool>;
+    /// A post's live comments below `before`, newest first.
+    async fn comments_page(
+        &self,
+        post_id: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<CommentDoc>>;
+    /// `(post_id, comment_id)` of every live comment on these posts.
+    async fn comment_ids_of_posts(&self, post_ids: &[i64]) -> StoreResult<Vec<(i64, i64)>>;
+    /// `(parent_comment_id, reply_id)` of every live reply to these comments.
+    async fn reply_ids_of_comments(&self, comment_ids: &[i64]) -> StoreResult<Vec<(i64, i64)>>;
+
+    /// Inserts the like, and for a post records its id in `likes_postid`.
+    /// `Ok(false)` when this user already liked it: liking twice is one like.
+    async fn insert_like(&self, like: &LikeDoc, cap: usize) -> StoreResult<bool>;
+    /// Removes the like if there is one, returning it.
+    async fn delete_like(
+        &self,
+        kind: LikeKind,
+        target_id: i64,
+        uid: i64,
+    ) -> StoreResult<Option<LikeDoc>>;
+    /// Every like of these targets.
+    async fn likes_of_targets(
+        &self,
+        kind: LikeKind,
+        target_ids: &[i64],
+    ) -> StoreResult<Vec<LikeDoc>>;
+    async fn likes_page(
+        &self,
+        kind: LikeKind,
+        target_id: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<LikeDoc>>;
+
+    async fn device_models(&self) -> StoreResult<Vec<DeviceModelDoc>>;
+    async fn upsert_device_models(&self, models: &[DeviceModelDoc]) -> StoreResult<()>;
+    async fn delete_device_model(&self, key: &str) -> StoreResult<bool>;
+}
+
+/// Whose keys these are: one post's or one user's live keys share a Redis
+/// Cluster slot and one generation counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Owner {
+    Post(i64),
+    User(i64),
+}
+
+/// A cached value: JSON text the services wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BlobKey {
+    PostBody(i64),
+    /// (post, comment): comments are cached under their post.
+    CommentBody(i64, i64),
+    Card(i64),
+}
+
+impl BlobKey {
+    pub fn owner(self) -> Owner {
+        match self {
+            BlobKey::PostBody(p) | BlobKey::CommentBody(p, _) => Owner::Post(p),
+            BlobKey::Card(u) => Owner::User(u),
+        }
+    }
+}
+
+/// A set of ids with scores (a Redis zset): complete or absent, never partial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SetKey {
+    /// member uid, score like id.
+    PostLikers(i64),
+    /// member and score comment id.
+    PostComments(i64),
+    /// (post, comment): member uid, score like id.
+    CommentLikers(i64, i64),
+    /// (post, comment): member and score reply id.
+    CommentReplies(i64, i64),
+}
+
+impl SetKey {
+    pub fn owner(self) -> Owner {
+        match self {
+            SetKey::PostLikers(p)
+            | SetKey::PostComments(p)
+            | SetKey::CommentLikers(p, _)
+            | SetKey::CommentReplies(p, _) => Owner::Post(p),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SetRead {
+    pub key: SetKey,
+    /// How many of the highest-scored members to return.
+    pub top: usize,
+    /// A member whose score to look up (the viewer, for "liked by me").
+    pub probe: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SetView {
+    pub count: u64,
+    /// (member, score), highest score first.
+    pub top: Vec<(i64, i64)>,
+    pub probe_score: Option<i64>,
+}
+
+/// One batched read: everything comes back in one round trip.
+#[derive(Debug, Default, Clone)]
+pub struct LiveRead {
+    pub blobs: Vec<BlobKey>,
+    pub sets: Vec<SetRead>,
+    pub gens: Vec<Owner>,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct LiveAnswer {
+    pub blobs: Vec<Option<String>>,
+    /// `None`: absent, rebuild it from the documents.
+    pub sets: Vec<Option<SetView>>,
+    pub gens: Vec<u64>,
+}
+
+/// Rebuilt state to store, each item only if its owner's generation is still
+/// the one read before the documents were read (otherwise a write came in
+/// between and the rebuilt value may be stale: skip it, the next read rebuilds).
+#[derive(Debug, Default, Clone)]
+pub struct LiveFill {
+    pub blobs: Vec<(BlobKey, String, Option<u64>)>,
+    pub sets: Vec<SetFill>,
+}
+
+/// A whole set to store: its key, its (member, score) pairs, the guard generation.
+pub type SetFill = (SetKey, Vec<(i64, i64)>, u64);
+
+impl LiveFill {
+    pub fn is_empty(&self) -> bool {
+        self.blobs.is_empty() && self.sets.is_empty()
+    }
+}
+
+/// A change following a document write. Applied as one atomic step per owner
+/// that bumps the owner's generation; set changes touch only sets that exist
+/// (an absent set stays absent and is rebuilt whole).
+#[derive(Debug, Clone, PartialEq)]
+pub enum LiveChange {
+    SetAdd(SetKey, i64, i64),
+    SetRemove(SetKey, i64),
+    PutBlob(BlobKey, String),
+    Drop(LiveKey),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LiveKey {
+    Blob(BlobKey),
+    Set(SetKey),
+}
+
+impl LiveChange {
+    pub fn key(&self) -> LiveKey {
+        match self {
+            LiveChange::SetAdd(k, ..) | LiveChange::SetRemove(k, _) => LiveKey::Set(*k),
+            LiveChange::PutBlob(k, _) => LiveKey::Blob(*k),
+            LiveChange::Drop(k) => *k,
+        }
+    }
+}
+
+/// Live, derived state. Losing all of it loses no data (sessions aside, which
+/// only log users out).
+#[async_trait]
+pub trait LiveStore: Send + Sync {
+    async fn ping(&self) -> StoreResult<()>;
+    async fn read(&self, read: &LiveRead) -> StoreResult<LiveAnswer>;
+    async fn fill(&self, fill: &LiveFill) -> StoreResult<()>;
+    /// Applies changes grouped by owner, all in one round trip.
+    async fn apply(&self, changes: &[(Owner, Vec<LiveChange>)]) -> StoreResult<()>;
+    /// Bumps the generation and deletes the keys: the fallback when `apply`
+    /// failed, so that no stale value outlives a write.
+    async fn drop_keys(&self, owner: Owner, keys: &[LiveKey]) -> StoreResult<()>;
+
+    async fn put_session(&self, token: &str, uid: i64, ttl_secs: u64) -> StoreResult<()>;
+    async fn session_uid(&self, token: &str) -> StoreResult<Option<i64>>;
+    async fn drop_session(&self, token: &str) -> StoreResult<()>;
+
+    /// A counter every instance polls to learn that the device table changed.
+    async fn device_table_version(&self) -> StoreResult<u64>;
+    async fn bump_device_table_version(&self) -> StoreResult<u64>;
+}

@@ -1,0 +1,498 @@
+//! The MongoDB adapter of `DocStore`, on the official driver.
+//!
+//! Queries stay inside the subset that both MongoDB and the test stand-in
+//! agree on (TESTING.md): writes address documents by `_id` or by equality,
+//! sorts are on `_id` (16-digit ids, so text order is number order), joins
+//! happen in the service. That is also the shard-friendly subset.
+
+mod schemas;
+
+use async_trait::async_trait;
+use futures_util::TryStreamExt;
+use mongodb::bson::{doc, Document};
+use mongodb::error::{Error as MongoError, ErrorKind, WriteFailure};
+use mongodb::options::ClientOptions;
+use mongodb::{Client, Collection, Database};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use std::time::Duration;
+
+use super::{
+    CommentDoc, DeviceModelDoc, DocStore, LikeDoc, LikeKind, PostDoc, StoreError, StoreResult,
+    UserDoc,
+};
+
+pub struct MongoDocs {
+    db: Database,
+}
+
+impl MongoDocs {
+    pub async fn connect(uri: &str, db_name: &str) -> StoreResult<Self> {
+        let mut opts = ClientOptions::parse(uri).await.map_err(classify)?;
+        // Fail a request in seconds, not the driver's default 30 s, when the
+        // server is gone: the client gets a 503 it can retry.
+        opts.server_selection_timeout = Some(Duration::from_secs(5));
+        opts.connect_timeout = Some(Duration::from_secs(5));
+        opts.app_name = Some("moments".into());
+        let client = Client::with_options(opts).map_err(classify)?;
+        Ok(Self {
+            db: client.database(db_name),
+        })
+    }
+
+    pub fn database(&self) -> &Database {
+        &self.db
+    }
+
+    fn users(&self) -> Collection<UserDoc> {
+        self.db.collection("users")
+    }
+    fn posts(&self) -> Collection<PostDoc> {
+        self.db.collection("posts")
+    }
+    fn comments(&self) -> Collection<CommentDoc> {
+        self.db.collection("comments")
+    }
+    fn likes(&self) -> Collection<LikeDoc> {
+        self.db.collection("likes")
+    }
+    fn device_models_coll(&self) -> Collection<DeviceModelDoc> {
+        self.db.collection("device_models")
+    }
+}
+
+/// Sorts the driver's errors into what the service can act on.
+pub(crate) fn classify(e: MongoError) -> StoreError {
+    match *e.kind {
+        ErrorKind::ServerSelection { .. }
+        | ErrorKind::Io(_)
+        | ErrorKind::ConnectionPoolCleared { .. }
+        | ErrorKind::DnsResolve { .. } => StoreError::Unavailable(e.into()),
+        _ => StoreError::Other(e.into()),
+    }
+}
+
+pub(crate) fn is_duplicate_key(e: &MongoError) -> bool {
+    match &*e.kind {
+        ErrorKind::Write(WriteFailure::WriteError(w)) => w.code == 11000,
+        ErrorKind::Command(c) => c.code == 11000,
+        ErrorKind::InsertMany(m) => m
+            .write_errors
+            .as_ref()
+            .is_some_and(|ws| ws.iter().any(|w| w.code == 11000)),
+        _ => false,
+    }
+}
+
+fn below(filter: &mut Document, before: Option<i64>) {
+    if let Some(b) = before {
+        filter.insert("_id", doc! { "$lt": b });
+    }
+}
+
+async fn collect<T: DeserializeOwned + Send + Sync>(
+    cursor: mongodb::Cursor<T>,
+) -> StoreResult<Vec<T>> {
+    cursor.try_collect().await.map_err(classify)
+}
+
+#[derive(Deserialize)]
+struct IdOnly {
+    #[serde(rename = "_id")]
+    id: i64,
+}
+
+#[derive(Deserialize)]
+struct CommentPostPair {
+    #[serde(rename = "_id")]
+    id: i64,
+    #[serde(rename = "postId")]
+    post_id: i64,
+}
+
+#[derive(Deserialize)]
+struct ReplyPair {
+    #[serde(rename = "_id")]
+    id: i64,
+    #[serde(rename = "replyTo")]
+    reply_to: Option<super::ReplyRef>,
+}
+
+#[async_trait]
+impl DocStore for MongoDocs {
+    async fn ping(&self) -> StoreResult<()> {
+        self.db
+            .run_command(doc! { "ping": 1 })
+            .await
+            .map(|_| ())
+            .map_err(classify)
+    }
+
+    async fn apply_schemas(&self) -> StoreResult<()> {
+        schemas::apply(&self.db).await
+    }
+
+    async fn insert_user(&self, user: &UserDoc) -> StoreResult<()> {
+        match self.users().insert_one(user).await {
+            Ok(_) => Ok(()),
+            Err(e) if is_duplicate_key(&e) => Err(StoreError::Duplicate("username")),
+            Err(e) => Err(classify(e)),
+        }
+    }
+
+    async fn user_by_username(&self, username: &str) -> StoreResult<Option<UserDoc>> {
+        self.users()
+            .find_one(doc! { "username": username })
+            .await
+            .map_err(classify)
+    }
+
+    async fn users_by_ids(&self, uids: &[i64]) -> StoreResult<Vec<UserDoc>> {
+        if uids.is_empty() {
+            return Ok(Vec::new());
+        }
+        collect(
+            self.users()
+                .find(doc! { "_id": { "$in": uids } })
+                .await
+                .map_err(classify)?,
+        )
+        .await
+    }
+
+    async fn update_profile(
+        &self,
+        uid: i64,
+        nick_name: Option<&str>,
+        head_img: Option<&str>,
+    ) -> StoreResult<Option<UserDoc>> {
+        let mut set = Document::new();
+        if let Some(n) = nick_name {
+            set.insert("nickName", n);
+        }
+        if let Some(h) = head_img {
+            set.insert("headImg", h);
+        }
+        if !set.is_empty() {
+            self.users()
+                .update_one(doc! { "_id": uid }, doc! { "$set": set })
+                .await
+                .map_err(classify)?;
+        }
+        self.users()
+            .find_one(doc! { "_id": uid })
+            .await
+            .map_err(classify)
+    }
+
+    async fn grant_admin(&self, uid: i64, password_hash: &str) -> StoreResult<()> {
+        self.users()
+            .update_one(
+                doc! { "_id": uid },
+                doc! { "$set": { "passwordHash": password_hash }, "$addToSet": { "roles": "admin" } },
+            )
+            .await
+            .map(|_| ())
+            .map_err(classify)
+    }
+
+    async fn touch_user(&self, uid: i64, at: i64) -> StoreResult<()> {
+        self.users()
+            .update_one(doc! { "_id": uid }, doc! { "$set": { "lastActiveAt": at } })
+            .await
+            .map(|_| ())
+            .map_err(classify)
+    }
+
+    async fn insert_post(&self, post: &PostDoc) -> StoreResult<()> {
+        match self.posts().insert_one(post).await {
+            Ok(_) => Ok(()),
+            Err(e) if is_duplicate_key(&e) => Err(StoreError::Duplicate("post id")),
+            Err(e) => Err(classify(e)),
+        }
+    }
+
+    async fn posts_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<PostDoc>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        collect(
+            self.posts()
+                .find(doc! { "_id": { "$in": ids } })
+                .await
+                .map_err(classify)?,
+        )
+        .await
+    }
+
+    async fn delete_post(&self, id: i64) -> StoreResult<bool> {
+        let r = self
+            .posts()
+            .update_one(
+                doc! { "_id": id, "deleted": false },
+                doc! { "$set": { "deleted": true } },
+            )
+            .await
+            .map_err(classify)?;
+        Ok(r.modified_count == 1)
+    }
+
+    async fn post_ids_by_author(
+        &self,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<i64>> {
+        let mut filter = doc! { "author_uid": uid, "deleted": false };
+        below(&mut filter, before);
+        let cursor = self
+            .db
+            .collection::<IdOnly>("posts")
+            .find(filter)
+            .projection(doc! { "_id": 1 })
+            .sort(doc! { "_id": -1 })
+            .limit(limit as i64)
+            .await
+            .map_err(classify)?;
+        Ok(collect(cursor).await?.into_iter().map(|d| d.id).collect())
+    }
+
+    async fn insert_comment(&self, comment: &CommentDoc, cap: usize) -> StoreResult<()> {
+        match self.comments().insert_one(comment).await {
+            Ok(_) => {}
+            Err(e) if is_duplicate_key(&e) => return Err(StoreError::Duplicate("comment id")),
+            Err(e) => return Err(classify(e)),
+        }
+        self.posts()
+            .update_one(
+                doc! { "_id": comment.post_id },
+                doc! { "$push": { "comments_postid": {
+                "$each": [comment.id], "$position": 0, "$slice": cap as i64 } } },
+            )
+            .await
+            .map(|_| ())
+            .map_err(classify)
+    }
+
+    async fn comments_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<CommentDoc>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        collect(
+            self.comments()
+                .find(doc! { "_id": { "$in": ids } })
+                .await
+                .map_err(classify)?,
+        )
+        .await
+    }
+
+    async fn delete_comment(&self, comment: &CommentDoc) -> StoreResult<bool> {
+        let r = self
+            .comments()
+            .update_one(
+                doc! { "_id": comment.id, "deleted": false },
+                doc! { "$set": { "deleted": true } },
+            )
+            .await
+            .map_err(classify)?;
+        self.posts()
+            .update_one(
+                doc! { "_id": comment.post_id },
+                doc! { "$pull": { "comments_postid": comment.id } },
+            )
+            .await
+            .map_err(classify)?;
+        Ok(r.modified_count == 1)
+    }
+
+    async fn comments_page(
+        &self,
+        post_id: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<CommentDoc>> {
+        let mut filter = doc! { "postId": post_id, "deleted": false };
+        below(&mut filter, before);
+        collect(
+            self.comments()
+                .find(filter)
+                .sort(doc! { "_id": -1 })
+                .limit(limit as i64)
+                .await
+                .map_err(classify)?,
+        )
+        .await
+    }
+
+    async fn comment_ids_of_posts(&self, post_ids: &[i64]) -> StoreResult<Vec<(i64, i64)>> {
+        if post_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let cursor = self
+            .db
+            .collection::<CommentPostPair>("comments")
+            .find(doc! { "postId": { "$in": post_ids }, "deleted": false })
+            .projection(doc! { "_id": 1, "postId": 1 })
+            .await
+            .map_err(classify)?;
+        Ok(collect(cursor)
+            .await?
+            .into_iter()
+            .map(|c| (c.post_id, c.id))
+            .collect())
+    }
+
+    async fn reply_ids_of_comments(&self, comment_ids: &[i64]) -> StoreResult<Vec<(i64, i64)>> {
+        if comment_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let cursor = self
+            .db
+            .collection::<ReplyPair>("comments")
+            .find(doc! { "replyTo.commentId": { "$in": comment_ids }, "deleted": false })
+            .projection(doc! { "_id": 1, "replyTo": 1 })
+            .await
+            .map_err(classify)?;
+        Ok(collect(cursor)
+            .await?
+            .into_iter()
+            .filter_map(|r| r.reply_to.map(|t| (t.comment_id, r.id)))
+            .collect())
+    }
+
+    async fn insert_like(&self, like: &LikeDoc, cap: usize) -> StoreResult<bool> {
+        match self.likes().insert_one(like).await {
+            Ok(_) => {}
+            Err(e) if is_duplicate_key(&e) => return Ok(false),
+            Err(e) => return Err(classify(e)),
+        }
+        if like.kind == LikeKind::Post {
+            self.posts()
+                .update_one(
+                    doc! { "_id": like.target_id },
+                    doc! { "$push": { "likes_postid": {
+                    "$each": [like.id], "$position": 0, "$slice": cap as i64 } } },
+                )
+                .await
+                .map_err(classify)?;
+        }
+        Ok(true)
+    }
+
+    async fn delete_like(
+        &self,
+        kind: LikeKind,
+        target_id: i64,
+        uid: i64,
+    ) -> StoreResult<Option<LikeDoc>> {
+        let Some(like) = self
+            .likes()
+            .find_one(doc! { "kind": kind.as_str(), "targetId": target_id, "uid": uid })
+            .await
+            .map_err(classify)?
+        else {
+            return Ok(None);
+        };
+        let r = self
+            .likes()
+            .delete_one(doc! { "_id": like.id })
+            .await
+            .map_err(classify)?;
+        if r.deleted_count == 0 {
+            // A concurrent unlike got there first; it also did the $pull.
+            return Ok(None);
+        }
+        if kind == LikeKind::Post {
+            self.posts()
+                .update_one(
+                    doc! { "_id": target_id },
+                    doc! { "$pull": { "likes_postid": like.id } },
+                )
+                .await
+                .map_err(classify)?;
+        }
+        Ok(Some(like))
+    }
+
+    async fn likes_of_targets(
+        &self,
+        kind: LikeKind,
+        target_ids: &[i64],
+    ) -> StoreResult<Vec<LikeDoc>> {
+        if target_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        collect(
+            self.likes()
+                .find(doc! { "kind": kind.as_str(), "targetId": { "$in": target_ids } })
+                .await
+                .map_err(classify)?,
+        )
+        .await
+    }
+
+    async fn likes_page(
+        &self,
+        kind: LikeKind,
+        target_id: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<LikeDoc>> {
+        let mut filter = doc! { "kind": kind.as_str(), "targetId": target_id };
+        below(&mut filter, before);
+        collect(
+            self.likes()
+                .find(filter)
+                .sort(doc! { "_id": -1 })
+                .limit(limit as i64)
+                .await
+                .map_err(classify)?,
+        )
+        .await
+    }
+
+    async fn device_models(&self) -> StoreResult<Vec<DeviceModelDoc>> {
+        collect(
+            self.device_models_coll()
+                .find(doc! {})
+                .sort(doc! { "_id": 1 })
+                .await
+                .map_err(classify)?,
+        )
+        .await
+    }
+
+    async fn upsert_device_models(&self, models: &[DeviceModelDoc]) -> StoreResult<()> {
+        // One upsert per model, a few in flight at once: `bulkWrite` across a
+        // client needs MongoDB 8, and imports are rare and small.
+        for chunk in models.chunks(16) {
+            let writes = chunk.iter().map(|m| async move {
+                self.device_models_coll()
+                    .update_one(
+                        doc! { "_id": &m.key },
+                        doc! { "$set": {
+                            "displayName": { "zh": &m.display_name.zh, "en": &m.display_name.en },
+                            "brand": &m.brand,
+                            "updatedAt": m.updated_at,
+                            "updatedBy": m.updated_by,
+                        } },
+                    )
+                    .upsert(true)
+                    .await
+                    .map_err(classify)
+            });
+            futures_util::future::try_join_all(writes).await?;
+        }
+        Ok(())
+    }
+
+    async fn delete_device_model(&self, key: &str) -> StoreResult<bool> {
+        let r = self
+            .device_models_coll()
+            .delete_one(doc! { "_id": key })
+            .await
+            .map_err(classify)?;
+        Ok(r.deleted_count == 1)
+    }
+}

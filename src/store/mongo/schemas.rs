@@ -1,0 +1,102 @@
+//! Applies `schemas/*.json` (one validator and index list per collection) at
+//! start-up: create the collection with its validator, or `collMod` an
+//! existing one; create indexes by name. Running it twice changes nothing.
+
+use mongodb::bson::{doc, Document};
+use mongodb::options::IndexOptions;
+use mongodb::{Database, IndexModel};
+use serde::Deserialize;
+
+use super::classify;
+use crate::store::{StoreError, StoreResult};
+
+/// Compiled in, so the binary never depends on where it was started from.
+pub const SCHEMAS: [(&str, &str); 5] = [
+    ("users", include_str!("../../../schemas/users.json")),
+    ("posts", include_str!("../../../schemas/posts.json")),
+    ("comments", include_str!("../../../schemas/comments.json")),
+    ("likes", include_str!("../../../schemas/likes.json")),
+    (
+        "device_models",
+        include_str!("../../../schemas/device_models.json"),
+    ),
+];
+
+#[derive(Deserialize)]
+pub struct Schema {
+    pub collection: String,
+    pub validator: serde_json::Value,
+    pub indexes: Vec<IndexSpec>,
+}
+
+#[derive(Deserialize)]
+pub struct IndexSpec {
+    pub name: String,
+    pub keys: serde_json::Map<String, serde_json::Value>,
+    #[serde(default)]
+    pub unique: bool,
+}
+
+pub fn parse_all() -> Result<Vec<Schema>, String> {
+    SCHEMAS
+        .iter()
+        .map(|(name, text)| {
+            serde_json::from_str::<Schema>(text).map_err(|e| format!("schemas/{name}.json: {e}"))
+        })
+        .collect()
+}
+
+fn to_document(v: &serde_json::Value) -> StoreResult<Document> {
+    mongodb::bson::to_document(v).map_err(|e| StoreError::Other(e.into()))
+}
+
+pub async fn apply(db: &Database) -> StoreResult<()> {
+    let schemas = parse_all().map_err(|e| StoreError::Other(anyhow::anyhow!(e)))?;
+    let existing = db.list_collection_names().await.map_err(classify)?;
+    for schema in schemas {
+        let validator = to_document(&schema.validator)?;
+        if existing.iter().any(|c| c == &schema.collection) {
+            db.run_command(doc! { "collMod": &schema.collection, "validator": validator })
+                .await
+                .map_err(classify)?;
+        } else {
+            db.run_command(doc! { "create": &schema.collection, "validator": validator })
+                .await
+                .map_err(classify)?;
+        }
+        let coll = db.collection::<Document>(&schema.collection);
+        for index in &schema.indexes {
+            let keys = to_document(&serde_json::Value::Object(index.keys.clone()))?;
+            let model = IndexModel::builder()
+                .keys(keys)
+                .options(
+                    IndexOptions::builder()
+                        .name(index.name.clone())
+                        .unique(index.unique.then_some(true))
+                        .build(),
+                )
+                .build();
+            coll.create_index(model).await.map_err(classify)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_schema_file_parses_and_names_its_collection() {
+        let schemas = parse_all().unwrap();
+        for ((name, _), schema) in SCHEMAS.iter().zip(&schemas) {
+            assert_eq!(*name, schema.collection);
+            assert!(schema.validator.get("$jsonSchema").is_some(), "{name}");
+        }
+        let likes = schemas.iter().find(|s| s.collection == "likes").unwrap();
+        assert!(
+            likes.indexes.iter().any(|i| i.unique),
+            "likes need the one-like-per-user index"
+        );
+    }
+}

@@ -1,0 +1,394 @@
+//! The Redis adapter of `LiveStore`.
+//!
+//! Every key of one post carries the hash tag `{p:ID}` and every key of one
+//! user `{u:UID}`, so each owner's keys share a Redis Cluster slot and the
+//! per-owner Lua scripts below never cross slots. A read of many owners is one
+//! pipeline: one round trip whatever the page size.
+//!
+//! Sets are zsets holding a sentinel member "0" (score 0), so "exists and
+//! empty" differs from "absent, rebuild me". Rebuilt values are written only
+//! if the owner's generation counter is unchanged since before the documents
+//! were read; every write bumps it. That closes the race where a rebuild
+//! started before a write would store the pre-write state after it.
+
+use async_trait::async_trait;
+use redis::aio::ConnectionManager;
+use redis::{RedisError, Value};
+use std::time::Duration;
+
+use super::{
+    BlobKey, LiveAnswer, LiveChange, LiveFill, LiveKey, LiveRead, LiveStore, Owner, SetKey,
+    SetView, StoreError, StoreResult,
+};
+
+const SENTINEL: &str = "0";
+/// Generations outlive the data they guard, so a rebuild never sees a reset.
+const GEN_TTL_SECS: u64 = 8 * 24 * 3600;
+
+/// Writes a rebuilt value if the owner's generation is still ARGV[1]
+/// (an empty ARGV[1] writes unconditionally: immutable values).
+/// KEYS: gen, target. ARGV: gen, ttl, kind ("blob" | "field" | "set"), then
+/// the value: blob → text; field → field, text; set → score, member pairs.
+const FILL_SCRIPT: &str = r#"
+if ARGV[1] ~= '' and (redis.call('GET', KEYS[1]) or '0') ~= ARGV[1] then return 0 end
+local kind = ARGV[3]
+if kind == 'blob' then
+  redis.call('SET', KEYS[2], ARGV[4], 'EX', ARGV[2])
+elseif kind == 'field' then
+  redis.call('HSET', KEYS[2], ARGV[4], ARGV[5])
+  redis.call('EXPIRE', KEYS[2], ARGV[2])
+else
+  redis.call('DEL', KEYS[2])
+  redis.call('ZADD', KEYS[2], 0, '0')
+  local i = 4
+  while i <= #ARGV do
+    local j = math.min(i + 999, #ARGV)
+    redis.call('ZADD', KEYS[2], unpack(ARGV, i, j))
+    i = j + 1
+  end
+  redis.call('EXPIRE', KEYS[2], ARGV[2])
+end
+return 1
+"#;
+
+/// Applies one owner's changes after a document write, atomically.
+/// KEYS: gen, then one key per change. ARGV: gen ttl, then per change an
+/// opcode and its operands.
+const APPLY_SCRIPT: &str = r#"
+redis.call('INCR', KEYS[1])
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+local a = 2
+for k = 2, #KEYS do
+  local op = ARGV[a]
+  if op == 'zadd' then
+    if redis.call('EXISTS', KEYS[k]) == 1 then redis.call('ZADD', KEYS[k], ARGV[a + 1], ARGV[a + 2]) end
+    a = a + 3
+  elseif op == 'zrem' then
+    redis.call('ZREM', KEYS[k], ARGV[a + 1])
+    a = a + 2
+  elseif op == 'hset' then
+    if redis.call('EXISTS', KEYS[k]) == 1 then redis.call('HSET', KEYS[k], ARGV[a + 1], ARGV[a + 2]) end
+    a = a + 3
+  elseif op == 'hdel' then
+    redis.call('HDEL', KEYS[k], ARGV[a + 1])
+    a = a + 2
+  elseif op == 'set' then
+    redis.call('SET', KEYS[k], ARGV[a + 1], 'EX', ARGV[a + 2])
+    a = a + 3
+  else
+    redis.call('DEL', KEYS[k])
+    a = a + 1
+  end
+end
+return 1
+"#;
+
+pub struct RedisLive {
+    conn: ConnectionManager,
+    prefix: String,
+    ttl_secs: u64,
+}
+
+pub(crate) fn classify(e: RedisError) -> StoreError {
+    if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal() {
+        StoreError::Unavailable(e.into())
+    } else {
+        StoreError::Other(e.into())
+    }
+}
+
+fn owner_tag(owner: Owner) -> String {
+    match owner {
+        Owner::Post(p) => format!("{{p:{p}}}"),
+        Owner::User(u) => format!("{{u:{u}}}"),
+    }
+}
+
+impl RedisLive {
+    pub async fn connect(url: &str, prefix: &str, ttl_secs: u64) -> StoreResult<Self> {
+        let client = redis::Client::open(url).map_err(|e| StoreError::Other(e.into()))?;
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Duration::from_secs(2))
+            .set_response_timeout(Duration::from_secs(2))
+            .set_number_of_retries(2);
+        let conn = ConnectionManager::new_with_config(client, config)
+            .await
+            .map_err(classify)?;
+        Ok(Self {
+            conn,
+            prefix: prefix.to_string(),
+            ttl_secs,
+        })
+    }
+
+    fn gen_key(&self, owner: Owner) -> String {
+        format!("{}{}:gen", self.prefix, owner_tag(owner))
+    }
+
+    /// The Redis key (and hash field, for comment bodies) of a blob.
+    fn blob_key(&self, key: BlobKey) -> (String, Option<String>) {
+        let tag = owner_tag(key.owner());
+        match key {
+            BlobKey::PostBody(_) => (format!("{}{tag}:body", self.prefix), None),
+            BlobKey::CommentBody(_, c) => (format!("{}{tag}:cb", self.prefix), Some(c.to_string())),
+            BlobKey::Card(_) => (format!("{}{tag}:card", self.prefix), None),
+        }
+    }
+
+    fn set_key(&self, key: SetKey) -> String {
+        let tag = owner_tag(key.owner());
+        match key {
+            SetKey::PostLikers(_) => format!("{}{tag}:likers", self.prefix),
+            SetKey::PostComments(_) => format!("{}{tag}:cids", self.prefix),
+            SetKey::CommentLikers(_, c) => format!("{}{tag}:cl:{c}", self.prefix),
+            SetKey::CommentReplies(_, c) => format!("{}{tag}:cr:{c}", self.prefix),
+        }
+    }
+
+    fn session_key(&self, token: &str) -> String {
+        format!("{}session:{token}", self.prefix)
+    }
+
+    fn device_version_key(&self) -> String {
+        format!("{}device_models:version", self.prefix)
+    }
+
+    async fn run(&self, pipe: &redis::Pipeline) -> StoreResult<Vec<Value>> {
+        let mut conn = self.conn.clone();
+        pipe.query_async(&mut conn).await.map_err(classify)
+    }
+
+    fn push_apply(&self, pipe: &mut redis::Pipeline, owner: Owner, changes: &[LiveChange]) {
+        let cmd = pipe.cmd("EVAL").arg(APPLY_SCRIPT).arg(1 + changes.len());
+        cmd.arg(self.gen_key(owner));
+        for change in changes {
+            match change.key() {
+                LiveKey::Set(k) => cmd.arg(self.set_key(k)),
+                LiveKey::Blob(k) => cmd.arg(self.blob_key(k).0),
+            };
+        }
+        cmd.arg(GEN_TTL_SECS);
+        for change in changes {
+            match change {
+                LiveChange::SetAdd(_, member, score) => {
+                    cmd.arg("zadd").arg(*score).arg(*member);
+                }
+                LiveChange::SetRemove(_, member) => {
+                    cmd.arg("zrem").arg(*member);
+                }
+                LiveChange::PutBlob(k, text) => match self.blob_key(*k).1 {
+                    Some(field) => {
+                        cmd.arg("hset").arg(field).arg(text);
+                    }
+                    None => {
+                        cmd.arg("set").arg(text).arg(self.ttl_secs);
+                    }
+                },
+                LiveChange::Drop(LiveKey::Blob(k)) => match self.blob_key(*k).1 {
+                    Some(field) => {
+                        cmd.arg("hdel").arg(field);
+                    }
+                    None => {
+                        cmd.arg("del");
+                    }
+                },
+                LiveChange::Drop(LiveKey::Set(_)) => {
+                    cmd.arg("del");
+                }
+            }
+        }
+        pipe.ignore();
+    }
+}
+
+fn parse<T: redis::FromRedisValue>(v: &Value) -> StoreResult<T> {
+    redis::from_redis_value(v).map_err(|e| StoreError::Other(e.into()))
+}
+
+#[async_trait]
+impl LiveStore for RedisLive {
+    async fn ping(&self) -> StoreResult<()> {
+        let mut conn = self.conn.clone();
+        redis::cmd("PING")
+            .query_async::<String>(&mut conn)
+            .await
+            .map(|_| ())
+            .map_err(classify)
+    }
+
+    async fn read(&self, read: &LiveRead) -> StoreResult<LiveAnswer> {
+        if read.blobs.is_empty() && read.sets.is_empty() && read.gens.is_empty() {
+            return Ok(LiveAnswer::default());
+        }
+        let mut pipe = redis::pipe();
+        for blob in &read.blobs {
+            match self.blob_key(*blob) {
+                (key, Some(field)) => pipe.cmd("HGET").arg(key).arg(field),
+                (key, None) => pipe.cmd("GET").arg(key),
+            };
+        }
+        for set in &read.sets {
+            let key = self.set_key(set.key);
+            pipe.cmd("ZCARD").arg(&key);
+            if set.top > 0 {
+                // One extra: the sentinel may be among them when the set is small.
+                pipe.cmd("ZREVRANGE")
+                    .arg(&key)
+                    .arg(0)
+                    .arg(set.top)
+                    .arg("WITHSCORES");
+            }
+            if let Some(probe) = set.probe {
+                pipe.cmd("ZSCORE").arg(&key).arg(probe);
+            }
+        }
+        for owner in &read.gens {
+            pipe.cmd("GET").arg(self.gen_key(*owner));
+        }
+        let values = self.run(&pipe).await?;
+        let mut it = values.iter();
+        let mut next = || {
+            it.next()
+                .ok_or_else(|| StoreError::Other(anyhow::anyhow!("short pipeline reply")))
+        };
+        let mut answer = LiveAnswer::default();
+        for _ in &read.blobs {
+            answer.blobs.push(parse::<Option<String>>(next()?)?);
+        }
+        for set in &read.sets {
+            let card: u64 = parse(next()?)?;
+            let top: Vec<(String, f64)> = if set.top > 0 {
+                parse(next()?)?
+            } else {
+                Vec::new()
+            };
+            let probe: Option<f64> = if set.probe.is_some() {
+                parse(next()?)?
+            } else {
+                None
+            };
+            if card == 0 {
+                answer.sets.push(None);
+                continue;
+            }
+            let top = top
+                .into_iter()
+                .filter(|(m, _)| m != SENTINEL)
+                .filter_map(|(m, s)| m.parse::<i64>().ok().map(|m| (m, s as i64)))
+                .take(set.top)
+                .collect();
+            answer.sets.push(Some(SetView {
+                count: card - 1,
+                top,
+                probe_score: probe.map(|s| s as i64),
+            }));
+        }
+        for _ in &read.gens {
+            let g: Option<u64> = parse(next()?)?;
+            answer.gens.push(g.unwrap_or(0));
+        }
+        Ok(answer)
+    }
+
+    async fn fill(&self, fill: &LiveFill) -> StoreResult<()> {
+        if fill.is_empty() {
+            return Ok(());
+        }
+        let mut pipe = redis::pipe();
+        for (key, text, gen) in &fill.blobs {
+            let (rkey, field) = self.blob_key(*key);
+            let cmd = pipe
+                .cmd("EVAL")
+                .arg(FILL_SCRIPT)
+                .arg(2)
+                .arg(self.gen_key(key.owner()))
+                .arg(rkey)
+                .arg(gen.map(|g| g.to_string()).unwrap_or_default())
+                .arg(self.ttl_secs);
+            match field {
+                Some(f) => cmd.arg("field").arg(f).arg(text),
+                None => cmd.arg("blob").arg(text),
+            };
+            pipe.ignore();
+        }
+        for (key, members, gen) in &fill.sets {
+            let cmd = pipe
+                .cmd("EVAL")
+                .arg(FILL_SCRIPT)
+                .arg(2)
+                .arg(self.gen_key(key.owner()))
+                .arg(self.set_key(*key))
+                .arg(gen.to_string())
+                .arg(self.ttl_secs)
+                .arg("set");
+            for (member, score) in members {
+                cmd.arg(*score).arg(*member);
+            }
+            pipe.ignore();
+        }
+        self.run(&pipe).await.map(|_| ())
+    }
+
+    async fn apply(&self, changes: &[(Owner, Vec<LiveChange>)]) -> StoreResult<()> {
+        let mut pipe = redis::pipe();
+        for (owner, list) in changes {
+            self.push_apply(&mut pipe, *owner, list);
+        }
+        self.run(&pipe).await.map(|_| ())
+    }
+
+    async fn drop_keys(&self, owner: Owner, keys: &[LiveKey]) -> StoreResult<()> {
+        let changes: Vec<LiveChange> = keys.iter().map(|k| LiveChange::Drop(*k)).collect();
+        let mut pipe = redis::pipe();
+        self.push_apply(&mut pipe, owner, &changes);
+        self.run(&pipe).await.map(|_| ())
+    }
+
+    async fn put_session(&self, token: &str, uid: i64, ttl_secs: u64) -> StoreResult<()> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("SET")
+            .arg(self.session_key(token))
+            .arg(uid)
+            .arg("EX")
+            .arg(ttl_secs)
+            .ignore();
+        self.run(&pipe).await.map(|_| ())
+    }
+
+    async fn session_uid(&self, token: &str) -> StoreResult<Option<i64>> {
+        let mut conn = self.conn.clone();
+        redis::cmd("GET")
+            .arg(self.session_key(token))
+            .query_async::<Option<i64>>(&mut conn)
+            .await
+            .map_err(classify)
+    }
+
+    async fn drop_session(&self, token: &str) -> StoreResult<()> {
+        let mut conn = self.conn.clone();
+        redis::cmd("DEL")
+            .arg(self.session_key(token))
+            .query_async::<()>(&mut conn)
+            .await
+            .map_err(classify)
+    }
+
+    async fn device_table_version(&self) -> StoreResult<u64> {
+        let mut conn = self.conn.clone();
+        redis::cmd("GET")
+            .arg(self.device_version_key())
+            .query_async::<Option<u64>>(&mut conn)
+            .await
+            .map(|v| v.unwrap_or(0))
+            .map_err(classify)
+    }
+
+    async fn bump_device_table_version(&self) -> StoreResult<u64> {
+        let mut conn = self.conn.clone();
+        redis::cmd("INCR")
+            .arg(self.device_version_key())
+            .query_async::<u64>(&mut conn)
+            .await
+            .map_err(classify)
+    }
+}
