@@ -40,6 +40,8 @@ pub struct Settings {
     pub post_id_array_cap: usize,
     /// How often each instance checks whether an admin changed the device table.
     pub device_refresh_ms: u64,
+    /// HTTP worker threads; `None` is one per core.
+    pub workers: Option<usize>,
 }
 
 impl Default for Settings {
@@ -56,6 +58,7 @@ impl Default for Settings {
             live_ttl_secs: 3 * 24 * 3600,
             post_id_array_cap: 10_000,
             device_refresh_ms: 500,
+            workers: None,
         }
     }
 }
@@ -119,6 +122,9 @@ impl Settings {
         }
         if let Some(v) = number("MOMENTS_DEVICE_REFRESH_MS")? {
             s.device_refresh_ms = v.max(50);
+        }
+        if let Some(v) = number("MOMENTS_WORKERS")? {
+            s.workers = Some((v as usize).max(1));
         }
         Ok(s)
     }

@@ -16,6 +16,7 @@ use crate::http;
 use crate::service::device_names::DeviceNames;
 use crate::service::repair::LiveRepair;
 use crate::service::{accounts, Context};
+use crate::store::metered::{MeteredDocs, MeteredLive, RoundTrips};
 use crate::store::mongo::MongoDocs;
 use crate::store::redis::RedisLive;
 use crate::store::{DocStore, LiveStore};
@@ -59,6 +60,9 @@ impl Application {
         live: Arc<dyn LiveStore>,
     ) -> anyhow::Result<Self> {
         docs.apply_schemas().await.context("applying schemas/")?;
+        let round_trips = Arc::new(RoundTrips::default());
+        let docs: Arc<dyn DocStore> = Arc::new(MeteredDocs::new(docs, round_trips.clone()));
+        let live: Arc<dyn LiveStore> = Arc::new(MeteredLive::new(live, round_trips.clone()));
         let devices = Arc::new(DeviceNames::new());
         let repair = Arc::new(LiveRepair::default());
         let context = Context {
@@ -67,6 +71,7 @@ impl Application {
             devices: devices.clone(),
             repair: repair.clone(),
             settings: Arc::new(settings.clone()),
+            round_trips,
         };
         if let Some((user, password)) = &settings.admin {
             let uid = accounts::bootstrap_admin(&context, user, password.expose())
@@ -91,7 +96,8 @@ impl Application {
             .with_context(|| format!("binding {}", settings.listen))?;
         let port = listener.local_addr()?.port();
         let data = web::Data::new(context.clone());
-        let server = HttpServer::new(move || {
+        let workers = settings.workers;
+        let mut server = HttpServer::new(move || {
             App::new()
                 .wrap_fn(|req, srv| {
                     let span = tracing::debug_span!(
@@ -119,8 +125,11 @@ impl Application {
                 .default_service(web::to(http::not_found))
         })
         .listen(listener)?
-        .shutdown_timeout(5)
-        .run();
+        .shutdown_timeout(5);
+        if let Some(n) = workers {
+            server = server.workers(n);
+        }
+        let server = server.run();
         tracing::info!(port, "serving");
         Ok(Self {
             port,

@@ -91,9 +91,19 @@ impl<'a> Loader<'a> {
         for (o, g) in owners.iter().zip(&answer.gens) {
             self.gens.insert(*o, *g);
         }
+        // An owner whose last live update failed may hold stale values until
+        // the repair task drops them: read it from the documents and write
+        // nothing back (its generation guard is about to move anyway).
+        let stale = |o: Owner| self.ctx.repair.is_pending(o);
+        let mut stale_owners = Vec::new();
         let mut out = Loaded::default();
         let mut missing_blobs = Vec::new();
         for (key, value) in blobs.iter().zip(answer.blobs) {
+            if stale(key.owner()) {
+                stale_owners.push(key.owner());
+                missing_blobs.push(*key);
+                continue;
+            }
             match value {
                 Some(v) => {
                     out.blobs.insert(*key, v);
@@ -103,6 +113,11 @@ impl<'a> Loader<'a> {
         }
         let mut missing_sets = Vec::new();
         for (read, view) in sets.iter().zip(answer.sets) {
+            if stale(read.key.owner()) {
+                stale_owners.push(read.key.owner());
+                missing_sets.push(*read);
+                continue;
+            }
             match view {
                 Some(v) => {
                     out.sets.insert(read.key, v);

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use crate::config::Settings;
 use crate::domain::post::Visibility;
 use crate::domain::time_text::{Lang, TzOffset};
+use crate::store::metered::RoundTrips;
 use crate::store::{DocStore, LiveStore, PostBody};
 use device_names::DeviceNames;
 use repair::LiveRepair;
@@ -27,6 +28,8 @@ pub struct Context {
     pub devices: Arc<DeviceNames>,
     pub repair: Arc<LiveRepair>,
     pub settings: Arc<Settings>,
+    /// Store round trips made so far, by port.
+    pub round_trips: Arc<RoundTrips>,
 }
 
 /// Who is asking: `None` is an anonymous reader.

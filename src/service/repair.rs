@@ -15,21 +15,37 @@ pub struct LiveRepair {
 
 impl LiveRepair {
     /// Applies changes after a document write; never fails the write.
-    pub async fn apply(&self, live: &dyn LiveStore, changes: Vec<(Owner, Vec<LiveChange>)>) {
+    /// Returns false when the live state could not be updated: until its keys
+    /// are dropped, reads of those owners bypass the live store.
+    pub async fn apply(
+        &self,
+        live: &dyn LiveStore,
+        changes: Vec<(Owner, Vec<LiveChange>)>,
+    ) -> bool {
         if changes.is_empty() {
-            return;
+            return true;
         }
-        if let Err(e) = live.apply(&changes).await {
-            tracing::warn!(error = %e, "live update failed; its keys will be dropped when the store answers");
-            if let Ok(mut pending) = self.pending.lock() {
-                for (owner, list) in changes {
-                    pending
-                        .entry(owner)
-                        .or_default()
-                        .extend(list.iter().map(|c| c.key()));
-                }
+        let Err(e) = live.apply(&changes).await else {
+            return true;
+        };
+        tracing::warn!(error = %e, "live update failed; its keys will be dropped when the store answers");
+        if let Ok(mut pending) = self.pending.lock() {
+            for (owner, list) in changes {
+                pending
+                    .entry(owner)
+                    .or_default()
+                    .extend(list.iter().map(|c| c.key()));
             }
         }
+        false
+    }
+
+    /// Whether some of this owner's live keys may be stale.
+    pub fn is_pending(&self, owner: Owner) -> bool {
+        self.pending
+            .lock()
+            .map(|p| p.contains_key(&owner))
+            .unwrap_or(true)
     }
 
     pub fn pending_count(&self) -> usize {

@@ -6,6 +6,7 @@
 //! documents, so the live port offers a few generic, batchable operations
 //! and the services decide what to rebuild from where.
 
+pub mod metered;
 pub mod mongo;
 pub mod redis;
 

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Installs (if missing) and starts a real redis-server and nx-27017 (a
+# MongoDB wire-protocol server, TESTING.md) on free loopback ports, then
+# prints the environment that points moments at them. Sourced by test.sh and
+# run-local.sh; `stop_stores` stops what it started.
+set -euo pipefail
+
+MOMENTS_ROOT=${MOMENTS_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+STATE_DIR=${MOMENTS_STATE_DIR:-$MOMENTS_ROOT/target/stores}
+NX_VERSION=0.8.1
+mkdir -p "$STATE_DIR"
+
+need_redis() {
+  if ! command -v redis-server >/dev/null 2>&1; then
+    echo "== installing redis-server (apt)" >&2
+    if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+    $SUDO apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server >&2
+  fi
+}
+
+need_nx() {
+  local venv="$STATE_DIR/venv"
+  if ! "$venv/bin/nx-27017" --help >/dev/null 2>&1; then
+    echo "== installing nx-27017 $NX_VERSION (pip, into $venv)" >&2
+    python3 -m venv "$venv" >&2
+    "$venv/bin/pip" install -q "nx-27017==$NX_VERSION" >&2
+  fi
+  NX_BIN="$venv/bin/nx-27017"
+  NX_PY="$venv/bin/python"
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+wait_for() { # name, command...
+  local name=$1; shift
+  for _ in $(seq 1 100); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    sleep 0.1
+  done
+  echo "$name did not start; see $STATE_DIR/*.log" >&2
+  return 1
+}
+
+start_stores() {
+  need_redis
+  need_nx
+  local run_dir
+  run_dir=$(mktemp -d "$STATE_DIR/run.XXXXXX")
+  STORES_RUN_DIR=$run_dir
+  REDIS_PORT=$(free_port)
+  redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --loglevel ${REDIS_LOGLEVEL:-notice} \
+    --dir "$run_dir" --logfile "$run_dir/redis.log" --daemonize no &
+  REDIS_PID=$!
+  MONGO_PORT=$(free_port)
+  mkdir -p "$run_dir/nx"
+  "$NX_BIN" --data-dir "$run_dir/nx" --host 127.0.0.1 -p "$MONGO_PORT" \
+    --log-file "$run_dir/nx.log" --pid-file "$run_dir/nx.pid" >"$run_dir/nx.out" 2>&1 &
+  NX_PID=$!
+  wait_for redis-server redis-cli -p "$REDIS_PORT" ping
+  wait_for nx-27017 "$NX_PY" -c "import pymongo,sys; pymongo.MongoClient('mongodb://127.0.0.1:$MONGO_PORT', serverSelectionTimeoutMS=500).admin.command('ping')"
+  export MOMENTS_TEST_REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+  export MOMENTS_TEST_MONGODB_URI="mongodb://127.0.0.1:$MONGO_PORT"
+  echo "== redis-server on $REDIS_PORT, nx-27017 on $MONGO_PORT" >&2
+}
+
+stop_stores() {
+  [ -n "${REDIS_PID:-}" ] && kill "$REDIS_PID" 2>/dev/null || true
+  [ -n "${NX_PID:-}" ] && kill "$NX_PID" 2>/dev/null || true
+  wait 2>/dev/null || true
+  [ -n "${STORES_RUN_DIR:-}" ] && rm -rf "$STORES_RUN_DIR" || true
+}

@@ -1,0 +1,251 @@
+//! Round-trip counters around the ports. Every store call is one round trip,
+//! so these counters are how the "a page of N posts costs a constant number
+//! of round trips" promise is checked, in tests and in production.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::*;
+
+#[derive(Default, Debug)]
+pub struct RoundTrips {
+    pub docs: AtomicU64,
+    pub live: AtomicU64,
+    /// Rebuilt state written back in the background, off any request's path.
+    pub live_writebacks: AtomicU64,
+}
+
+impl RoundTrips {
+    /// (documents, live) so far.
+    pub fn snapshot(&self) -> (u64, u64) {
+        (
+            self.docs.load(Ordering::Relaxed),
+            self.live.load(Ordering::Relaxed),
+        )
+    }
+}
+
+pub struct MeteredDocs {
+    inner: Arc<dyn DocStore>,
+    trips: Arc<RoundTrips>,
+}
+
+pub struct MeteredLive {
+    inner: Arc<dyn LiveStore>,
+    trips: Arc<RoundTrips>,
+}
+
+impl MeteredDocs {
+    pub fn new(inner: Arc<dyn DocStore>, trips: Arc<RoundTrips>) -> Self {
+        Self { inner, trips }
+    }
+    fn tick(&self) {
+        self.trips.docs.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl MeteredLive {
+    pub fn new(inner: Arc<dyn LiveStore>, trips: Arc<RoundTrips>) -> Self {
+        Self { inner, trips }
+    }
+    fn tick(&self) {
+        self.trips.live.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Empty batches are answered without a round trip by the adapters, so they
+/// are not counted either.
+fn counts<T>(items: &[T]) -> bool {
+    !items.is_empty()
+}
+
+#[async_trait]
+impl DocStore for MeteredDocs {
+    async fn ping(&self) -> StoreResult<()> {
+        self.tick();
+        self.inner.ping().await
+    }
+    async fn apply_schemas(&self) -> StoreResult<()> {
+        self.inner.apply_schemas().await
+    }
+    async fn insert_user(&self, user: &UserDoc) -> StoreResult<()> {
+        self.tick();
+        self.inner.insert_user(user).await
+    }
+    async fn user_by_username(&self, username: &str) -> StoreResult<Option<UserDoc>> {
+        self.tick();
+        self.inner.user_by_username(username).await
+    }
+    async fn users_by_ids(&self, uids: &[i64]) -> StoreResult<Vec<UserDoc>> {
+        if counts(uids) {
+            self.tick();
+        }
+        self.inner.users_by_ids(uids).await
+    }
+    async fn update_profile(
+        &self,
+        uid: i64,
+        nick_name: Option<&str>,
+        head_img: Option<&str>,
+    ) -> StoreResult<Option<UserDoc>> {
+        self.tick();
+        self.inner.update_profile(uid, nick_name, head_img).await
+    }
+    async fn grant_admin(&self, uid: i64, password_hash: &str) -> StoreResult<()> {
+        self.tick();
+        self.inner.grant_admin(uid, password_hash).await
+    }
+    async fn touch_user(&self, uid: i64, at: i64) -> StoreResult<()> {
+        self.tick();
+        self.inner.touch_user(uid, at).await
+    }
+    async fn insert_post(&self, post: &PostDoc) -> StoreResult<()> {
+        self.tick();
+        self.inner.insert_post(post).await
+    }
+    async fn posts_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<PostDoc>> {
+        if counts(ids) {
+            self.tick();
+        }
+        self.inner.posts_by_ids(ids).await
+    }
+    async fn delete_post(&self, id: i64) -> StoreResult<bool> {
+        self.tick();
+        self.inner.delete_post(id).await
+    }
+    async fn post_ids_by_author(
+        &self,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<i64>> {
+        self.tick();
+        self.inner.post_ids_by_author(uid, before, limit).await
+    }
+    async fn insert_comment(&self, comment: &CommentDoc, cap: usize) -> StoreResult<()> {
+        self.tick();
+        self.inner.insert_comment(comment, cap).await
+    }
+    async fn comments_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<CommentDoc>> {
+        if counts(ids) {
+            self.tick();
+        }
+        self.inner.comments_by_ids(ids).await
+    }
+    async fn delete_comment(&self, comment: &CommentDoc) -> StoreResult<bool> {
+        self.tick();
+        self.inner.delete_comment(comment).await
+    }
+    async fn comments_page(
+        &self,
+        post_id: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<CommentDoc>> {
+        self.tick();
+        self.inner.comments_page(post_id, before, limit).await
+    }
+    async fn comment_ids_of_posts(&self, post_ids: &[i64]) -> StoreResult<Vec<(i64, i64)>> {
+        if counts(post_ids) {
+            self.tick();
+        }
+        self.inner.comment_ids_of_posts(post_ids).await
+    }
+    async fn reply_ids_of_comments(&self, comment_ids: &[i64]) -> StoreResult<Vec<(i64, i64)>> {
+        if counts(comment_ids) {
+            self.tick();
+        }
+        self.inner.reply_ids_of_comments(comment_ids).await
+    }
+    async fn insert_like(&self, like: &LikeDoc, cap: usize) -> StoreResult<bool> {
+        self.tick();
+        self.inner.insert_like(like, cap).await
+    }
+    async fn delete_like(
+        &self,
+        kind: LikeKind,
+        target_id: i64,
+        uid: i64,
+    ) -> StoreResult<Option<LikeDoc>> {
+        self.tick();
+        self.inner.delete_like(kind, target_id, uid).await
+    }
+    async fn likes_of_targets(
+        &self,
+        kind: LikeKind,
+        target_ids: &[i64],
+    ) -> StoreResult<Vec<LikeDoc>> {
+        if counts(target_ids) {
+            self.tick();
+        }
+        self.inner.likes_of_targets(kind, target_ids).await
+    }
+    async fn likes_page(
+        &self,
+        kind: LikeKind,
+        target_id: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<LikeDoc>> {
+        self.tick();
+        self.inner.likes_page(kind, target_id, before, limit).await
+    }
+    async fn device_models(&self) -> StoreResult<Vec<DeviceModelDoc>> {
+        self.tick();
+        self.inner.device_models().await
+    }
+    async fn upsert_device_models(&self, models: &[DeviceModelDoc]) -> StoreResult<()> {
+        self.tick();
+        self.inner.upsert_device_models(models).await
+    }
+    async fn delete_device_model(&self, key: &str) -> StoreResult<bool> {
+        self.tick();
+        self.inner.delete_device_model(key).await
+    }
+}
+
+#[async_trait]
+impl LiveStore for MeteredLive {
+    async fn ping(&self) -> StoreResult<()> {
+        self.tick();
+        self.inner.ping().await
+    }
+    async fn read(&self, read: &LiveRead) -> StoreResult<LiveAnswer> {
+        self.tick();
+        self.inner.read(read).await
+    }
+    async fn fill(&self, fill: &LiveFill) -> StoreResult<()> {
+        self.trips.live_writebacks.fetch_add(1, Ordering::Relaxed);
+        self.inner.fill(fill).await
+    }
+    async fn apply(&self, changes: &[(Owner, Vec<LiveChange>)]) -> StoreResult<()> {
+        self.tick();
+        self.inner.apply(changes).await
+    }
+    async fn drop_keys(&self, owner: Owner, keys: &[LiveKey]) -> StoreResult<()> {
+        self.tick();
+        self.inner.drop_keys(owner, keys).await
+    }
+    async fn put_session(&self, token: &str, uid: i64, ttl_secs: u64) -> StoreResult<()> {
+        self.tick();
+        self.inner.put_session(token, uid, ttl_secs).await
+    }
+    async fn session_uid(&self, token: &str) -> StoreResult<Option<i64>> {
+        self.tick();
+        self.inner.session_uid(token).await
+    }
+    async fn drop_session(&self, token: &str) -> StoreResult<()> {
+        self.tick();
+        self.inner.drop_session(token).await
+    }
+    async fn device_table_version(&self) -> StoreResult<u64> {
+        // The background poll, not a request's round trip.
+        self.inner.device_table_version().await
+    }
+    async fn bump_device_table_version(&self) -> StoreResult<u64> {
+        self.tick();
+        self.inner.bump_device_table_version().await
+    }
+}

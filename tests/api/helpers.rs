@@ -1,0 +1,239 @@
+//! Spawns the real app on port 0 against the real stores that
+//! `scripts/test.sh` started, with a database and a Redis key prefix of its
+//! own, so tests run in parallel without seeing each other.
+
+use std::sync::Arc;
+
+use moments::config::{Secret, Settings};
+use moments::service::Context;
+use moments::startup::{connect_stores, Application};
+use moments::store::{DocStore, LiveStore};
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+
+pub const ADMIN: (&str, &str) = ("root", "root-password-1");
+
+pub struct TestApp {
+    pub base: String,
+    pub client: reqwest::Client,
+    pub ctx: Context,
+    pub settings: Settings,
+}
+
+pub struct User {
+    pub uid: i64,
+    pub token: String,
+}
+
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!("{name} is not set: run scripts/test.sh, which starts redis-server and nx-27017 and sets it")
+    })
+}
+
+fn unique(prefix: &str) -> String {
+    let mut b = [0u8; 6];
+    getrandom::getrandom(&mut b).unwrap();
+    let s: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!("{prefix}{s}")
+}
+
+pub fn test_settings() -> Settings {
+    let db = unique("t_");
+    Settings {
+        listen: "127.0.0.1:0".into(),
+        mongodb_uri: Some(env("MOMENTS_TEST_MONGODB_URI")),
+        mongodb_db: db.clone(),
+        redis_url: Some(env("MOMENTS_TEST_REDIS_URL")),
+        redis_prefix: format!("{db}:"),
+        admin: Some((ADMIN.0.into(), Secret::new(ADMIN.1))),
+        workers: Some(1),
+        device_refresh_ms: 100,
+        ..Settings::default()
+    }
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(test_settings()).await
+}
+
+pub async fn spawn_app_with(settings: Settings) -> TestApp {
+    let (docs, live) = connect_stores(&settings).await.expect("connect stores");
+    spawn_app_on(settings, docs, live).await
+}
+
+pub async fn spawn_app_on(
+    settings: Settings,
+    docs: Arc<dyn DocStore>,
+    live: Arc<dyn LiveStore>,
+) -> TestApp {
+    moments::telemetry::init("warn");
+    let app = Application::build_on(settings.clone(), docs, live)
+        .await
+        .expect("build app");
+    let base = format!("http://127.0.0.1:{}", app.port());
+    let ctx = app.context().clone();
+    tokio::spawn(app.run_until_stopped());
+    TestApp {
+        base,
+        client: reqwest::Client::new(),
+        ctx,
+        settings,
+    }
+}
+
+impl TestApp {
+    /// Any request; the body is sent as JSON when given. Returns the status
+    /// and the parsed body (`Null` when empty).
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut req = self
+            .client
+            .request(method, format!("{}{}", self.base, path));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.expect("request");
+        let status = resp.status();
+        let text = resp.text().await.expect("body");
+        let value = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
+        (status, value)
+    }
+
+    pub async fn get(&self, path: &str, token: Option<&str>) -> (StatusCode, Value) {
+        self.call(Method::GET, path, token, None).await
+    }
+
+    pub async fn post(&self, path: &str, token: Option<&str>, body: Value) -> (StatusCode, Value) {
+        self.call(Method::POST, path, token, Some(body)).await
+    }
+
+    pub async fn put(&self, path: &str, token: Option<&str>) -> (StatusCode, Value) {
+        self.call(Method::PUT, path, token, None).await
+    }
+
+    pub async fn delete(&self, path: &str, token: Option<&str>) -> (StatusCode, Value) {
+        self.call(Method::DELETE, path, token, None).await
+    }
+
+    /// Registers and signs in a user.
+    pub async fn user(&self, name: &str) -> User {
+        let (s, card) = self
+            .post(
+                "/api/v1/users",
+                None,
+                serde_json::json!({"username": name, "password": "password-123", "nickName": format!("{name}昵称")}),
+            )
+            .await;
+        assert_eq!(s, StatusCode::CREATED, "{card}");
+        let token = self.login(name, "password-123").await;
+        User {
+            uid: card["uid"].as_i64().unwrap(),
+            token,
+        }
+    }
+
+    pub async fn login(&self, name: &str, password: &str) -> String {
+        let (s, session) = self
+            .post(
+                "/api/v1/sessions",
+                None,
+                serde_json::json!({"username": name, "password": password}),
+            )
+            .await;
+        assert_eq!(s, StatusCode::CREATED, "{session}");
+        session["token"].as_str().unwrap().to_string()
+    }
+
+    pub async fn admin(&self) -> User {
+        let token = self.login(ADMIN.0, ADMIN.1).await;
+        let (_, me) = self.get("/api/v1/me", Some(&token)).await;
+        User {
+            uid: me["uid"].as_i64().unwrap(),
+            token,
+        }
+    }
+
+    pub async fn text_post(&self, user: &User, content: &str) -> i64 {
+        let (s, post) = self
+            .post(
+                "/api/v1/posts",
+                Some(&user.token),
+                serde_json::json!({"category": "TEXT", "content": content}),
+            )
+            .await;
+        assert_eq!(s, StatusCode::CREATED, "{post}");
+        post["id"].as_i64().unwrap()
+    }
+
+    pub async fn comment(
+        &self,
+        user: &User,
+        post: i64,
+        content: &str,
+        reply_to: Option<i64>,
+    ) -> Value {
+        let (s, c) = self
+            .post(
+                &format!("/api/v1/posts/{post}/comments"),
+                Some(&user.token),
+                serde_json::json!({"content": content, "replyToCommentId": reply_to}),
+            )
+            .await;
+        assert_eq!(s, StatusCode::CREATED, "{c}");
+        c
+    }
+
+    /// Drops every live key of this app except sessions: what losing Redis
+    /// does to the derived state (sessions only log users out, which the
+    /// session test covers separately).
+    pub async fn lose_live_state(&self) -> usize {
+        let client = redis::Client::open(self.settings.redis_url.clone().unwrap()).unwrap();
+        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+        let pattern = format!("{}*", self.settings.redis_prefix);
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(&pattern)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let session = format!("{}session:", self.settings.redis_prefix);
+        let doomed: Vec<&String> = keys.iter().filter(|k| !k.starts_with(&session)).collect();
+        for k in &doomed {
+            let _: () = redis::cmd("DEL")
+                .arg(k)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+        }
+        doomed.len()
+    }
+}
+
+/// Asserts a problem+json answer with this status and code; returns it.
+pub fn assert_problem(resp: &(StatusCode, Value), status: u16, code: &str) -> Value {
+    assert_eq!(resp.0.as_u16(), status, "{}", resp.1);
+    assert_eq!(resp.1["code"], code, "{}", resp.1);
+    assert_eq!(resp.1["status"], status);
+    resp.1.clone()
+}
+
+/// Everything in the expanded post except times that move on their own.
+pub fn stable(post: &Value) -> Value {
+    let mut p = post.clone();
+    if let Some(o) = p.as_object_mut() {
+        o.remove("serverTime");
+    }
+    p
+}

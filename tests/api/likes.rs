@@ -1,0 +1,119 @@
+use serde_json::json;
+
+use crate::helpers::{assert_problem, spawn_app};
+
+#[tokio::test]
+async fn liking_twice_is_one_like_and_unliking_twice_is_fine() {
+    let app = spawn_app().await;
+    let a = app.user("liked").await;
+    let b = app.user("liker").await;
+    let post = app.text_post(&a, "like me").await;
+    let path = format!("/api/v1/posts/{post}/like");
+    for _ in 0..2 {
+        let (s, state) = app.put(&path, Some(&b.token)).await;
+        assert_eq!(s.as_u16(), 200);
+        assert_eq!(state, json!({"liked": true, "likeCount": 1}));
+    }
+    let (_, state) = app.put(&path, Some(&a.token)).await;
+    assert_eq!(state, json!({"liked": true, "likeCount": 2}));
+    for _ in 0..2 {
+        let (s, state) = app.delete(&path, Some(&b.token)).await;
+        assert_eq!(s.as_u16(), 200);
+        assert_eq!(state, json!({"liked": false, "likeCount": 1}));
+    }
+    let (_, p) = app
+        .get(&format!("/api/v1/posts/{post}"), Some(&b.token))
+        .await;
+    assert_eq!(
+        (p["likeCount"].as_i64(), p["likedByMe"].as_bool()),
+        (Some(1), Some(false))
+    );
+    assert_eq!(p["likes"][0]["user"]["uid"], a.uid);
+}
+
+#[tokio::test]
+async fn eighty_concurrent_likes_by_forty_users_are_forty() {
+    let app = spawn_app().await;
+    let author = app.user("popular").await;
+    let post = app.text_post(&author, "viral").await;
+    let mut users = Vec::new();
+    for i in 0..40 {
+        users.push(app.user(&format!("fan{i:02}")).await);
+    }
+    let path = format!("/api/v1/posts/{post}/like");
+    let requests = users
+        .iter()
+        .chain(users.iter())
+        .map(|u| app.put(&path, Some(&u.token)));
+    let results = futures_util::future::join_all(requests).await;
+    assert!(
+        results.iter().all(|(s, _)| s.as_u16() == 200),
+        "{results:?}"
+    );
+    let (_, p) = app.get(&format!("/api/v1/posts/{post}"), None).await;
+    assert_eq!(p["likeCount"], 40);
+    assert_eq!(p["likes"].as_array().unwrap().len(), 20, "the latest 20");
+    // The live count agrees with the documents after the live state is lost.
+    app.lose_live_state().await;
+    let (_, p) = app.get(&format!("/api/v1/posts/{post}"), None).await;
+    assert_eq!(p["likeCount"], 40);
+    let mut all = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let (_, page) = app
+            .get(
+                &format!("/api/v1/posts/{post}/likes?limit=15&cursor={cursor}"),
+                None,
+            )
+            .await;
+        all.extend(
+            page["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| l["user"]["uid"].as_i64().unwrap()),
+        );
+        match page["nextCursor"].as_str() {
+            Some(c) => cursor = c.to_string(),
+            None => break,
+        }
+    }
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), 40);
+}
+
+#[tokio::test]
+async fn comment_likes_show_per_viewer_in_the_post() {
+    let app = spawn_app().await;
+    let a = app.user("poster").await;
+    let b = app.user("commenter").await;
+    let post = app.text_post(&a, "p").await;
+    let c = app.comment(&b, post, "nice", None).await["id"]
+        .as_i64()
+        .unwrap();
+    let (s, state) = app
+        .put(&format!("/api/v1/comments/{c}/like"), Some(&a.token))
+        .await;
+    assert_eq!(s.as_u16(), 200);
+    assert_eq!(state, json!({"liked": true, "likeCount": 1}));
+    let (_, as_a) = app
+        .get(&format!("/api/v1/posts/{post}"), Some(&a.token))
+        .await;
+    let (_, as_b) = app
+        .get(&format!("/api/v1/posts/{post}"), Some(&b.token))
+        .await;
+    assert_eq!(as_a["comments"][0]["likeCount"], 1);
+    assert_eq!(as_a["comments"][0]["likedByMe"], true);
+    assert_eq!(as_b["comments"][0]["likedByMe"], false);
+    let (_, state) = app
+        .delete(&format!("/api/v1/comments/{c}/like"), Some(&a.token))
+        .await;
+    assert_eq!(state, json!({"liked": false, "likeCount": 0}));
+    assert_problem(
+        &app.put("/api/v1/comments/1000000000000001/like", Some(&a.token))
+            .await,
+        404,
+        "not_found",
+    );
+}

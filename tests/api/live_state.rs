@@ -1,0 +1,230 @@
+//! The live state is derived: losing it, or failing to update it, changes no
+//! answer; and reads cost a constant number of round trips.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use moments::startup::connect_stores;
+use moments::store::*;
+use serde_json::{json, Value};
+
+use crate::helpers::{spawn_app, spawn_app_on, stable, test_settings, TestApp, User};
+
+/// A post with everything: pictures, comments, a reply, post and comment likes.
+async fn rich_post(app: &TestApp) -> (i64, Vec<User>) {
+    let mut users = Vec::new();
+    for name in ["zhangsan", "lisi", "wangwu", "zhaoliu"] {
+        users.push(app.user(name).await);
+    }
+    let (_, post) = app
+        .post(
+            "/api/v1/posts",
+            Some(&users[0].token),
+            json!({"category": "PICTURE", "content": "全家福", "pictureUrls": ["https://cdn/1.jpg"], "device": "Redmi 6"}),
+        )
+        .await;
+    let id = post["id"].as_i64().unwrap();
+    let mut last = None;
+    for (i, u) in users.iter().enumerate() {
+        let c = app.comment(u, id, &format!("评论{i}"), last).await;
+        last = Some(c["id"].as_i64().unwrap());
+        app.put(&format!("/api/v1/posts/{id}/like"), Some(&u.token))
+            .await;
+        app.put(
+            &format!("/api/v1/comments/{}/like", c["id"]),
+            Some(&users[0].token),
+        )
+        .await;
+    }
+    app.delete(&format!("/api/v1/posts/{id}/like"), Some(&users[2].token))
+        .await;
+    (id, users)
+}
+
+async fn views(app: &TestApp, id: i64, users: &[User]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for u in users.iter().map(|u| Some(u.token.as_str())).chain([None]) {
+        out.push(stable(&app.get(&format!("/api/v1/posts/{id}"), u).await.1));
+        let mut comments = app.get(&format!("/api/v1/posts/{id}/comments"), u).await.1;
+        comments.as_object_mut().unwrap().remove("serverTime");
+        out.push(comments);
+    }
+    out
+}
+
+#[tokio::test]
+async fn losing_the_live_state_changes_no_answer() {
+    let app = spawn_app().await;
+    let (id, users) = rich_post(&app).await;
+    let before = views(&app, id, &users).await;
+    assert_eq!(before[0]["likeCount"], 3);
+    assert_eq!(before[0]["commentCount"], 4);
+    let dropped = app.lose_live_state().await;
+    assert!(
+        dropped > 5,
+        "the live state was there to lose ({dropped} keys)"
+    );
+    let after = views(&app, id, &users).await;
+    assert_eq!(before, after);
+    // And once more, now from the rebuilt live state.
+    assert_eq!(before, views(&app, id, &users).await);
+}
+
+/// The real Redis adapter, with a switch that makes post-write updates fail
+/// (as when Redis drops the connection between the MongoDB write and the
+/// live update).
+struct FailingUpdates {
+    inner: Arc<dyn LiveStore>,
+    failing: AtomicBool,
+}
+
+#[async_trait]
+impl LiveStore for FailingUpdates {
+    async fn ping(&self) -> StoreResult<()> {
+        self.inner.ping().await
+    }
+    async fn read(&self, read: &LiveRead) -> StoreResult<LiveAnswer> {
+        self.inner.read(read).await
+    }
+    async fn fill(&self, fill: &LiveFill) -> StoreResult<()> {
+        self.inner.fill(fill).await
+    }
+    async fn apply(&self, changes: &[(Owner, Vec<LiveChange>)]) -> StoreResult<()> {
+        if self.failing.load(Ordering::SeqCst) {
+            return Err(StoreError::Unavailable(anyhow::anyhow!(
+                "injected: connection reset"
+            )));
+        }
+        self.inner.apply(changes).await
+    }
+    async fn drop_keys(&self, owner: Owner, keys: &[LiveKey]) -> StoreResult<()> {
+        if self.failing.load(Ordering::SeqCst) {
+            return Err(StoreError::Unavailable(anyhow::anyhow!(
+                "injected: connection reset"
+            )));
+        }
+        self.inner.drop_keys(owner, keys).await
+    }
+    async fn put_session(&self, token: &str, uid: i64, ttl: u64) -> StoreResult<()> {
+        self.inner.put_session(token, uid, ttl).await
+    }
+    async fn session_uid(&self, token: &str) -> StoreResult<Option<i64>> {
+        self.inner.session_uid(token).await
+    }
+    async fn drop_session(&self, token: &str) -> StoreResult<()> {
+        self.inner.drop_session(token).await
+    }
+    async fn device_table_version(&self) -> StoreResult<u64> {
+        self.inner.device_table_version().await
+    }
+    async fn bump_device_table_version(&self) -> StoreResult<u64> {
+        self.inner.bump_device_table_version().await
+    }
+}
+
+#[tokio::test]
+async fn a_failed_live_update_loses_no_write_and_serves_no_stale_answer() {
+    let settings = test_settings();
+    let (docs, live) = connect_stores(&settings).await.unwrap();
+    let failing = Arc::new(FailingUpdates {
+        inner: live,
+        failing: AtomicBool::new(false),
+    });
+    let app = spawn_app_on(settings, docs, failing.clone()).await;
+    let a = app.user("writer").await;
+    let b = app.user("reader").await;
+    let id = app.text_post(&a, "p").await;
+    // Warm the live state, then break the update step.
+    assert_eq!(
+        app.get(&format!("/api/v1/posts/{id}"), None).await.1["likeCount"],
+        0
+    );
+    failing.failing.store(true, Ordering::SeqCst);
+
+    let (s, state) = app
+        .put(&format!("/api/v1/posts/{id}/like"), Some(&b.token))
+        .await;
+    assert_eq!(s.as_u16(), 200);
+    assert_eq!(state, json!({"liked": true, "likeCount": 1}));
+    let c = app.comment(&b, id, "still here", None).await;
+    let (_, p) = app
+        .get(&format!("/api/v1/posts/{id}"), Some(&b.token))
+        .await;
+    assert_eq!(
+        (p["likeCount"].as_i64(), p["commentCount"].as_i64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(p["likedByMe"], true);
+    assert_eq!(p["comments"][0]["id"], c["id"]);
+
+    // The store answers again: the repair pass drops the stale keys and
+    // the rebuilt state agrees with the documents.
+    failing.failing.store(false, Ordering::SeqCst);
+    app.ctx.repair.drain(failing.as_ref()).await;
+    assert_eq!(app.ctx.repair.pending_count(), 0);
+    let (_, p) = app
+        .get(&format!("/api/v1/posts/{id}"), Some(&b.token))
+        .await;
+    assert_eq!(
+        (p["likeCount"].as_i64(), p["commentCount"].as_i64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(p["likedByMe"], true);
+}
+
+async fn trips_of(app: &TestApp, path: &str) -> (u64, u64) {
+    let before = app.ctx.round_trips.snapshot();
+    let (s, body) = app.get(path, None).await;
+    assert_eq!(s.as_u16(), 200, "{body}");
+    let after = app.ctx.round_trips.snapshot();
+    (after.0 - before.0, after.1 - before.1)
+}
+
+#[tokio::test]
+async fn reads_cost_a_constant_number_of_round_trips() {
+    let app = spawn_app().await;
+    let (id, users) = rich_post(&app).await;
+    let author = &users[0];
+    for i in 0..11 {
+        let p = app.text_post(author, &format!("more {i}")).await;
+        app.comment(&users[1], p, "hi", None).await;
+        app.put(&format!("/api/v1/posts/{p}/like"), Some(&users[2].token))
+            .await;
+    }
+    let one = format!("/api/v1/posts/{id}");
+    let page = |n: usize| format!("/api/v1/users/{}/posts?limit={n}", author.uid);
+    // Warm everything, and let the background write-back land.
+    trips_of(&app, &one).await;
+    trips_of(&app, &page(12)).await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+
+    // A warm single read touches the live store only, three batched reads at most.
+    let (docs, live) = trips_of(&app, &one).await;
+    assert_eq!(docs, 0, "a warm read must not touch MongoDB");
+    assert!(live <= 3, "{live} live round trips");
+
+    // A page costs the same whatever its size: one query for the ids, and
+    // the same batched live reads.
+    // (Three live reads at most: posts; comments, counts and known cards;
+    // the cards of comment authors not already known.)
+    for n in [1, 2, 12] {
+        let (docs, live) = trips_of(&app, &page(n)).await;
+        assert_eq!(docs, 1, "page of {n}: only the id query reaches MongoDB");
+        assert!(live <= 3, "page of {n}: {live} live round trips");
+    }
+
+    // Cold (live state lost), still bounded: one batched query per kind of
+    // miss (posts, likers, comment ids; comments, their likers, replies,
+    // users; users again for comment authors), plus the id query, whatever
+    // the page size.
+    for n in [1, 12] {
+        app.lose_live_state().await;
+        let (docs, live) = trips_of(&app, &page(n)).await;
+        assert!(
+            docs <= 1 + 8,
+            "cold page of {n}: {docs} document round trips"
+        );
+        assert!(live <= 3, "cold page of {n}: {live} live round trips");
+    }
+}

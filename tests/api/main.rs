@@ -1,0 +1,13 @@
+//! API tests: the real app over real HTTP, on real MongoDB-wire and Redis
+//! servers (started by scripts/test.sh).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod accounts;
+mod authorization;
+mod comments;
+mod devices;
+mod helpers;
+mod likes;
+mod live_state;
+mod ops;
+mod posts;
