@@ -16,7 +16,7 @@ use crate::http;
 use crate::service::device_names::DeviceNames;
 use crate::service::repair::LiveRepair;
 use crate::service::{accounts, Context};
-use crate::store::metered::{MeteredDocs, MeteredLive, RoundTrips};
+use crate::store::metered::{count_request_trips, MeteredDocs, MeteredLive, RoundTrips};
 use crate::store::mongo::MongoDocs;
 use crate::store::redis::RedisLive;
 use crate::store::{DocStore, LiveStore};
@@ -108,11 +108,13 @@ impl Application {
                     let started = std::time::Instant::now();
                     let fut = srv.call(req);
                     async move {
-                        let res = fut.await;
+                        let (res, (docs, live)) = count_request_trips(fut).await;
                         if let Ok(r) = &res {
                             tracing::debug!(
                                 status = r.status().as_u16(),
                                 micros = started.elapsed().as_micros() as u64,
+                                doc_round_trips = docs,
+                                live_round_trips = live,
                                 "done"
                             );
                         }

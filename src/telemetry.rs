@@ -7,8 +7,12 @@ use tracing_subscriber::EnvFilter;
 pub fn init(default_filter: &str) {
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
+    // Logs go to stderr, coloured only on a terminal (files and log
+    // collectors get plain text).
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_target(true)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
 }

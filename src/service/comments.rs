@@ -65,7 +65,11 @@ pub async fn create_comment(
     ctx.repair
         .apply(ctx.live.as_ref(), vec![(Owner::Post(post_id), changes)])
         .await;
-    comment_views(ctx, vec![doc], Some(author), pres)
+    let pres = Presentation {
+        now: crate::ids::now_ms(),
+        ..*pres
+    };
+    comment_views(ctx, vec![doc], Some(author), &pres)
         .await?
         .pop()
         .ok_or_else(|| AppError::Internal(anyhow::anyhow!("a comment vanished")))

@@ -45,7 +45,12 @@ pub async fn create_post(
             )],
         )
         .await;
-    let mut posts = assemble_posts(ctx, &[id], Some(author), pres).await?;
+    // serverTime must not precede the createtime it is compared with.
+    let pres = Presentation {
+        now: crate::ids::now_ms(),
+        ..*pres
+    };
+    let mut posts = assemble_posts(ctx, &[id], Some(author), &pres).await?;
     posts.pop().ok_or_else(|| {
         AppError::Internal(anyhow::anyhow!("a post vanished right after publishing"))
     })

@@ -9,6 +9,28 @@ use async_trait::async_trait;
 
 use super::*;
 
+tokio::task_local! {
+    /// This request's (documents, live) round trips, when a request scope is set.
+    static REQUEST_TRIPS: std::cell::Cell<(u32, u32)>;
+}
+
+/// Runs `fut` counting the round trips it makes; returns them with its output.
+pub async fn count_request_trips<F: std::future::Future>(fut: F) -> (F::Output, (u32, u32)) {
+    REQUEST_TRIPS
+        .scope(std::cell::Cell::new((0, 0)), async move {
+            let out = fut.await;
+            (out, REQUEST_TRIPS.with(|c| c.get()))
+        })
+        .await
+}
+
+fn note_request_trip(docs: u32, live: u32) {
+    let _ = REQUEST_TRIPS.try_with(|c| {
+        let (d, l) = c.get();
+        c.set((d + docs, l + live));
+    });
+}
+
 #[derive(Default, Debug)]
 pub struct RoundTrips {
     pub docs: AtomicU64,
@@ -43,6 +65,7 @@ impl MeteredDocs {
     }
     fn tick(&self) {
         self.trips.docs.fetch_add(1, Ordering::Relaxed);
+        note_request_trip(1, 0);
     }
 }
 
@@ -52,6 +75,7 @@ impl MeteredLive {
     }
     fn tick(&self) {
         self.trips.live.fetch_add(1, Ordering::Relaxed);
+        note_request_trip(0, 1);
     }
 }
 

@@ -73,8 +73,15 @@ pub async fn apply(db: &Database) -> StoreResult<()> {
             db.run_command(doc! { "collMod": &schema.collection, "validator": validator })
                 .await
                 .map_err(classify)?;
-        } else {
-            db.run_command(doc! { "create": &schema.collection, "validator": validator })
+        } else if let Err(e) = db
+            .run_command(doc! { "create": &schema.collection, "validator": validator.clone() })
+            .await
+        {
+            // Another instance created it a moment ago (NamespaceExists): modify instead.
+            if !matches!(&*e.kind, mongodb::error::ErrorKind::Command(c) if c.code == 48) {
+                return Err(classify(e));
+            }
+            db.run_command(doc! { "collMod": &schema.collection, "validator": validator })
                 .await
                 .map_err(classify)?;
         }
