@@ -34,6 +34,24 @@ impl Cursor {
     }
 }
 
+/// Cuts a keyset query's answer into a page. The query asked for `limit + 1`
+/// items: an extra one means there is a next page, which starts after the
+/// last item shown.
+pub fn paginate<T>(
+    mut items: Vec<T>,
+    limit: usize,
+    id_of: impl Fn(&T) -> i64,
+) -> (Vec<T>, Option<String>) {
+    let more = items.len() > limit;
+    items.truncate(limit);
+    let next = if more {
+        items.last().map(|t| Cursor::encode(id_of(t)))
+    } else {
+        None
+    };
+    (items, next)
+}
+
 /// A page size: 1 to 100, default 20.
 pub fn parse_limit(raw: Option<&str>) -> Result<usize, AppError> {
     match raw {
@@ -64,6 +82,15 @@ mod tests {
         for bad in ["", "v", "123", "v!!", "vzzzzzzzzzzzzzzz"] {
             assert!(Cursor::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_page_has_a_next_cursor_only_when_more_items_exist() {
+        let (items, next) = paginate(vec![9, 8, 7], 2, |i| *i);
+        assert_eq!(items, vec![9, 8]);
+        assert_eq!(next.map(|c| Cursor::parse(&c).unwrap()), Some(Cursor(8)));
+        let (items, next) = paginate(vec![9, 8], 2, |i| *i);
+        assert_eq!((items.len(), next), (2, None));
     }
 
     #[test]

@@ -5,7 +5,7 @@ use super::loader::to_json;
 use super::views::{CommentView, Page};
 use super::{Context, Presentation, Viewer};
 use crate::domain::comment::{CommentContent, NewCommentRequest};
-use crate::domain::cursor::Cursor;
+use crate::domain::cursor::{paginate, Cursor};
 use crate::error::{AppError, AppResult};
 use crate::ids::{next_id, timestamp_of};
 use crate::store::{BlobKey, CommentDoc, LiveChange, Owner, ReplyRef, SetKey};
@@ -85,17 +85,11 @@ pub async fn list_comments(
     pres: &Presentation,
 ) -> AppResult<Page<CommentView>> {
     visible_post(ctx, post_id, viewer).await?;
-    let mut docs = ctx
+    let docs = ctx
         .docs
         .comments_page(post_id, cursor.map(|c| c.0), limit + 1)
         .await?;
-    let more = docs.len() > limit;
-    docs.truncate(limit);
-    let next_cursor = if more {
-        docs.last().map(|c| Cursor::encode(c.id))
-    } else {
-        None
-    };
+    let (docs, next_cursor) = paginate(docs, limit, |c| c.id);
     Ok(Page {
         items: comment_views(ctx, docs, viewer, pres).await?,
         next_cursor,

@@ -6,7 +6,7 @@ use super::assemble::{load_cards, load_set, visible_post};
 use super::comments::live_comment;
 use super::views::{unknown_user, LikeState, LikeView, Page};
 use super::{Context, Presentation, Viewer};
-use crate::domain::cursor::Cursor;
+use crate::domain::cursor::{paginate, Cursor};
 use crate::error::AppResult;
 use crate::ids::{next_id, timestamp_of};
 use crate::store::{LikeDoc, LikeKind, LiveChange, SetKey, SetRead};
@@ -106,17 +106,11 @@ pub async fn list_likes(
     pres: &Presentation,
 ) -> AppResult<Page<LikeView>> {
     visible_post(ctx, post_id, viewer).await?;
-    let mut likes = ctx
+    let likes = ctx
         .docs
         .likes_page(LikeKind::Post, post_id, cursor.map(|c| c.0), limit + 1)
         .await?;
-    let more = likes.len() > limit;
-    likes.truncate(limit);
-    let next_cursor = if more {
-        likes.last().map(|l| Cursor::encode(l.id))
-    } else {
-        None
-    };
+    let (likes, next_cursor) = paginate(likes, limit, |l| l.id);
     let uids: Vec<i64> = likes.iter().map(|l| l.uid).collect();
     let cards = load_cards(ctx, &uids).await?;
     let items = likes

@@ -4,7 +4,7 @@ use super::assemble::{assemble_posts, visible_post};
 use super::loader::to_json;
 use super::views::{ExpandedPost, Page};
 use super::{Context, Presentation, Viewer};
-use crate::domain::cursor::Cursor;
+use crate::domain::cursor::{paginate, Cursor};
 use crate::domain::post::NewPost;
 use crate::error::{AppError, AppResult};
 use crate::ids::next_id;
@@ -104,17 +104,11 @@ pub async fn user_posts(
     limit: usize,
     pres: &Presentation,
 ) -> AppResult<Page<ExpandedPost>> {
-    let mut ids = ctx
+    let ids = ctx
         .docs
         .post_ids_by_author(author, cursor.map(|c| c.0), limit + 1)
         .await?;
-    let more = ids.len() > limit;
-    ids.truncate(limit);
-    let next_cursor = if more {
-        ids.last().map(|id| Cursor::encode(*id))
-    } else {
-        None
-    };
+    let (ids, next_cursor) = paginate(ids, limit, |id| *id);
     let items = assemble_posts(ctx, &ids, viewer, pres).await?;
     Ok(Page {
         items,

@@ -96,6 +96,22 @@ async fn collect<T: DeserializeOwned + Send + Sync>(
     cursor.try_collect().await.map_err(classify)
 }
 
+/// Documents by `_id`, one query for the whole batch.
+async fn by_ids<T: DeserializeOwned + Send + Sync>(
+    coll: Collection<T>,
+    ids: &[i64],
+) -> StoreResult<Vec<T>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    collect(
+        coll.find(doc! { "_id": { "$in": ids } })
+            .await
+            .map_err(classify)?,
+    )
+    .await
+}
+
 #[derive(Deserialize)]
 struct IdOnly {
     #[serde(rename = "_id")]
@@ -148,16 +164,7 @@ impl DocStore for MongoDocs {
     }
 
     async fn users_by_ids(&self, uids: &[i64]) -> StoreResult<Vec<UserDoc>> {
-        if uids.is_empty() {
-            return Ok(Vec::new());
-        }
-        collect(
-            self.users()
-                .find(doc! { "_id": { "$in": uids } })
-                .await
-                .map_err(classify)?,
-        )
-        .await
+        by_ids(self.users(), uids).await
     }
 
     async fn update_profile(
@@ -213,16 +220,7 @@ impl DocStore for MongoDocs {
     }
 
     async fn posts_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<PostDoc>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        collect(
-            self.posts()
-                .find(doc! { "_id": { "$in": ids } })
-                .await
-                .map_err(classify)?,
-        )
-        .await
+        by_ids(self.posts(), ids).await
     }
 
     async fn delete_post(&self, id: i64) -> StoreResult<bool> {
@@ -275,16 +273,7 @@ impl DocStore for MongoDocs {
     }
 
     async fn comments_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<CommentDoc>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        collect(
-            self.comments()
-                .find(doc! { "_id": { "$in": ids } })
-                .await
-                .map_err(classify)?,
-        )
-        .await
+        by_ids(self.comments(), ids).await
     }
 
     async fn delete_comment(&self, comment: &CommentDoc) -> StoreResult<bool> {
