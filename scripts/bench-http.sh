@@ -57,5 +57,7 @@ read -r POST TOKEN <<<"$SEED"
 URL="http://127.0.0.1:$PORT/api/v1/posts/$POST"
 curl -sf -H "authorization: Bearer $TOKEN" "$URL" > /dev/null
 echo "== $(nproc) cores; wrk -t1 -c$CONNECTIONS -d${DURATION}s --latency (viewer signed in) $URL" >&2
+echo "== server RSS before: $(ps -o rss= -p $APP_PID) KiB"
 wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency -H "Authorization: Bearer $TOKEN" "$URL"
+if [ -n "${BENCH_REPEAT:-}" ]; then for i in 1 2 3; do echo "== RSS: $(ps -o rss= -p $APP_PID) KiB"; wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -H "Authorization: Bearer $TOKEN" "$URL" | grep Requests/sec; done; fi
 echo "== response size: $(curl -s -H "authorization: Bearer $TOKEN" "$URL" | wc -c) bytes; server RSS: $(ps -o rss= -p $APP_PID) KiB"

@@ -7,6 +7,7 @@ use argon2::Argon2;
 use serde::{Deserialize, Serialize};
 
 use super::assemble::load_cards;
+use super::password_pool;
 use super::Context;
 use crate::domain::user::{HeadImg, NickName, Password, Username};
 use crate::error::{AppError, AppResult};
@@ -74,10 +75,12 @@ impl From<UserDoc> for Me {
     }
 }
 
+fn pool_gone() -> AppError {
+    AppError::Internal(anyhow::anyhow!("the password pool is gone"))
+}
+
 async fn hash_password(password: String) -> AppResult<String> {
-    let span = tracing::Span::current();
-    tokio::task::spawn_blocking(move || {
-        let _enter = span.enter();
+    password_pool::run(move || {
         let mut salt = [0u8; 16];
         getrandom::getrandom(&mut salt).map_err(|e| AppError::Internal(anyhow::anyhow!(e)))?;
         let salt =
@@ -88,13 +91,11 @@ async fn hash_password(password: String) -> AppResult<String> {
             .map_err(|e| AppError::Internal(anyhow::anyhow!(e)))
     })
     .await
-    .map_err(|e| AppError::Internal(e.into()))?
+    .ok_or_else(pool_gone)?
 }
 
 async fn verify_password(password: String, hash: String) -> AppResult<bool> {
-    let span = tracing::Span::current();
-    tokio::task::spawn_blocking(move || {
-        let _enter = span.enter();
+    password_pool::run(move || {
         let parsed =
             PasswordHash::new(&hash).map_err(|e| AppError::Internal(anyhow::anyhow!(e)))?;
         Ok(Argon2::default()
@@ -102,7 +103,7 @@ async fn verify_password(password: String, hash: String) -> AppResult<bool> {
             .is_ok())
     })
     .await
-    .map_err(|e| AppError::Internal(e.into()))?
+    .ok_or_else(pool_gone)?
 }
 
 /// A hash of a password nobody has, so that an unknown username costs as

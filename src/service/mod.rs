@@ -6,6 +6,7 @@ pub mod comments;
 pub mod device_names;
 pub mod likes;
 pub mod loader;
+pub mod password_pool;
 pub mod posts;
 pub mod repair;
 pub mod views;
