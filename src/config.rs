@@ -42,6 +42,8 @@ pub struct Settings {
     pub device_refresh_ms: u64,
     /// HTTP worker threads; `None` is one per core.
     pub workers: Option<usize>,
+    /// Cached values the in-process live state holds before it starts over.
+    pub live_max_entries: usize,
 }
 
 impl Default for Settings {
@@ -59,6 +61,7 @@ impl Default for Settings {
             post_id_array_cap: 10_000,
             device_refresh_ms: 500,
             workers: None,
+            live_max_entries: 1_000_000,
         }
     }
 }
@@ -122,6 +125,9 @@ impl Settings {
         }
         if let Some(v) = number("MOMENTS_DEVICE_REFRESH_MS")? {
             s.device_refresh_ms = v.max(50);
+        }
+        if let Some(v) = number("MOMENTS_LIVE_MAX_ENTRIES")? {
+            s.live_max_entries = v as usize;
         }
         if let Some(v) = number("MOMENTS_WORKERS")? {
             s.workers = Some((v as usize).max(1));

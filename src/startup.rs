@@ -16,6 +16,7 @@ use crate::http;
 use crate::service::device_names::DeviceNames;
 use crate::service::repair::LiveRepair;
 use crate::service::{accounts, Context};
+use crate::store::embedded::{self, docs::EmbeddedDocs, live::MemoryLive};
 use crate::store::metered::{count_request_trips, MeteredDocs, MeteredLive, RoundTrips};
 use crate::store::mongo::MongoDocs;
 use crate::store::redis::RedisLive;
@@ -28,23 +29,52 @@ pub struct Application {
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
-/// Connects the stores that `settings` names.
+/// Connects the stores that `settings` names: MongoDB or the embedded
+/// documents, Redis or the in-process live state.
 pub async fn connect_stores(
     settings: &Settings,
 ) -> anyhow::Result<(Arc<dyn DocStore>, Arc<dyn LiveStore>)> {
-    let (Some(mongo_uri), Some(redis_url)) = (&settings.mongodb_uri, &settings.redis_url) else {
-        anyhow::bail!(
-            "set MOMENTS_MONGODB_URI and MOMENTS_REDIS_URL (the embedded default is not built yet); \
-             `scripts/run-local.sh` starts local stores and the service together"
-        );
+    let mut embedded_db = None;
+    let docs: Arc<dyn DocStore> = match &settings.mongodb_uri {
+        Some(uri) => Arc::new(
+            MongoDocs::connect(uri, &settings.mongodb_db)
+                .await
+                .with_context(|| format!("connecting to MongoDB at {}", redact(uri)))?,
+        ),
+        None => {
+            let db = embedded::open(&settings.data_dir)?;
+            tracing::info!(dir = %settings.data_dir.display(), "documents in the embedded store");
+            embedded_db = Some(db.clone());
+            Arc::new(EmbeddedDocs::new(db))
+        }
     };
-    let docs = MongoDocs::connect(mongo_uri, &settings.mongodb_db)
-        .await
-        .context("connecting to MongoDB")?;
-    let live = RedisLive::connect(redis_url, &settings.redis_prefix, settings.live_ttl_secs)
-        .await
-        .with_context(|| format!("connecting to Redis at {redis_url}"))?;
-    Ok((Arc::new(docs), Arc::new(live)))
+    let live: Arc<dyn LiveStore> = match &settings.redis_url {
+        Some(url) => Arc::new(
+            RedisLive::connect(url, &settings.redis_prefix, settings.live_ttl_secs)
+                .await
+                .with_context(|| format!("connecting to Redis at {}", redact(url)))?,
+        ),
+        None => {
+            if settings.mongodb_uri.is_some() {
+                tracing::warn!(
+                    "live state in process with MongoDB documents: run one instance only, \
+                     and sessions end when it restarts; set MOMENTS_REDIS_URL to scale out"
+                );
+            }
+            Arc::new(MemoryLive::new(embedded_db, settings.live_max_entries)?)
+        }
+    };
+    Ok((docs, live))
+}
+
+/// A store URL without its credentials, fit for logs and error messages.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}://***@{}", &url[..scheme], &url[at + 1..])
+        }
+        _ => url.to_string(),
+    }
 }
 
 impl Application {
@@ -155,5 +185,24 @@ impl Application {
             t.abort();
         }
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn store_urls_lose_their_credentials_in_messages() {
+        assert_eq!(
+            super::redact("redis://:s3cret@cache:6379/0"),
+            "redis://***@cache:6379/0"
+        );
+        assert_eq!(
+            super::redact("mongodb://app:pw@db1,db2/?replicaSet=rs"),
+            "mongodb://***@db1,db2/?replicaSet=rs"
+        );
+        assert_eq!(
+            super::redact("redis://127.0.0.1:6379"),
+            "redis://127.0.0.1:6379"
+        );
     }
 }

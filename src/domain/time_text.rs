@@ -55,6 +55,9 @@ impl TzOffset {
             Some(b) if b.is_ascii_digit() => (1, s),
             _ => return Err(bad()),
         };
+        if !rest.is_ascii() {
+            return Err(bad());
+        }
         let (h, m) = match rest.split_once(':') {
             Some((h, m)) => (h, m),
             None if rest.len() == 4 => rest.split_at(2),
@@ -193,7 +196,9 @@ mod tests {
         assert_eq!(TzOffset::parse("-0530").unwrap().minutes(), -330);
         assert_eq!(TzOffset::parse("+8").unwrap().minutes(), 480);
         assert_eq!(TzOffset::parse("Z").unwrap().minutes(), 0);
-        for bad in ["+15:00", "+08:60", "abc", "", "+123:00"] {
+        for bad in [
+            "+15:00", "+08:60", "abc", "", "+123:00", "1€", "+€1", "+0８:00",
+        ] {
             assert!(TzOffset::parse(bad).is_err(), "{bad}");
         }
         assert_eq!(Lang::parse("EN").unwrap(), Lang::En);

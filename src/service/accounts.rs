@@ -12,7 +12,7 @@ use super::Context;
 use crate::domain::user::{HeadImg, NickName, Password, Username};
 use crate::error::{AppError, AppResult};
 use crate::ids::{next_id, now_ms};
-use crate::store::{BlobKey, LiveChange, LiveKey, Owner, StoreError, UserCard, UserDoc};
+use crate::store::{BlobKey, Changes, LiveChange, LiveKey, Owner, StoreError, UserCard, UserDoc};
 
 pub const SESSION_TTL_SECS: u64 = 30 * 24 * 3600;
 
@@ -234,10 +234,11 @@ pub async fn update_me(ctx: &Context, uid: i64, patch: ProfilePatch) -> AppResul
     ctx.repair
         .apply(
             ctx.live.as_ref(),
-            vec![(
-                Owner::User(uid),
-                vec![LiveChange::Drop(LiveKey::Blob(BlobKey::Card(uid)))],
-            )],
+            vec![Changes {
+                owner: Owner::User(uid),
+                expected_gen: None,
+                changes: vec![LiveChange::Drop(LiveKey::Blob(BlobKey::Card(uid)))],
+            }],
         )
         .await;
     Ok(user.into())

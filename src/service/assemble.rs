@@ -12,7 +12,7 @@ use super::views::{unknown_user, CommentView, ExpandedPost, LikeView, ReplyToVie
 use super::{can_see, Context, Presentation, Viewer};
 use crate::error::AppResult;
 use crate::ids;
-use crate::store::{BlobKey, CommentDoc, PostBody, SetKey, SetRead, SetView, UserCard};
+use crate::store::{BlobKey, CommentDoc, Owner, PostBody, SetKey, SetRead, SetView, UserCard};
 
 pub const LATEST_COMMENTS: usize = 5;
 pub const LATEST_LIKES: usize = 20;
@@ -178,9 +178,14 @@ pub async fn assemble_posts(
     let mut posts = Vec::new();
     for p in post_ids {
         let Some(text) = first.blobs.get(&BlobKey::PostBody(*p)) else {
+            // Unknown ids must not leave empty sets behind in the live store.
+            loader.discard_fills(Owner::Post(*p));
             continue;
         };
         let body: PostBody = from_json(text)?;
+        if body.deleted {
+            loader.discard_fills(Owner::Post(*p));
+        }
         if !can_see(&body, viewer) {
             continue;
         }
@@ -336,11 +341,19 @@ pub async fn load_set(ctx: &Context, read: SetRead) -> AppResult<SetView> {
     Ok(loaded.sets.remove(&read.key).unwrap_or_default())
 }
 
+/// A post the viewer may see, and its live generation as read before the
+/// caller's document write (see `Changes::expected_gen`).
+pub struct VisiblePost {
+    pub body: PostBody,
+    pub gen: Option<u64>,
+}
+
 /// A post's body if it exists and the viewer may see it: the check every
 /// write on a post starts with.
-pub async fn visible_post(ctx: &Context, post_id: i64, viewer: Viewer) -> AppResult<PostBody> {
+pub async fn visible_post(ctx: &Context, post_id: i64, viewer: Viewer) -> AppResult<VisiblePost> {
     let mut loader = Loader::new(ctx);
     let loaded = loader.load(&[BlobKey::PostBody(post_id)], &[]).await?;
+    let gen = loader.generation(Owner::Post(post_id));
     loader.finish("visible_post");
     let body: PostBody = match loaded.blobs.get(&BlobKey::PostBody(post_id)) {
         Some(text) => from_json(text)?,
@@ -349,5 +362,5 @@ pub async fn visible_post(ctx: &Context, post_id: i64, viewer: Viewer) -> AppRes
     if !can_see(&body, viewer) {
         return Err(crate::error::AppError::NotFound("post"));
     }
-    Ok(body)
+    Ok(VisiblePost { body, gen })
 }

@@ -8,7 +8,7 @@ use crate::domain::comment::{CommentContent, NewCommentRequest};
 use crate::domain::cursor::{paginate, Cursor};
 use crate::error::{AppError, AppResult};
 use crate::ids::{next_id, timestamp_of};
-use crate::store::{BlobKey, CommentDoc, LiveChange, Owner, ReplyRef, SetKey};
+use crate::store::{BlobKey, Changes, CommentDoc, LiveChange, Owner, ReplyRef, SetKey};
 
 #[tracing::instrument(skip(ctx, req, pres))]
 pub async fn create_comment(
@@ -19,7 +19,7 @@ pub async fn create_comment(
     pres: &Presentation,
 ) -> AppResult<CommentView> {
     let content = CommentContent::parse(&req.content)?;
-    visible_post(ctx, post_id, Some(author)).await?;
+    let post = visible_post(ctx, post_id, Some(author)).await?;
     let reply_to = match req.reply_to_comment_id {
         None => None,
         Some(target) => {
@@ -63,7 +63,14 @@ pub async fn create_comment(
         ));
     }
     ctx.repair
-        .apply(ctx.live.as_ref(), vec![(Owner::Post(post_id), changes)])
+        .apply(
+            ctx.live.as_ref(),
+            vec![Changes {
+                owner: Owner::Post(post_id),
+                expected_gen: post.gen,
+                changes,
+            }],
+        )
         .await;
     let pres = Presentation {
         now: crate::ids::now_ms(),
@@ -110,7 +117,7 @@ pub async fn live_comment(ctx: &Context, id: i64) -> AppResult<CommentDoc> {
 pub async fn delete_comment(ctx: &Context, id: i64, uid: i64) -> AppResult<()> {
     let comment = live_comment(ctx, id).await?;
     let post = visible_post(ctx, comment.post_id, Some(uid)).await?;
-    if comment.author_uid != uid && post.author_uid != uid {
+    if comment.author_uid != uid && post.body.author_uid != uid {
         return Err(AppError::Forbidden(
             "only the comment's author or the post's author may delete it",
         ));
@@ -129,7 +136,11 @@ pub async fn delete_comment(ctx: &Context, id: i64, uid: i64) -> AppResult<()> {
     ctx.repair
         .apply(
             ctx.live.as_ref(),
-            vec![(Owner::Post(comment.post_id), changes)],
+            vec![Changes {
+                owner: Owner::Post(comment.post_id),
+                expected_gen: post.gen,
+                changes,
+            }],
         )
         .await;
     Ok(())

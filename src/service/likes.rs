@@ -9,35 +9,46 @@ use super::{Context, Presentation, Viewer};
 use crate::domain::cursor::{paginate, Cursor};
 use crate::error::AppResult;
 use crate::ids::{next_id, timestamp_of};
-use crate::store::{LikeDoc, LikeKind, LiveChange, SetKey, SetRead};
+use crate::store::{Changes, LikeDoc, LikeKind, LiveChange, LiveKey, SetKey, SetRead};
 
-/// Which thing is liked, and the live set that mirrors its likers.
+/// Which thing is liked.
 #[derive(Debug, Clone, Copy)]
 pub enum LikeTarget {
     Post(i64),
     Comment(i64),
 }
 
+/// The like's kind and target, the live set that mirrors its likers, and the
+/// post's generation as read before the like is written.
 async fn resolve(
     ctx: &Context,
     target: LikeTarget,
     uid: i64,
-) -> AppResult<(LikeKind, i64, SetKey)> {
+) -> AppResult<(LikeKind, i64, SetKey, Option<u64>)> {
     Ok(match target {
         LikeTarget::Post(p) => {
-            visible_post(ctx, p, Some(uid)).await?;
-            (LikeKind::Post, p, SetKey::PostLikers(p))
+            let post = visible_post(ctx, p, Some(uid)).await?;
+            (LikeKind::Post, p, SetKey::PostLikers(p), post.gen)
         }
         LikeTarget::Comment(c) => {
             let comment = live_comment(ctx, c).await?;
-            visible_post(ctx, comment.post_id, Some(uid)).await?;
-            (
-                LikeKind::Comment,
-                c,
-                SetKey::CommentLikers(comment.post_id, c),
-            )
+            let post = visible_post(ctx, comment.post_id, Some(uid)).await?;
+            let set = SetKey::CommentLikers(comment.post_id, c);
+            (LikeKind::Comment, c, set, post.gen)
         }
     })
+}
+
+/// The live change that mirrors a like write. When the write changed
+/// nothing (liked twice, or unliked what was not liked), the set is dropped
+/// instead: an earlier request may have written the documents and then lost
+/// its live step, and a retry is how a client recovers from that.
+fn mirror(set: SetKey, expected_gen: Option<u64>, change: Option<LiveChange>) -> Changes {
+    Changes {
+        owner: set.owner(),
+        expected_gen,
+        changes: vec![change.unwrap_or(LiveChange::Drop(LiveKey::Set(set)))],
+    }
 }
 
 async fn state(ctx: &Context, set: SetKey, uid: i64) -> AppResult<LikeState> {
@@ -58,7 +69,7 @@ async fn state(ctx: &Context, set: SetKey, uid: i64) -> AppResult<LikeState> {
 
 #[tracing::instrument(skip(ctx))]
 pub async fn like(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<LikeState> {
-    let (kind, target_id, set) = resolve(ctx, target, uid).await?;
+    let (kind, target_id, set, gen) = resolve(ctx, target, uid).await?;
     let id = next_id();
     let doc = LikeDoc {
         id,
@@ -67,32 +78,25 @@ pub async fn like(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<Like
         uid,
         create_time: timestamp_of(id),
     };
-    if ctx
+    let added = ctx
         .docs
         .insert_like(&doc, ctx.settings.post_id_array_cap)
-        .await?
-    {
-        ctx.repair
-            .apply(
-                ctx.live.as_ref(),
-                vec![(set.owner(), vec![LiveChange::SetAdd(set, uid, id)])],
-            )
-            .await;
-    }
+        .await?;
+    let change = added.then_some(LiveChange::SetAdd(set, uid, id));
+    ctx.repair
+        .apply(ctx.live.as_ref(), vec![mirror(set, gen, change)])
+        .await;
     state(ctx, set, uid).await
 }
 
 #[tracing::instrument(skip(ctx))]
 pub async fn unlike(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<LikeState> {
-    let (kind, target_id, set) = resolve(ctx, target, uid).await?;
-    if ctx.docs.delete_like(kind, target_id, uid).await?.is_some() {
-        ctx.repair
-            .apply(
-                ctx.live.as_ref(),
-                vec![(set.owner(), vec![LiveChange::SetRemove(set, uid)])],
-            )
-            .await;
-    }
+    let (kind, target_id, set, gen) = resolve(ctx, target, uid).await?;
+    let removed = ctx.docs.delete_like(kind, target_id, uid).await?;
+    let change = removed.map(|_| LiveChange::SetRemove(set, uid));
+    ctx.repair
+        .apply(ctx.live.as_ref(), vec![mirror(set, gen, change)])
+        .await;
     state(ctx, set, uid).await
 }
 

@@ -136,6 +136,23 @@ impl<'a> Loader<'a> {
         self.gens.get(&owner).copied()
     }
 
+    /// The owner's generation as read with its values, if the live store
+    /// answered and the owner is not awaiting repair: what a writer passes as
+    /// `expected_gen` after its document write.
+    pub fn generation(&self, owner: Owner) -> Option<u64> {
+        if self.live_ok {
+            self.guard(owner)
+        } else {
+            None
+        }
+    }
+
+    /// Forgets rebuilt values of this owner (a post that turned out missing
+    /// or deleted: nothing of it is worth caching).
+    pub fn discard_fills(&mut self, owner: Owner) {
+        self.fill.sets.retain(|(k, ..)| k.owner() != owner);
+    }
+
     async fn rebuild(
         &mut self,
         blobs: &[BlobKey],

@@ -8,7 +8,7 @@ use crate::domain::cursor::{paginate, Cursor};
 use crate::domain::post::NewPost;
 use crate::error::{AppError, AppResult};
 use crate::ids::next_id;
-use crate::store::{BlobKey, LiveChange, Owner, PostBody, PostDoc, SetKey};
+use crate::store::{BlobKey, Changes, LiveChange, Owner, PostBody, PostDoc, SetKey};
 
 #[tracing::instrument(skip(ctx, post, pres))]
 pub async fn create_post(
@@ -39,10 +39,11 @@ pub async fn create_post(
     ctx.repair
         .apply(
             ctx.live.as_ref(),
-            vec![(
-                Owner::Post(id),
-                vec![LiveChange::PutBlob(BlobKey::PostBody(id), to_json(&body)?)],
-            )],
+            vec![Changes {
+                owner: Owner::Post(id),
+                expected_gen: None,
+                changes: vec![LiveChange::PutBlob(BlobKey::PostBody(id), to_json(&body)?)],
+            }],
         )
         .await;
     // serverTime must not precede the createtime it is compared with.
@@ -70,7 +71,7 @@ pub async fn get_post(
 
 #[tracing::instrument(skip(ctx))]
 pub async fn delete_post(ctx: &Context, id: i64, uid: i64) -> AppResult<()> {
-    let body = visible_post(ctx, id, Some(uid)).await?;
+    let body = visible_post(ctx, id, Some(uid)).await?.body;
     if body.author_uid != uid {
         return Err(AppError::Forbidden("only the author may delete a post"));
     }
@@ -82,14 +83,16 @@ pub async fn delete_post(ctx: &Context, id: i64, uid: i64) -> AppResult<()> {
     ctx.repair
         .apply(
             ctx.live.as_ref(),
-            vec![(
-                Owner::Post(id),
-                vec![
+            vec![Changes {
+                owner: Owner::Post(id),
+                // A deleted post's sets are dropped whatever came before.
+                expected_gen: None,
+                changes: vec![
                     LiveChange::PutBlob(BlobKey::PostBody(id), to_json(&tomb)?),
                     LiveChange::Drop(crate::store::LiveKey::Set(SetKey::PostLikers(id))),
                     LiveChange::Drop(crate::store::LiveKey::Set(SetKey::PostComments(id))),
                 ],
-            )],
+            }],
         )
         .await;
     Ok(())

@@ -1,12 +1,13 @@
 //! Keeps the promise "a write whose live step failed still succeeds, and the
 //! stale live keys are dropped": failed changes are remembered here and a
 //! background task keeps trying to drop their keys until the store answers.
+//! Until then, reads of those owners bypass the live store.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::store::{LiveChange, LiveKey, LiveStore, Owner};
+use crate::store::{Changes, LiveKey, LiveStore, Owner};
 
 #[derive(Default)]
 pub struct LiveRepair {
@@ -15,13 +16,8 @@ pub struct LiveRepair {
 
 impl LiveRepair {
     /// Applies changes after a document write; never fails the write.
-    /// Returns false when the live state could not be updated: until its keys
-    /// are dropped, reads of those owners bypass the live store.
-    pub async fn apply(
-        &self,
-        live: &dyn LiveStore,
-        changes: Vec<(Owner, Vec<LiveChange>)>,
-    ) -> bool {
+    /// Returns false when the live state could not be updated.
+    pub async fn apply(&self, live: &dyn LiveStore, changes: Vec<Changes>) -> bool {
         if changes.is_empty() {
             return true;
         }
@@ -30,11 +26,11 @@ impl LiveRepair {
         };
         tracing::warn!(error = %e, "live update failed; its keys will be dropped when the store answers");
         if let Ok(mut pending) = self.pending.lock() {
-            for (owner, list) in changes {
+            for batch in changes {
                 pending
-                    .entry(owner)
+                    .entry(batch.owner)
                     .or_default()
-                    .extend(list.iter().map(|c| c.key()));
+                    .extend(batch.changes.iter().map(|c| c.key()));
             }
         }
         false
@@ -52,19 +48,27 @@ impl LiveRepair {
         self.pending.lock().map(|p| p.len()).unwrap_or(0)
     }
 
-    /// One pass: drops what it can, keeps the rest for the next pass.
+    /// One pass: drops what it can, keeps the rest for the next pass. An
+    /// owner stays pending until its keys are gone, so no read sees them in
+    /// between.
     pub async fn drain(&self, live: &dyn LiveStore) {
         let batch: Vec<(Owner, Vec<LiveKey>)> = match self.pending.lock() {
-            Ok(mut p) => p
-                .drain()
-                .map(|(o, k)| (o, k.into_iter().collect()))
+            Ok(p) => p
+                .iter()
+                .map(|(o, k)| (*o, k.iter().copied().collect()))
                 .collect(),
             Err(_) => return,
         };
         for (owner, keys) in batch {
-            if live.drop_keys(owner, &keys).await.is_err() {
+            if live.drop_keys(owner, &keys).await.is_ok() {
                 if let Ok(mut p) = self.pending.lock() {
-                    p.entry(owner).or_default().extend(keys);
+                    // Keys added by a failure during this pass stay pending.
+                    if let Some(left) = p.get_mut(&owner) {
+                        left.retain(|k| !keys.contains(k));
+                        if left.is_empty() {
+                            p.remove(&owner);
+                        }
+                    }
                 }
             }
         }

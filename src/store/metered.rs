@@ -244,7 +244,7 @@ impl LiveStore for MeteredLive {
         self.trips.live_writebacks.fetch_add(1, Ordering::Relaxed);
         self.inner.fill(fill).await
     }
-    async fn apply(&self, changes: &[(Owner, Vec<LiveChange>)]) -> StoreResult<()> {
+    async fn apply(&self, changes: &[Changes]) -> StoreResult<()> {
         self.tick();
         self.inner.apply(changes).await
     }
@@ -263,6 +263,9 @@ impl LiveStore for MeteredLive {
     async fn drop_session(&self, token: &str) -> StoreResult<()> {
         self.tick();
         self.inner.drop_session(token).await
+    }
+    async fn clear_derived(&self) -> StoreResult<usize> {
+        self.inner.clear_derived().await
     }
     async fn device_table_version(&self) -> StoreResult<u64> {
         // The background poll, not a request's round trip.

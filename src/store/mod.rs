@@ -6,6 +6,7 @@
 //! documents, so the live port offers a few generic, batchable operations
 //! and the services decide what to rebuild from where.
 
+pub mod embedded;
 pub mod metered;
 pub mod mongo;
 pub mod redis;
@@ -402,6 +403,19 @@ pub enum LiveChange {
     Drop(LiveKey),
 }
 
+/// One owner's changes after one document write. Set changes are applied
+/// only if the owner's generation is still `expected_gen`, read before the
+/// document write: then no other write came in between, and applying them
+/// in arrival order is applying them in document order. Otherwise (or with no
+/// expected generation) the sets they touch are dropped and rebuilt on the
+/// next read. Blob puts and drops always apply: they carry whole values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Changes {
+    pub owner: Owner,
+    pub expected_gen: Option<u64>,
+    pub changes: Vec<LiveChange>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LiveKey {
     Blob(BlobKey),
@@ -426,7 +440,7 @@ pub trait LiveStore: Send + Sync {
     async fn read(&self, read: &LiveRead) -> StoreResult<LiveAnswer>;
     async fn fill(&self, fill: &LiveFill) -> StoreResult<()>;
     /// Applies changes grouped by owner, all in one round trip.
-    async fn apply(&self, changes: &[(Owner, Vec<LiveChange>)]) -> StoreResult<()>;
+    async fn apply(&self, changes: &[Changes]) -> StoreResult<()>;
     /// Bumps the generation and deletes the keys: the fallback when `apply`
     /// failed, so that no stale value outlives a write.
     async fn drop_keys(&self, owner: Owner, keys: &[LiveKey]) -> StoreResult<()>;
@@ -434,6 +448,10 @@ pub trait LiveStore: Send + Sync {
     async fn put_session(&self, token: &str, uid: i64, ttl_secs: u64) -> StoreResult<()>;
     async fn session_uid(&self, token: &str) -> StoreResult<Option<i64>>;
     async fn drop_session(&self, token: &str) -> StoreResult<()>;
+
+    /// Drops every derived key (sessions stay): what losing the live store
+    /// does, on purpose. Returns how many keys were dropped.
+    async fn clear_derived(&self) -> StoreResult<usize>;
 
     /// A counter every instance polls to learn that the device table changed.
     async fn device_table_version(&self) -> StoreResult<u64>;

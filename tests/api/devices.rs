@@ -1,7 +1,7 @@
 use reqwest::Method;
 use serde_json::json;
 
-use crate::helpers::{assert_problem, spawn_app, spawn_app_with};
+use crate::helpers::{assert_problem, on_real_stores, spawn_app, spawn_app_with};
 
 #[tokio::test]
 async fn admins_map_models_and_posts_show_the_name_in_the_readers_language() {
@@ -141,7 +141,29 @@ async fn imports_take_json_or_csv_and_refuse_bad_rows_whole() {
 }
 
 #[tokio::test]
+async fn a_second_embedded_process_on_the_same_data_dir_is_refused() {
+    if on_real_stores() {
+        // Instances share MongoDB and Redis; the next test covers them.
+        return;
+    }
+    let first = spawn_app().await;
+    let err = moments::startup::connect_stores(&first.settings)
+        .await
+        .err()
+        .expect("a second opener must be refused");
+    assert!(
+        err.to_string()
+            .contains("in use by another moments process"),
+        "{err:#}"
+    );
+}
+
+#[tokio::test]
 async fn every_instance_sees_a_device_change_within_a_second() {
+    if !on_real_stores() {
+        // One process per data directory: there is no second instance to tell.
+        return;
+    }
     let first = spawn_app().await;
     let second = spawn_app_with(first.settings.clone()).await;
     let admin = first.admin().await;

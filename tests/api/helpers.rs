@@ -38,19 +38,29 @@ fn unique(prefix: &str) -> String {
     format!("{prefix}{s}")
 }
 
+/// Which backend this run tests: `MOMENTS_TEST_BACKEND=stores` for MongoDB
+/// + Redis (scripts/test.sh starts them), anything else the embedded default.
+pub fn on_real_stores() -> bool {
+    std::env::var("MOMENTS_TEST_BACKEND").is_ok_and(|b| b == "stores")
+}
+
 pub fn test_settings() -> Settings {
     let db = unique("t_");
-    Settings {
+    let mut s = Settings {
         listen: "127.0.0.1:0".into(),
-        mongodb_uri: Some(env("MOMENTS_TEST_MONGODB_URI")),
         mongodb_db: db.clone(),
-        redis_url: Some(env("MOMENTS_TEST_REDIS_URL")),
         redis_prefix: format!("{db}:"),
+        data_dir: std::env::temp_dir().join(format!("moments-test-{db}")),
         admin: Some((ADMIN.0.into(), Secret::new(ADMIN.1))),
         workers: Some(1),
         device_refresh_ms: 100,
         ..Settings::default()
+    };
+    if on_real_stores() {
+        s.mongodb_uri = Some(env("MOMENTS_TEST_MONGODB_URI"));
+        s.redis_url = Some(env("MOMENTS_TEST_REDIS_URL"));
     }
+    s
 }
 
 pub async fn spawn_app() -> TestApp {
@@ -79,6 +89,14 @@ pub async fn spawn_app_on(
         client: reqwest::Client::new(),
         ctx,
         settings,
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if self.settings.mongodb_uri.is_none() {
+            let _ = std::fs::remove_dir_all(&self.settings.data_dir);
+        }
     }
 }
 
@@ -196,28 +214,10 @@ impl TestApp {
         c
     }
 
-    /// Drops every live key of this app except sessions: what losing Redis
-    /// does to the derived state (sessions only log users out, which the
-    /// session test covers separately).
+    /// Drops every derived live key of this app (sessions stay): what
+    /// losing Redis, or restarting the embedded default, does to the live state.
     pub async fn lose_live_state(&self) -> usize {
-        let client = redis::Client::open(self.settings.redis_url.clone().unwrap()).unwrap();
-        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
-        let pattern = format!("{}*", self.settings.redis_prefix);
-        let keys: Vec<String> = redis::cmd("KEYS")
-            .arg(&pattern)
-            .query_async(&mut conn)
-            .await
-            .unwrap();
-        let session = format!("{}session:", self.settings.redis_prefix);
-        let doomed: Vec<&String> = keys.iter().filter(|k| !k.starts_with(&session)).collect();
-        for k in &doomed {
-            let _: () = redis::cmd("DEL")
-                .arg(k)
-                .query_async(&mut conn)
-                .await
-                .unwrap();
-        }
-        doomed.len()
+        self.ctx.live.clear_derived().await.unwrap()
     }
 }
 

@@ -117,3 +117,41 @@ async fn comment_likes_show_per_viewer_in_the_post() {
         "not_found",
     );
 }
+
+#[tokio::test]
+async fn racing_likes_and_unlikes_leave_the_live_state_equal_to_the_documents() {
+    let app = spawn_app().await;
+    let a = app.user("target").await;
+    let post = app.text_post(&a, "tap tap").await;
+    let mut users = Vec::new();
+    for i in 0..6 {
+        users.push(app.user(&format!("tapper{i}")).await);
+    }
+    let path = format!("/api/v1/posts/{post}/like");
+    // Every user double-taps: like and unlike race, several rounds.
+    for _ in 0..3 {
+        let requests = users.iter().flat_map(|u| {
+            [
+                app.call(reqwest::Method::PUT, &path, Some(&u.token), None),
+                app.call(reqwest::Method::DELETE, &path, Some(&u.token), None),
+            ]
+        });
+        futures_util::future::join_all(requests).await;
+    }
+    let mut live = Vec::new();
+    for u in &users {
+        let (_, p) = app
+            .get(&format!("/api/v1/posts/{post}"), Some(&u.token))
+            .await;
+        live.push((p["likeCount"].clone(), p["likedByMe"].clone()));
+    }
+    app.lose_live_state().await;
+    let mut truth = Vec::new();
+    for u in &users {
+        let (_, p) = app
+            .get(&format!("/api/v1/posts/{post}"), Some(&u.token))
+            .await;
+        truth.push((p["likeCount"].clone(), p["likedByMe"].clone()));
+    }
+    assert_eq!(live, truth);
+}

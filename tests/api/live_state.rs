@@ -90,7 +90,7 @@ impl LiveStore for FailingUpdates {
     async fn fill(&self, fill: &LiveFill) -> StoreResult<()> {
         self.inner.fill(fill).await
     }
-    async fn apply(&self, changes: &[(Owner, Vec<LiveChange>)]) -> StoreResult<()> {
+    async fn apply(&self, changes: &[Changes]) -> StoreResult<()> {
         if self.failing.load(Ordering::SeqCst) {
             return Err(StoreError::Unavailable(anyhow::anyhow!(
                 "injected: connection reset"
@@ -114,6 +114,9 @@ impl LiveStore for FailingUpdates {
     }
     async fn drop_session(&self, token: &str) -> StoreResult<()> {
         self.inner.drop_session(token).await
+    }
+    async fn clear_derived(&self) -> StoreResult<usize> {
+        self.inner.clear_derived().await
     }
     async fn device_table_version(&self) -> StoreResult<u64> {
         self.inner.device_table_version().await

@@ -112,6 +112,16 @@ async fn by_ids<T: DeserializeOwned + Send + Sync>(
     .await
 }
 
+/// The id arrays on a post mirror the `comments` and `likes` collections,
+/// which are the record (counts are rebuilt from them). A failure to update
+/// an array after the record was written is logged, not returned: returning
+/// it would report a write as failed that happened, and skip its live update.
+fn array_update_result(r: Result<mongodb::results::UpdateResult, MongoError>, post_id: i64) {
+    if let Err(e) = r {
+        tracing::warn!(post_id, error = %e, "could not update a post's id array; the collections stay the record");
+    }
+}
+
 #[derive(Deserialize)]
 struct IdOnly {
     #[serde(rename = "_id")]
@@ -261,15 +271,16 @@ impl DocStore for MongoDocs {
             Err(e) if is_duplicate_key(&e) => return Err(StoreError::Duplicate("comment id")),
             Err(e) => return Err(classify(e)),
         }
-        self.posts()
+        let pushed = self
+            .posts()
             .update_one(
                 doc! { "_id": comment.post_id },
                 doc! { "$push": { "comments_postid": {
                 "$each": [comment.id], "$position": 0, "$slice": cap as i64 } } },
             )
-            .await
-            .map(|_| ())
-            .map_err(classify)
+            .await;
+        array_update_result(pushed, comment.post_id);
+        Ok(())
     }
 
     async fn comments_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<CommentDoc>> {
@@ -285,13 +296,14 @@ impl DocStore for MongoDocs {
             )
             .await
             .map_err(classify)?;
-        self.posts()
+        let pulled = self
+            .posts()
             .update_one(
                 doc! { "_id": comment.post_id },
                 doc! { "$pull": { "comments_postid": comment.id } },
             )
-            .await
-            .map_err(classify)?;
+            .await;
+        array_update_result(pulled, comment.post_id);
         Ok(r.modified_count == 1)
     }
 
@@ -357,14 +369,15 @@ impl DocStore for MongoDocs {
             Err(e) => return Err(classify(e)),
         }
         if like.kind == LikeKind::Post {
-            self.posts()
+            let pushed = self
+                .posts()
                 .update_one(
                     doc! { "_id": like.target_id },
                     doc! { "$push": { "likes_postid": {
                     "$each": [like.id], "$position": 0, "$slice": cap as i64 } } },
                 )
-                .await
-                .map_err(classify)?;
+                .await;
+            array_update_result(pushed, like.target_id);
         }
         Ok(true)
     }
@@ -393,13 +406,14 @@ impl DocStore for MongoDocs {
             return Ok(None);
         }
         if kind == LikeKind::Post {
-            self.posts()
+            let pulled = self
+                .posts()
                 .update_one(
                     doc! { "_id": target_id },
                     doc! { "$pull": { "likes_postid": like.id } },
                 )
-                .await
-                .map_err(classify)?;
+                .await;
+            array_update_result(pulled, target_id);
         }
         Ok(Some(like))
     }

@@ -17,8 +17,8 @@ use redis::{RedisError, Value};
 use std::time::Duration;
 
 use super::{
-    BlobKey, LiveAnswer, LiveChange, LiveFill, LiveKey, LiveRead, LiveStore, Owner, SetKey,
-    SetView, StoreError, StoreResult,
+    BlobKey, Changes, LiveAnswer, LiveChange, LiveFill, LiveKey, LiveRead, LiveStore, Owner,
+    SetKey, SetView, StoreError, StoreResult,
 };
 
 const SENTINEL: &str = "0";
@@ -52,19 +52,24 @@ return 1
 "#;
 
 /// Applies one owner's changes after a document write, atomically.
-/// KEYS: gen, then one key per change. ARGV: gen ttl, then per change an
-/// opcode and its operands.
+/// KEYS: gen, then one key per change. ARGV: gen ttl, the generation the
+/// writer read before its document write ('' if unknown), then per change an
+/// opcode and its operands. Set changes apply only if that generation is
+/// still current; otherwise another write came in between, the order of the
+/// two is unknown here, and the set is dropped to be rebuilt from the documents.
 const APPLY_SCRIPT: &str = r#"
+local in_order = ARGV[2] ~= '' and (redis.call('GET', KEYS[1]) or '0') == ARGV[2]
 redis.call('INCR', KEYS[1])
 redis.call('EXPIRE', KEYS[1], ARGV[1])
-local a = 2
+local a = 3
 for k = 2, #KEYS do
   local op = ARGV[a]
   if op == 'zadd' then
-    if redis.call('EXISTS', KEYS[k]) == 1 then redis.call('ZADD', KEYS[k], ARGV[a + 1], ARGV[a + 2]) end
+    if not in_order then redis.call('DEL', KEYS[k])
+    elseif redis.call('EXISTS', KEYS[k]) == 1 then redis.call('ZADD', KEYS[k], ARGV[a + 1], ARGV[a + 2]) end
     a = a + 3
   elseif op == 'zrem' then
-    redis.call('ZREM', KEYS[k], ARGV[a + 1])
+    if in_order then redis.call('ZREM', KEYS[k], ARGV[a + 1]) else redis.call('DEL', KEYS[k]) end
     a = a + 2
   elseif op == 'hset' then
     if redis.call('EXISTS', KEYS[k]) == 1 then redis.call('HSET', KEYS[k], ARGV[a + 1], ARGV[a + 2]) end
@@ -158,7 +163,8 @@ impl RedisLive {
         pipe.query_async(&mut conn).await.map_err(classify)
     }
 
-    fn push_apply(&self, pipe: &mut redis::Pipeline, owner: Owner, changes: &[LiveChange]) {
+    fn push_apply(&self, pipe: &mut redis::Pipeline, batch: &Changes) {
+        let (owner, changes) = (batch.owner, &batch.changes);
         let cmd = pipe.cmd("EVAL").arg(APPLY_SCRIPT).arg(1 + changes.len());
         cmd.arg(self.gen_key(owner));
         for change in changes {
@@ -167,7 +173,12 @@ impl RedisLive {
                 LiveKey::Blob(k) => cmd.arg(self.blob_key(k).0),
             };
         }
-        cmd.arg(GEN_TTL_SECS);
+        cmd.arg(GEN_TTL_SECS).arg(
+            batch
+                .expected_gen
+                .map(|g| g.to_string())
+                .unwrap_or_default(),
+        );
         for change in changes {
             match change {
                 LiveChange::SetAdd(_, member, score) => {
@@ -329,18 +340,22 @@ impl LiveStore for RedisLive {
         self.run(&pipe).await.map(|_| ())
     }
 
-    async fn apply(&self, changes: &[(Owner, Vec<LiveChange>)]) -> StoreResult<()> {
+    async fn apply(&self, changes: &[Changes]) -> StoreResult<()> {
         let mut pipe = redis::pipe();
-        for (owner, list) in changes {
-            self.push_apply(&mut pipe, *owner, list);
+        for batch in changes {
+            self.push_apply(&mut pipe, batch);
         }
         self.run(&pipe).await.map(|_| ())
     }
 
     async fn drop_keys(&self, owner: Owner, keys: &[LiveKey]) -> StoreResult<()> {
-        let changes: Vec<LiveChange> = keys.iter().map(|k| LiveChange::Drop(*k)).collect();
+        let batch = Changes {
+            owner,
+            expected_gen: None,
+            changes: keys.iter().map(|k| LiveChange::Drop(*k)).collect(),
+        };
         let mut pipe = redis::pipe();
-        self.push_apply(&mut pipe, owner, &changes);
+        self.push_apply(&mut pipe, &batch);
         self.run(&pipe).await.map(|_| ())
     }
 
@@ -373,6 +388,46 @@ impl LiveStore for RedisLive {
             .map_err(classify)
     }
 
+    async fn clear_derived(&self) -> StoreResult<usize> {
+        // Derived keys all start with an owner's hash tag; sessions and the
+        // device counter do not. SCAN, not KEYS: never block a live server.
+        let mut conn = self.conn.clone();
+        let mut dropped = 0;
+        for tag in ["{p:*", "{u:*"] {
+            let pattern = format!("{}{tag}", self.prefix);
+            let mut cursor: u64 = 0;
+            loop {
+                let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(&pattern)
+                    .arg("COUNT")
+                    .arg(1000)
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(classify)?;
+                // Generations stay: dropping one would let a rebuild that
+                // read it before the drop match again after it.
+                let keys: Vec<&String> = keys.iter().filter(|k| !k.ends_with(":gen")).collect();
+                if !keys.is_empty() {
+                    dropped += keys.len();
+                    // One key per DEL: keys of different owners may live in
+                    // different Cluster slots.
+                    let mut pipe = redis::pipe();
+                    for k in keys {
+                        pipe.cmd("DEL").arg(k).ignore();
+                    }
+                    pipe.query_async::<()>(&mut conn).await.map_err(classify)?;
+                }
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+        Ok(dropped)
+    }
+
     async fn device_table_version(&self) -> StoreResult<u64> {
         let mut conn = self.conn.clone();
         redis::cmd("GET")
@@ -384,11 +439,16 @@ impl LiveStore for RedisLive {
     }
 
     async fn bump_device_table_version(&self) -> StoreResult<u64> {
+        // A fresh time-ordered id, not INCR: after a flush INCR would start
+        // over at 1 and an instance that had seen 1 would miss the change.
+        let version = crate::ids::next_id() as u64;
         let mut conn = self.conn.clone();
-        redis::cmd("INCR")
+        redis::cmd("SET")
             .arg(self.device_version_key())
-            .query_async::<u64>(&mut conn)
+            .arg(version)
+            .query_async::<()>(&mut conn)
             .await
-            .map_err(classify)
+            .map_err(classify)?;
+        Ok(version)
     }
 }

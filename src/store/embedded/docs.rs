@@ -1,0 +1,632 @@
+//! `DocStore` on redb. Documents are JSON values keyed by id; secondary
+//! indexes are tables of composite keys kept in the same transaction as the
+//! document, so a crash never leaves one without the other. Every write
+//! transaction commits with redb's default durability (fsync before commit
+//! returns): what was acknowledged survives `kill -9`.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use redb::{ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use super::other;
+use crate::store::{
+    CommentDoc, DeviceModelDoc, DocStore, LikeDoc, LikeKind, PostDoc, StoreError, StoreResult,
+    UserDoc,
+};
+
+const USERS: TableDefinition<u64, &[u8]> = TableDefinition::new("users");
+const USERNAMES: TableDefinition<&str, u64> = TableDefinition::new("users_by_username");
+const POSTS: TableDefinition<u64, &[u8]> = TableDefinition::new("posts");
+/// (author, post) of live posts.
+const POSTS_BY_AUTHOR: TableDefinition<(u64, u64), ()> = TableDefinition::new("posts_by_author");
+const COMMENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("comments");
+/// (post, comment) of live comments.
+const COMMENTS_BY_POST: TableDefinition<(u64, u64), ()> = TableDefinition::new("comments_by_post");
+/// (parent comment, reply) of live replies.
+const REPLIES: TableDefinition<(u64, u64), ()> = TableDefinition::new("replies");
+/// (kind, target, like id) → (uid, createTime): the likes themselves.
+const LIKES: TableDefinition<(u8, u64, u64), (u64, i64)> = TableDefinition::new("likes");
+/// (kind, target, uid) → like id: one like per user and target.
+const LIKE_OF_USER: TableDefinition<(u8, u64, u64), u64> = TableDefinition::new("likes_by_user");
+const DEVICE_MODELS: TableDefinition<&str, &[u8]> = TableDefinition::new("device_models");
+
+fn kind_code(k: LikeKind) -> u8 {
+    match k {
+        LikeKind::Post => 1,
+        LikeKind::Comment => 2,
+    }
+}
+
+fn id(v: i64) -> u64 {
+    v.max(0) as u64
+}
+
+fn encode<T: Serialize>(v: &T) -> StoreResult<Vec<u8>> {
+    serde_json::to_vec(v).map_err(other)
+}
+
+fn decode<T: DeserializeOwned>(bytes: &[u8]) -> StoreResult<T> {
+    serde_json::from_slice(bytes).map_err(other)
+}
+
+pub struct EmbeddedDocs {
+    db: Arc<redb::Database>,
+}
+
+impl EmbeddedDocs {
+    pub fn new(db: Arc<redb::Database>) -> Self {
+        Self { db }
+    }
+
+    /// Runs `f` in one write transaction on a blocking thread and commits:
+    /// all or nothing, durable when this returns.
+    async fn write<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&WriteTransaction) -> StoreResult<T> + Send + 'static,
+    ) -> StoreResult<T> {
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || {
+            let txn = db.begin_write().map_err(other)?;
+            let out = f(&txn)?;
+            txn.commit().map_err(other)?;
+            Ok(out)
+        })
+        .await
+        .map_err(other)?
+    }
+
+    async fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&ReadTransaction) -> StoreResult<T> + Send + 'static,
+    ) -> StoreResult<T> {
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || {
+            let txn = db.begin_read().map_err(other)?;
+            f(&txn)
+        })
+        .await
+        .map_err(other)?
+    }
+}
+
+fn get_doc<T: DeserializeOwned>(
+    table: &impl ReadableTable<u64, &'static [u8]>,
+    key: u64,
+) -> StoreResult<Option<T>> {
+    match table.get(key).map_err(other)? {
+        Some(v) => decode(v.value()).map(Some),
+        None => Ok(None),
+    }
+}
+
+fn docs_by_ids<T: DeserializeOwned>(
+    txn: &ReadTransaction,
+    def: TableDefinition<u64, &'static [u8]>,
+    ids: &[i64],
+) -> StoreResult<Vec<T>> {
+    let table = txn.open_table(def).map_err(other)?;
+    let mut out = Vec::with_capacity(ids.len());
+    for i in ids {
+        if let Some(d) = get_doc(&table, id(*i))? {
+            out.push(d);
+        }
+    }
+    Ok(out)
+}
+
+/// Second halves of `(first, second)` keys below `before`, newest first.
+fn newest_below(
+    table: &impl ReadableTable<(u64, u64), ()>,
+    first: u64,
+    before: Option<i64>,
+    limit: usize,
+) -> StoreResult<Vec<u64>> {
+    let upper = before.map(id).unwrap_or(u64::MAX);
+    let range = table.range((first, 0)..(first, upper)).map_err(other)?;
+    let mut out = Vec::new();
+    for entry in range.rev() {
+        if out.len() >= limit {
+            break;
+        }
+        out.push(entry.map_err(other)?.0.value().1);
+    }
+    Ok(out)
+}
+
+fn all_under(table: &impl ReadableTable<(u64, u64), ()>, first: u64) -> StoreResult<Vec<u64>> {
+    let mut out = Vec::new();
+    for entry in table.range((first, 0)..=(first, u64::MAX)).map_err(other)? {
+        out.push(entry.map_err(other)?.0.value().1);
+    }
+    Ok(out)
+}
+
+/// Records `new_id` first in one of a post's id arrays, keeping `cap`; or
+/// removes `gone_id`. The arrays mirror MongoDB's document shape.
+fn edit_post_array(
+    txn: &WriteTransaction,
+    post_id: i64,
+    likes: bool,
+    new_id: Option<i64>,
+    gone_id: Option<i64>,
+    cap: usize,
+) -> StoreResult<()> {
+    let mut posts = txn.open_table(POSTS).map_err(other)?;
+    let Some(mut post) = get_doc::<PostDoc>(&posts, id(post_id))? else {
+        return Ok(());
+    };
+    let arr = if likes {
+        &mut post.likes_postid
+    } else {
+        &mut post.comments_postid
+    };
+    if let Some(n) = new_id {
+        arr.insert(0, n);
+        arr.truncate(cap);
+    }
+    if let Some(g) = gone_id {
+        arr.retain(|x| *x != g);
+    }
+    posts
+        .insert(id(post_id), encode(&post)?.as_slice())
+        .map_err(other)?;
+    Ok(())
+}
+
+#[async_trait]
+impl DocStore for EmbeddedDocs {
+    async fn ping(&self) -> StoreResult<()> {
+        self.read(|_| Ok(())).await
+    }
+
+    async fn apply_schemas(&self) -> StoreResult<()> {
+        self.write(|txn| {
+            txn.open_table(USERS).map_err(other)?;
+            txn.open_table(USERNAMES).map_err(other)?;
+            txn.open_table(POSTS).map_err(other)?;
+            txn.open_table(POSTS_BY_AUTHOR).map_err(other)?;
+            txn.open_table(COMMENTS).map_err(other)?;
+            txn.open_table(COMMENTS_BY_POST).map_err(other)?;
+            txn.open_table(REPLIES).map_err(other)?;
+            txn.open_table(LIKES).map_err(other)?;
+            txn.open_table(LIKE_OF_USER).map_err(other)?;
+            txn.open_table(DEVICE_MODELS).map_err(other)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn insert_user(&self, user: &UserDoc) -> StoreResult<()> {
+        let user = user.clone();
+        self.write(move |txn| {
+            let mut names = txn.open_table(USERNAMES).map_err(other)?;
+            if names.get(user.username.as_str()).map_err(other)?.is_some() {
+                return Err(StoreError::Duplicate("username"));
+            }
+            names
+                .insert(user.username.as_str(), id(user.uid))
+                .map_err(other)?;
+            let mut users = txn.open_table(USERS).map_err(other)?;
+            users
+                .insert(id(user.uid), encode(&user)?.as_slice())
+                .map_err(other)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn user_by_username(&self, username: &str) -> StoreResult<Option<UserDoc>> {
+        let username = username.to_string();
+        self.read(move |txn| {
+            let names = txn.open_table(USERNAMES).map_err(other)?;
+            let Some(uid) = names
+                .get(username.as_str())
+                .map_err(other)?
+                .map(|v| v.value())
+            else {
+                return Ok(None);
+            };
+            get_doc(&txn.open_table(USERS).map_err(other)?, uid)
+        })
+        .await
+    }
+
+    async fn users_by_ids(&self, uids: &[i64]) -> StoreResult<Vec<UserDoc>> {
+        let uids = uids.to_vec();
+        self.read(move |txn| docs_by_ids(txn, USERS, &uids)).await
+    }
+
+    async fn update_profile(
+        &self,
+        uid: i64,
+        nick_name: Option<&str>,
+        head_img: Option<&str>,
+    ) -> StoreResult<Option<UserDoc>> {
+        let (nick, head) = (nick_name.map(String::from), head_img.map(String::from));
+        self.write(move |txn| {
+            let mut users = txn.open_table(USERS).map_err(other)?;
+            let Some(mut user) = get_doc::<UserDoc>(&users, id(uid))? else {
+                return Ok(None);
+            };
+            if let Some(n) = nick {
+                user.nick_name = n;
+            }
+            if let Some(h) = head {
+                user.head_img = h;
+            }
+            users
+                .insert(id(uid), encode(&user)?.as_slice())
+                .map_err(other)?;
+            Ok(Some(user))
+        })
+        .await
+    }
+
+    async fn grant_admin(&self, uid: i64, password_hash: &str) -> StoreResult<()> {
+        let hash = password_hash.to_string();
+        self.write(move |txn| {
+            let mut users = txn.open_table(USERS).map_err(other)?;
+            if let Some(mut user) = get_doc::<UserDoc>(&users, id(uid))? {
+                user.password_hash = hash;
+                if !user.is_admin() {
+                    user.roles.push("admin".into());
+                }
+                users
+                    .insert(id(uid), encode(&user)?.as_slice())
+                    .map_err(other)?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn touch_user(&self, uid: i64, at: i64) -> StoreResult<()> {
+        self.write(move |txn| {
+            let mut users = txn.open_table(USERS).map_err(other)?;
+            if let Some(mut user) = get_doc::<UserDoc>(&users, id(uid))? {
+                user.last_active_at = at;
+                users
+                    .insert(id(uid), encode(&user)?.as_slice())
+                    .map_err(other)?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn insert_post(&self, post: &PostDoc) -> StoreResult<()> {
+        let post = post.clone();
+        self.write(move |txn| {
+            let mut posts = txn.open_table(POSTS).map_err(other)?;
+            if posts.get(id(post.id)).map_err(other)?.is_some() {
+                return Err(StoreError::Duplicate("post id"));
+            }
+            posts
+                .insert(id(post.id), encode(&post)?.as_slice())
+                .map_err(other)?;
+            if !post.deleted {
+                txn.open_table(POSTS_BY_AUTHOR)
+                    .map_err(other)?
+                    .insert((id(post.author_uid), id(post.id)), ())
+                    .map_err(other)?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn posts_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<PostDoc>> {
+        let ids = ids.to_vec();
+        self.read(move |txn| docs_by_ids(txn, POSTS, &ids)).await
+    }
+
+    async fn delete_post(&self, post_id: i64) -> StoreResult<bool> {
+        self.write(move |txn| {
+            let mut posts = txn.open_table(POSTS).map_err(other)?;
+            let Some(mut post) = get_doc::<PostDoc>(&posts, id(post_id))? else {
+                return Ok(false);
+            };
+            if post.deleted {
+                return Ok(false);
+            }
+            post.deleted = true;
+            posts
+                .insert(id(post_id), encode(&post)?.as_slice())
+                .map_err(other)?;
+            txn.open_table(POSTS_BY_AUTHOR)
+                .map_err(other)?
+                .remove((id(post.author_uid), id(post_id)))
+                .map_err(other)?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn post_ids_by_author(
+        &self,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<i64>> {
+        self.read(move |txn| {
+            let table = txn.open_table(POSTS_BY_AUTHOR).map_err(other)?;
+            Ok(newest_below(&table, id(uid), before, limit)?
+                .into_iter()
+                .map(|p| p as i64)
+                .collect())
+        })
+        .await
+    }
+
+    async fn insert_comment(&self, comment: &CommentDoc, cap: usize) -> StoreResult<()> {
+        let c = comment.clone();
+        self.write(move |txn| {
+            let mut comments = txn.open_table(COMMENTS).map_err(other)?;
+            if comments.get(id(c.id)).map_err(other)?.is_some() {
+                return Err(StoreError::Duplicate("comment id"));
+            }
+            comments
+                .insert(id(c.id), encode(&c)?.as_slice())
+                .map_err(other)?;
+            txn.open_table(COMMENTS_BY_POST)
+                .map_err(other)?
+                .insert((id(c.post_id), id(c.id)), ())
+                .map_err(other)?;
+            if let Some(r) = c.reply_to {
+                txn.open_table(REPLIES)
+                    .map_err(other)?
+                    .insert((id(r.comment_id), id(c.id)), ())
+                    .map_err(other)?;
+            }
+            drop(comments);
+            edit_post_array(txn, c.post_id, false, Some(c.id), None, cap)
+        })
+        .await
+    }
+
+    async fn comments_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<CommentDoc>> {
+        let ids = ids.to_vec();
+        self.read(move |txn| docs_by_ids(txn, COMMENTS, &ids)).await
+    }
+
+    async fn delete_comment(&self, comment: &CommentDoc) -> StoreResult<bool> {
+        let cid = comment.id;
+        self.write(move |txn| {
+            let mut comments = txn.open_table(COMMENTS).map_err(other)?;
+            let Some(mut c) = get_doc::<CommentDoc>(&comments, id(cid))? else {
+                return Ok(false);
+            };
+            if c.deleted {
+                return Ok(false);
+            }
+            c.deleted = true;
+            comments
+                .insert(id(cid), encode(&c)?.as_slice())
+                .map_err(other)?;
+            txn.open_table(COMMENTS_BY_POST)
+                .map_err(other)?
+                .remove((id(c.post_id), id(cid)))
+                .map_err(other)?;
+            if let Some(r) = c.reply_to {
+                txn.open_table(REPLIES)
+                    .map_err(other)?
+                    .remove((id(r.comment_id), id(cid)))
+                    .map_err(other)?;
+            }
+            drop(comments);
+            edit_post_array(txn, c.post_id, false, None, Some(cid), usize::MAX)?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn comments_page(
+        &self,
+        post_id: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<CommentDoc>> {
+        self.read(move |txn| {
+            let index = txn.open_table(COMMENTS_BY_POST).map_err(other)?;
+            let ids: Vec<i64> = newest_below(&index, id(post_id), before, limit)?
+                .into_iter()
+                .map(|c| c as i64)
+                .collect();
+            docs_by_ids(txn, COMMENTS, &ids)
+        })
+        .await
+    }
+
+    async fn comment_ids_of_posts(&self, post_ids: &[i64]) -> StoreResult<Vec<(i64, i64)>> {
+        let post_ids = post_ids.to_vec();
+        self.read(move |txn| {
+            let index = txn.open_table(COMMENTS_BY_POST).map_err(other)?;
+            let mut out = Vec::new();
+            for p in post_ids {
+                out.extend(all_under(&index, id(p))?.into_iter().map(|c| (p, c as i64)));
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn reply_ids_of_comments(&self, comment_ids: &[i64]) -> StoreResult<Vec<(i64, i64)>> {
+        let comment_ids = comment_ids.to_vec();
+        self.read(move |txn| {
+            let index = txn.open_table(REPLIES).map_err(other)?;
+            let mut out = Vec::new();
+            for c in comment_ids {
+                out.extend(all_under(&index, id(c))?.into_iter().map(|r| (c, r as i64)));
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn insert_like(&self, like: &LikeDoc, cap: usize) -> StoreResult<bool> {
+        let l = like.clone();
+        self.write(move |txn| {
+            let k = kind_code(l.kind);
+            let mut mine = txn.open_table(LIKE_OF_USER).map_err(other)?;
+            if mine
+                .get((k, id(l.target_id), id(l.uid)))
+                .map_err(other)?
+                .is_some()
+            {
+                return Ok(false);
+            }
+            mine.insert((k, id(l.target_id), id(l.uid)), id(l.id))
+                .map_err(other)?;
+            txn.open_table(LIKES)
+                .map_err(other)?
+                .insert((k, id(l.target_id), id(l.id)), (id(l.uid), l.create_time))
+                .map_err(other)?;
+            drop(mine);
+            if l.kind == LikeKind::Post {
+                edit_post_array(txn, l.target_id, true, Some(l.id), None, cap)?;
+            }
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn delete_like(
+        &self,
+        kind: LikeKind,
+        target_id: i64,
+        uid: i64,
+    ) -> StoreResult<Option<LikeDoc>> {
+        self.write(move |txn| {
+            let k = kind_code(kind);
+            let mut mine = txn.open_table(LIKE_OF_USER).map_err(other)?;
+            let Some(like_id) = mine
+                .remove((k, id(target_id), id(uid)))
+                .map_err(other)?
+                .map(|v| v.value())
+            else {
+                return Ok(None);
+            };
+            drop(mine);
+            let create_time = txn
+                .open_table(LIKES)
+                .map_err(other)?
+                .remove((k, id(target_id), like_id))
+                .map_err(other)?
+                .map(|v| v.value().1)
+                .unwrap_or_default();
+            if kind == LikeKind::Post {
+                edit_post_array(txn, target_id, true, None, Some(like_id as i64), usize::MAX)?;
+            }
+            Ok(Some(LikeDoc {
+                id: like_id as i64,
+                kind,
+                target_id,
+                uid,
+                create_time,
+            }))
+        })
+        .await
+    }
+
+    async fn likes_of_targets(
+        &self,
+        kind: LikeKind,
+        target_ids: &[i64],
+    ) -> StoreResult<Vec<LikeDoc>> {
+        let target_ids = target_ids.to_vec();
+        self.read(move |txn| {
+            let k = kind_code(kind);
+            let table = txn.open_table(LIKES).map_err(other)?;
+            let mut out = Vec::new();
+            for t in target_ids {
+                for entry in table
+                    .range((k, id(t), 0)..=(k, id(t), u64::MAX))
+                    .map_err(other)?
+                {
+                    let (key, value) = entry.map_err(other)?;
+                    let (uid, create_time) = value.value();
+                    out.push(LikeDoc {
+                        id: key.value().2 as i64,
+                        kind,
+                        target_id: t,
+                        uid: uid as i64,
+                        create_time,
+                    });
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn likes_page(
+        &self,
+        kind: LikeKind,
+        target_id: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<LikeDoc>> {
+        self.read(move |txn| {
+            let k = kind_code(kind);
+            let t = id(target_id);
+            let upper = before.map(id).unwrap_or(u64::MAX);
+            let table = txn.open_table(LIKES).map_err(other)?;
+            let mut out = Vec::new();
+            for entry in table.range((k, t, 0)..(k, t, upper)).map_err(other)?.rev() {
+                if out.len() >= limit {
+                    break;
+                }
+                let (key, value) = entry.map_err(other)?;
+                let (uid, create_time) = value.value();
+                out.push(LikeDoc {
+                    id: key.value().2 as i64,
+                    kind,
+                    target_id,
+                    uid: uid as i64,
+                    create_time,
+                });
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn device_models(&self) -> StoreResult<Vec<DeviceModelDoc>> {
+        self.read(|txn| {
+            let table = txn.open_table(DEVICE_MODELS).map_err(other)?;
+            let mut out = Vec::new();
+            for entry in table.iter().map_err(other)? {
+                out.push(decode(entry.map_err(other)?.1.value())?);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn upsert_device_models(&self, models: &[DeviceModelDoc]) -> StoreResult<()> {
+        let models = models.to_vec();
+        self.write(move |txn| {
+            let mut table = txn.open_table(DEVICE_MODELS).map_err(other)?;
+            for m in &models {
+                table
+                    .insert(m.key.as_str(), encode(m)?.as_slice())
+                    .map_err(other)?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn delete_device_model(&self, key: &str) -> StoreResult<bool> {
+        let key = key.to_string();
+        self.write(move |txn| {
+            let mut table = txn.open_table(DEVICE_MODELS).map_err(other)?;
+            let existed = table.remove(key.as_str()).map_err(other)?.is_some();
+            Ok(existed)
+        })
+        .await
+    }
+}

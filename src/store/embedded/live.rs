@@ -1,0 +1,439 @@
+//! `LiveStore` in process: the same sets, blobs and generation guards as the
+//! Redis adapter, in memory. Sessions are kept in the redb file when there is
+//! one (a restart of the embedded default logs nobody out), else in memory.
+//!
+//! Memory is bounded: past `max_entries` cached values the whole cache is
+//! dropped at once (it is derived state; the next reads rebuild what is hot).
+//! Generations survive a drop by restarting above every value handed out, so
+//! a rebuild that began before the drop can still never write after it.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use async_trait::async_trait;
+use redb::{ReadableDatabase, TableDefinition};
+
+use super::other;
+use crate::ids::now_ms;
+use crate::store::{
+    BlobKey, Changes, LiveAnswer, LiveChange, LiveFill, LiveKey, LiveRead, LiveStore, Owner,
+    SetKey, SetView, StoreResult,
+};
+
+/// token → (uid, expires at, epoch ms).
+const SESSIONS: TableDefinition<&str, (u64, i64)> = TableDefinition::new("sessions");
+
+#[derive(Default, Clone)]
+struct ZSet {
+    scores: HashMap<i64, i64>,
+    /// (score, member), for highest-first reads.
+    order: BTreeSet<(i64, i64)>,
+}
+
+impl ZSet {
+    fn from_members(members: &[(i64, i64)]) -> Self {
+        let mut z = ZSet::default();
+        for (m, s) in members {
+            z.add(*m, *s);
+        }
+        z
+    }
+    fn add(&mut self, member: i64, score: i64) {
+        if let Some(old) = self.scores.insert(member, score) {
+            self.order.remove(&(old, member));
+        }
+        self.order.insert((score, member));
+    }
+    fn remove(&mut self, member: i64) {
+        if let Some(old) = self.scores.remove(&member) {
+            self.order.remove(&(old, member));
+        }
+    }
+}
+
+#[derive(Default)]
+struct State {
+    blobs: HashMap<BlobKey, String>,
+    sets: HashMap<SetKey, ZSet>,
+    gens: HashMap<Owner, u64>,
+    /// The generation of an owner not in `gens`.
+    gen_floor: u64,
+}
+
+impl State {
+    fn gen(&self, owner: Owner) -> u64 {
+        self.gens.get(&owner).copied().unwrap_or(self.gen_floor)
+    }
+    fn bump(&mut self, owner: Owner) {
+        let next = self.gen(owner) + 1;
+        self.gens.insert(owner, next);
+    }
+    fn entries(&self) -> usize {
+        self.blobs.len() + self.sets.len()
+    }
+    fn drop_cache(&mut self) {
+        self.gen_floor = self.gens.values().copied().max().unwrap_or(self.gen_floor) + 1;
+        self.gens.clear();
+        self.blobs.clear();
+        self.sets.clear();
+    }
+}
+
+pub struct MemoryLive {
+    state: RwLock<State>,
+    max_entries: usize,
+    sessions_db: Option<Arc<redb::Database>>,
+    memory_sessions: Mutex<HashMap<String, (i64, i64)>>,
+    device_version: AtomicU64,
+}
+
+impl MemoryLive {
+    pub fn new(sessions_db: Option<Arc<redb::Database>>, max_entries: usize) -> StoreResult<Self> {
+        if let Some(db) = &sessions_db {
+            let txn = db.begin_write().map_err(other)?;
+            txn.open_table(SESSIONS).map_err(other)?;
+            txn.commit().map_err(other)?;
+        }
+        Ok(Self {
+            state: RwLock::new(State::default()),
+            max_entries: max_entries.max(1000),
+            sessions_db,
+            memory_sessions: Mutex::new(HashMap::new()),
+            device_version: AtomicU64::new(1),
+        })
+    }
+
+    fn state_read(&self) -> std::sync::RwLockReadGuard<'_, State> {
+        self.state.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn state_write(&self) -> std::sync::RwLockWriteGuard<'_, State> {
+        self.state.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    async fn sessions_write<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut redb::Table<&str, (u64, i64)>) -> StoreResult<T> + Send + 'static,
+    ) -> Option<StoreResult<T>> {
+        let db = self.sessions_db.clone()?;
+        Some(
+            tokio::task::spawn_blocking(move || {
+                let txn = db.begin_write().map_err(other)?;
+                let out = {
+                    let mut table = txn.open_table(SESSIONS).map_err(other)?;
+                    f(&mut table)?
+                };
+                txn.commit().map_err(other)?;
+                Ok(out)
+            })
+            .await
+            .map_err(other)
+            .and_then(|r| r),
+        )
+    }
+}
+
+#[async_trait]
+impl LiveStore for MemoryLive {
+    async fn ping(&self) -> StoreResult<()> {
+        Ok(())
+    }
+
+    async fn read(&self, read: &LiveRead) -> StoreResult<LiveAnswer> {
+        let state = self.state_read();
+        Ok(LiveAnswer {
+            blobs: read
+                .blobs
+                .iter()
+                .map(|b| state.blobs.get(b).cloned())
+                .collect(),
+            sets: read
+                .sets
+                .iter()
+                .map(|r| {
+                    state.sets.get(&r.key).map(|z| SetView {
+                        count: z.scores.len() as u64,
+                        top: z
+                            .order
+                            .iter()
+                            .rev()
+                            .take(r.top)
+                            .map(|(s, m)| (*m, *s))
+                            .collect(),
+                        probe_score: r.probe.and_then(|p| z.scores.get(&p).copied()),
+                    })
+                })
+                .collect(),
+            gens: read.gens.iter().map(|o| state.gen(*o)).collect(),
+        })
+    }
+
+    async fn fill(&self, fill: &LiveFill) -> StoreResult<()> {
+        let mut state = self.state_write();
+        if state.entries() + fill.blobs.len() + fill.sets.len() > self.max_entries {
+            state.drop_cache();
+            return Ok(());
+        }
+        for (key, text, guard) in &fill.blobs {
+            if guard.is_none_or(|g| g == state.gen(key.owner())) {
+                state.blobs.insert(*key, text.clone());
+            }
+        }
+        for (key, members, guard) in &fill.sets {
+            if *guard == state.gen(key.owner()) {
+                state.sets.insert(*key, ZSet::from_members(members));
+            }
+        }
+        Ok(())
+    }
+
+    async fn apply(&self, changes: &[Changes]) -> StoreResult<()> {
+        let mut state = self.state_write();
+        for batch in changes {
+            let in_order = batch.expected_gen == Some(state.gen(batch.owner));
+            state.bump(batch.owner);
+            for change in &batch.changes {
+                match change {
+                    LiveChange::SetAdd(k, ..) | LiveChange::SetRemove(k, _) if !in_order => {
+                        state.sets.remove(k);
+                    }
+                    LiveChange::SetAdd(k, member, score) => {
+                        if let Some(z) = state.sets.get_mut(k) {
+                            z.add(*member, *score);
+                        }
+                    }
+                    LiveChange::SetRemove(k, member) => {
+                        if let Some(z) = state.sets.get_mut(k) {
+                            z.remove(*member);
+                        }
+                    }
+                    LiveChange::PutBlob(k, text) => {
+                        state.blobs.insert(*k, text.clone());
+                    }
+                    LiveChange::Drop(LiveKey::Blob(k)) => {
+                        state.blobs.remove(k);
+                    }
+                    LiveChange::Drop(LiveKey::Set(k)) => {
+                        state.sets.remove(k);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn drop_keys(&self, owner: Owner, keys: &[LiveKey]) -> StoreResult<()> {
+        self.apply(&[Changes {
+            owner,
+            expected_gen: None,
+            changes: keys.iter().map(|k| LiveChange::Drop(*k)).collect(),
+        }])
+        .await
+    }
+
+    async fn put_session(&self, token: &str, uid: i64, ttl_secs: u64) -> StoreResult<()> {
+        let expires = now_ms() + ttl_secs as i64 * 1000;
+        let t = token.to_string();
+        match self
+            .sessions_write(move |table| {
+                table
+                    .insert(t.as_str(), (uid.max(0) as u64, expires))
+                    .map_err(other)?;
+                Ok(())
+            })
+            .await
+        {
+            Some(r) => r,
+            None => {
+                if let Ok(mut m) = self.memory_sessions.lock() {
+                    m.insert(token.to_string(), (uid, expires));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    async fn session_uid(&self, token: &str) -> StoreResult<Option<i64>> {
+        let now = now_ms();
+        let found = match &self.sessions_db {
+            Some(db) => {
+                let txn = db.begin_read().map_err(other)?;
+                let table = txn.open_table(SESSIONS).map_err(other)?;
+                table
+                    .get(token)
+                    .map_err(other)?
+                    .map(|v| (v.value().0 as i64, v.value().1))
+            }
+            None => self
+                .memory_sessions
+                .lock()
+                .ok()
+                .and_then(|m| m.get(token).copied()),
+        };
+        Ok(found.filter(|(_, exp)| *exp > now).map(|(uid, _)| uid))
+    }
+
+    async fn drop_session(&self, token: &str) -> StoreResult<()> {
+        let t = token.to_string();
+        match self
+            .sessions_write(move |table| {
+                table.remove(t.as_str()).map_err(other)?;
+                Ok(())
+            })
+            .await
+        {
+            Some(r) => r,
+            None => {
+                if let Ok(mut m) = self.memory_sessions.lock() {
+                    m.remove(token);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    async fn clear_derived(&self) -> StoreResult<usize> {
+        let mut state = self.state_write();
+        let n = state.entries();
+        state.drop_cache();
+        Ok(n)
+    }
+
+    async fn device_table_version(&self) -> StoreResult<u64> {
+        Ok(self.device_version.load(Ordering::Acquire))
+    }
+
+    async fn bump_device_table_version(&self) -> StoreResult<u64> {
+        Ok(self.device_version.fetch_add(1, Ordering::AcqRel) + 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::SetRead;
+
+    fn likers(p: i64) -> SetRead {
+        SetRead {
+            key: SetKey::PostLikers(p),
+            top: 2,
+            probe: Some(7),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_fill_guarded_by_an_old_generation_is_skipped() {
+        let live = MemoryLive::new(None, 10_000).unwrap();
+        let read = LiveRead {
+            sets: vec![likers(1)],
+            gens: vec![Owner::Post(1)],
+            ..Default::default()
+        };
+        let before = live.read(&read).await.unwrap();
+        assert_eq!(before.sets, vec![None]);
+        // A write lands between the rebuild's read and its fill.
+        live.apply(&[Changes {
+            owner: Owner::Post(1),
+            expected_gen: Some(before.gens[0]),
+            changes: vec![LiveChange::SetAdd(SetKey::PostLikers(1), 7, 9)],
+        }])
+        .await
+        .unwrap();
+        let stale = LiveFill {
+            sets: vec![(SetKey::PostLikers(1), vec![(5, 3)], before.gens[0])],
+            ..Default::default()
+        };
+        live.fill(&stale).await.unwrap();
+        assert_eq!(live.read(&read).await.unwrap().sets, vec![None]);
+        // A fill with the current generation lands, and later adds apply to it.
+        let fresh = live.read(&read).await.unwrap();
+        let fill = LiveFill {
+            sets: vec![(SetKey::PostLikers(1), vec![(5, 3), (7, 9)], fresh.gens[0])],
+            ..Default::default()
+        };
+        live.fill(&fill).await.unwrap();
+        live.apply(&[Changes {
+            owner: Owner::Post(1),
+            expected_gen: Some(fresh.gens[0]),
+            changes: vec![LiveChange::SetAdd(SetKey::PostLikers(1), 8, 12)],
+        }])
+        .await
+        .unwrap();
+        let view = live.read(&read).await.unwrap().sets[0].clone().unwrap();
+        assert_eq!(view.count, 3);
+        assert_eq!(view.top, vec![(8, 12), (7, 9)]);
+        assert_eq!(view.probe_score, Some(9));
+    }
+
+    #[tokio::test]
+    async fn a_set_change_after_another_write_drops_the_set_instead() {
+        let live = MemoryLive::new(None, 10_000).unwrap();
+        let owner = Owner::Post(1);
+        let read = LiveRead {
+            sets: vec![likers(1)],
+            gens: vec![owner],
+            ..Default::default()
+        };
+        let g = live.read(&read).await.unwrap().gens[0];
+        let fill = LiveFill {
+            sets: vec![(SetKey::PostLikers(1), vec![(7, 9)], g)],
+            ..Default::default()
+        };
+        live.fill(&fill).await.unwrap();
+        // Two writers both read generation g; the unlike lands first.
+        let unlike = Changes {
+            owner,
+            expected_gen: Some(g),
+            changes: vec![LiveChange::SetRemove(SetKey::PostLikers(1), 7)],
+        };
+        let late_like = Changes {
+            owner,
+            expected_gen: Some(g),
+            changes: vec![LiveChange::SetAdd(SetKey::PostLikers(1), 7, 11)],
+        };
+        live.apply(&[unlike]).await.unwrap();
+        live.apply(&[late_like]).await.unwrap();
+        // Which came last in the documents is unknown here: rebuild.
+        assert_eq!(live.read(&read).await.unwrap().sets, vec![None]);
+    }
+
+    #[tokio::test]
+    async fn dropping_the_cache_keeps_old_guards_from_matching() {
+        let live = MemoryLive::new(None, 1000).unwrap();
+        let owner = Owner::Post(1);
+        let read = LiveRead {
+            gens: vec![owner],
+            ..Default::default()
+        };
+        let old = live.read(&read).await.unwrap().gens[0];
+        let big = LiveFill {
+            blobs: (0..1001)
+                .map(|i| (BlobKey::Card(i), "{}".to_string(), None))
+                .collect(),
+            ..Default::default()
+        };
+        live.fill(&big).await.unwrap();
+        let stale = LiveFill {
+            sets: vec![(SetKey::PostLikers(1), vec![], old)],
+            ..Default::default()
+        };
+        live.fill(&stale).await.unwrap();
+        let r = LiveRead {
+            sets: vec![likers(1)],
+            ..Default::default()
+        };
+        assert_eq!(live.read(&r).await.unwrap().sets, vec![None]);
+    }
+
+    #[tokio::test]
+    async fn sessions_expire_and_can_be_dropped() {
+        let live = MemoryLive::new(None, 1000).unwrap();
+        live.put_session("t", 42, 60).await.unwrap();
+        assert_eq!(live.session_uid("t").await.unwrap(), Some(42));
+        live.put_session("old", 1, 0).await.unwrap();
+        assert_eq!(live.session_uid("old").await.unwrap(), None);
+        live.drop_session("t").await.unwrap();
+        assert_eq!(live.session_uid("t").await.unwrap(), None);
+    }
+}
