@@ -3,10 +3,14 @@
 use moments::config::Settings;
 use moments::startup::Application;
 
-const USAGE: &str = "usage: moments [serve]
+const USAGE: &str = "usage: moments [serve | rebuild-live | check]
 
-Runs the moments service. Configuration comes from MOMENTS_* environment
-variables (see README.md); RUST_LOG sets the log filter.";
+  serve          run the service (the default)
+  rebuild-live   recompute every live (Redis) key from the documents; safe while serving
+  check          compare the live state with the documents; exits 1 on any mismatch
+
+Configuration comes from MOMENTS_* environment variables (see README.md);
+RUST_LOG sets the log filter.";
 
 /// Pins glibc's mmap threshold at its default 128 KiB. Left dynamic, glibc
 /// raises it to the size of the largest block freed, so every 19 MiB argon2
@@ -35,6 +39,7 @@ async fn serve() -> std::process::ExitCode {
     let command = std::env::args().nth(1);
     match command.as_deref() {
         None | Some("serve") => {}
+        Some(tool @ ("rebuild-live" | "check")) => return repair_tool(tool).await,
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             return std::process::ExitCode::SUCCESS;
@@ -56,6 +61,95 @@ async fn serve() -> std::process::ExitCode {
         Err(e) => {
             eprintln!("moments: {e:#}");
             std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// `moments rebuild-live` and `moments check`, with a progress bar.
+async fn repair_tool(tool: &str) -> std::process::ExitCode {
+    use moments::service::live_tools;
+    use std::process::ExitCode;
+
+    let settings = match Settings::from_env() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("moments: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if settings.redis_url.is_none() {
+        eprintln!(
+            "moments {tool}: the live state is inside the running server when MOMENTS_REDIS_URL is \
+             unset; ask it instead, as an admin: POST /api/v1/admin/live/rebuild or \
+             GET /api/v1/admin/live/check"
+        );
+        return ExitCode::from(2);
+    }
+    let (docs, live) = match moments::startup::connect_stores(&settings).await {
+        Ok(stores) => stores,
+        Err(e) => {
+            eprintln!("moments: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let total = match docs.totals().await {
+        Ok((posts, users)) => posts + users,
+        Err(e) => {
+            eprintln!("moments: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg} [{bar:40}] {pos}/{len} posts and users ({per_sec}, {eta} left)",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    bar.set_message(tool.to_string());
+    let progress = |n: u64| bar.inc(n);
+    if tool == "rebuild-live" {
+        match live_tools::rebuild_live(docs.as_ref(), live.as_ref(), progress).await {
+            Ok(r) => {
+                bar.finish();
+                println!(
+                    "rebuilt the live state of {} posts and {} users",
+                    r.posts, r.users
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                bar.abandon();
+                eprintln!("moments rebuild-live: {e}");
+                ExitCode::FAILURE
+            }
+        }
+    } else {
+        match live_tools::check_live(docs.as_ref(), live.as_ref(), progress).await {
+            Ok(r) => {
+                bar.finish();
+                for m in &r.mismatches {
+                    println!("mismatch: {m}");
+                }
+                println!(
+                    "checked {} posts and {} users: {} mismatches, {} keys absent (rebuilt on next read)",
+                    r.posts,
+                    r.users,
+                    r.mismatches.len(),
+                    r.absent
+                );
+                if r.mismatches.is_empty() {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                }
+            }
+            Err(e) => {
+                bar.abandon();
+                eprintln!("moments check: {e}");
+                ExitCode::FAILURE
+            }
         }
     }
 }

@@ -8,13 +8,38 @@ use crate::domain::device::DeviceModelRequest;
 use crate::error::AppError;
 use crate::ids::now_ms;
 use crate::service::device_names::{self, DeviceModelView, ImportFormat};
+use crate::service::live_tools::{self, CheckReport, RebuildReport};
 use crate::service::Context;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/admin/device-models", web::get().to(list))
         .route("/admin/device-models/import", web::post().to(import))
         .route("/admin/device-models/{model}", web::put().to(upsert))
-        .route("/admin/device-models/{model}", web::delete().to(delete));
+        .route("/admin/device-models/{model}", web::delete().to(delete))
+        .route("/admin/live/rebuild", web::post().to(rebuild_live))
+        .route("/admin/live/check", web::get().to(check_live));
+}
+
+#[utoipa::path(post, path = "/api/v1/admin/live/rebuild", tag = "admin",
+    responses((status = 200, body = RebuildReport), (status = 403, body = super::problem::Problem)),
+    security(("bearer" = [])))]
+pub async fn rebuild_live(
+    ctx: web::Data<Context>,
+    _admin: AdminUser,
+) -> Result<HttpResponse, AppError> {
+    let report = live_tools::rebuild_live(ctx.docs.as_ref(), ctx.live.as_ref(), |_| {}).await?;
+    Ok(HttpResponse::Ok().json(report))
+}
+
+#[utoipa::path(get, path = "/api/v1/admin/live/check", tag = "admin",
+    responses((status = 200, body = CheckReport), (status = 403, body = super::problem::Problem)),
+    security(("bearer" = [])))]
+pub async fn check_live(
+    ctx: web::Data<Context>,
+    _admin: AdminUser,
+) -> Result<HttpResponse, AppError> {
+    let report = live_tools::check_live(ctx.docs.as_ref(), ctx.live.as_ref(), |_| {}).await?;
+    Ok(HttpResponse::Ok().json(report))
 }
 
 #[utoipa::path(get, path = "/api/v1/admin/device-models", tag = "admin",

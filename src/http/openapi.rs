@@ -27,6 +27,7 @@ impl Modify for BearerAuth {
         super::likes::like_post, super::likes::unlike_post, super::likes::like_comment,
         super::likes::unlike_comment, super::likes::list,
         super::admin::list, super::admin::upsert, super::admin::delete, super::admin::import,
+        super::admin::rebuild_live, super::admin::check_live,
     ),
     components(schemas(
         crate::service::views::LikeView, crate::service::device_names::DeviceModelView,

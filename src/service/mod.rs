@@ -5,6 +5,7 @@ pub mod assemble;
 pub mod comments;
 pub mod device_names;
 pub mod likes;
+pub mod live_tools;
 pub mod loader;
 pub mod password_pool;
 pub mod posts;

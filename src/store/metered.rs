@@ -216,6 +216,18 @@ impl DocStore for MeteredDocs {
         self.tick();
         self.inner.likes_page(kind, target_id, before, limit).await
     }
+    async fn post_ids_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<i64>> {
+        self.tick();
+        self.inner.post_ids_after(after, limit).await
+    }
+    async fn user_ids_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<i64>> {
+        self.tick();
+        self.inner.user_ids_after(after, limit).await
+    }
+    async fn totals(&self) -> StoreResult<(u64, u64)> {
+        self.tick();
+        self.inner.totals().await
+    }
     async fn device_models(&self) -> StoreResult<Vec<DeviceModelDoc>> {
         self.tick();
         self.inner.device_models().await

@@ -287,6 +287,14 @@ pub trait DocStore: Send + Sync {
     ) -> StoreResult<Vec<LikeDoc>>;
 
     async fn device_models(&self) -> StoreResult<Vec<DeviceModelDoc>>;
+
+    /// Ids of live posts above `after`, ascending: a full scan in pages, for
+    /// the repair tools.
+    async fn post_ids_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<i64>>;
+    /// Uids above `after`, ascending.
+    async fn user_ids_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<i64>>;
+    /// (live posts, users), for progress bars.
+    async fn totals(&self) -> StoreResult<(u64, u64)>;
     async fn upsert_device_models(&self, models: &[DeviceModelDoc]) -> StoreResult<()>;
     async fn delete_device_model(&self, key: &str) -> StoreResult<bool>;
 }

@@ -11,3 +11,4 @@ mod likes;
 mod live_state;
 mod ops;
 mod posts;
+mod repair;

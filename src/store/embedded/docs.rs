@@ -7,7 +7,10 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use redb::{ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction};
+use redb::{
+    ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition,
+    WriteTransaction,
+};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -590,6 +593,52 @@ impl DocStore for EmbeddedDocs {
                 });
             }
             Ok(out)
+        })
+        .await
+    }
+
+    async fn post_ids_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<i64>> {
+        self.read(move |txn| {
+            let table = txn.open_table(POSTS).map_err(other)?;
+            let start = after.map(|a| id(a) + 1).unwrap_or(0);
+            let mut out = Vec::new();
+            for entry in table.range(start..).map_err(other)? {
+                if out.len() >= limit {
+                    break;
+                }
+                let (_, v) = entry.map_err(other)?;
+                let post: PostDoc = decode(v.value())?;
+                if !post.deleted {
+                    out.push(post.id);
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn user_ids_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<i64>> {
+        self.read(move |txn| {
+            let table = txn.open_table(USERS).map_err(other)?;
+            let start = after.map(|a| id(a) + 1).unwrap_or(0);
+            let mut out = Vec::new();
+            for entry in table.range(start..).map_err(other)?.take(limit) {
+                out.push(entry.map_err(other)?.0.value() as i64);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn totals(&self) -> StoreResult<(u64, u64)> {
+        self.read(|txn| {
+            let posts = txn
+                .open_table(POSTS_BY_AUTHOR)
+                .map_err(other)?
+                .len()
+                .map_err(other)?;
+            let users = txn.open_table(USERS).map_err(other)?.len().map_err(other)?;
+            Ok((posts, users))
         })
         .await
     }

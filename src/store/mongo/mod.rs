@@ -455,6 +455,54 @@ impl DocStore for MongoDocs {
         .await
     }
 
+    async fn post_ids_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<i64>> {
+        let mut filter = doc! { "deleted": false };
+        if let Some(a) = after {
+            filter.insert("_id", doc! { "$gt": a });
+        }
+        let cursor = self
+            .db
+            .collection::<IdOnly>("posts")
+            .find(filter)
+            .projection(doc! { "_id": 1 })
+            .sort(doc! { "_id": 1 })
+            .limit(limit as i64)
+            .await
+            .map_err(classify)?;
+        Ok(collect(cursor).await?.into_iter().map(|d| d.id).collect())
+    }
+
+    async fn user_ids_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<i64>> {
+        let mut filter = doc! {};
+        if let Some(a) = after {
+            filter.insert("_id", doc! { "$gt": a });
+        }
+        let cursor = self
+            .db
+            .collection::<IdOnly>("users")
+            .find(filter)
+            .projection(doc! { "_id": 1 })
+            .sort(doc! { "_id": 1 })
+            .limit(limit as i64)
+            .await
+            .map_err(classify)?;
+        Ok(collect(cursor).await?.into_iter().map(|d| d.id).collect())
+    }
+
+    async fn totals(&self) -> StoreResult<(u64, u64)> {
+        let posts = self
+            .posts()
+            .count_documents(doc! { "deleted": false })
+            .await
+            .map_err(classify)?;
+        let users = self
+            .users()
+            .count_documents(doc! {})
+            .await
+            .map_err(classify)?;
+        Ok((posts, users))
+    }
+
     async fn device_models(&self) -> StoreResult<Vec<DeviceModelDoc>> {
         collect(
             self.device_models_coll()

@@ -1,0 +1,198 @@
+//! The embedded default as a user runs it: the real binary, a data
+//! directory, `kill -9`, and a restart. Every acknowledged write must be
+//! there afterwards; a second process on the same directory must refuse.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start(dir: &Path, port: u16) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_moments"))
+        .arg("serve")
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("MOMENTS_DATA_DIR", dir)
+        .env("MOMENTS_LISTEN", format!("127.0.0.1:{port}"))
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start moments")
+}
+
+async fn wait_ready(client: &reqwest::Client, base: &str, child: &mut Child) {
+    for _ in 0..200 {
+        if let Ok(r) = client.get(format!("{base}/readyz")).send().await {
+            if r.status().is_success() {
+                return;
+            }
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("moments exited early: {status}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("moments did not become ready");
+}
+
+async fn call(
+    client: &reqwest::Client,
+    method: reqwest::Method,
+    url: String,
+    token: Option<&str>,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut req = client.request(method, url);
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let resp = req.send().await.unwrap();
+    let status = resp.status().as_u16();
+    let text = resp.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn acknowledged_writes_survive_kill_9_and_a_second_process_is_refused() {
+    let dir = std::env::temp_dir().join(format!("moments-durability-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let client = reqwest::Client::new();
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let api = format!("{base}/api/v1");
+    let mut first = start(&dir, port);
+    wait_ready(&client, &base, &mut first).await;
+
+    // A second process on the same directory refuses, saying why.
+    let second = Command::new(env!("CARGO_BIN_EXE_moments"))
+        .env_clear()
+        .env("MOMENTS_DATA_DIR", &dir)
+        .env("MOMENTS_LISTEN", format!("127.0.0.1:{}", free_port()))
+        .output()
+        .unwrap();
+    assert!(!second.status.success());
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(err.contains("in use by another moments process"), "{err}");
+
+    let post = reqwest::Method::POST;
+    let (s, card) = call(
+        &client,
+        post.clone(),
+        format!("{api}/users"),
+        None,
+        Some(json!({"username": "durable", "password": "password-123"})),
+    )
+    .await;
+    assert_eq!(s, 201);
+    let (_, session) = call(
+        &client,
+        post.clone(),
+        format!("{api}/sessions"),
+        None,
+        Some(json!({"username": "durable", "password": "password-123"})),
+    )
+    .await;
+    let token = session["token"].as_str().unwrap().to_string();
+    let mut posts = Vec::new();
+    for i in 0..5 {
+        let (s, p) = call(
+            &client,
+            post.clone(),
+            format!("{api}/posts"),
+            Some(&token),
+            Some(json!({"category": "TEXT", "content": format!("第{i}条 😀")})),
+        )
+        .await;
+        assert_eq!(s, 201);
+        posts.push(p["id"].as_i64().unwrap());
+    }
+    let (s, c) = call(
+        &client,
+        post.clone(),
+        format!("{api}/posts/{}/comments", posts[0]),
+        Some(&token),
+        Some(json!({"content": "still here"})),
+    )
+    .await;
+    assert_eq!(s, 201);
+    let (s, _) = call(
+        &client,
+        reqwest::Method::PUT,
+        format!("{api}/posts/{}/like", posts[0]),
+        Some(&token),
+        None,
+    )
+    .await;
+    assert_eq!(s, 200);
+    let (s, _) = call(
+        &client,
+        reqwest::Method::DELETE,
+        format!("{api}/posts/{}", posts[4]),
+        Some(&token),
+        None,
+    )
+    .await;
+    assert_eq!(s, 204);
+
+    // No shutdown, no flush: SIGKILL right after the last acknowledgement.
+    first.kill().unwrap();
+    first.wait().unwrap();
+
+    let mut again = start(&dir, port);
+    wait_ready(&client, &base, &mut again).await;
+    // The session was acknowledged too: the user is still signed in.
+    let (s, me) = call(
+        &client,
+        reqwest::Method::GET,
+        format!("{api}/me"),
+        Some(&token),
+        None,
+    )
+    .await;
+    assert_eq!(s, 200, "{me}");
+    assert_eq!(me["uid"], card["uid"]);
+    let (_, page) = call(
+        &client,
+        reqwest::Method::GET,
+        format!("{api}/users/{}/posts", card["uid"]),
+        None,
+        None,
+    )
+    .await;
+    let ids: Vec<i64> = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, vec![posts[3], posts[2], posts[1], posts[0]]);
+    let (_, p) = call(
+        &client,
+        reqwest::Method::GET,
+        format!("{api}/posts/{}", posts[0]),
+        Some(&token),
+        None,
+    )
+    .await;
+    assert_eq!(p["likeCount"], 1);
+    assert_eq!(p["likedByMe"], true);
+    assert_eq!(p["comments"][0]["id"], c["id"]);
+    again.kill().unwrap();
+    again.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
