@@ -1,32 +1,37 @@
 #!/usr/bin/env bash
-# HTTP load run of the main read: GET /api/v1/posts/{id} with warm caches.
-# Starts redis-server and nx-27017 (scripts/stores.sh), a release build of
-# the service, seeds one realistic post (9 pictures, 30 likers, 8 comments
-# with replies and comment likes, a mapped device), warms it, then runs wrk.
-# Usage: scripts/bench-http.sh [seconds] [connections]
+# HTTP load runs against a release build of the service:
+#   read   GET /api/v1/posts/{id} with warm caches, as a signed-in viewer
+#   write  a mix of new posts, comments, likes and unlikes by 100 users
+# on the embedded default, or on MongoDB (wire) + Redis (scripts/stores.sh).
+# Usage: scripts/bench-http.sh [embedded|stores] [read|write] [seconds] [connections]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DURATION=${1:-20}
-CONNECTIONS=${2:-32}
+BACKEND=${1:-embedded}
+WORKLOAD=${2:-read}
+DURATION=${3:-15}
+CONNECTIONS=${4:-32}
 source scripts/stores.sh
 command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk; }
 cargo build --release --locked --bin moments >&2
-start_stores
+DATA=$(mktemp -d)
 PORT=$(free_port)
-export MOMENTS_LISTEN=127.0.0.1:$PORT MOMENTS_MONGODB_URI=$MOMENTS_TEST_MONGODB_URI \
-  MOMENTS_REDIS_URL=$MOMENTS_TEST_REDIS_URL MOMENTS_MONGODB_DB=bench \
+export MOMENTS_LISTEN=127.0.0.1:$PORT MOMENTS_DATA_DIR=$DATA MOMENTS_MONGODB_DB=bench \
   MOMENTS_ADMIN_USERNAME=admin MOMENTS_ADMIN_PASSWORD=admin-password RUST_LOG=warn
+if [ "$BACKEND" = stores ]; then
+  start_stores
+  export MOMENTS_MONGODB_URI=$MOMENTS_TEST_MONGODB_URI MOMENTS_REDIS_URL=$MOMENTS_TEST_REDIS_URL
+fi
 target/release/moments serve &
 APP_PID=$!
-trap 'kill $APP_PID 2>/dev/null; stop_stores' EXIT
+trap 'kill $APP_PID 2>/dev/null; stop_stores; rm -rf "$DATA"' EXIT
 wait_for moments curl -sf "http://127.0.0.1:$PORT/healthz"
 SEED=$(python3 - "$PORT" <<'PY'
 import json, sys, urllib.request
 base = f"http://127.0.0.1:{sys.argv[1]}/api/v1"
-def call(method, path, token=None, body=None, ctype="application/json"):
-    data = body if isinstance(body, bytes) else (json.dumps(body).encode() if body is not None else None)
+def call(method, path, token=None, body=None):
+    data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(base + path, data=data, method=method)
-    if data is not None: req.add_header("content-type", ctype)
+    if data is not None: req.add_header("content-type", "application/json")
     if token: req.add_header("authorization", "Bearer " + token)
     with urllib.request.urlopen(req) as r:
         text = r.read()
@@ -41,23 +46,37 @@ author = user("author")
 post = call("POST", "/posts", author, {"category": "PICTURE", "content": "这是一个带9张图片的动态" * 6,
             "pictureUrls": [f"https://cdn.example/p/{i}.jpg" for i in range(9)], "device": "ONEPLUS A6000",
             "geo": {"lat": 31.23, "lon": 121.47, "name": "上海"}})["id"]
-fans = [user(f"fan{i:02d}") for i in range(30)]
+fans = [user(f"fan{i:03d}") for i in range(100)]
 last = None
-for i, t in enumerate(fans):
+for i, t in enumerate(fans[:30]):
     call("PUT", f"/posts/{post}/like", t)
     if i < 8:
         c = call("POST", f"/posts/{post}/comments", t, {"content": f"第{i}条评论 😀", "replyToCommentId": last})
         call("PUT", f"/comments/{c['id']}/like", author)
         last = c["id"] if i % 2 == 0 else None
 call("GET", f"/posts/{post}", fans[0])
+with open("/tmp/moments-bench-tokens.lua", "w") as f:
+    f.write("tokens = {" + ",".join(json.dumps(t) for t in fans) + "}\n")
+    f.write(f"post = \"{post}\"\n")  # a string: Lua would print a 16-digit number as 1.2e+15
 print(post, fans[0])
 PY
 )
 read -r POST TOKEN <<<"$SEED"
 URL="http://127.0.0.1:$PORT/api/v1/posts/$POST"
-curl -sf -H "authorization: Bearer $TOKEN" "$URL" > /dev/null
-echo "== $(nproc) cores; wrk -t1 -c$CONNECTIONS -d${DURATION}s --latency (viewer signed in) $URL" >&2
+echo "== $(nproc) cores, backend $BACKEND, workload $WORKLOAD, $CONNECTIONS connections, ${DURATION}s"
 echo "== server RSS before: $(ps -o rss= -p $APP_PID) KiB"
-wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency -H "Authorization: Bearer $TOKEN" "$URL"
-if [ -n "${BENCH_REPEAT:-}" ]; then for i in 1 2 3; do echo "== RSS: $(ps -o rss= -p $APP_PID) KiB"; wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -H "Authorization: Bearer $TOKEN" "$URL" | grep Requests/sec; done; fi
-echo "== response size: $(curl -s -H "authorization: Bearer $TOKEN" "$URL" | wc -c) bytes; server RSS: $(ps -o rss= -p $APP_PID) KiB"
+if [ "$WORKLOAD" = read ]; then
+  wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency -H "Authorization: Bearer $TOKEN" "$URL"
+  echo "== response size: $(curl -s -H "authorization: Bearer $TOKEN" "$URL" | wc -c) bytes"
+else
+  cat /tmp/moments-bench-tokens.lua scripts/bench-write-mix.lua > /tmp/moments-bench-mix.lua
+  wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s /tmp/moments-bench-mix.lua "http://127.0.0.1:$PORT"
+  python3 - "$PORT" "$POST" "$TOKEN" <<'PY'
+import json, sys, urllib.request
+base = f"http://127.0.0.1:{sys.argv[1]}/api/v1"
+req = urllib.request.Request(f"{base}/posts/{sys.argv[2]}", headers={"authorization": "Bearer " + sys.argv[3]})
+p = json.load(urllib.request.urlopen(req))
+print(f"== after the run: the hot post has {p['likeCount']} likes and {p['commentCount']} comments")
+PY
+fi
+echo "== server RSS after: $(ps -o rss= -p $APP_PID) KiB"
