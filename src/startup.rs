@@ -45,7 +45,7 @@ pub async fn connect_stores(
             let db = embedded::open(&settings.data_dir)?;
             tracing::info!(dir = %settings.data_dir.display(), "documents in the embedded store");
             embedded_db = Some(db.clone());
-            Arc::new(EmbeddedDocs::new(db))
+            Arc::new(EmbeddedDocs::new(db, settings.post_id_array_cap))
         }
     };
     let live: Arc<dyn LiveStore> = match &settings.redis_url {

@@ -57,11 +57,13 @@ fn decode<T: DeserializeOwned>(bytes: &[u8]) -> StoreResult<T> {
 
 pub struct EmbeddedDocs {
     db: Arc<redb::Database>,
+    /// How many ids a post's arrays show (`MOMENTS_POST_ID_ARRAY_CAP`).
+    array_cap: usize,
 }
 
 impl EmbeddedDocs {
-    pub fn new(db: Arc<redb::Database>) -> Self {
-        Self { db }
+    pub fn new(db: Arc<redb::Database>, array_cap: usize) -> Self {
+        Self { db, array_cap }
     }
 
     /// Runs `f` in one write transaction on a blocking thread and commits:
@@ -147,36 +149,36 @@ fn all_under(table: &impl ReadableTable<(u64, u64), ()>, first: u64) -> StoreRes
     Ok(out)
 }
 
-/// Records `new_id` first in one of a post's id arrays, keeping `cap`; or
-/// removes `gone_id`. The arrays mirror MongoDB's document shape.
-fn edit_post_array(
-    txn: &WriteTransaction,
-    post_id: i64,
-    likes: bool,
-    new_id: Option<i64>,
-    gone_id: Option<i64>,
-    cap: usize,
-) -> StoreResult<()> {
-    let mut posts = txn.open_table(POSTS).map_err(other)?;
-    let Some(mut post) = get_doc::<PostDoc>(&posts, id(post_id))? else {
-        return Ok(());
-    };
-    let arr = if likes {
-        &mut post.likes_postid
-    } else {
-        &mut post.comments_postid
-    };
-    if let Some(n) = new_id {
-        arr.insert(0, n);
-        arr.truncate(cap);
+/// A post with its id arrays. They are not stored in the post's value but
+/// read from the comment and like indexes, newest first, up to `cap`: the
+/// same arrays MongoDB keeps, without rewriting a viral post's value (10,000
+/// ids) on every comment and like.
+fn with_arrays(txn: &ReadTransaction, mut post: PostDoc, cap: usize) -> StoreResult<PostDoc> {
+    let p = id(post.id);
+    let comments = txn.open_table(COMMENTS_BY_POST).map_err(other)?;
+    post.comments_postid = Vec::new();
+    for entry in comments
+        .range((p, 0)..=(p, u64::MAX))
+        .map_err(other)?
+        .rev()
+        .take(cap)
+    {
+        post.comments_postid
+            .push(entry.map_err(other)?.0.value().1 as i64);
     }
-    if let Some(g) = gone_id {
-        arr.retain(|x| *x != g);
+    let likes = txn.open_table(LIKES).map_err(other)?;
+    let k = kind_code(LikeKind::Post);
+    post.likes_postid = Vec::new();
+    for entry in likes
+        .range((k, p, 0)..=(k, p, u64::MAX))
+        .map_err(other)?
+        .rev()
+        .take(cap)
+    {
+        post.likes_postid
+            .push(entry.map_err(other)?.0.value().2 as i64);
     }
-    posts
-        .insert(id(post_id), encode(&post)?.as_slice())
-        .map_err(other)?;
-    Ok(())
+    Ok(post)
 }
 
 #[async_trait]
@@ -323,7 +325,14 @@ impl DocStore for EmbeddedDocs {
 
     async fn posts_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<PostDoc>> {
         let ids = ids.to_vec();
-        self.read(move |txn| docs_by_ids(txn, POSTS, &ids)).await
+        let cap = self.array_cap;
+        self.read(move |txn| {
+            docs_by_ids(txn, POSTS, &ids)?
+                .into_iter()
+                .map(|p| with_arrays(txn, p, cap))
+                .collect()
+        })
+        .await
     }
 
     async fn delete_post(&self, post_id: i64) -> StoreResult<bool> {
@@ -364,7 +373,8 @@ impl DocStore for EmbeddedDocs {
         .await
     }
 
-    async fn insert_comment(&self, comment: &CommentDoc, cap: usize) -> StoreResult<()> {
+    // `_cap`: the arrays are read from the indexes, capped there (`with_arrays`).
+    async fn insert_comment(&self, comment: &CommentDoc, _cap: usize) -> StoreResult<()> {
         let c = comment.clone();
         self.write(move |txn| {
             let mut comments = txn.open_table(COMMENTS).map_err(other)?;
@@ -384,8 +394,7 @@ impl DocStore for EmbeddedDocs {
                     .insert((id(r.comment_id), id(c.id)), ())
                     .map_err(other)?;
             }
-            drop(comments);
-            edit_post_array(txn, c.post_id, false, Some(c.id), None, cap)
+            Ok(())
         })
         .await
     }
@@ -419,8 +428,6 @@ impl DocStore for EmbeddedDocs {
                     .remove((id(r.comment_id), id(cid)))
                     .map_err(other)?;
             }
-            drop(comments);
-            edit_post_array(txn, c.post_id, false, None, Some(cid), usize::MAX)?;
             Ok(true)
         })
         .await
@@ -469,7 +476,7 @@ impl DocStore for EmbeddedDocs {
         .await
     }
 
-    async fn insert_like(&self, like: &LikeDoc, cap: usize) -> StoreResult<bool> {
+    async fn insert_like(&self, like: &LikeDoc, _cap: usize) -> StoreResult<bool> {
         let l = like.clone();
         self.write(move |txn| {
             let k = kind_code(l.kind);
@@ -487,10 +494,6 @@ impl DocStore for EmbeddedDocs {
                 .map_err(other)?
                 .insert((k, id(l.target_id), id(l.id)), (id(l.uid), l.create_time))
                 .map_err(other)?;
-            drop(mine);
-            if l.kind == LikeKind::Post {
-                edit_post_array(txn, l.target_id, true, Some(l.id), None, cap)?;
-            }
             Ok(true)
         })
         .await
@@ -520,9 +523,6 @@ impl DocStore for EmbeddedDocs {
                 .map_err(other)?
                 .map(|v| v.value().1)
                 .unwrap_or_default();
-            if kind == LikeKind::Post {
-                edit_post_array(txn, target_id, true, None, Some(like_id as i64), usize::MAX)?;
-            }
             Ok(Some(LikeDoc {
                 id: like_id as i64,
                 kind,
@@ -677,5 +677,120 @@ impl DocStore for EmbeddedDocs {
             Ok(existed)
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::post::{Category, Visibility};
+    use crate::store::ReplyRef;
+
+    fn temp_store(cap: usize) -> (EmbeddedDocs, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!("moments-docs-{}", crate::ids::next_id()));
+        let db = super::super::open(&dir).unwrap();
+        (EmbeddedDocs::new(db, cap), dir)
+    }
+
+    fn post(id: i64) -> PostDoc {
+        PostDoc {
+            id,
+            author_uid: 7,
+            category: Category::Text,
+            content: "x".into(),
+            picture_urls: vec![],
+            device: String::new(),
+            geo: None,
+            visibility: Visibility::Public,
+            createtime: 0,
+            comments_postid: vec![],
+            likes_postid: vec![],
+            deleted: false,
+        }
+    }
+
+    fn comment(id: i64, post_id: i64, reply_to: Option<i64>) -> CommentDoc {
+        CommentDoc {
+            id,
+            post_id,
+            author_uid: 8,
+            content: "c".into(),
+            createtime: 0,
+            reply_to: reply_to.map(|c| ReplyRef {
+                comment_id: c,
+                uid: 8,
+            }),
+            deleted: false,
+        }
+    }
+
+    #[tokio::test]
+    async fn id_arrays_follow_the_comments_and_likes_newest_first_capped() {
+        let (docs, dir) = temp_store(2);
+        docs.apply_schemas().await.unwrap();
+        let p = 1_000_000_000_000_100;
+        docs.insert_post(&post(p)).await.unwrap();
+        for c in 1..=3 {
+            docs.insert_comment(&comment(p + c, p, None), 2)
+                .await
+                .unwrap();
+        }
+        for (i, uid) in [31, 32].iter().enumerate() {
+            let like = LikeDoc {
+                id: p + 10 + i as i64,
+                kind: LikeKind::Post,
+                target_id: p,
+                uid: *uid,
+                create_time: 0,
+            };
+            assert!(docs.insert_like(&like, 2).await.unwrap());
+            assert!(
+                !docs.insert_like(&like, 2).await.unwrap(),
+                "liking twice is one like"
+            );
+        }
+        docs.delete_comment(&comment(p + 3, p, None)).await.unwrap();
+        let got = docs.posts_by_ids(&[p]).await.unwrap().pop().unwrap();
+        assert_eq!(got.comments_postid, vec![p + 2, p + 1]);
+        assert_eq!(got.likes_postid, vec![p + 11, p + 10]);
+        assert_eq!(
+            docs.delete_like(LikeKind::Post, p, 31)
+                .await
+                .unwrap()
+                .map(|l| l.id),
+            Some(p + 10)
+        );
+        let got = docs.posts_by_ids(&[p]).await.unwrap().pop().unwrap();
+        assert_eq!(got.likes_postid, vec![p + 11]);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[tokio::test]
+    async fn usernames_are_unique_and_pages_are_keyset() {
+        let (docs, dir) = temp_store(10);
+        docs.apply_schemas().await.unwrap();
+        let p = 1_000_000_000_000_200;
+        for i in 0..5 {
+            docs.insert_post(&post(p + i)).await.unwrap();
+        }
+        assert!(docs.delete_post(p + 4).await.unwrap());
+        assert!(!docs.delete_post(p + 4).await.unwrap());
+        assert_eq!(
+            docs.post_ids_by_author(7, None, 2).await.unwrap(),
+            vec![p + 3, p + 2]
+        );
+        assert_eq!(
+            docs.post_ids_by_author(7, Some(p + 2), 10).await.unwrap(),
+            vec![p + 1, p]
+        );
+        assert_eq!(
+            docs.post_ids_after(Some(p + 1), 10).await.unwrap(),
+            vec![p + 2, p + 3]
+        );
+        assert!(matches!(
+            docs.insert_post(&post(p)).await,
+            Err(StoreError::Duplicate(_))
+        ));
+        let _ = std::fs::remove_dir_all(dir);
     }
 }
