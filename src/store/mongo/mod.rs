@@ -44,6 +44,29 @@ impl MongoDocs {
         &self.db
     }
 
+    /// `_id`s above `after` matching `filter`, ascending: a scan in pages.
+    async fn ids_after(
+        &self,
+        collection: &str,
+        mut filter: Document,
+        after: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<i64>> {
+        if let Some(a) = after {
+            filter.insert("_id", doc! { "$gt": a });
+        }
+        let cursor = self
+            .db
+            .collection::<IdOnly>(collection)
+            .find(filter)
+            .projection(doc! { "_id": 1 })
+            .sort(doc! { "_id": 1 })
+            .limit(limit as i64)
+            .await
+            .map_err(classify)?;
+        Ok(collect(cursor).await?.into_iter().map(|d| d.id).collect())
+    }
+
     fn users(&self) -> Collection<UserDoc> {
         self.db.collection("users")
     }
@@ -456,37 +479,12 @@ impl DocStore for MongoDocs {
     }
 
     async fn post_ids_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<i64>> {
-        let mut filter = doc! { "deleted": false };
-        if let Some(a) = after {
-            filter.insert("_id", doc! { "$gt": a });
-        }
-        let cursor = self
-            .db
-            .collection::<IdOnly>("posts")
-            .find(filter)
-            .projection(doc! { "_id": 1 })
-            .sort(doc! { "_id": 1 })
-            .limit(limit as i64)
+        self.ids_after("posts", doc! { "deleted": false }, after, limit)
             .await
-            .map_err(classify)?;
-        Ok(collect(cursor).await?.into_iter().map(|d| d.id).collect())
     }
 
     async fn user_ids_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<i64>> {
-        let mut filter = doc! {};
-        if let Some(a) = after {
-            filter.insert("_id", doc! { "$gt": a });
-        }
-        let cursor = self
-            .db
-            .collection::<IdOnly>("users")
-            .find(filter)
-            .projection(doc! { "_id": 1 })
-            .sort(doc! { "_id": 1 })
-            .limit(limit as i64)
-            .await
-            .map_err(classify)?;
-        Ok(collect(cursor).await?.into_iter().map(|d| d.id).collect())
+        self.ids_after("users", doc! {}, after, limit).await
     }
 
     async fn totals(&self) -> StoreResult<(u64, u64)> {
