@@ -216,6 +216,56 @@ impl DocStore for MeteredDocs {
         self.tick();
         self.inner.likes_page(kind, target_id, before, limit).await
     }
+    async fn insert_follow(&self, follow: &FollowDoc) -> StoreResult<bool> {
+        self.tick();
+        self.inner.insert_follow(follow).await
+    }
+    async fn delete_follow(&self, follower: i64, followee: i64) -> StoreResult<bool> {
+        self.tick();
+        self.inner.delete_follow(follower, followee).await
+    }
+    async fn followers_page(
+        &self,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<FollowDoc>> {
+        self.tick();
+        self.inner.followers_page(uid, before, limit).await
+    }
+    async fn following_page(
+        &self,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<FollowDoc>> {
+        self.tick();
+        self.inner.following_page(uid, before, limit).await
+    }
+    async fn follow_counts(&self, uid: i64) -> StoreResult<(u64, u64)> {
+        self.tick();
+        self.inner.follow_counts(uid).await
+    }
+    async fn follow_edges(&self, uid: i64, others: &[i64]) -> StoreResult<(Vec<i64>, Vec<i64>)> {
+        if counts(others) {
+            self.tick();
+        }
+        self.inner.follow_edges(uid, others).await
+    }
+    async fn insert_block(&self, block: &BlockDoc) -> StoreResult<bool> {
+        self.tick();
+        self.inner.insert_block(block).await
+    }
+    async fn delete_block(&self, blocker: i64, blocked: i64) -> StoreResult<bool> {
+        self.tick();
+        self.inner.delete_block(blocker, blocked).await
+    }
+    async fn blocks_between(&self, uid: i64, others: &[i64]) -> StoreResult<Vec<i64>> {
+        if counts(others) {
+            self.tick();
+        }
+        self.inner.blocks_between(uid, others).await
+    }
     async fn post_ids_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<i64>> {
         self.tick();
         self.inner.post_ids_after(after, limit).await

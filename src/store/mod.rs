@@ -194,6 +194,28 @@ pub struct LikeDoc {
     pub create_time: i64,
 }
 
+/// `follower` follows `followee`; friends are mutual follows.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FollowDoc {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    pub follower: i64,
+    pub followee: i64,
+    #[serde(rename = "createdAt")]
+    pub created_at: i64,
+}
+
+/// `blocker` blocked `blocked`: neither sees the other anywhere.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BlockDoc {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    pub blocker: i64,
+    pub blocked: i64,
+    #[serde(rename = "createdAt")]
+    pub created_at: i64,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct DeviceModelDoc {
     #[serde(rename = "_id")]
@@ -285,6 +307,34 @@ pub trait DocStore: Send + Sync {
         before: Option<i64>,
         limit: usize,
     ) -> StoreResult<Vec<LikeDoc>>;
+
+    /// `Ok(false)` when the edge exists already.
+    async fn insert_follow(&self, follow: &FollowDoc) -> StoreResult<bool>;
+    /// True when this call removed the edge.
+    async fn delete_follow(&self, follower: i64, followee: i64) -> StoreResult<bool>;
+    /// Edges into `uid` (its followers) below `before`, newest first.
+    async fn followers_page(
+        &self,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<FollowDoc>>;
+    /// Edges out of `uid` (whom it follows) below `before`, newest first.
+    async fn following_page(
+        &self,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<FollowDoc>>;
+    /// (followers, following) of `uid`.
+    async fn follow_counts(&self, uid: i64) -> StoreResult<(u64, u64)>;
+    /// Of `others`: those `uid` follows, and those who follow `uid`.
+    async fn follow_edges(&self, uid: i64, others: &[i64]) -> StoreResult<(Vec<i64>, Vec<i64>)>;
+    /// `Ok(false)` when the block exists already.
+    async fn insert_block(&self, block: &BlockDoc) -> StoreResult<bool>;
+    async fn delete_block(&self, blocker: i64, blocked: i64) -> StoreResult<bool>;
+    /// Of `others`: those `uid` blocked or who blocked `uid`.
+    async fn blocks_between(&self, uid: i64, others: &[i64]) -> StoreResult<Vec<i64>>;
 
     async fn device_models(&self) -> StoreResult<Vec<DeviceModelDoc>>;
 

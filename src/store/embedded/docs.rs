@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use super::other;
 use crate::store::{
-    CommentDoc, DeviceModelDoc, DocStore, LikeDoc, LikeKind, PostDoc, StoreError, StoreResult,
+    BlockDoc, CommentDoc, DeviceModelDoc, DocStore, FollowDoc, LikeDoc, LikeKind, PostDoc, StoreError, StoreResult,
     UserDoc,
 };
 
@@ -35,6 +35,17 @@ const LIKES: TableDefinition<(u8, u64, u64), (u64, i64)> = TableDefinition::new(
 /// (kind, target, uid) → like id: one like per user and target.
 const LIKE_OF_USER: TableDefinition<(u8, u64, u64), u64> = TableDefinition::new("likes_by_user");
 const DEVICE_MODELS: TableDefinition<&str, &[u8]> = TableDefinition::new("device_models");
+/// (follower, followee) → (edge id, createdAt).
+const FOLLOW_PAIRS: TableDefinition<(u64, u64), (u64, i64)> = TableDefinition::new("follows");
+/// (followee, edge id) → follower: followers, newest first by edge id.
+const FOLLOWERS: TableDefinition<(u64, u64), u64> = TableDefinition::new("followers");
+/// (follower, edge id) → followee.
+const FOLLOWING: TableDefinition<(u64, u64), u64> = TableDefinition::new("following");
+/// uid → (followers, following): kept in the edges' transactions, so counts
+/// cost one read even for accounts with millions of followers.
+const FOLLOW_COUNTS: TableDefinition<u64, (u64, u64)> = TableDefinition::new("follow_counts");
+/// (blocker, blocked) → block id.
+const BLOCKS: TableDefinition<(u64, u64), u64> = TableDefinition::new("blocks");
 
 fn kind_code(k: LikeKind) -> u8 {
     match k {
@@ -149,6 +160,43 @@ fn all_under(table: &impl ReadableTable<(u64, u64), ()>, first: u64) -> StoreRes
     Ok(out)
 }
 
+/// Adds `followers` and `following` to two users' counts (-1 or +1).
+fn adjust_counts(txn: &WriteTransaction, follower: u64, followee: u64, delta: i64) -> StoreResult<()> {
+    let mut counts = txn.open_table(FOLLOW_COUNTS).map_err(other)?;
+    let step = |n: u64| n.saturating_add_signed(delta);
+    let (a_followers, a_following) = counts.get(follower).map_err(other)?.map(|v| v.value()).unwrap_or((0, 0));
+    counts.insert(follower, (a_followers, step(a_following))).map_err(other)?;
+    let (b_followers, b_following) = counts.get(followee).map_err(other)?.map(|v| v.value()).unwrap_or((0, 0));
+    counts.insert(followee, (step(b_followers), b_following)).map_err(other)?;
+    Ok(())
+}
+
+fn edge_page(
+    txn: &ReadTransaction,
+    def: TableDefinition<(u64, u64), u64>,
+    uid: i64,
+    before: Option<i64>,
+    limit: usize,
+    inbound: bool,
+) -> StoreResult<Vec<FollowDoc>> {
+    let table = txn.open_table(def).map_err(other)?;
+    let upper = before.map(id).unwrap_or(u64::MAX);
+    let mut out = Vec::new();
+    for entry in table.range((id(uid), 0)..(id(uid), upper)).map_err(other)?.rev().take(limit) {
+        let (key, other_uid) = entry.map_err(other)?;
+        let edge = key.value().1 as i64;
+        let other_uid = other_uid.value() as i64;
+        let (follower, followee) = if inbound { (other_uid, uid) } else { (uid, other_uid) };
+        out.push(FollowDoc {
+            id: edge,
+            follower,
+            followee,
+            created_at: crate::ids::timestamp_of(edge),
+        });
+    }
+    Ok(out)
+}
+
 /// A post with its id arrays. They are not stored in the post's value but
 /// read from the comment and like indexes, newest first, up to `cap`: the
 /// same arrays MongoDB keeps, without rewriting a viral post's value (10,000
@@ -199,6 +247,11 @@ impl DocStore for EmbeddedDocs {
             txn.open_table(LIKES).map_err(other)?;
             txn.open_table(LIKE_OF_USER).map_err(other)?;
             txn.open_table(DEVICE_MODELS).map_err(other)?;
+            txn.open_table(FOLLOW_PAIRS).map_err(other)?;
+            txn.open_table(FOLLOWERS).map_err(other)?;
+            txn.open_table(FOLLOWING).map_err(other)?;
+            txn.open_table(FOLLOW_COUNTS).map_err(other)?;
+            txn.open_table(BLOCKS).map_err(other)?;
             Ok(())
         })
         .await
@@ -591,6 +644,125 @@ impl DocStore for EmbeddedDocs {
                     uid: uid as i64,
                     create_time,
                 });
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn insert_follow(&self, follow: &FollowDoc) -> StoreResult<bool> {
+        let f = follow.clone();
+        self.write(move |txn| {
+            let (a, b, e) = (id(f.follower), id(f.followee), id(f.id));
+            let mut pairs = txn.open_table(FOLLOW_PAIRS).map_err(other)?;
+            if pairs.get((a, b)).map_err(other)?.is_some() {
+                return Ok(false);
+            }
+            pairs.insert((a, b), (e, f.created_at)).map_err(other)?;
+            txn.open_table(FOLLOWERS).map_err(other)?.insert((b, e), a).map_err(other)?;
+            txn.open_table(FOLLOWING).map_err(other)?.insert((a, e), b).map_err(other)?;
+            drop(pairs);
+            adjust_counts(txn, a, b, 1)?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn delete_follow(&self, follower: i64, followee: i64) -> StoreResult<bool> {
+        self.write(move |txn| {
+            let (a, b) = (id(follower), id(followee));
+            let mut pairs = txn.open_table(FOLLOW_PAIRS).map_err(other)?;
+            let Some((e, _)) = pairs.remove((a, b)).map_err(other)?.map(|v| v.value()) else {
+                return Ok(false);
+            };
+            txn.open_table(FOLLOWERS).map_err(other)?.remove((b, e)).map_err(other)?;
+            txn.open_table(FOLLOWING).map_err(other)?.remove((a, e)).map_err(other)?;
+            drop(pairs);
+            adjust_counts(txn, a, b, -1)?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn followers_page(
+        &self,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<FollowDoc>> {
+        self.read(move |txn| edge_page(txn, FOLLOWERS, uid, before, limit, true))
+            .await
+    }
+
+    async fn following_page(
+        &self,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<FollowDoc>> {
+        self.read(move |txn| edge_page(txn, FOLLOWING, uid, before, limit, false))
+            .await
+    }
+
+    async fn follow_counts(&self, uid: i64) -> StoreResult<(u64, u64)> {
+        self.read(move |txn| {
+            let counts = txn.open_table(FOLLOW_COUNTS).map_err(other)?;
+            Ok(counts.get(id(uid)).map_err(other)?.map(|v| v.value()).unwrap_or((0, 0)))
+        })
+        .await
+    }
+
+    async fn follow_edges(&self, uid: i64, others: &[i64]) -> StoreResult<(Vec<i64>, Vec<i64>)> {
+        let others = others.to_vec();
+        self.read(move |txn| {
+            let pairs = txn.open_table(FOLLOW_PAIRS).map_err(other)?;
+            let mut out = (Vec::new(), Vec::new());
+            for o in others {
+                if pairs.get((id(uid), id(o))).map_err(other)?.is_some() {
+                    out.0.push(o);
+                }
+                if pairs.get((id(o), id(uid))).map_err(other)?.is_some() {
+                    out.1.push(o);
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn insert_block(&self, block: &BlockDoc) -> StoreResult<bool> {
+        let b = block.clone();
+        self.write(move |txn| {
+            let mut blocks = txn.open_table(BLOCKS).map_err(other)?;
+            if blocks.get((id(b.blocker), id(b.blocked))).map_err(other)?.is_some() {
+                return Ok(false);
+            }
+            blocks.insert((id(b.blocker), id(b.blocked)), id(b.id)).map_err(other)?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn delete_block(&self, blocker: i64, blocked: i64) -> StoreResult<bool> {
+        self.write(move |txn| {
+            let mut blocks = txn.open_table(BLOCKS).map_err(other)?;
+            let removed = blocks.remove((id(blocker), id(blocked))).map_err(other)?.is_some();
+            Ok(removed)
+        })
+        .await
+    }
+
+    async fn blocks_between(&self, uid: i64, others: &[i64]) -> StoreResult<Vec<i64>> {
+        let others = others.to_vec();
+        self.read(move |txn| {
+            let blocks = txn.open_table(BLOCKS).map_err(other)?;
+            let mut out = Vec::new();
+            for o in others {
+                if blocks.get((id(uid), id(o))).map_err(other)?.is_some()
+                    || blocks.get((id(o), id(uid))).map_err(other)?.is_some()
+                {
+                    out.push(o);
+                }
             }
             Ok(out)
         })

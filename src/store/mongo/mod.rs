@@ -18,7 +18,7 @@ use serde::Deserialize;
 use std::time::Duration;
 
 use super::{
-    CommentDoc, DeviceModelDoc, DocStore, LikeDoc, LikeKind, PostDoc, StoreError, StoreResult,
+    BlockDoc, CommentDoc, DeviceModelDoc, DocStore, FollowDoc, LikeDoc, LikeKind, PostDoc, StoreError, StoreResult,
     UserDoc,
 };
 
@@ -81,6 +81,30 @@ impl MongoDocs {
     }
     fn device_models_coll(&self) -> Collection<DeviceModelDoc> {
         self.db.collection("device_models")
+    }
+    fn follows(&self) -> Collection<FollowDoc> {
+        self.db.collection("follows")
+    }
+    fn blocks(&self) -> Collection<BlockDoc> {
+        self.db.collection("blocks")
+    }
+
+    async fn edges_page(
+        &self,
+        mut filter: Document,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<FollowDoc>> {
+        below(&mut filter, before);
+        collect(
+            self.follows()
+                .find(filter)
+                .sort(doc! { "_id": -1 })
+                .limit(limit as i64)
+                .await
+                .map_err(classify)?,
+        )
+        .await
     }
 }
 
@@ -476,6 +500,123 @@ impl DocStore for MongoDocs {
                 .map_err(classify)?,
         )
         .await
+    }
+
+    async fn insert_follow(&self, follow: &FollowDoc) -> StoreResult<bool> {
+        match self.follows().insert_one(follow).await {
+            Ok(_) => Ok(true),
+            Err(e) if is_duplicate_key(&e) => Ok(false),
+            Err(e) => Err(classify(e)),
+        }
+    }
+
+    async fn delete_follow(&self, follower: i64, followee: i64) -> StoreResult<bool> {
+        // Find, then delete by _id: writes address documents by _id (TESTING.md).
+        let Some(edge) = self
+            .follows()
+            .find_one(doc! { "follower": follower, "followee": followee })
+            .await
+            .map_err(classify)?
+        else {
+            return Ok(false);
+        };
+        let r = self
+            .follows()
+            .delete_one(doc! { "_id": edge.id })
+            .await
+            .map_err(classify)?;
+        Ok(r.deleted_count == 1)
+    }
+
+    async fn followers_page(
+        &self,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<FollowDoc>> {
+        self.edges_page(doc! { "followee": uid }, before, limit).await
+    }
+
+    async fn following_page(
+        &self,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<FollowDoc>> {
+        self.edges_page(doc! { "follower": uid }, before, limit).await
+    }
+
+    async fn follow_counts(&self, uid: i64) -> StoreResult<(u64, u64)> {
+        let (followers, following) = tokio::try_join!(
+            async { self.follows().count_documents(doc! { "followee": uid }).await },
+            async { self.follows().count_documents(doc! { "follower": uid }).await },
+        )
+        .map_err(classify)?;
+        Ok((followers, following))
+    }
+
+    async fn follow_edges(&self, uid: i64, others: &[i64]) -> StoreResult<(Vec<i64>, Vec<i64>)> {
+        if others.is_empty() {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        let filter = doc! { "$or": [
+            { "follower": uid, "followee": { "$in": others } },
+            { "followee": uid, "follower": { "$in": others } },
+        ] };
+        let edges = collect(self.follows().find(filter).await.map_err(classify)?).await?;
+        let mut out = (Vec::new(), Vec::new());
+        for e in edges {
+            if e.follower == uid {
+                out.0.push(e.followee);
+            }
+            if e.followee == uid {
+                out.1.push(e.follower);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn insert_block(&self, block: &BlockDoc) -> StoreResult<bool> {
+        match self.blocks().insert_one(block).await {
+            Ok(_) => Ok(true),
+            Err(e) if is_duplicate_key(&e) => Ok(false),
+            Err(e) => Err(classify(e)),
+        }
+    }
+
+    async fn delete_block(&self, blocker: i64, blocked: i64) -> StoreResult<bool> {
+        let Some(edge) = self
+            .blocks()
+            .find_one(doc! { "blocker": blocker, "blocked": blocked })
+            .await
+            .map_err(classify)?
+        else {
+            return Ok(false);
+        };
+        let r = self
+            .blocks()
+            .delete_one(doc! { "_id": edge.id })
+            .await
+            .map_err(classify)?;
+        Ok(r.deleted_count == 1)
+    }
+
+    async fn blocks_between(&self, uid: i64, others: &[i64]) -> StoreResult<Vec<i64>> {
+        if others.is_empty() {
+            return Ok(Vec::new());
+        }
+        let filter = doc! { "$or": [
+            { "blocker": uid, "blocked": { "$in": others } },
+            { "blocked": uid, "blocker": { "$in": others } },
+        ] };
+        let edges = collect(self.blocks().find(filter).await.map_err(classify)?).await?;
+        let mut out: Vec<i64> = edges
+            .into_iter()
+            .map(|b| if b.blocker == uid { b.blocked } else { b.blocker })
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
     }
 
     async fn post_ids_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<i64>> {

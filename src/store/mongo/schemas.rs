@@ -11,15 +11,14 @@ use super::classify;
 use crate::store::{StoreError, StoreResult};
 
 /// Compiled in, so the binary never depends on where it was started from.
-pub const SCHEMAS: [(&str, &str); 5] = [
+pub const SCHEMAS: [(&str, &str); 7] = [
     ("users", include_str!("../../../schemas/users.json")),
     ("posts", include_str!("../../../schemas/posts.json")),
     ("comments", include_str!("../../../schemas/comments.json")),
     ("likes", include_str!("../../../schemas/likes.json")),
-    (
-        "device_models",
-        include_str!("../../../schemas/device_models.json"),
-    ),
+    ("device_models", include_str!("../../../schemas/device_models.json")),
+    ("follows", include_str!("../../../schemas/follows.json")),
+    ("blocks", include_str!("../../../schemas/blocks.json")),
 ];
 
 #[derive(Deserialize)]
