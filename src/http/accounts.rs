@@ -2,7 +2,7 @@
 
 use actix_web::{web, HttpResponse};
 
-use super::extract::{path_id, AuthUser, JsonBody};
+use super::extract::{AuthUser, JsonBody};
 use crate::error::AppError;
 use crate::service::accounts::{self, LoginRequest, Me, ProfilePatch, RegisterRequest, Session};
 use crate::service::Context;
@@ -13,8 +13,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/sessions", web::post().to(login))
         .route("/sessions/current", web::delete().to(logout))
         .route("/me", web::get().to(me))
-        .route("/me", web::patch().to(update_me))
-        .route("/users/{uid}", web::get().to(user));
+        .route("/me", web::patch().to(update_me));
 }
 
 #[utoipa::path(post, path = "/api/v1/users", tag = "accounts", request_body = RegisterRequest,
@@ -56,14 +55,4 @@ pub async fn update_me(
     JsonBody(patch): JsonBody<ProfilePatch>,
 ) -> Result<HttpResponse, AppError> {
     Ok(HttpResponse::Ok().json(accounts::update_me(&ctx, user.uid, patch).await?))
-}
-
-#[utoipa::path(get, path = "/api/v1/users/{uid}", tag = "accounts",
-    params(("uid" = i64, Path)), responses((status = 200, body = UserCard), (status = 404, body = super::problem::Problem)))]
-pub async fn user(
-    ctx: web::Data<Context>,
-    uid: web::Path<String>,
-) -> Result<HttpResponse, AppError> {
-    let uid = path_id(&uid, "user")?;
-    Ok(HttpResponse::Ok().json(accounts::user_card(&ctx, uid).await?))
 }

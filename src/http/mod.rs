@@ -10,6 +10,7 @@ pub mod openapi;
 pub mod ops;
 pub mod posts;
 pub mod problem;
+pub mod social;
 
 use actix_web::web;
 
@@ -23,6 +24,7 @@ pub fn api(cfg: &mut web::ServiceConfig) {
             .configure(posts::routes)
             .configure(comments::routes)
             .configure(likes::routes)
+            .configure(social::routes)
             .configure(admin::routes),
     )
     .configure(ops::routes);

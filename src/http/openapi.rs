@@ -21,7 +21,10 @@ impl Modify for BearerAuth {
     info(title = "moments", description = "WeChat-Moments / Weibo-style social circles"),
     paths(
         super::accounts::register, super::accounts::login, super::accounts::logout,
-        super::accounts::me, super::accounts::update_me, super::accounts::user,
+        super::accounts::me, super::accounts::update_me,
+        super::social::profile, super::social::follow, super::social::unfollow,
+        super::social::block, super::social::unblock, super::social::followers,
+        super::social::following, super::social::friends,
         super::posts::create, super::posts::get, super::posts::delete, super::posts::user_posts,
         super::comments::create, super::comments::list, super::comments::delete,
         super::likes::like_post, super::likes::unlike_post, super::likes::like_comment,

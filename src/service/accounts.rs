@@ -6,7 +6,6 @@ use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, Salt
 use argon2::Argon2;
 use serde::{Deserialize, Serialize};
 
-use super::assemble::load_cards;
 use super::password_pool;
 use super::Context;
 use crate::domain::user::{HeadImg, NickName, Password, Username};
@@ -242,11 +241,6 @@ pub async fn update_me(ctx: &Context, uid: i64, patch: ProfilePatch) -> AppResul
         )
         .await;
     Ok(user.into())
-}
-
-pub async fn user_card(ctx: &Context, uid: i64) -> AppResult<UserCard> {
-    let mut cards = load_cards(ctx, &[uid]).await?;
-    cards.remove(&uid).ok_or(AppError::NotFound("user"))
 }
 
 /// Makes sure the configured admin exists with the configured password and

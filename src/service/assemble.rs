@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use super::device_names::DeviceNames;
 use super::loader::{from_json, Loaded, Loader};
 use super::views::{unknown_user, CommentView, ExpandedPost, LikeView, ReplyToView};
-use super::{can_see, Context, Presentation, Viewer};
+use super::{can_see, Context, Presentation, Relations, Viewer};
 use crate::error::AppResult;
 use crate::ids;
 use crate::store::{BlobKey, CommentDoc, Owner, PostBody, SetKey, SetRead, SetView, UserCard};
@@ -155,26 +155,25 @@ pub async fn assemble_posts(
 ) -> AppResult<Vec<ExpandedPost>> {
     let mut loader = Loader::new(ctx);
 
-    // Round 1: bodies, likers, comment ids.
+    // Round 1: bodies, likers, comment ids, and the viewer's relations.
     let blobs: Vec<BlobKey> = post_ids.iter().map(|p| BlobKey::PostBody(*p)).collect();
-    let sets: Vec<SetRead> = post_ids
-        .iter()
-        .flat_map(|p| {
-            [
-                SetRead {
-                    key: SetKey::PostLikers(*p),
-                    top: LATEST_LIKES,
-                    probe: viewer,
-                },
-                SetRead {
-                    key: SetKey::PostComments(*p),
-                    top: LATEST_COMMENTS,
-                    probe: None,
-                },
-            ]
-        })
-        .collect();
+    let mut sets: Vec<SetRead> = Relations::reads(viewer);
+    sets.extend(post_ids.iter().flat_map(|p| {
+        [
+            SetRead {
+                key: SetKey::PostLikers(*p),
+                top: LATEST_LIKES,
+                probe: viewer,
+            },
+            SetRead {
+                key: SetKey::PostComments(*p),
+                top: LATEST_COMMENTS,
+                probe: None,
+            },
+        ]
+    }));
     let mut first = loader.load(&blobs, &sets).await?;
+    let rel = Relations::from_loaded(viewer, &first);
     let mut posts = Vec::new();
     for p in post_ids {
         let Some(text) = first.blobs.get(&BlobKey::PostBody(*p)) else {
@@ -186,10 +185,10 @@ pub async fn assemble_posts(
         if body.deleted {
             loader.discard_fills(Owner::Post(*p));
         }
-        if !can_see(&body, viewer) {
+        if !can_see(&body, &rel) {
             continue;
         }
-        let likers = first
+        let mut likers = first
             .sets
             .remove(&SetKey::PostLikers(*p))
             .unwrap_or_default();
@@ -197,6 +196,8 @@ pub async fn assemble_posts(
             .sets
             .remove(&SetKey::PostComments(*p))
             .unwrap_or_default();
+        // Hidden across a block: not in the latest likes shown either.
+        likers.top.retain(|(uid, _)| !rel.blocked(*uid));
         posts.push((body, likers, comment_ids));
     }
 
@@ -254,6 +255,9 @@ pub async fn assemble_posts(
                 .iter()
                 .filter_map(|(cid, _)| {
                     let doc = comment_docs.remove(cid)?;
+                    if rel.blocked(doc.author_uid) {
+                        return None;
+                    }
                     Some(CommentParts {
                         likers: second
                             .sets
@@ -352,14 +356,17 @@ pub struct VisiblePost {
 /// write on a post starts with.
 pub async fn visible_post(ctx: &Context, post_id: i64, viewer: Viewer) -> AppResult<VisiblePost> {
     let mut loader = Loader::new(ctx);
-    let loaded = loader.load(&[BlobKey::PostBody(post_id)], &[]).await?;
+    let loaded = loader
+        .load(&[BlobKey::PostBody(post_id)], &Relations::reads(viewer))
+        .await?;
+    let rel = Relations::from_loaded(viewer, &loaded);
     let gen = loader.generation(Owner::Post(post_id));
     loader.finish("visible_post");
     let body: PostBody = match loaded.blobs.get(&BlobKey::PostBody(post_id)) {
         Some(text) => from_json(text)?,
         None => return Err(crate::error::AppError::NotFound("post")),
     };
-    if !can_see(&body, viewer) {
+    if !can_see(&body, &rel) {
         return Err(crate::error::AppError::NotFound("post"));
     }
     Ok(VisiblePost { body, gen })

@@ -186,6 +186,9 @@ fn describe_set(key: SetKey) -> String {
         SetKey::PostComments(p) => format!("post {p}: comments"),
         SetKey::CommentLikers(p, c) => format!("post {p}, comment {c}: likers"),
         SetKey::CommentReplies(p, c) => format!("post {p}, comment {c}: replies"),
+        SetKey::Following(u) => format!("user {u}: following"),
+        SetKey::Friends(u) => format!("user {u}: friends"),
+        SetKey::Blocks(u) => format!("user {u}: blocks"),
     }
 }
 

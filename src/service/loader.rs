@@ -200,6 +200,18 @@ impl<'a> Loader<'a> {
             SetKey::CommentReplies(_, c) => Some(*c),
             _ => None,
         });
+        let followers_of = set_ids(&|k| match k {
+            SetKey::Following(u) | SetKey::Friends(u) => Some(*u),
+            _ => None,
+        });
+        let friends_of = set_ids(&|k| match k {
+            SetKey::Friends(u) => Some(*u),
+            _ => None,
+        });
+        let blocks_of = set_ids(&|k| match k {
+            SetKey::Blocks(u) => Some(*u),
+            _ => None,
+        });
         let calls = [
             !post_ids.is_empty(),
             !comment_ids.is_empty(),
@@ -208,9 +220,21 @@ impl<'a> Loader<'a> {
             !commented_posts.is_empty(),
             !liked_comments.is_empty(),
             !replied_comments.is_empty(),
+            !followers_of.is_empty(),
+            !blocks_of.is_empty(),
         ];
         self.doc_round_trips += calls.iter().filter(|c| **c).count() as u32;
-        let (posts, comments, users, post_likes, post_comments, comment_likes, replies) = tokio::try_join!(
+        let (
+            posts,
+            comments,
+            users,
+            post_likes,
+            post_comments,
+            comment_likes,
+            replies,
+            follows,
+            blocks,
+        ) = tokio::try_join!(
             docs.posts_by_ids(&post_ids),
             docs.comments_by_ids(&comment_ids),
             docs.users_by_ids(&user_ids),
@@ -218,7 +242,28 @@ impl<'a> Loader<'a> {
             docs.comment_ids_of_posts(&commented_posts),
             docs.likes_of_targets(LikeKind::Comment, &liked_comments),
             docs.reply_ids_of_comments(&replied_comments),
+            docs.follows_from(&followers_of),
+            docs.blocks_involving(&blocks_of),
         )?;
+        // Friends are the followees who follow back: one more query per user
+        // asked for (a request asks for its viewer's only).
+        let mut friends: Vec<(i64, i64, i64)> = Vec::new();
+        for u in &friends_of {
+            let followees: Vec<(i64, i64)> = follows
+                .iter()
+                .filter(|f| f.follower == *u)
+                .map(|f| (f.followee, f.id))
+                .collect();
+            let ids: Vec<i64> = followees.iter().map(|f| f.0).collect();
+            self.doc_round_trips += u32::from(!ids.is_empty());
+            let (_, back) = docs.follow_edges(*u, &ids).await?;
+            friends.extend(
+                followees
+                    .into_iter()
+                    .filter(|(f, _)| back.contains(f))
+                    .map(|(f, edge)| (*u, f, edge)),
+            );
+        }
 
         let mut put = |key: BlobKey, text: String, guard: Option<u64>, out: &mut Loaded| {
             self.fill.blobs.push((key, text.clone(), guard));
@@ -291,10 +336,34 @@ impl<'a> Loader<'a> {
                     .push((reply, reply));
             }
         }
+        for f in &follows {
+            members
+                .entry(SetKey::Following(f.follower))
+                .or_default()
+                .push((f.followee, f.id));
+        }
+        for (u, friend, edge) in friends {
+            members
+                .entry(SetKey::Friends(u))
+                .or_default()
+                .push((friend, edge));
+        }
+        for b in &blocks {
+            for (mine, theirs) in [(b.blocker, b.blocked), (b.blocked, b.blocker)] {
+                if blocks_of.contains(&mine) {
+                    members
+                        .entry(SetKey::Blocks(mine))
+                        .or_default()
+                        .push((theirs, b.id));
+                }
+            }
+        }
+        // A key may be asked for more than once in one call; fill it once.
+        let mut filled: HashSet<SetKey> = HashSet::new();
         for read in sets {
-            let m = members.remove(&read.key).unwrap_or_default();
+            let m = members.get(&read.key).cloned().unwrap_or_default();
             if let (true, Some(g)) = (wanted.contains(&read.key), self.guard(read.key.owner())) {
-                if self.live_ok {
+                if self.live_ok && filled.insert(read.key) {
                     self.fill.sets.push((read.key, m.clone(), g));
                 }
             }

@@ -10,6 +10,7 @@ pub mod loader;
 pub mod password_pool;
 pub mod posts;
 pub mod repair;
+pub mod social;
 pub mod views;
 
 use std::sync::Arc;
@@ -18,9 +19,10 @@ use crate::config::Settings;
 use crate::domain::post::Visibility;
 use crate::domain::time_text::{Lang, TzOffset};
 use crate::store::metered::RoundTrips;
-use crate::store::{DocStore, LiveStore, PostBody};
+use crate::store::{DocStore, LiveStore, PostBody, SetKey, SetRead};
 use device_names::DeviceNames;
 use repair::LiveRepair;
+use std::collections::HashSet;
 
 /// Everything a use case needs, shared by all requests.
 #[derive(Clone)]
@@ -56,17 +58,75 @@ impl Presentation {
     }
 }
 
-/// Whether `viewer` may read `post`. Follower and friend audiences need the
-/// social graph, which does not exist yet: until it does, those posts are
-/// shown to their author only (hiding too much is the safe error).
-pub fn can_see(post: &PostBody, viewer: Viewer) -> bool {
+/// The viewer's side of the social graph, as far as reads need it: whom the
+/// viewer follows, the viewer's friends (mutual follows), and everyone the
+/// viewer blocked or was blocked by. Empty for an anonymous reader.
+#[derive(Debug, Default, Clone)]
+pub struct Relations {
+    pub viewer: Viewer,
+    pub following: HashSet<i64>,
+    pub friends: HashSet<i64>,
+    pub blocks: HashSet<i64>,
+}
+
+impl Relations {
+    /// The live sets to read for `viewer` (whole: a user's own relations are
+    /// bounded by whom they follow and block).
+    pub fn reads(viewer: Viewer) -> Vec<SetRead> {
+        let Some(v) = viewer else {
+            return Vec::new();
+        };
+        [SetKey::Following(v), SetKey::Friends(v), SetKey::Blocks(v)]
+            .into_iter()
+            .map(|key| SetRead {
+                key,
+                top: usize::MAX >> 24,
+                probe: None,
+            })
+            .collect()
+    }
+
+    pub fn from_loaded(viewer: Viewer, loaded: &loader::Loaded) -> Self {
+        let Some(v) = viewer else {
+            return Relations::default();
+        };
+        let members = |key: SetKey| -> HashSet<i64> {
+            loaded
+                .sets
+                .get(&key)
+                .map(|view| view.top.iter().map(|(m, _)| *m).collect())
+                .unwrap_or_default()
+        };
+        Relations {
+            viewer,
+            following: members(SetKey::Following(v)),
+            friends: members(SetKey::Friends(v)),
+            blocks: members(SetKey::Blocks(v)),
+        }
+    }
+
+    /// Whether the viewer and `uid` are hidden from each other.
+    pub fn blocked(&self, uid: i64) -> bool {
+        self.blocks.contains(&uid)
+    }
+}
+
+/// Whether the viewer may read `post`: its author always; nobody across a
+/// block; then by audience (anyone, followers, friends, the author alone).
+pub fn can_see(post: &PostBody, rel: &Relations) -> bool {
     if post.deleted {
+        return false;
+    }
+    if rel.viewer == Some(post.author_uid) {
+        return true;
+    }
+    if rel.blocked(post.author_uid) {
         return false;
     }
     match post.visibility {
         Visibility::Public => true,
-        Visibility::Followers | Visibility::Friends | Visibility::Private => {
-            viewer == Some(post.author_uid)
-        }
+        Visibility::Followers => rel.following.contains(&post.author_uid),
+        Visibility::Friends => rel.friends.contains(&post.author_uid),
+        Visibility::Private => false,
     }
 }

@@ -266,6 +266,18 @@ impl DocStore for MeteredDocs {
         }
         self.inner.blocks_between(uid, others).await
     }
+    async fn follows_from(&self, uids: &[i64]) -> StoreResult<Vec<FollowDoc>> {
+        if counts(uids) {
+            self.tick();
+        }
+        self.inner.follows_from(uids).await
+    }
+    async fn blocks_involving(&self, uids: &[i64]) -> StoreResult<Vec<BlockDoc>> {
+        if counts(uids) {
+            self.tick();
+        }
+        self.inner.blocks_involving(uids).await
+    }
     async fn post_ids_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<i64>> {
         self.tick();
         self.inner.post_ids_after(after, limit).await

@@ -335,6 +335,10 @@ pub trait DocStore: Send + Sync {
     async fn delete_block(&self, blocker: i64, blocked: i64) -> StoreResult<bool>;
     /// Of `others`: those `uid` blocked or who blocked `uid`.
     async fn blocks_between(&self, uid: i64, others: &[i64]) -> StoreResult<Vec<i64>>;
+    /// Every edge out of these users (whom they follow).
+    async fn follows_from(&self, uids: &[i64]) -> StoreResult<Vec<FollowDoc>>;
+    /// Every block these users made or received.
+    async fn blocks_involving(&self, uids: &[i64]) -> StoreResult<Vec<BlockDoc>>;
 
     async fn device_models(&self) -> StoreResult<Vec<DeviceModelDoc>>;
 
@@ -386,6 +390,12 @@ pub enum SetKey {
     CommentLikers(i64, i64),
     /// (post, comment): member and score reply id.
     CommentReplies(i64, i64),
+    /// Whom a user follows: member followee, score edge id.
+    Following(i64),
+    /// A user's friends (mutual follows): member friend, score 0.
+    Friends(i64),
+    /// Users a user blocked or was blocked by: member the other, score block id.
+    Blocks(i64),
 }
 
 impl SetKey {
@@ -395,6 +405,7 @@ impl SetKey {
             | SetKey::PostComments(p)
             | SetKey::CommentLikers(p, _)
             | SetKey::CommentReplies(p, _) => Owner::Post(p),
+            SetKey::Following(u) | SetKey::Friends(u) | SetKey::Blocks(u) => Owner::User(u),
         }
     }
 }

@@ -37,6 +37,18 @@ async fn every_write_needs_a_valid_token() {
             Some(json!({"nickName": "hacked"})),
         ),
         (Method::DELETE, "/api/v1/sessions/current".to_string(), None),
+        (Method::PUT, format!("/api/v1/users/{}/follow", a.uid), None),
+        (
+            Method::DELETE,
+            format!("/api/v1/users/{}/follow", a.uid),
+            None,
+        ),
+        (Method::PUT, format!("/api/v1/users/{}/block", a.uid), None),
+        (
+            Method::DELETE,
+            format!("/api/v1/users/{}/block", a.uid),
+            None,
+        ),
         (
             Method::PUT,
             "/api/v1/admin/device-models/x".to_string(),

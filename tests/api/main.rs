@@ -12,3 +12,4 @@ mod live_state;
 mod ops;
 mod posts;
 mod repair;
+mod social;

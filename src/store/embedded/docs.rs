@@ -16,8 +16,8 @@ use serde::Serialize;
 
 use super::other;
 use crate::store::{
-    BlockDoc, CommentDoc, DeviceModelDoc, DocStore, FollowDoc, LikeDoc, LikeKind, PostDoc, StoreError, StoreResult,
-    UserDoc,
+    BlockDoc, CommentDoc, DeviceModelDoc, DocStore, FollowDoc, LikeDoc, LikeKind, PostDoc,
+    StoreError, StoreResult, UserDoc,
 };
 
 const USERS: TableDefinition<u64, &[u8]> = TableDefinition::new("users");
@@ -46,6 +46,8 @@ const FOLLOWING: TableDefinition<(u64, u64), u64> = TableDefinition::new("follow
 const FOLLOW_COUNTS: TableDefinition<u64, (u64, u64)> = TableDefinition::new("follow_counts");
 /// (blocker, blocked) → block id.
 const BLOCKS: TableDefinition<(u64, u64), u64> = TableDefinition::new("blocks");
+/// (blocked, blocker) → block id: the same blocks, found from the other side.
+const BLOCKED_BY: TableDefinition<(u64, u64), u64> = TableDefinition::new("blocked_by");
 
 fn kind_code(k: LikeKind) -> u8 {
     match k {
@@ -161,13 +163,30 @@ fn all_under(table: &impl ReadableTable<(u64, u64), ()>, first: u64) -> StoreRes
 }
 
 /// Adds `followers` and `following` to two users' counts (-1 or +1).
-fn adjust_counts(txn: &WriteTransaction, follower: u64, followee: u64, delta: i64) -> StoreResult<()> {
+fn adjust_counts(
+    txn: &WriteTransaction,
+    follower: u64,
+    followee: u64,
+    delta: i64,
+) -> StoreResult<()> {
     let mut counts = txn.open_table(FOLLOW_COUNTS).map_err(other)?;
     let step = |n: u64| n.saturating_add_signed(delta);
-    let (a_followers, a_following) = counts.get(follower).map_err(other)?.map(|v| v.value()).unwrap_or((0, 0));
-    counts.insert(follower, (a_followers, step(a_following))).map_err(other)?;
-    let (b_followers, b_following) = counts.get(followee).map_err(other)?.map(|v| v.value()).unwrap_or((0, 0));
-    counts.insert(followee, (step(b_followers), b_following)).map_err(other)?;
+    let (a_followers, a_following) = counts
+        .get(follower)
+        .map_err(other)?
+        .map(|v| v.value())
+        .unwrap_or((0, 0));
+    counts
+        .insert(follower, (a_followers, step(a_following)))
+        .map_err(other)?;
+    let (b_followers, b_following) = counts
+        .get(followee)
+        .map_err(other)?
+        .map(|v| v.value())
+        .unwrap_or((0, 0));
+    counts
+        .insert(followee, (step(b_followers), b_following))
+        .map_err(other)?;
     Ok(())
 }
 
@@ -182,11 +201,20 @@ fn edge_page(
     let table = txn.open_table(def).map_err(other)?;
     let upper = before.map(id).unwrap_or(u64::MAX);
     let mut out = Vec::new();
-    for entry in table.range((id(uid), 0)..(id(uid), upper)).map_err(other)?.rev().take(limit) {
+    for entry in table
+        .range((id(uid), 0)..(id(uid), upper))
+        .map_err(other)?
+        .rev()
+        .take(limit)
+    {
         let (key, other_uid) = entry.map_err(other)?;
         let edge = key.value().1 as i64;
         let other_uid = other_uid.value() as i64;
-        let (follower, followee) = if inbound { (other_uid, uid) } else { (uid, other_uid) };
+        let (follower, followee) = if inbound {
+            (other_uid, uid)
+        } else {
+            (uid, other_uid)
+        };
         out.push(FollowDoc {
             id: edge,
             follower,
@@ -252,6 +280,7 @@ impl DocStore for EmbeddedDocs {
             txn.open_table(FOLLOWING).map_err(other)?;
             txn.open_table(FOLLOW_COUNTS).map_err(other)?;
             txn.open_table(BLOCKS).map_err(other)?;
+            txn.open_table(BLOCKED_BY).map_err(other)?;
             Ok(())
         })
         .await
@@ -659,8 +688,14 @@ impl DocStore for EmbeddedDocs {
                 return Ok(false);
             }
             pairs.insert((a, b), (e, f.created_at)).map_err(other)?;
-            txn.open_table(FOLLOWERS).map_err(other)?.insert((b, e), a).map_err(other)?;
-            txn.open_table(FOLLOWING).map_err(other)?.insert((a, e), b).map_err(other)?;
+            txn.open_table(FOLLOWERS)
+                .map_err(other)?
+                .insert((b, e), a)
+                .map_err(other)?;
+            txn.open_table(FOLLOWING)
+                .map_err(other)?
+                .insert((a, e), b)
+                .map_err(other)?;
             drop(pairs);
             adjust_counts(txn, a, b, 1)?;
             Ok(true)
@@ -675,8 +710,14 @@ impl DocStore for EmbeddedDocs {
             let Some((e, _)) = pairs.remove((a, b)).map_err(other)?.map(|v| v.value()) else {
                 return Ok(false);
             };
-            txn.open_table(FOLLOWERS).map_err(other)?.remove((b, e)).map_err(other)?;
-            txn.open_table(FOLLOWING).map_err(other)?.remove((a, e)).map_err(other)?;
+            txn.open_table(FOLLOWERS)
+                .map_err(other)?
+                .remove((b, e))
+                .map_err(other)?;
+            txn.open_table(FOLLOWING)
+                .map_err(other)?
+                .remove((a, e))
+                .map_err(other)?;
             drop(pairs);
             adjust_counts(txn, a, b, -1)?;
             Ok(true)
@@ -707,7 +748,11 @@ impl DocStore for EmbeddedDocs {
     async fn follow_counts(&self, uid: i64) -> StoreResult<(u64, u64)> {
         self.read(move |txn| {
             let counts = txn.open_table(FOLLOW_COUNTS).map_err(other)?;
-            Ok(counts.get(id(uid)).map_err(other)?.map(|v| v.value()).unwrap_or((0, 0)))
+            Ok(counts
+                .get(id(uid))
+                .map_err(other)?
+                .map(|v| v.value())
+                .unwrap_or((0, 0)))
         })
         .await
     }
@@ -734,10 +779,20 @@ impl DocStore for EmbeddedDocs {
         let b = block.clone();
         self.write(move |txn| {
             let mut blocks = txn.open_table(BLOCKS).map_err(other)?;
-            if blocks.get((id(b.blocker), id(b.blocked))).map_err(other)?.is_some() {
+            if blocks
+                .get((id(b.blocker), id(b.blocked)))
+                .map_err(other)?
+                .is_some()
+            {
                 return Ok(false);
             }
-            blocks.insert((id(b.blocker), id(b.blocked)), id(b.id)).map_err(other)?;
+            blocks
+                .insert((id(b.blocker), id(b.blocked)), id(b.id))
+                .map_err(other)?;
+            txn.open_table(BLOCKED_BY)
+                .map_err(other)?
+                .insert((id(b.blocked), id(b.blocker)), id(b.id))
+                .map_err(other)?;
             Ok(true)
         })
         .await
@@ -746,7 +801,14 @@ impl DocStore for EmbeddedDocs {
     async fn delete_block(&self, blocker: i64, blocked: i64) -> StoreResult<bool> {
         self.write(move |txn| {
             let mut blocks = txn.open_table(BLOCKS).map_err(other)?;
-            let removed = blocks.remove((id(blocker), id(blocked))).map_err(other)?.is_some();
+            let removed = blocks
+                .remove((id(blocker), id(blocked)))
+                .map_err(other)?
+                .is_some();
+            txn.open_table(BLOCKED_BY)
+                .map_err(other)?
+                .remove((id(blocked), id(blocker)))
+                .map_err(other)?;
             Ok(removed)
         })
         .await
@@ -762,6 +824,50 @@ impl DocStore for EmbeddedDocs {
                     || blocks.get((id(o), id(uid))).map_err(other)?.is_some()
                 {
                     out.push(o);
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn follows_from(&self, uids: &[i64]) -> StoreResult<Vec<FollowDoc>> {
+        let uids = uids.to_vec();
+        self.read(move |txn| {
+            let mut out = Vec::new();
+            for u in uids {
+                out.extend(edge_page(txn, FOLLOWING, u, None, usize::MAX, false)?);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn blocks_involving(&self, uids: &[i64]) -> StoreResult<Vec<BlockDoc>> {
+        let uids = uids.to_vec();
+        self.read(move |txn| {
+            let made = txn.open_table(BLOCKS).map_err(other)?;
+            let received = txn.open_table(BLOCKED_BY).map_err(other)?;
+            let mut out = Vec::new();
+            for u in uids {
+                let u = id(u);
+                for (table, mine_first) in [(&made, true), (&received, false)] {
+                    for entry in table.range((u, 0)..=(u, u64::MAX)).map_err(other)? {
+                        let (key, block_id) = entry.map_err(other)?;
+                        let other_uid = key.value().1;
+                        let (blocker, blocked) = if mine_first {
+                            (u, other_uid)
+                        } else {
+                            (other_uid, u)
+                        };
+                        let block_id = block_id.value() as i64;
+                        out.push(BlockDoc {
+                            id: block_id,
+                            blocker: blocker as i64,
+                            blocked: blocked as i64,
+                            created_at: crate::ids::timestamp_of(block_id),
+                        });
+                    }
                 }
             }
             Ok(out)

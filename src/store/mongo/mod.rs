@@ -18,8 +18,8 @@ use serde::Deserialize;
 use std::time::Duration;
 
 use super::{
-    BlockDoc, CommentDoc, DeviceModelDoc, DocStore, FollowDoc, LikeDoc, LikeKind, PostDoc, StoreError, StoreResult,
-    UserDoc,
+    BlockDoc, CommentDoc, DeviceModelDoc, DocStore, FollowDoc, LikeDoc, LikeKind, PostDoc,
+    StoreError, StoreResult, UserDoc,
 };
 
 pub struct MongoDocs {
@@ -534,7 +534,8 @@ impl DocStore for MongoDocs {
         before: Option<i64>,
         limit: usize,
     ) -> StoreResult<Vec<FollowDoc>> {
-        self.edges_page(doc! { "followee": uid }, before, limit).await
+        self.edges_page(doc! { "followee": uid }, before, limit)
+            .await
     }
 
     async fn following_page(
@@ -543,13 +544,22 @@ impl DocStore for MongoDocs {
         before: Option<i64>,
         limit: usize,
     ) -> StoreResult<Vec<FollowDoc>> {
-        self.edges_page(doc! { "follower": uid }, before, limit).await
+        self.edges_page(doc! { "follower": uid }, before, limit)
+            .await
     }
 
     async fn follow_counts(&self, uid: i64) -> StoreResult<(u64, u64)> {
         let (followers, following) = tokio::try_join!(
-            async { self.follows().count_documents(doc! { "followee": uid }).await },
-            async { self.follows().count_documents(doc! { "follower": uid }).await },
+            async {
+                self.follows()
+                    .count_documents(doc! { "followee": uid })
+                    .await
+            },
+            async {
+                self.follows()
+                    .count_documents(doc! { "follower": uid })
+                    .await
+            },
         )
         .map_err(classify)?;
         Ok((followers, following))
@@ -612,11 +622,39 @@ impl DocStore for MongoDocs {
         let edges = collect(self.blocks().find(filter).await.map_err(classify)?).await?;
         let mut out: Vec<i64> = edges
             .into_iter()
-            .map(|b| if b.blocker == uid { b.blocked } else { b.blocker })
+            .map(|b| {
+                if b.blocker == uid {
+                    b.blocked
+                } else {
+                    b.blocker
+                }
+            })
             .collect();
         out.sort_unstable();
         out.dedup();
         Ok(out)
+    }
+
+    async fn follows_from(&self, uids: &[i64]) -> StoreResult<Vec<FollowDoc>> {
+        if uids.is_empty() {
+            return Ok(Vec::new());
+        }
+        collect(
+            self.follows()
+                .find(doc! { "follower": { "$in": uids } })
+                .await
+                .map_err(classify)?,
+        )
+        .await
+    }
+
+    async fn blocks_involving(&self, uids: &[i64]) -> StoreResult<Vec<BlockDoc>> {
+        if uids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let filter =
+            doc! { "$or": [ { "blocker": { "$in": uids } }, { "blocked": { "$in": uids } } ] };
+        collect(self.blocks().find(filter).await.map_err(classify)?).await
     }
 
     async fn post_ids_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<i64>> {

@@ -16,7 +16,10 @@ pub const SCHEMAS: [(&str, &str); 7] = [
     ("posts", include_str!("../../../schemas/posts.json")),
     ("comments", include_str!("../../../schemas/comments.json")),
     ("likes", include_str!("../../../schemas/likes.json")),
-    ("device_models", include_str!("../../../schemas/device_models.json")),
+    (
+        "device_models",
+        include_str!("../../../schemas/device_models.json"),
+    ),
     ("follows", include_str!("../../../schemas/follows.json")),
     ("blocks", include_str!("../../../schemas/blocks.json")),
 ];

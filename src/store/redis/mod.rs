@@ -147,6 +147,9 @@ impl RedisLive {
             SetKey::PostComments(_) => format!("{}{tag}:cids", self.prefix),
             SetKey::CommentLikers(_, c) => format!("{}{tag}:cl:{c}", self.prefix),
             SetKey::CommentReplies(_, c) => format!("{}{tag}:cr:{c}", self.prefix),
+            SetKey::Following(_) => format!("{}{tag}:following", self.prefix),
+            SetKey::Friends(_) => format!("{}{tag}:friends", self.prefix),
+            SetKey::Blocks(_) => format!("{}{tag}:blocks", self.prefix),
         }
     }
 

@@ -1,0 +1,348 @@
+//! Follows, friends (mutual follows) and blocks: seed 000's friend and fan
+//! lists. Edges live in the documents; each user's following, friends and
+//! blocks sets are live state, kept in step under the same generation guards
+//! as a post's sets.
+
+use serde::Serialize;
+
+use super::assemble::load_cards;
+use super::loader::Loader;
+use super::views::{unknown_user, Page};
+use super::{Context, Relations, Viewer};
+use crate::domain::cursor::{paginate, Cursor};
+use crate::error::{AppError, AppResult};
+use crate::ids::{next_id, now_ms, timestamp_of};
+use crate::store::{
+    BlockDoc, Changes, FollowDoc, LiveChange, LiveKey, Owner, SetKey, SetRead, UserCard,
+};
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct FollowState {
+    pub following: bool,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct BlockState {
+    pub blocked: bool,
+}
+
+/// A user's card with the numbers and, for a signed-in viewer, how the two relate.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Profile {
+    pub uid: i64,
+    pub nick_name: String,
+    pub head_img: String,
+    pub followers_count: u64,
+    pub following_count: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub following: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub followed_by: Option<bool>,
+}
+
+/// The viewer's relations and the live generations of both users, read
+/// before a graph write (the generations guard the write's live changes).
+struct Before {
+    rel: Relations,
+    me_gen: Option<u64>,
+    them_gen: Option<u64>,
+}
+
+async fn before_write(ctx: &Context, me: i64, them: i64) -> AppResult<Before> {
+    let mut loader = Loader::new(ctx);
+    let mut reads = Relations::reads(Some(me));
+    reads.push(SetRead {
+        key: SetKey::Blocks(them),
+        top: 0,
+        probe: Some(me),
+    });
+    let loaded = loader.load(&[], &reads).await?;
+    let out = Before {
+        rel: Relations::from_loaded(Some(me), &loaded),
+        me_gen: loader.generation(Owner::User(me)),
+        them_gen: loader.generation(Owner::User(them)),
+    };
+    loader.finish("social_before_write");
+    Ok(out)
+}
+
+/// The target must exist, not be the actor, and not be hidden by a block.
+async fn target(ctx: &Context, me: i64, them: i64) -> AppResult<UserCard> {
+    if me == them {
+        return Err(AppError::invalid("uid", "that is you"));
+    }
+    load_cards(ctx, &[them])
+        .await?
+        .remove(&them)
+        .ok_or(AppError::NotFound("user"))
+}
+
+fn drop_friends(uid: i64) -> LiveChange {
+    LiveChange::Drop(LiveKey::Set(SetKey::Friends(uid)))
+}
+
+#[tracing::instrument(skip(ctx))]
+pub async fn follow(ctx: &Context, me: i64, them: i64) -> AppResult<FollowState> {
+    target(ctx, me, them).await?;
+    let before = before_write(ctx, me, them).await?;
+    if before.rel.blocks.contains(&them) {
+        // Blocked either way: they stay hidden from each other.
+        return Err(AppError::NotFound("user"));
+    }
+    let id = next_id();
+    let edge = FollowDoc {
+        id,
+        follower: me,
+        followee: them,
+        created_at: timestamp_of(id),
+    };
+    let added = ctx.docs.insert_follow(&edge).await?;
+    let mine = if added {
+        LiveChange::SetAdd(SetKey::Following(me), them, id)
+    } else {
+        LiveChange::Drop(LiveKey::Set(SetKey::Following(me)))
+    };
+    apply_graph_change(
+        ctx,
+        me,
+        them,
+        &before,
+        vec![mine, drop_friends(me)],
+        vec![drop_friends(them)],
+    )
+    .await;
+    Ok(FollowState { following: true })
+}
+
+#[tracing::instrument(skip(ctx))]
+pub async fn unfollow(ctx: &Context, me: i64, them: i64) -> AppResult<FollowState> {
+    target(ctx, me, them).await?;
+    let before = before_write(ctx, me, them).await?;
+    let removed = ctx.docs.delete_follow(me, them).await?;
+    let mine = if removed {
+        LiveChange::SetRemove(SetKey::Following(me), them)
+    } else {
+        LiveChange::Drop(LiveKey::Set(SetKey::Following(me)))
+    };
+    apply_graph_change(
+        ctx,
+        me,
+        them,
+        &before,
+        vec![mine, drop_friends(me)],
+        vec![drop_friends(them)],
+    )
+    .await;
+    Ok(FollowState { following: false })
+}
+
+async fn apply_graph_change(
+    ctx: &Context,
+    me: i64,
+    them: i64,
+    before: &Before,
+    mine: Vec<LiveChange>,
+    theirs: Vec<LiveChange>,
+) {
+    ctx.repair
+        .apply(
+            ctx.live.as_ref(),
+            vec![
+                Changes {
+                    owner: Owner::User(me),
+                    expected_gen: before.me_gen,
+                    changes: mine,
+                },
+                Changes {
+                    owner: Owner::User(them),
+                    expected_gen: before.them_gen,
+                    changes: theirs,
+                },
+            ],
+        )
+        .await;
+}
+
+/// Blocking removes follows both ways and hides each from the other everywhere.
+#[tracing::instrument(skip(ctx))]
+pub async fn block(ctx: &Context, me: i64, them: i64) -> AppResult<BlockState> {
+    target(ctx, me, them).await?;
+    let before = before_write(ctx, me, them).await?;
+    let id = next_id();
+    ctx.docs
+        .insert_block(&BlockDoc {
+            id,
+            blocker: me,
+            blocked: them,
+            created_at: now_ms(),
+        })
+        .await?;
+    ctx.docs.delete_follow(me, them).await?;
+    ctx.docs.delete_follow(them, me).await?;
+    let mine = vec![
+        LiveChange::SetAdd(SetKey::Blocks(me), them, id),
+        LiveChange::SetRemove(SetKey::Following(me), them),
+        drop_friends(me),
+    ];
+    let theirs = vec![
+        LiveChange::SetAdd(SetKey::Blocks(them), me, id),
+        LiveChange::SetRemove(SetKey::Following(them), me),
+        drop_friends(them),
+    ];
+    apply_graph_change(ctx, me, them, &before, mine, theirs).await;
+    Ok(BlockState { blocked: true })
+}
+
+#[tracing::instrument(skip(ctx))]
+pub async fn unblock(ctx: &Context, me: i64, them: i64) -> AppResult<BlockState> {
+    if me == them {
+        return Err(AppError::invalid("uid", "that is you"));
+    }
+    let before = before_write(ctx, me, them).await?;
+    ctx.docs.delete_block(me, them).await?;
+    // Still hidden if they blocked this user too; otherwise visible again.
+    let still = !ctx.docs.blocks_between(me, &[them]).await?.is_empty();
+    let (mine, theirs) = if still {
+        (Vec::new(), Vec::new())
+    } else {
+        (
+            vec![LiveChange::SetRemove(SetKey::Blocks(me), them)],
+            vec![LiveChange::SetRemove(SetKey::Blocks(them), me)],
+        )
+    };
+    apply_graph_change(ctx, me, them, &before, mine, theirs).await;
+    Ok(BlockState { blocked: false })
+}
+
+/// A user's card with follower counts, and how the viewer relates to them.
+pub async fn profile(ctx: &Context, uid: i64, viewer: Viewer) -> AppResult<Profile> {
+    let mut loader = Loader::new(ctx);
+    let loaded = loader.load(&[], &Relations::reads(viewer)).await?;
+    loader.finish("profile");
+    let rel = Relations::from_loaded(viewer, &loaded);
+    if rel.blocked(uid) {
+        return Err(AppError::NotFound("user"));
+    }
+    let card = load_cards(ctx, &[uid])
+        .await?
+        .remove(&uid)
+        .ok_or(AppError::NotFound("user"))?;
+    let (followers_count, following_count) = ctx.docs.follow_counts(uid).await?;
+    let (following, followed_by) = match viewer {
+        Some(v) if v != uid => {
+            let (out, back) = ctx.docs.follow_edges(v, &[uid]).await?;
+            (Some(!out.is_empty()), Some(!back.is_empty()))
+        }
+        _ => (None, None),
+    };
+    Ok(Profile {
+        uid,
+        nick_name: card.nick_name,
+        head_img: card.head_img,
+        followers_count,
+        following_count,
+        following,
+        followed_by,
+    })
+}
+
+/// Which list of a user's graph to page through.
+#[derive(Debug, Clone, Copy)]
+pub enum Listing {
+    Followers,
+    Following,
+    Friends,
+}
+
+/// A page of a user's followers, followees or friends (newest edge first),
+/// leaving out anyone hidden from the viewer by a block.
+pub async fn list(
+    ctx: &Context,
+    uid: i64,
+    which: Listing,
+    viewer: Viewer,
+    cursor: Option<Cursor>,
+    limit: usize,
+    now: i64,
+) -> AppResult<Page<UserCard>> {
+    let mut loader = Loader::new(ctx);
+    let loaded = loader.load(&[], &Relations::reads(viewer)).await?;
+    loader.finish("graph_list");
+    let rel = Relations::from_loaded(viewer, &loaded);
+    if rel.blocked(uid) {
+        return Err(AppError::NotFound("user"));
+    }
+    let before = cursor.map(|c| c.0);
+    let (edges, next_cursor) = match which {
+        Listing::Followers => {
+            let e = ctx.docs.followers_page(uid, before, limit + 1).await?;
+            paginate(e, limit, |f| f.id)
+        }
+        Listing::Following => {
+            let e = ctx.docs.following_page(uid, before, limit + 1).await?;
+            paginate(e, limit, |f| f.id)
+        }
+        Listing::Friends => friends_page(ctx, uid, before, limit).await?,
+    };
+    let others: Vec<i64> = edges
+        .iter()
+        .map(|e| {
+            if e.follower == uid {
+                e.followee
+            } else {
+                e.follower
+            }
+        })
+        .filter(|o| !rel.blocked(*o))
+        .collect();
+    let cards = load_cards(ctx, &others).await?;
+    Ok(Page {
+        items: others
+            .iter()
+            .map(|o| cards.get(o).cloned().unwrap_or_else(|| unknown_user(*o)))
+            .collect(),
+        next_cursor,
+        server_time: now,
+    })
+}
+
+/// Friends are followees who follow back: walk the following edges newest
+/// first, keeping the mutual ones, until a page is full. The cursor is the
+/// last edge walked, so no friend is skipped or shown twice.
+async fn friends_page(
+    ctx: &Context,
+    uid: i64,
+    mut before: Option<i64>,
+    limit: usize,
+) -> AppResult<(Vec<FollowDoc>, Option<String>)> {
+    let mut out = Vec::new();
+    loop {
+        let edges = ctx.docs.following_page(uid, before, limit * 2 + 1).await?;
+        let exhausted = edges.len() <= limit * 2;
+        let ids: Vec<i64> = edges.iter().map(|e| e.followee).collect();
+        let (_, back) = ctx.docs.follow_edges(uid, &ids).await?;
+        let n = edges.len();
+        for (i, e) in edges.into_iter().enumerate() {
+            before = Some(e.id);
+            if back.contains(&e.followee) {
+                out.push(e);
+                if out.len() == limit {
+                    // More may follow unless this was the very last edge.
+                    let more = i + 1 < n || !exhausted;
+                    return Ok((
+                        out,
+                        if more {
+                            before.map(Cursor::encode)
+                        } else {
+                            None
+                        },
+                    ));
+                }
+            }
+        }
+        if exhausted {
+            return Ok((out, None));
+        }
+    }
+}

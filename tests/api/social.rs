@@ -1,0 +1,324 @@
+use reqwest::Method;
+use serde_json::json;
+
+use crate::helpers::{assert_problem, spawn_app, TestApp, User};
+
+async fn follow(app: &TestApp, who: &User, whom: &User) {
+    let (s, r) = app
+        .put(
+            &format!("/api/v1/users/{}/follow", whom.uid),
+            Some(&who.token),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 200, "{r}");
+    assert_eq!(r, json!({"following": true}));
+}
+
+fn uids(page: &serde_json::Value) -> Vec<i64> {
+    page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["uid"].as_i64().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn following_is_idempotent_and_counted_and_listed() {
+    let app = spawn_app().await;
+    let a = app.user("alice").await;
+    let b = app.user("bob").await;
+    let c = app.user("carol").await;
+    follow(&app, &a, &b).await;
+    follow(&app, &a, &b).await;
+    follow(&app, &c, &b).await;
+    follow(&app, &b, &a).await;
+    let (_, pb) = app
+        .get(&format!("/api/v1/users/{}", b.uid), Some(&a.token))
+        .await;
+    assert_eq!(
+        (pb["followersCount"].as_i64(), pb["followingCount"].as_i64()),
+        (Some(2), Some(1))
+    );
+    assert_eq!(
+        (pb["following"].as_bool(), pb["followedBy"].as_bool()),
+        (Some(true), Some(true))
+    );
+    assert_eq!(pb["nickName"], "bob昵称");
+    let (_, followers) = app
+        .get(&format!("/api/v1/users/{}/followers?limit=1", b.uid), None)
+        .await;
+    assert_eq!(uids(&followers), vec![c.uid], "newest follower first");
+    let next = followers["nextCursor"].as_str().unwrap();
+    let (_, rest) = app
+        .get(
+            &format!("/api/v1/users/{}/followers?limit=1&cursor={next}", b.uid),
+            None,
+        )
+        .await;
+    assert_eq!(uids(&rest), vec![a.uid]);
+    assert_eq!(rest["nextCursor"], serde_json::Value::Null);
+    let (_, friends) = app
+        .get(&format!("/api/v1/users/{}/friends", b.uid), None)
+        .await;
+    assert_eq!(
+        uids(&friends),
+        vec![a.uid],
+        "carol follows bob but bob does not follow her"
+    );
+
+    let (s, r) = app
+        .delete(&format!("/api/v1/users/{}/follow", b.uid), Some(&a.token))
+        .await;
+    assert_eq!((s.as_u16(), r), (200, json!({"following": false})));
+    let (s, _) = app
+        .delete(&format!("/api/v1/users/{}/follow", b.uid), Some(&a.token))
+        .await;
+    assert_eq!(s.as_u16(), 200, "unfollowing twice is fine");
+    let (_, friends) = app
+        .get(&format!("/api/v1/users/{}/friends", b.uid), None)
+        .await;
+    assert_eq!(uids(&friends), Vec::<i64>::new());
+    let (_, following) = app
+        .get(&format!("/api/v1/users/{}/following", a.uid), None)
+        .await;
+    assert_eq!(uids(&following), Vec::<i64>::new());
+
+    let r = app
+        .put(&format!("/api/v1/users/{}/follow", a.uid), Some(&a.token))
+        .await;
+    assert_problem(&r, 400, "invalid_input");
+    assert_problem(
+        &app.put("/api/v1/users/1000000000000001/follow", Some(&a.token))
+            .await,
+        404,
+        "not_found",
+    );
+}
+
+#[tokio::test]
+async fn friends_pages_walk_every_mutual_follow_once() {
+    let app = spawn_app().await;
+    let me = app.user("center").await;
+    let mut mutual = Vec::new();
+    for i in 0..7 {
+        let u = app.user(&format!("ring{i}")).await;
+        follow(&app, &me, &u).await;
+        if i % 2 == 0 {
+            follow(&app, &u, &me).await;
+            mutual.push(u.uid);
+        }
+    }
+    let mut seen = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let (s, page) = app
+            .get(
+                &format!("/api/v1/users/{}/friends?limit=2&cursor={cursor}", me.uid),
+                None,
+            )
+            .await;
+        assert_eq!(s.as_u16(), 200, "{page}");
+        seen.extend(uids(&page));
+        match page["nextCursor"].as_str() {
+            Some(c) => cursor = c.to_string(),
+            None => break,
+        }
+    }
+    mutual.reverse();
+    assert_eq!(seen, mutual);
+}
+
+/// Who sees which audience: author, friend, follower, stranger, blocked, anonymous.
+#[tokio::test]
+async fn the_visibility_matrix() {
+    let app = spawn_app().await;
+    let author = app.user("author").await;
+    let friend = app.user("friend").await;
+    let follower = app.user("follower").await;
+    let stranger = app.user("stranger").await;
+    let blocked = app.user("blocked").await;
+    follow(&app, &friend, &author).await;
+    follow(&app, &author, &friend).await;
+    follow(&app, &follower, &author).await;
+    follow(&app, &blocked, &author).await;
+    app.put(
+        &format!("/api/v1/users/{}/block", blocked.uid),
+        Some(&author.token),
+    )
+    .await;
+
+    let mut posts = Vec::new();
+    for v in ["public", "followers", "friends", "private"] {
+        let (_, p) = app
+            .post(
+                "/api/v1/posts",
+                Some(&author.token),
+                json!({"category": "TEXT", "content": v, "visibility": v}),
+            )
+            .await;
+        posts.push(p["id"].as_i64().unwrap());
+    }
+    let viewers: [(&str, Option<&str>, [bool; 4]); 6] = [
+        ("author", Some(&author.token), [true, true, true, true]),
+        ("friend", Some(&friend.token), [true, true, true, false]),
+        (
+            "follower",
+            Some(&follower.token),
+            [true, true, false, false],
+        ),
+        (
+            "stranger",
+            Some(&stranger.token),
+            [true, false, false, false],
+        ),
+        (
+            "blocked",
+            Some(&blocked.token),
+            [false, false, false, false],
+        ),
+        ("anonymous", None, [true, false, false, false]),
+    ];
+    for (name, token, expected) in viewers {
+        let mut seen = [false; 4];
+        for (i, p) in posts.iter().enumerate() {
+            let (s, _) = app.get(&format!("/api/v1/posts/{p}"), token).await;
+            assert!(s.as_u16() == 200 || s.as_u16() == 404, "{name}: {s}");
+            seen[i] = s.as_u16() == 200;
+        }
+        assert_eq!(
+            seen, expected,
+            "{name} sees public/followers/friends/private"
+        );
+        // The author's list agrees with the single reads.
+        let (_, list) = app
+            .get(&format!("/api/v1/users/{}/posts", author.uid), token)
+            .await;
+        let listed = list["items"].as_array().map(|a| a.len()).unwrap_or(0);
+        assert_eq!(
+            listed,
+            expected.iter().filter(|x| **x).count(),
+            "{name}'s list"
+        );
+    }
+    // The same after the live state is lost and rebuilt from the documents.
+    app.lose_live_state().await;
+    let (s, _) = app
+        .get(&format!("/api/v1/posts/{}", posts[2]), Some(&friend.token))
+        .await;
+    assert_eq!(s.as_u16(), 200);
+    let (s, _) = app
+        .get(
+            &format!("/api/v1/posts/{}", posts[2]),
+            Some(&follower.token),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 404);
+}
+
+#[tokio::test]
+async fn following_and_unfollowing_change_what_is_visible_at_once() {
+    let app = spawn_app().await;
+    let a = app.user("writer").await;
+    let b = app.user("reader").await;
+    let (_, p) = app
+        .post(
+            "/api/v1/posts",
+            Some(&a.token),
+            json!({"category": "TEXT", "content": "fans only", "visibility": "followers"}),
+        )
+        .await;
+    let path = format!("/api/v1/posts/{}", p["id"]);
+    assert_eq!(app.get(&path, Some(&b.token)).await.0.as_u16(), 404);
+    follow(&app, &b, &a).await;
+    assert_eq!(app.get(&path, Some(&b.token)).await.0.as_u16(), 200);
+    app.delete(&format!("/api/v1/users/{}/follow", a.uid), Some(&b.token))
+        .await;
+    assert_eq!(app.get(&path, Some(&b.token)).await.0.as_u16(), 404);
+}
+
+#[tokio::test]
+async fn blocking_cuts_follows_both_ways_and_hides_each_from_the_other() {
+    let app = spawn_app().await;
+    let a = app.user("blocker").await;
+    let b = app.user("pest").await;
+    follow(&app, &a, &b).await;
+    follow(&app, &b, &a).await;
+    let post = app.text_post(&a, "public but not for pests").await;
+    let c = app.comment(&b, post, "pest was here", None).await;
+    app.put(&format!("/api/v1/posts/{post}/like"), Some(&b.token))
+        .await;
+
+    let (s, r) = app
+        .put(&format!("/api/v1/users/{}/block", b.uid), Some(&a.token))
+        .await;
+    assert_eq!((s.as_u16(), r), (200, json!({"blocked": true})));
+    let (_, pa) = app.get(&format!("/api/v1/users/{}", a.uid), None).await;
+    assert_eq!(
+        (pa["followersCount"].as_i64(), pa["followingCount"].as_i64()),
+        (Some(0), Some(0))
+    );
+    // b no longer sees a, a's post, or a's profile.
+    assert_problem(
+        &app.get(&format!("/api/v1/posts/{post}"), Some(&b.token))
+            .await,
+        404,
+        "not_found",
+    );
+    assert_problem(
+        &app.get(&format!("/api/v1/users/{}", a.uid), Some(&b.token))
+            .await,
+        404,
+        "not_found",
+    );
+    assert_problem(
+        &app.put(&format!("/api/v1/users/{}/follow", a.uid), Some(&b.token))
+            .await,
+        404,
+        "not_found",
+    );
+    // a no longer sees b's comment or like on a's own post.
+    let (_, p) = app
+        .get(&format!("/api/v1/posts/{post}"), Some(&a.token))
+        .await;
+    assert!(
+        p["comments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|x| x["id"] != c["id"]),
+        "{p}"
+    );
+    assert!(
+        p["likes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|l| l["user"]["uid"] != b.uid),
+        "{p}"
+    );
+    // Others still see everything.
+    let (_, anon) = app.get(&format!("/api/v1/posts/{post}"), None).await;
+    assert_eq!(anon["comments"][0]["id"], c["id"]);
+
+    let (s, r) = app
+        .delete(&format!("/api/v1/users/{}/block", b.uid), Some(&a.token))
+        .await;
+    assert_eq!((s.as_u16(), r), (200, json!({"blocked": false})));
+    assert_eq!(
+        app.get(&format!("/api/v1/posts/{post}"), Some(&b.token))
+            .await
+            .0
+            .as_u16(),
+        200
+    );
+    let r = app
+        .call(
+            Method::PUT,
+            &format!("/api/v1/users/{}/block", a.uid),
+            Some(&a.token),
+            None,
+        )
+        .await;
+    assert_problem(&r, 400, "invalid_input");
+}
