@@ -44,6 +44,15 @@ pub struct Settings {
     pub workers: Option<usize>,
     /// Cached values the in-process live state holds before it starts over.
     pub live_max_entries: usize,
+    /// Followers inactive for longer are not pushed new posts (0: push to
+    /// nobody, every timeline is built on read).
+    pub active_days: u64,
+    /// Authors with more followers are never pushed; their posts are pulled
+    /// into followers' timelines at read time.
+    pub celebrity_followers: u64,
+    /// Entries a home timeline keeps in the live store; older pages come
+    /// from the documents.
+    pub timeline_max: usize,
 }
 
 impl Default for Settings {
@@ -62,6 +71,9 @@ impl Default for Settings {
             device_refresh_ms: 500,
             workers: None,
             live_max_entries: 1_000_000,
+            active_days: 7,
+            celebrity_followers: 10_000,
+            timeline_max: 800,
         }
     }
 }
@@ -128,6 +140,15 @@ impl Settings {
         }
         if let Some(v) = number("MOMENTS_LIVE_MAX_ENTRIES")? {
             s.live_max_entries = v as usize;
+        }
+        if let Some(v) = number("MOMENTS_ACTIVE_DAYS")? {
+            s.active_days = v;
+        }
+        if let Some(v) = number("MOMENTS_CELEBRITY_FOLLOWERS")? {
+            s.celebrity_followers = v;
+        }
+        if let Some(v) = number("MOMENTS_TIMELINE_MAX")? {
+            s.timeline_max = (v as usize).max(1);
         }
         if let Some(v) = number("MOMENTS_WORKERS")? {
             s.workers = Some((v as usize).max(1));

@@ -102,6 +102,8 @@ impl Application {
             repair: repair.clone(),
             settings: Arc::new(settings.clone()),
             round_trips,
+            celebrity_cache: Arc::default(),
+            activity: Arc::default(),
         };
         if let Some((user, password)) = &settings.admin {
             let uid = accounts::bootstrap_admin(&context, user, password.expose())

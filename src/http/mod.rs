@@ -5,6 +5,7 @@ pub mod accounts;
 pub mod admin;
 pub mod comments;
 pub mod extract;
+pub mod feed;
 pub mod likes;
 pub mod openapi;
 pub mod ops;
@@ -25,6 +26,7 @@ pub fn api(cfg: &mut web::ServiceConfig) {
             .configure(comments::routes)
             .configure(likes::routes)
             .configure(social::routes)
+            .configure(feed::routes)
             .configure(admin::routes),
     )
     .configure(ops::routes);

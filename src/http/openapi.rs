@@ -24,7 +24,7 @@ impl Modify for BearerAuth {
         super::accounts::me, super::accounts::update_me,
         super::social::profile, super::social::follow, super::social::unfollow,
         super::social::block, super::social::unblock, super::social::followers,
-        super::social::following, super::social::friends,
+        super::social::following, super::social::friends, super::feed::feed,
         super::posts::create, super::posts::get, super::posts::delete, super::posts::user_posts,
         super::comments::create, super::comments::list, super::comments::delete,
         super::likes::like_post, super::likes::unlike_post, super::likes::like_comment,

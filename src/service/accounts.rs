@@ -167,6 +167,9 @@ pub async fn login(ctx: &Context, req: LoginRequest) -> AppResult<Session> {
         .put_session(&token, user.uid, SESSION_TTL_SECS)
         .await?;
     let now = now_ms();
+    if let Ok(mut seen) = ctx.activity.lock() {
+        seen.insert(user.uid, now);
+    }
     if let Err(e) = ctx.docs.touch_user(user.uid, now).await {
         tracing::warn!(error = %e, "could not record last activity");
     }
@@ -188,10 +191,45 @@ pub async fn authenticate(ctx: &Context, token: &str) -> AppResult<i64> {
     if token.is_empty() || token.len() > 128 {
         return Err(AppError::Unauthorized("invalid token"));
     }
-    ctx.live
+    let uid = ctx
+        .live
         .session_uid(token)
         .await?
-        .ok_or(AppError::Unauthorized("invalid or expired token"))
+        .ok_or(AppError::Unauthorized("invalid or expired token"))?;
+    note_activity(ctx, uid);
+    Ok(uid)
+}
+
+/// How often a user's `lastActiveAt` is written while they are active.
+const ACTIVITY_EVERY_MS: i64 = 3600 * 1000;
+
+/// Records that `uid` is active (for fan-out), at most once an hour per
+/// instance and off the request's path.
+fn note_activity(ctx: &Context, uid: i64) {
+    let now = now_ms();
+    let due = match ctx.activity.lock() {
+        Ok(mut seen) => {
+            if seen.len() > 1_000_000 {
+                seen.clear();
+            }
+            match seen.get(&uid) {
+                Some(at) if now - at < ACTIVITY_EVERY_MS => false,
+                _ => {
+                    seen.insert(uid, now);
+                    true
+                }
+            }
+        }
+        Err(_) => false,
+    };
+    if due {
+        let docs = ctx.docs.clone();
+        tokio::spawn(async move {
+            if let Err(e) = docs.touch_user(uid, now).await {
+                tracing::debug!(uid, error = %e, "could not record activity");
+            }
+        });
+    }
 }
 
 pub async fn me(ctx: &Context, uid: i64) -> AppResult<Me> {

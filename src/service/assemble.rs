@@ -129,11 +129,13 @@ fn comment_sets(post: i64, comment: i64, viewer: Viewer) -> [SetRead; 2] {
             key: SetKey::CommentLikers(post, comment),
             top: 0,
             probe: viewer,
+            below: None,
         },
         SetRead {
             key: SetKey::CommentReplies(post, comment),
             top: 0,
             probe: None,
+            below: None,
         },
     ]
 }
@@ -164,11 +166,13 @@ pub async fn assemble_posts(
                 key: SetKey::PostLikers(*p),
                 top: LATEST_LIKES,
                 probe: viewer,
+                below: None,
             },
             SetRead {
                 key: SetKey::PostComments(*p),
                 top: LATEST_COMMENTS,
                 probe: None,
+                below: None,
             },
         ]
     }));

@@ -58,6 +58,7 @@ async fn state(ctx: &Context, set: SetKey, uid: i64) -> AppResult<LikeState> {
             key: set,
             top: 0,
             probe: Some(uid),
+            below: None,
         },
     )
     .await?;

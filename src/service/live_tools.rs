@@ -187,6 +187,7 @@ fn describe_set(key: SetKey) -> String {
         SetKey::CommentLikers(p, c) => format!("post {p}, comment {c}: likers"),
         SetKey::CommentReplies(p, c) => format!("post {p}, comment {c}: replies"),
         SetKey::Following(u) => format!("user {u}: following"),
+        SetKey::Home(u) => format!("user {u}: home timeline"),
         SetKey::Friends(u) => format!("user {u}: friends"),
         SetKey::Blocks(u) => format!("user {u}: blocks"),
     }
@@ -221,6 +222,7 @@ pub async fn check_live(
                     key: *key,
                     top: ALL,
                     probe: None,
+                    below: None,
                 })
                 .collect(),
             gens: Vec::new(),

@@ -361,6 +361,12 @@ impl<'a> Loader<'a> {
         // A key may be asked for more than once in one call; fill it once.
         let mut filled: HashSet<SetKey> = HashSet::new();
         for read in sets {
+            if let SetKey::Home(_) = read.key {
+                // Timelines are rebuilt by the timeline service, which knows
+                // the followees; an empty one must never be stored here.
+                out.sets.insert(read.key, SetView::default());
+                continue;
+            }
             let m = members.get(&read.key).cloned().unwrap_or_default();
             if let (true, Some(g)) = (wanted.contains(&read.key), self.guard(read.key.owner())) {
                 if self.live_ok && filled.insert(read.key) {
@@ -415,6 +421,7 @@ mod tests {
             key: SetKey::PostLikers(1),
             top: 2,
             probe: Some(7),
+            below: None,
         };
         let v = view_of(vec![(5, 100), (7, 300), (9, 200)], &read);
         assert_eq!(v.count, 3);

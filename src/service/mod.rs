@@ -11,6 +11,7 @@ pub mod password_pool;
 pub mod posts;
 pub mod repair;
 pub mod social;
+pub mod timeline;
 pub mod views;
 
 use std::sync::Arc;
@@ -34,6 +35,9 @@ pub struct Context {
     pub settings: Arc<Settings>,
     /// Store round trips made so far, by port.
     pub round_trips: Arc<RoundTrips>,
+    pub celebrity_cache: Arc<timeline::CelebrityCache>,
+    /// When each user was last recorded active by this instance.
+    pub activity: Arc<std::sync::Mutex<std::collections::HashMap<i64, i64>>>,
 }
 
 /// Who is asking: `None` is an anonymous reader.
@@ -82,6 +86,7 @@ impl Relations {
                 key,
                 top: usize::MAX >> 24,
                 probe: None,
+                below: None,
             })
             .collect()
     }

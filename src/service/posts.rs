@@ -36,6 +36,7 @@ pub async fn create_post(
     // A new post's live state is known without reading anything back: empty
     // sets and the body. Writing it now makes the first read warm.
     let body = PostBody::from(doc);
+    super::timeline::spawn_fan_out(ctx, &body);
     ctx.repair
         .apply(
             ctx.live.as_ref(),

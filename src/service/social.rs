@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::assemble::load_cards;
 use super::loader::Loader;
+use super::timeline::forget_timeline;
 use super::views::{unknown_user, Page};
 use super::{Context, Relations, Viewer};
 use crate::domain::cursor::{paginate, Cursor};
@@ -56,6 +57,7 @@ async fn before_write(ctx: &Context, me: i64, them: i64) -> AppResult<Before> {
         key: SetKey::Blocks(them),
         top: 0,
         probe: Some(me),
+        below: None,
     });
     let loaded = loader.load(&[], &reads).await?;
     let out = Before {
@@ -108,7 +110,7 @@ pub async fn follow(ctx: &Context, me: i64, them: i64) -> AppResult<FollowState>
         me,
         them,
         &before,
-        vec![mine, drop_friends(me)],
+        vec![mine, drop_friends(me), forget_timeline(me)],
         vec![drop_friends(them)],
     )
     .await;
@@ -130,7 +132,7 @@ pub async fn unfollow(ctx: &Context, me: i64, them: i64) -> AppResult<FollowStat
         me,
         them,
         &before,
-        vec![mine, drop_friends(me)],
+        vec![mine, drop_friends(me), forget_timeline(me)],
         vec![drop_friends(them)],
     )
     .await;
@@ -184,11 +186,13 @@ pub async fn block(ctx: &Context, me: i64, them: i64) -> AppResult<BlockState> {
         LiveChange::SetAdd(SetKey::Blocks(me), them, id),
         LiveChange::SetRemove(SetKey::Following(me), them),
         drop_friends(me),
+        forget_timeline(me),
     ];
     let theirs = vec![
         LiveChange::SetAdd(SetKey::Blocks(them), me, id),
         LiveChange::SetRemove(SetKey::Following(them), me),
         drop_friends(them),
+        forget_timeline(them),
     ];
     apply_graph_change(ctx, me, them, &before, mine, theirs).await;
     Ok(BlockState { blocked: true })

@@ -266,6 +266,27 @@ impl DocStore for MeteredDocs {
         }
         self.inner.blocks_between(uid, others).await
     }
+    async fn post_ids_by_authors(
+        &self,
+        authors: &[i64],
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<i64>> {
+        if counts(authors) {
+            self.tick();
+        }
+        self.inner.post_ids_by_authors(authors, before, limit).await
+    }
+    async fn active_followers(&self, uid: i64, since: i64) -> StoreResult<Vec<i64>> {
+        self.tick();
+        self.inner.active_followers(uid, since).await
+    }
+    async fn follower_counts(&self, uids: &[i64]) -> StoreResult<Vec<(i64, u64)>> {
+        if counts(uids) {
+            self.tick();
+        }
+        self.inner.follower_counts(uids).await
+    }
     async fn follows_from(&self, uids: &[i64]) -> StoreResult<Vec<FollowDoc>> {
         if counts(uids) {
             self.tick();
@@ -337,6 +358,10 @@ impl LiveStore for MeteredLive {
     async fn drop_session(&self, token: &str) -> StoreResult<()> {
         self.tick();
         self.inner.drop_session(token).await
+    }
+    async fn push_to_timelines(&self, post_id: i64, uids: &[i64], max: usize) -> StoreResult<()> {
+        self.tick();
+        self.inner.push_to_timelines(post_id, uids, max).await
     }
     async fn clear_derived(&self) -> StoreResult<usize> {
         self.inner.clear_derived().await

@@ -335,6 +335,18 @@ pub trait DocStore: Send + Sync {
     async fn delete_block(&self, blocker: i64, blocked: i64) -> StoreResult<bool>;
     /// Of `others`: those `uid` blocked or who blocked `uid`.
     async fn blocks_between(&self, uid: i64, others: &[i64]) -> StoreResult<Vec<i64>>;
+    /// Ids of these authors' live posts below `before`, newest first, merged:
+    /// what a home timeline holds, read from the documents.
+    async fn post_ids_by_authors(
+        &self,
+        authors: &[i64],
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<i64>>;
+    /// Followers of `uid` active since `since` (epoch ms): whom a post is pushed to.
+    async fn active_followers(&self, uid: i64, since: i64) -> StoreResult<Vec<i64>>;
+    /// (uid, followers) for each of these users.
+    async fn follower_counts(&self, uids: &[i64]) -> StoreResult<Vec<(i64, u64)>>;
     /// Every edge out of these users (whom they follow).
     async fn follows_from(&self, uids: &[i64]) -> StoreResult<Vec<FollowDoc>>;
     /// Every block these users made or received.
@@ -392,6 +404,9 @@ pub enum SetKey {
     CommentReplies(i64, i64),
     /// Whom a user follows: member followee, score edge id.
     Following(i64),
+    /// A user's home timeline, newest `MOMENTS_TIMELINE_MAX` post ids: member
+    /// and score the post id. Absent when the user was away; rebuilt on read.
+    Home(i64),
     /// A user's friends (mutual follows): member friend, score 0.
     Friends(i64),
     /// Users a user blocked or was blocked by: member the other, score block id.
@@ -405,7 +420,9 @@ impl SetKey {
             | SetKey::PostComments(p)
             | SetKey::CommentLikers(p, _)
             | SetKey::CommentReplies(p, _) => Owner::Post(p),
-            SetKey::Following(u) | SetKey::Friends(u) | SetKey::Blocks(u) => Owner::User(u),
+            SetKey::Following(u) | SetKey::Friends(u) | SetKey::Blocks(u) | SetKey::Home(u) => {
+                Owner::User(u)
+            }
         }
     }
 }
@@ -417,6 +434,8 @@ pub struct SetRead {
     pub top: usize,
     /// A member whose score to look up (the viewer, for "liked by me").
     pub probe: Option<i64>,
+    /// Only members scored below this (a keyset page of a timeline).
+    pub below: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -521,6 +540,11 @@ pub trait LiveStore: Send + Sync {
     /// Drops every derived key (sessions stay): what losing the live store
     /// does, on purpose. Returns how many keys were dropped.
     async fn clear_derived(&self) -> StoreResult<usize>;
+
+    /// Adds a new post to these users' home timelines where they exist
+    /// (absent ones are rebuilt on read), keeping the newest `max`. Bumps
+    /// each owner's generation, so a rebuild racing the push is not stored.
+    async fn push_to_timelines(&self, post_id: i64, uids: &[i64], max: usize) -> StoreResult<()>;
 
     /// A counter every instance polls to learn that the device table changed.
     async fn device_table_version(&self) -> StoreResult<u64>;

@@ -163,6 +163,11 @@ impl TestApp {
         }
     }
 
+    /// `user`, for use in concurrent futures that outlive a borrowed name.
+    pub async fn user_owned(&self, name: String) -> User {
+        self.user(&name).await
+    }
+
     pub async fn login(&self, name: &str, password: &str) -> String {
         let (s, session) = self
             .post(

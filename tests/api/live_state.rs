@@ -115,6 +115,9 @@ impl LiveStore for FailingUpdates {
     async fn drop_session(&self, token: &str) -> StoreResult<()> {
         self.inner.drop_session(token).await
     }
+    async fn push_to_timelines(&self, post_id: i64, uids: &[i64], max: usize) -> StoreResult<()> {
+        self.inner.push_to_timelines(post_id, uids, max).await
+    }
     async fn clear_derived(&self) -> StoreResult<usize> {
         self.inner.clear_derived().await
     }

@@ -6,6 +6,7 @@ mod accounts;
 mod authorization;
 mod comments;
 mod devices;
+mod feed;
 mod helpers;
 mod likes;
 mod live_state;

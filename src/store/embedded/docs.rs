@@ -44,6 +44,9 @@ const FOLLOWING: TableDefinition<(u64, u64), u64> = TableDefinition::new("follow
 /// uid → (followers, following): kept in the edges' transactions, so counts
 /// cost one read even for accounts with millions of followers.
 const FOLLOW_COUNTS: TableDefinition<u64, (u64, u64)> = TableDefinition::new("follow_counts");
+/// uid → lastActiveAt: who a new post is pushed to, without reading every
+/// follower's account.
+const LAST_ACTIVE: TableDefinition<u64, i64> = TableDefinition::new("last_active");
 /// (blocker, blocked) → block id.
 const BLOCKS: TableDefinition<(u64, u64), u64> = TableDefinition::new("blocks");
 /// (blocked, blocker) → block id: the same blocks, found from the other side.
@@ -281,6 +284,7 @@ impl DocStore for EmbeddedDocs {
             txn.open_table(FOLLOW_COUNTS).map_err(other)?;
             txn.open_table(BLOCKS).map_err(other)?;
             txn.open_table(BLOCKED_BY).map_err(other)?;
+            txn.open_table(LAST_ACTIVE).map_err(other)?;
             Ok(())
         })
         .await
@@ -299,6 +303,10 @@ impl DocStore for EmbeddedDocs {
             let mut users = txn.open_table(USERS).map_err(other)?;
             users
                 .insert(id(user.uid), encode(&user)?.as_slice())
+                .map_err(other)?;
+            txn.open_table(LAST_ACTIVE)
+                .map_err(other)?
+                .insert(id(user.uid), user.last_active_at)
                 .map_err(other)?;
             Ok(())
         })
@@ -377,6 +385,10 @@ impl DocStore for EmbeddedDocs {
                 user.last_active_at = at;
                 users
                     .insert(id(uid), encode(&user)?.as_slice())
+                    .map_err(other)?;
+                txn.open_table(LAST_ACTIVE)
+                    .map_err(other)?
+                    .insert(id(uid), at)
                     .map_err(other)?;
             }
             Ok(())
@@ -827,6 +839,64 @@ impl DocStore for EmbeddedDocs {
                 }
             }
             Ok(out)
+        })
+        .await
+    }
+
+    async fn post_ids_by_authors(
+        &self,
+        authors: &[i64],
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<i64>> {
+        let authors = authors.to_vec();
+        self.read(move |txn| {
+            let table = txn.open_table(POSTS_BY_AUTHOR).map_err(other)?;
+            let mut all = Vec::new();
+            for a in authors {
+                all.extend(newest_below(&table, id(a), before, limit)?);
+            }
+            all.sort_unstable_by(|x, y| y.cmp(x));
+            all.truncate(limit);
+            Ok(all.into_iter().map(|p| p as i64).collect())
+        })
+        .await
+    }
+
+    async fn active_followers(&self, uid: i64, since: i64) -> StoreResult<Vec<i64>> {
+        self.read(move |txn| {
+            let followers = txn.open_table(FOLLOWERS).map_err(other)?;
+            let active = txn.open_table(LAST_ACTIVE).map_err(other)?;
+            let mut out = Vec::new();
+            for entry in followers
+                .range((id(uid), 0)..=(id(uid), u64::MAX))
+                .map_err(other)?
+            {
+                let follower = entry.map_err(other)?.1.value();
+                let last = active.get(follower).map_err(other)?.map(|v| v.value());
+                if last.is_some_and(|t| t >= since) {
+                    out.push(follower as i64);
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn follower_counts(&self, uids: &[i64]) -> StoreResult<Vec<(i64, u64)>> {
+        let uids = uids.to_vec();
+        self.read(move |txn| {
+            let counts = txn.open_table(FOLLOW_COUNTS).map_err(other)?;
+            uids.into_iter()
+                .map(|u| {
+                    let n = counts
+                        .get(id(u))
+                        .map_err(other)?
+                        .map(|v| v.value().0)
+                        .unwrap_or(0);
+                    Ok((u, n))
+                })
+                .collect()
         })
         .await
     }

@@ -21,6 +21,8 @@ use crate::store::{
     SetKey, SetView, StoreResult,
 };
 
+const HOME_TTL_MS: i64 = 24 * 3600 * 1000;
+
 /// token → (uid, expires at, epoch ms).
 const SESSIONS: TableDefinition<&str, (u64, i64)> = TableDefinition::new("sessions");
 
@@ -59,6 +61,9 @@ struct State {
     gens: HashMap<Owner, u64>,
     /// The generation of an owner not in `gens`.
     gen_floor: u64,
+    /// When each home timeline was last read or built: unread for a day, it
+    /// is dropped and rebuilt on its owner's return, as in Redis.
+    home_used: HashMap<i64, i64>,
 }
 
 impl State {
@@ -77,6 +82,21 @@ impl State {
         self.gens.clear();
         self.blobs.clear();
         self.sets.clear();
+        self.home_used.clear();
+    }
+
+    /// Drops home timelines unread for longer than a day.
+    fn expire_homes(&mut self, now: i64) {
+        let stale: Vec<i64> = self
+            .home_used
+            .iter()
+            .filter(|(_, used)| now - **used > HOME_TTL_MS)
+            .map(|(u, _)| *u)
+            .collect();
+        for u in stale {
+            self.home_used.remove(&u);
+            self.sets.remove(&SetKey::Home(u));
+        }
     }
 }
 
@@ -141,6 +161,24 @@ impl LiveStore for MemoryLive {
     }
 
     async fn read(&self, read: &LiveRead) -> StoreResult<LiveAnswer> {
+        let homes: Vec<i64> = read
+            .sets
+            .iter()
+            .filter_map(|r| match r.key {
+                SetKey::Home(u) => Some(u),
+                _ => None,
+            })
+            .collect();
+        if !homes.is_empty() {
+            let now = now_ms();
+            let mut state = self.state_write();
+            state.expire_homes(now);
+            for u in homes {
+                if state.sets.contains_key(&SetKey::Home(u)) {
+                    state.home_used.insert(u, now);
+                }
+            }
+        }
         let state = self.state_read();
         Ok(LiveAnswer {
             blobs: read
@@ -156,7 +194,7 @@ impl LiveStore for MemoryLive {
                         count: z.scores.len() as u64,
                         top: z
                             .order
-                            .iter()
+                            .range(..(r.below.unwrap_or(i64::MAX), i64::MIN))
                             .rev()
                             .take(r.top)
                             .map(|(s, m)| (*m, *s))
@@ -183,6 +221,9 @@ impl LiveStore for MemoryLive {
         for (key, members, guard) in &fill.sets {
             if *guard == state.gen(key.owner()) {
                 state.sets.insert(*key, ZSet::from_members(members));
+                if let SetKey::Home(u) = key {
+                    state.home_used.insert(*u, now_ms());
+                }
             }
         }
         Ok(())
@@ -293,6 +334,24 @@ impl LiveStore for MemoryLive {
         }
     }
 
+    async fn push_to_timelines(&self, post_id: i64, uids: &[i64], max: usize) -> StoreResult<()> {
+        let mut state = self.state_write();
+        state.expire_homes(now_ms());
+        for uid in uids {
+            state.bump(Owner::User(*uid));
+            if let Some(home) = state.sets.get_mut(&SetKey::Home(*uid)) {
+                home.add(post_id, post_id);
+                while home.scores.len() > max {
+                    match home.order.iter().next().copied() {
+                        Some((_, oldest)) => home.remove(oldest),
+                        None => break,
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     async fn clear_derived(&self) -> StoreResult<usize> {
         let mut state = self.state_write();
         let n = state.entries();
@@ -319,6 +378,7 @@ mod tests {
             key: SetKey::PostLikers(p),
             top: 2,
             probe: Some(7),
+            below: None,
         }
     }
 

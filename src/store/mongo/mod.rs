@@ -635,6 +635,77 @@ impl DocStore for MongoDocs {
         Ok(out)
     }
 
+    async fn post_ids_by_authors(
+        &self,
+        authors: &[i64],
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<i64>> {
+        if authors.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut filter = doc! { "author_uid": { "$in": authors }, "deleted": false };
+        below(&mut filter, before);
+        let cursor = self
+            .db
+            .collection::<IdOnly>("posts")
+            .find(filter)
+            .projection(doc! { "_id": 1 })
+            .sort(doc! { "_id": -1 })
+            .limit(limit as i64)
+            .await
+            .map_err(classify)?;
+        Ok(collect(cursor).await?.into_iter().map(|d| d.id).collect())
+    }
+
+    async fn active_followers(&self, uid: i64, since: i64) -> StoreResult<Vec<i64>> {
+        #[derive(Deserialize)]
+        struct Follower {
+            follower: i64,
+        }
+        let cursor = self
+            .db
+            .collection::<Follower>("follows")
+            .find(doc! { "followee": uid })
+            .projection(doc! { "follower": 1, "_id": 0 })
+            .batch_size(10_000)
+            .await
+            .map_err(classify)?;
+        let followers: Vec<i64> = collect(cursor)
+            .await?
+            .into_iter()
+            .map(|f| f.follower)
+            .collect();
+        let mut active = Vec::new();
+        for chunk in followers.chunks(10_000) {
+            let cursor = self
+                .db
+                .collection::<IdOnly>("users")
+                .find(doc! { "_id": { "$in": chunk }, "lastActiveAt": { "$gte": since } })
+                .projection(doc! { "_id": 1 })
+                .batch_size(10_000)
+                .await
+                .map_err(classify)?;
+            active.extend(collect(cursor).await?.into_iter().map(|d| d.id));
+        }
+        Ok(active)
+    }
+
+    async fn follower_counts(&self, uids: &[i64]) -> StoreResult<Vec<(i64, u64)>> {
+        let mut out = Vec::with_capacity(uids.len());
+        for chunk in uids.chunks(16) {
+            let counts = chunk.iter().map(|u| async move {
+                self.follows()
+                    .count_documents(doc! { "followee": *u })
+                    .await
+                    .map(|n| (*u, n))
+                    .map_err(classify)
+            });
+            out.extend(futures_util::future::try_join_all(counts).await?);
+        }
+        Ok(out)
+    }
+
     async fn follows_from(&self, uids: &[i64]) -> StoreResult<Vec<FollowDoc>> {
         if uids.is_empty() {
             return Ok(Vec::new());

@@ -88,6 +88,23 @@ end
 return 1
 "#;
 
+/// Pushes a post onto one home timeline if it exists, keeping the newest
+/// ARGV[2]: the sentinel has score 0 and so rank 0, and survives the trim.
+/// KEYS: gen, home. ARGV: post id, -(max + 1), gen ttl.
+const PUSH_SCRIPT: &str = r#"
+redis.call('INCR', KEYS[1])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  redis.call('ZADD', KEYS[2], ARGV[1], ARGV[1])
+  redis.call('ZREMRANGEBYRANK', KEYS[2], 1, ARGV[2])
+end
+return 1
+"#;
+
+/// A home timeline unread for this long is dropped, and rebuilt from the
+/// documents when its owner comes back.
+pub const HOME_TTL_SECS: u64 = 24 * 3600;
+
 pub struct RedisLive {
     conn: ConnectionManager,
     prefix: String,
@@ -148,6 +165,7 @@ impl RedisLive {
             SetKey::CommentLikers(_, c) => format!("{}{tag}:cl:{c}", self.prefix),
             SetKey::CommentReplies(_, c) => format!("{}{tag}:cr:{c}", self.prefix),
             SetKey::Following(_) => format!("{}{tag}:following", self.prefix),
+            SetKey::Home(_) => format!("{}{tag}:home", self.prefix),
             SetKey::Friends(_) => format!("{}{tag}:friends", self.prefix),
             SetKey::Blocks(_) => format!("{}{tag}:blocks", self.prefix),
         }
@@ -244,13 +262,27 @@ impl LiveStore for RedisLive {
         for set in &read.sets {
             let key = self.set_key(set.key);
             pipe.cmd("ZCARD").arg(&key);
-            if set.top > 0 {
+            if let (true, Some(below)) = (set.top > 0, set.below) {
+                // Scores of real members are ids, all above the sentinel's 0.
+                pipe.cmd("ZREVRANGEBYSCORE")
+                    .arg(&key)
+                    .arg(format!("({below}"))
+                    .arg("(0")
+                    .arg("WITHSCORES")
+                    .arg("LIMIT")
+                    .arg(0)
+                    .arg(set.top);
+            } else if set.top > 0 {
                 // One extra: the sentinel may be among them when the set is small.
                 pipe.cmd("ZREVRANGE")
                     .arg(&key)
                     .arg(0)
                     .arg(set.top)
                     .arg("WITHSCORES");
+            }
+            if let SetKey::Home(_) = set.key {
+                // Reading a timeline keeps it: it expires a day unread.
+                pipe.cmd("EXPIRE").arg(&key).arg(HOME_TTL_SECS).ignore();
             }
             if let Some(probe) = set.probe {
                 pipe.cmd("ZSCORE").arg(&key).arg(probe);
@@ -326,6 +358,10 @@ impl LiveStore for RedisLive {
             pipe.ignore();
         }
         for (key, members, gen) in &fill.sets {
+            let ttl = match key {
+                SetKey::Home(_) => HOME_TTL_SECS,
+                _ => self.ttl_secs,
+            };
             let cmd = pipe
                 .cmd("EVAL")
                 .arg(FILL_SCRIPT)
@@ -333,7 +369,7 @@ impl LiveStore for RedisLive {
                 .arg(self.gen_key(key.owner()))
                 .arg(self.set_key(*key))
                 .arg(gen.to_string())
-                .arg(self.ttl_secs)
+                .arg(ttl)
                 .arg("set");
             for (member, score) in members {
                 cmd.arg(*score).arg(*member);
@@ -389,6 +425,39 @@ impl LiveStore for RedisLive {
             .query_async::<()>(&mut conn)
             .await
             .map_err(classify)
+    }
+
+    async fn push_to_timelines(&self, post_id: i64, uids: &[i64], max: usize) -> StoreResult<()> {
+        if uids.is_empty() {
+            return Ok(());
+        }
+        // Loaded once, then invoked by hash: 100,000 pushes must not carry
+        // the script's text 100,000 times.
+        let mut conn = self.conn.clone();
+        let sha: String = redis::cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(PUSH_SCRIPT)
+            .query_async(&mut conn)
+            .await
+            .map_err(classify)?;
+        let trim = -(max as i64 + 1);
+        for chunk in uids.chunks(2000) {
+            let mut pipe = redis::pipe();
+            for uid in chunk {
+                let owner = Owner::User(*uid);
+                pipe.cmd("EVALSHA")
+                    .arg(&sha)
+                    .arg(2)
+                    .arg(self.gen_key(owner))
+                    .arg(self.set_key(SetKey::Home(*uid)))
+                    .arg(post_id)
+                    .arg(trim)
+                    .arg(GEN_TTL_SECS)
+                    .ignore();
+            }
+            self.run(&pipe).await?;
+        }
+        Ok(())
     }
 
     async fn clear_derived(&self) -> StoreResult<usize> {

@@ -1,0 +1,231 @@
+//! Home timelines with hybrid fan-out (seed 000's feed_show_list, seed 001's
+//! push model and its warning about big accounts).
+//!
+//! - Push: a new post goes to the author's own timeline and, in the
+//!   background, to the timelines of followers active within
+//!   `MOMENTS_ACTIVE_DAYS`, in pipelined chunks. A push only lands on a
+//!   timeline that exists and is idempotent (the post id is the member).
+//! - Pull: authors with more than `MOMENTS_CELEBRITY_FOLLOWERS` followers are
+//!   never pushed; their posts are merged in at read time.
+//! - Rebuild: a timeline that is absent (its owner was away, it expired a day
+//!   unread, the live store was lost, or the owner followed or unfollowed
+//!   someone) is rebuilt from the newest posts of the followees in the same
+//!   request, so the first page is always full.
+//! - History: timelines keep `MOMENTS_TIMELINE_MAX` entries; pages past that
+//!   continue from the documents, so nothing is ever lost.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Mutex;
+
+use super::assemble::assemble_posts;
+use super::loader::Loader;
+use super::views::{ExpandedPost, Page};
+use super::{Context, Presentation};
+use crate::domain::cursor::{paginate, Cursor};
+use crate::error::AppResult;
+use crate::ids::now_ms;
+use crate::store::{LiveFill, LiveRead, Owner, PostBody, SetKey, SetRead};
+
+const DAY_MS: i64 = 24 * 3600 * 1000;
+/// How long an instance trusts a follower count when deciding push or pull.
+const CELEBRITY_CACHE_MS: i64 = 60_000;
+
+/// Follower counts of recently seen authors, per instance: deciding push or
+/// pull must not cost a count per followee on every read. An author who just
+/// crossed the threshold is pulled at most a minute late, never lost: until
+/// then their posts reach followers by the rebuild and history paths.
+#[derive(Default)]
+pub struct CelebrityCache {
+    counts: Mutex<HashMap<i64, (u64, i64)>>,
+}
+
+impl CelebrityCache {
+    async fn celebrities(&self, ctx: &Context, authors: &[i64]) -> AppResult<Vec<i64>> {
+        let now = now_ms();
+        let mut known = Vec::new();
+        let mut missing = Vec::new();
+        if let Ok(map) = self.counts.lock() {
+            for a in authors {
+                match map.get(a) {
+                    Some((n, at)) if now - at < CELEBRITY_CACHE_MS => known.push((*a, *n)),
+                    _ => missing.push(*a),
+                }
+            }
+        }
+        if !missing.is_empty() {
+            let fresh = ctx.docs.follower_counts(&missing).await?;
+            if let Ok(mut map) = self.counts.lock() {
+                if map.len() > 100_000 {
+                    map.clear();
+                }
+                for (a, n) in &fresh {
+                    map.insert(*a, (*n, now));
+                }
+            }
+            known.extend(fresh);
+        }
+        let threshold = ctx.settings.celebrity_followers;
+        Ok(known
+            .into_iter()
+            .filter(|(_, n)| *n > threshold)
+            .map(|(a, _)| a)
+            .collect())
+    }
+}
+
+/// Pushes a new post to the timelines that should hold it. Runs in the
+/// background; a failure only means those timelines are rebuilt later.
+pub fn spawn_fan_out(ctx: &Context, post: &PostBody) {
+    let ctx = ctx.clone();
+    let (post_id, author) = (post.id, post.author_uid);
+    tokio::spawn(async move {
+        if let Err(e) = fan_out(&ctx, post_id, author).await {
+            tracing::warn!(post_id, error = %e, "fan-out failed; timelines will be rebuilt on read");
+        }
+    });
+}
+
+pub async fn fan_out(ctx: &Context, post_id: i64, author: i64) -> AppResult<usize> {
+    let max = ctx.settings.timeline_max;
+    let days = ctx.settings.active_days;
+    if days == 0 {
+        return Ok(0);
+    }
+    ctx.live.push_to_timelines(post_id, &[author], max).await?;
+    let (followers, _) = ctx.docs.follow_counts(author).await?;
+    if followers > ctx.settings.celebrity_followers {
+        return Ok(1);
+    }
+    let since = now_ms() - days as i64 * DAY_MS;
+    let active = ctx.docs.active_followers(author, since).await?;
+    ctx.live.push_to_timelines(post_id, &active, max).await?;
+    Ok(active.len() + 1)
+}
+
+/// The viewer's home timeline, newest first, as expanded posts.
+pub async fn home(
+    ctx: &Context,
+    viewer: i64,
+    cursor: Option<Cursor>,
+    limit: usize,
+    pres: &Presentation,
+) -> AppResult<Page<ExpandedPost>> {
+    let before = cursor.map(|c| c.0);
+    let max = ctx.settings.timeline_max;
+    let mut loader = Loader::new(ctx);
+    let home_key = SetKey::Home(viewer);
+    let read = LiveRead {
+        sets: vec![
+            SetRead {
+                key: home_key,
+                top: limit + 1,
+                probe: None,
+                below: before,
+            },
+            SetRead {
+                key: SetKey::Following(viewer),
+                top: usize::MAX >> 24,
+                probe: None,
+                below: None,
+            },
+        ],
+        gens: vec![Owner::User(viewer)],
+        ..Default::default()
+    };
+    // The timeline is read directly (an absent one is rebuilt here, from the
+    // followees, never as an empty set); the followees through the loader.
+    let answer = ctx.live.read(&read).await;
+    loader.live_round_trips += 1;
+    let (cached, gen) = match &answer {
+        Ok(a) => (a.sets.first().cloned().flatten(), a.gens.first().copied()),
+        Err(e) => {
+            tracing::warn!(error = %e, "live read failed; building the timeline from the documents");
+            (None, None)
+        }
+    };
+    let following = match answer.ok().and_then(|a| a.sets.get(1).cloned().flatten()) {
+        Some(view) => view,
+        None => {
+            let loaded = loader.load(&[], &[read.sets[1]]).await?;
+            loaded
+                .sets
+                .get(&SetKey::Following(viewer))
+                .cloned()
+                .unwrap_or_default()
+        }
+    };
+    let mut authors: Vec<i64> = following.top.iter().map(|(u, _)| *u).collect();
+    authors.push(viewer);
+
+    let mut ids: BTreeSet<i64> = BTreeSet::new();
+    match cached.filter(|_| ctx.settings.active_days > 0) {
+        Some(view) => {
+            ids.extend(view.top.iter().map(|(p, _)| *p));
+            // A full timeline may have trimmed older entries: go on from the
+            // documents once the cached part of this page runs out.
+            if view.top.len() <= limit && view.count as usize >= max {
+                let from = view.top.last().map(|(p, _)| *p).or(before);
+                ids.extend(
+                    ctx.docs
+                        .post_ids_by_authors(&authors, from, limit + 1)
+                        .await?,
+                );
+            }
+            // Authors too big to push are pulled.
+            let pulled = ctx.celebrity_cache.celebrities(ctx, &authors).await?;
+            if !pulled.is_empty() {
+                ids.extend(
+                    ctx.docs
+                        .post_ids_by_authors(&pulled, before, limit + 1)
+                        .await?,
+                );
+            }
+        }
+        None => {
+            let newest = ctx.docs.post_ids_by_authors(&authors, None, max).await?;
+            if let (Some(g), true) = (gen, ctx.settings.active_days > 0) {
+                let fill = LiveFill {
+                    sets: vec![(home_key, newest.iter().map(|p| (*p, *p)).collect(), g)],
+                    ..Default::default()
+                };
+                if let Err(e) = ctx.live.fill(&fill).await {
+                    tracing::warn!(error = %e, "could not store a rebuilt timeline");
+                }
+            }
+            ids.extend(
+                newest
+                    .iter()
+                    .copied()
+                    .filter(|p| before.is_none_or(|b| *p < b)),
+            );
+            if newest.len() >= max && ids.len() <= limit {
+                let from = ids.iter().next().copied().or(before);
+                ids.extend(
+                    ctx.docs
+                        .post_ids_by_authors(&authors, from, limit + 1)
+                        .await?,
+                );
+            }
+        }
+    }
+    let newest_first: Vec<i64> = ids
+        .into_iter()
+        .rev()
+        .filter(|p| before.is_none_or(|b| *p < b))
+        .collect();
+    let (page_ids, next_cursor) = paginate(newest_first, limit, |p| *p);
+    loader.finish("home_timeline");
+    let items = assemble_posts(ctx, &page_ids, Some(viewer), pres).await?;
+    Ok(Page {
+        items,
+        next_cursor,
+        server_time: pres.now,
+    })
+}
+
+/// Drops a user's timeline so the next read rebuilds it from whom they follow
+/// now: how following merges someone in and unfollowing or blocking takes
+/// them out, at once.
+pub fn forget_timeline(uid: i64) -> crate::store::LiveChange {
+    crate::store::LiveChange::Drop(crate::store::LiveKey::Set(SetKey::Home(uid)))
+}
