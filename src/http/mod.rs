@@ -7,6 +7,7 @@ pub mod comments;
 pub mod extract;
 pub mod feed;
 pub mod likes;
+pub mod notifications;
 pub mod openapi;
 pub mod ops;
 pub mod posts;
@@ -27,6 +28,7 @@ pub fn api(cfg: &mut web::ServiceConfig) {
             .configure(likes::routes)
             .configure(social::routes)
             .configure(feed::routes)
+            .configure(notifications::routes)
             .configure(admin::routes),
     )
     .configure(ops::routes);

@@ -25,6 +25,7 @@ impl Modify for BearerAuth {
         super::social::profile, super::social::follow, super::social::unfollow,
         super::social::block, super::social::unblock, super::social::followers,
         super::social::following, super::social::friends, super::feed::feed,
+        super::notifications::list, super::notifications::unread, super::notifications::mark_read,
         super::posts::create, super::posts::get, super::posts::delete, super::posts::user_posts,
         super::comments::create, super::comments::list, super::comments::delete,
         super::likes::like_post, super::likes::unlike_post, super::likes::like_comment,
@@ -34,6 +35,7 @@ impl Modify for BearerAuth {
     ),
     components(schemas(
         crate::service::views::LikeView, crate::service::device_names::DeviceModelView,
+        crate::service::notifications::NotificationView,
     )),
     modifiers(&BearerAuth)
 )]

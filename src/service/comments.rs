@@ -2,12 +2,14 @@
 
 use super::assemble::{comment_views, visible_post};
 use super::loader::to_json;
+use super::notifications::{notify, Event};
 use super::views::{CommentView, Page};
 use super::{Context, Presentation, Viewer};
 use crate::domain::comment::{CommentContent, NewCommentRequest};
 use crate::domain::cursor::{paginate, Cursor};
 use crate::error::{AppError, AppResult};
 use crate::ids::{next_id, timestamp_of};
+use crate::store::NotificationKind;
 use crate::store::{BlobKey, Changes, CommentDoc, LiveChange, Owner, ReplyRef, SetKey};
 
 #[tracing::instrument(skip(ctx, req, pres))]
@@ -76,6 +78,34 @@ pub async fn create_comment(
         now: crate::ids::now_ms(),
         ..*pres
     };
+    if let Some(r) = reply_to {
+        notify(
+            ctx,
+            Event {
+                recipient: r.uid,
+                kind: NotificationKind::Reply,
+                actor: author,
+                post_id: Some(post_id),
+                comment_id: Some(id),
+                dedupe: format!("reply:{id}"),
+            },
+        )
+        .await;
+    }
+    if reply_to.map(|r| r.uid) != Some(post.body.author_uid) {
+        notify(
+            ctx,
+            Event {
+                recipient: post.body.author_uid,
+                kind: NotificationKind::Comment,
+                actor: author,
+                post_id: Some(post_id),
+                comment_id: Some(id),
+                dedupe: format!("comment:{id}"),
+            },
+        )
+        .await;
+    }
     comment_views(ctx, vec![doc], Some(author), &pres)
         .await?
         .pop()

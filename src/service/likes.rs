@@ -4,12 +4,15 @@
 
 use super::assemble::{load_cards, load_set, visible_post};
 use super::comments::live_comment;
+use super::notifications::{notify, Event};
 use super::views::{unknown_user, LikeState, LikeView, Page};
 use super::{Context, Presentation, Viewer};
 use crate::domain::cursor::{paginate, Cursor};
 use crate::error::AppResult;
 use crate::ids::{next_id, timestamp_of};
-use crate::store::{Changes, LikeDoc, LikeKind, LiveChange, LiveKey, SetKey, SetRead};
+use crate::store::{
+    Changes, LikeDoc, LikeKind, LiveChange, LiveKey, NotificationKind, SetKey, SetRead,
+};
 
 /// Which thing is liked.
 #[derive(Debug, Clone, Copy)]
@@ -18,23 +21,42 @@ pub enum LikeTarget {
     Comment(i64),
 }
 
-/// The like's kind and target, the live set that mirrors its likers, and the
-/// post's generation as read before the like is written.
-async fn resolve(
-    ctx: &Context,
-    target: LikeTarget,
-    uid: i64,
-) -> AppResult<(LikeKind, i64, SetKey, Option<u64>)> {
+/// What a like is on: its kind and target, the live set that mirrors its
+/// likers, the post's generation as read before the like is written, and
+/// whom a new like notifies.
+struct Resolved {
+    kind: LikeKind,
+    target_id: i64,
+    set: SetKey,
+    gen: Option<u64>,
+    post_id: i64,
+    owner: i64,
+}
+
+async fn resolve(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<Resolved> {
     Ok(match target {
         LikeTarget::Post(p) => {
             let post = visible_post(ctx, p, Some(uid)).await?;
-            (LikeKind::Post, p, SetKey::PostLikers(p), post.gen)
+            Resolved {
+                kind: LikeKind::Post,
+                target_id: p,
+                set: SetKey::PostLikers(p),
+                gen: post.gen,
+                post_id: p,
+                owner: post.body.author_uid,
+            }
         }
         LikeTarget::Comment(c) => {
             let comment = live_comment(ctx, c).await?;
             let post = visible_post(ctx, comment.post_id, Some(uid)).await?;
-            let set = SetKey::CommentLikers(comment.post_id, c);
-            (LikeKind::Comment, c, set, post.gen)
+            Resolved {
+                kind: LikeKind::Comment,
+                target_id: c,
+                set: SetKey::CommentLikers(comment.post_id, c),
+                gen: post.gen,
+                post_id: comment.post_id,
+                owner: comment.author_uid,
+            }
         }
     })
 }
@@ -70,7 +92,8 @@ async fn state(ctx: &Context, set: SetKey, uid: i64) -> AppResult<LikeState> {
 
 #[tracing::instrument(skip(ctx))]
 pub async fn like(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<LikeState> {
-    let (kind, target_id, set, gen) = resolve(ctx, target, uid).await?;
+    let r = resolve(ctx, target, uid).await?;
+    let (kind, target_id, set, gen) = (r.kind, r.target_id, r.set, r.gen);
     let id = next_id();
     let doc = LikeDoc {
         id,
@@ -87,12 +110,27 @@ pub async fn like(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<Like
     ctx.repair
         .apply(ctx.live.as_ref(), vec![mirror(set, gen, change)])
         .await;
+    if added {
+        notify(
+            ctx,
+            Event {
+                recipient: r.owner,
+                kind: NotificationKind::Like,
+                actor: uid,
+                post_id: Some(r.post_id),
+                comment_id: (kind == LikeKind::Comment).then_some(target_id),
+                dedupe: format!("like:{}:{target_id}:{uid}", kind.as_str()),
+            },
+        )
+        .await;
+    }
     state(ctx, set, uid).await
 }
 
 #[tracing::instrument(skip(ctx))]
 pub async fn unlike(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<LikeState> {
-    let (kind, target_id, set, gen) = resolve(ctx, target, uid).await?;
+    let r = resolve(ctx, target, uid).await?;
+    let (kind, target_id, set, gen) = (r.kind, r.target_id, r.set, r.gen);
     let removed = ctx.docs.delete_like(kind, target_id, uid).await?;
     let change = removed.map(|_| LiveChange::SetRemove(set, uid));
     ctx.repair

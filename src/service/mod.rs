@@ -7,6 +7,7 @@ pub mod device_names;
 pub mod likes;
 pub mod live_tools;
 pub mod loader;
+pub mod notifications;
 pub mod password_pool;
 pub mod posts;
 pub mod repair;

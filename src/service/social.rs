@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::assemble::load_cards;
 use super::loader::Loader;
+use super::notifications::{notify, Event};
 use super::timeline::forget_timeline;
 use super::views::{unknown_user, Page};
 use super::{Context, Relations, Viewer};
@@ -14,7 +15,8 @@ use crate::domain::cursor::{paginate, Cursor};
 use crate::error::{AppError, AppResult};
 use crate::ids::{next_id, now_ms, timestamp_of};
 use crate::store::{
-    BlockDoc, Changes, FollowDoc, LiveChange, LiveKey, Owner, SetKey, SetRead, UserCard,
+    BlockDoc, Changes, FollowDoc, LiveChange, LiveKey, NotificationKind, Owner, SetKey, SetRead,
+    UserCard,
 };
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -100,6 +102,20 @@ pub async fn follow(ctx: &Context, me: i64, them: i64) -> AppResult<FollowState>
         created_at: timestamp_of(id),
     };
     let added = ctx.docs.insert_follow(&edge).await?;
+    if added {
+        notify(
+            ctx,
+            Event {
+                recipient: them,
+                kind: NotificationKind::Follow,
+                actor: me,
+                post_id: None,
+                comment_id: None,
+                dedupe: format!("follow:{me}"),
+            },
+        )
+        .await;
+    }
     let mine = if added {
         LiveChange::SetAdd(SetKey::Following(me), them, id)
     } else {

@@ -299,6 +299,30 @@ impl DocStore for MeteredDocs {
         }
         self.inner.blocks_involving(uids).await
     }
+    async fn insert_notification(&self, n: &NotificationDoc) -> StoreResult<bool> {
+        self.tick();
+        self.inner.insert_notification(n).await
+    }
+    async fn notifications_page(
+        &self,
+        uid: i64,
+        since: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<NotificationDoc>> {
+        self.tick();
+        self.inner
+            .notifications_page(uid, since, before, limit)
+            .await
+    }
+    async fn unread_notifications(&self, uid: i64, since: i64) -> StoreResult<u64> {
+        self.tick();
+        self.inner.unread_notifications(uid, since).await
+    }
+    async fn mark_notifications_read(&self, uid: i64, up_to: Option<i64>) -> StoreResult<()> {
+        self.tick();
+        self.inner.mark_notifications_read(uid, up_to).await
+    }
     async fn post_ids_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<i64>> {
         self.tick();
         self.inner.post_ids_after(after, limit).await

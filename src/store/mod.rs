@@ -216,6 +216,34 @@ pub struct BlockDoc {
     pub created_at: i64,
 }
 
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum NotificationKind {
+    Like,
+    Comment,
+    Reply,
+    Follow,
+}
+
+/// Seed 000's msg_info: something that happened to `uid`, done by `actor`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NotificationDoc {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    pub uid: i64,
+    pub kind: NotificationKind,
+    pub actor: i64,
+    #[serde(rename = "postId")]
+    pub post_id: Option<i64>,
+    #[serde(rename = "commentId")]
+    pub comment_id: Option<i64>,
+    pub createtime: i64,
+    /// One notification per recipient and event (`like:post:ID:ACTOR`).
+    pub dedupe: String,
+    #[serde(default, deserialize_with = "lenient_bool")]
+    pub read: bool,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct DeviceModelDoc {
     #[serde(rename = "_id")]
@@ -351,6 +379,21 @@ pub trait DocStore: Send + Sync {
     async fn follows_from(&self, uids: &[i64]) -> StoreResult<Vec<FollowDoc>>;
     /// Every block these users made or received.
     async fn blocks_involving(&self, uids: &[i64]) -> StoreResult<Vec<BlockDoc>>;
+
+    /// `Ok(false)` when this event was notified already (same `dedupe`).
+    async fn insert_notification(&self, n: &NotificationDoc) -> StoreResult<bool>;
+    /// A recipient's notifications made at or after `since` and below
+    /// `before`, newest first.
+    async fn notifications_page(
+        &self,
+        uid: i64,
+        since: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<NotificationDoc>>;
+    async fn unread_notifications(&self, uid: i64, since: i64) -> StoreResult<u64>;
+    /// Marks a recipient's notifications up to `up_to` (all if `None`) read.
+    async fn mark_notifications_read(&self, uid: i64, up_to: Option<i64>) -> StoreResult<()>;
 
     async fn device_models(&self) -> StoreResult<Vec<DeviceModelDoc>>;
 

@@ -37,6 +37,11 @@ async fn every_write_needs_a_valid_token() {
             Some(json!({"nickName": "hacked"})),
         ),
         (Method::DELETE, "/api/v1/sessions/current".to_string(), None),
+        (
+            Method::POST,
+            "/api/v1/notifications/read".to_string(),
+            Some(json!({})),
+        ),
         (Method::PUT, format!("/api/v1/users/{}/follow", a.uid), None),
         (
             Method::DELETE,

@@ -10,6 +10,7 @@ mod feed;
 mod helpers;
 mod likes;
 mod live_state;
+mod notifications;
 mod ops;
 mod posts;
 mod repair;

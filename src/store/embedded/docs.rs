@@ -16,8 +16,8 @@ use serde::Serialize;
 
 use super::other;
 use crate::store::{
-    BlockDoc, CommentDoc, DeviceModelDoc, DocStore, FollowDoc, LikeDoc, LikeKind, PostDoc,
-    StoreError, StoreResult, UserDoc,
+    BlockDoc, CommentDoc, DeviceModelDoc, DocStore, FollowDoc, LikeDoc, LikeKind, NotificationDoc,
+    PostDoc, StoreError, StoreResult, UserDoc,
 };
 
 const USERS: TableDefinition<u64, &[u8]> = TableDefinition::new("users");
@@ -47,6 +47,12 @@ const FOLLOW_COUNTS: TableDefinition<u64, (u64, u64)> = TableDefinition::new("fo
 /// uid → lastActiveAt: who a new post is pushed to, without reading every
 /// follower's account.
 const LAST_ACTIVE: TableDefinition<u64, i64> = TableDefinition::new("last_active");
+/// (recipient, notification id) → the notification.
+const NOTIFICATIONS: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("notifications");
+/// (recipient, event key) → notification id: one per event.
+const NOTIFIED: TableDefinition<(u64, &str), u64> = TableDefinition::new("notified");
+/// (recipient, notification id) of the unread ones.
+const UNREAD: TableDefinition<(u64, u64), ()> = TableDefinition::new("unread");
 /// (blocker, blocked) → block id.
 const BLOCKS: TableDefinition<(u64, u64), u64> = TableDefinition::new("blocks");
 /// (blocked, blocker) → block id: the same blocks, found from the other side.
@@ -285,6 +291,9 @@ impl DocStore for EmbeddedDocs {
             txn.open_table(BLOCKS).map_err(other)?;
             txn.open_table(BLOCKED_BY).map_err(other)?;
             txn.open_table(LAST_ACTIVE).map_err(other)?;
+            txn.open_table(NOTIFICATIONS).map_err(other)?;
+            txn.open_table(NOTIFIED).map_err(other)?;
+            txn.open_table(UNREAD).map_err(other)?;
             Ok(())
         })
         .await
@@ -941,6 +950,95 @@ impl DocStore for EmbeddedDocs {
                 }
             }
             Ok(out)
+        })
+        .await
+    }
+
+    async fn insert_notification(&self, n: &NotificationDoc) -> StoreResult<bool> {
+        let n = n.clone();
+        self.write(move |txn| {
+            let mut notified = txn.open_table(NOTIFIED).map_err(other)?;
+            if notified
+                .get((id(n.uid), n.dedupe.as_str()))
+                .map_err(other)?
+                .is_some()
+            {
+                return Ok(false);
+            }
+            notified
+                .insert((id(n.uid), n.dedupe.as_str()), id(n.id))
+                .map_err(other)?;
+            txn.open_table(NOTIFICATIONS)
+                .map_err(other)?
+                .insert((id(n.uid), id(n.id)), encode(&n)?.as_slice())
+                .map_err(other)?;
+            if !n.read {
+                txn.open_table(UNREAD)
+                    .map_err(other)?
+                    .insert((id(n.uid), id(n.id)), ())
+                    .map_err(other)?;
+            }
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn notifications_page(
+        &self,
+        uid: i64,
+        since: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<NotificationDoc>> {
+        self.read(move |txn| {
+            let table = txn.open_table(NOTIFICATIONS).map_err(other)?;
+            let unread = txn.open_table(UNREAD).map_err(other)?;
+            let (u, low) = (id(uid), id(crate::ids::first_id_at(since)));
+            let high = before.map(id).unwrap_or(u64::MAX);
+            let mut out = Vec::new();
+            for entry in table
+                .range((u, low)..(u, high))
+                .map_err(other)?
+                .rev()
+                .take(limit)
+            {
+                let (key, value) = entry.map_err(other)?;
+                let mut n: NotificationDoc = decode(value.value())?;
+                n.read = unread.get(key.value()).map_err(other)?.is_none();
+                out.push(n);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn unread_notifications(&self, uid: i64, since: i64) -> StoreResult<u64> {
+        self.read(move |txn| {
+            let unread = txn.open_table(UNREAD).map_err(other)?;
+            let (u, low) = (id(uid), id(crate::ids::first_id_at(since)));
+            let mut n = 0;
+            for entry in unread.range((u, low)..=(u, u64::MAX)).map_err(other)? {
+                entry.map_err(other)?;
+                n += 1;
+            }
+            Ok(n)
+        })
+        .await
+    }
+
+    async fn mark_notifications_read(&self, uid: i64, up_to: Option<i64>) -> StoreResult<()> {
+        self.write(move |txn| {
+            let mut unread = txn.open_table(UNREAD).map_err(other)?;
+            let u = id(uid);
+            let high = up_to.map(id).unwrap_or(u64::MAX);
+            let mut keys = Vec::new();
+            for entry in unread.range((u, 0)..=(u, high)).map_err(other)? {
+                keys.push(entry.map_err(other)?.0.value());
+            }
+            for k in keys {
+                unread.remove(k).map_err(other)?;
+            }
+            Ok(())
         })
         .await
     }

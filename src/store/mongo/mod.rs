@@ -18,8 +18,8 @@ use serde::Deserialize;
 use std::time::Duration;
 
 use super::{
-    BlockDoc, CommentDoc, DeviceModelDoc, DocStore, FollowDoc, LikeDoc, LikeKind, PostDoc,
-    StoreError, StoreResult, UserDoc,
+    BlockDoc, CommentDoc, DeviceModelDoc, DocStore, FollowDoc, LikeDoc, LikeKind, NotificationDoc,
+    PostDoc, StoreError, StoreResult, UserDoc,
 };
 
 pub struct MongoDocs {
@@ -81,6 +81,9 @@ impl MongoDocs {
     }
     fn device_models_coll(&self) -> Collection<DeviceModelDoc> {
         self.db.collection("device_models")
+    }
+    fn notifications(&self) -> Collection<NotificationDoc> {
+        self.db.collection("notifications")
     }
     fn follows(&self) -> Collection<FollowDoc> {
         self.db.collection("follows")
@@ -726,6 +729,83 @@ impl DocStore for MongoDocs {
         let filter =
             doc! { "$or": [ { "blocker": { "$in": uids } }, { "blocked": { "$in": uids } } ] };
         collect(self.blocks().find(filter).await.map_err(classify)?).await
+    }
+
+    async fn insert_notification(&self, n: &NotificationDoc) -> StoreResult<bool> {
+        let mut d = mongodb::bson::to_document(n).map_err(|e| StoreError::Other(e.into()))?;
+        // The TTL index reads a BSON date.
+        d.insert(
+            "createdAt",
+            mongodb::bson::DateTime::from_millis(n.createtime),
+        );
+        match self
+            .db
+            .collection::<Document>("notifications")
+            .insert_one(d)
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(e) if is_duplicate_key(&e) => Ok(false),
+            Err(e) => Err(classify(e)),
+        }
+    }
+
+    async fn notifications_page(
+        &self,
+        uid: i64,
+        since: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<NotificationDoc>> {
+        let mut range = doc! { "$gte": crate::ids::first_id_at(since) };
+        if let Some(b) = before {
+            range.insert("$lt", b);
+        }
+        collect(
+            self.notifications()
+                .find(doc! { "uid": uid, "_id": range })
+                .sort(doc! { "_id": -1 })
+                .limit(limit as i64)
+                .await
+                .map_err(classify)?,
+        )
+        .await
+    }
+
+    async fn unread_notifications(&self, uid: i64, since: i64) -> StoreResult<u64> {
+        self.notifications()
+            .count_documents(doc! {
+                "uid": uid, "read": false, "_id": { "$gte": crate::ids::first_id_at(since) }
+            })
+            .await
+            .map_err(classify)
+    }
+
+    async fn mark_notifications_read(&self, uid: i64, up_to: Option<i64>) -> StoreResult<()> {
+        let mut filter = doc! { "uid": uid, "read": false };
+        if let Some(u) = up_to {
+            filter.insert("_id", doc! { "$lte": u });
+        }
+        // Ids first, then the update by _id (TESTING.md: multi-document
+        // writes filter on _id only).
+        let cursor = self
+            .db
+            .collection::<IdOnly>("notifications")
+            .find(filter)
+            .projection(doc! { "_id": 1 })
+            .await
+            .map_err(classify)?;
+        let ids: Vec<i64> = collect(cursor).await?.into_iter().map(|d| d.id).collect();
+        for chunk in ids.chunks(1000) {
+            self.notifications()
+                .update_many(
+                    doc! { "_id": { "$in": chunk } },
+                    doc! { "$set": { "read": true } },
+                )
+                .await
+                .map_err(classify)?;
+        }
+        Ok(())
     }
 
     async fn post_ids_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<i64>> {

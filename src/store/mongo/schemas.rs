@@ -6,12 +6,13 @@ use mongodb::bson::{doc, Document};
 use mongodb::options::IndexOptions;
 use mongodb::{Database, IndexModel};
 use serde::Deserialize;
+use std::time::Duration;
 
 use super::classify;
 use crate::store::{StoreError, StoreResult};
 
 /// Compiled in, so the binary never depends on where it was started from.
-pub const SCHEMAS: [(&str, &str); 7] = [
+pub const SCHEMAS: [(&str, &str); 8] = [
     ("users", include_str!("../../../schemas/users.json")),
     ("posts", include_str!("../../../schemas/posts.json")),
     ("comments", include_str!("../../../schemas/comments.json")),
@@ -22,6 +23,10 @@ pub const SCHEMAS: [(&str, &str); 7] = [
     ),
     ("follows", include_str!("../../../schemas/follows.json")),
     ("blocks", include_str!("../../../schemas/blocks.json")),
+    (
+        "notifications",
+        include_str!("../../../schemas/notifications.json"),
+    ),
 ];
 
 #[derive(Deserialize)]
@@ -37,6 +42,9 @@ pub struct IndexSpec {
     pub keys: serde_json::Map<String, serde_json::Value>,
     #[serde(default)]
     pub unique: bool,
+    /// A TTL index: documents expire this long after the date in its key.
+    #[serde(default, rename = "expireAfterSeconds")]
+    pub expire_after_seconds: Option<u64>,
 }
 
 pub fn parse_all() -> Result<Vec<Schema>, String> {
@@ -99,6 +107,7 @@ pub async fn apply(db: &Database) -> StoreResult<()> {
                     IndexOptions::builder()
                         .name(index.name.clone())
                         .unique(index.unique.then_some(true))
+                        .expire_after(index.expire_after_seconds.map(Duration::from_secs))
                         .build(),
                 )
                 .build();

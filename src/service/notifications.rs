@@ -1,0 +1,206 @@
+//! Notifications (seed 000's msg_list, seed 002's message table): a like,
+//! comment, reply or follow tells its target, never oneself, once per event
+//! (liking, unliking and liking again notifies once). They expire after 30
+//! days: a TTL index on MongoDB, and a filter at read on every backend.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::assemble::load_cards;
+use super::loader::{from_json, Loader};
+use super::views::{unknown_user, Page};
+use super::{Context, Presentation};
+use crate::domain::cursor::{paginate, Cursor};
+use crate::error::AppResult;
+use crate::ids::{next_id, timestamp_of};
+use crate::store::{BlobKey, NotificationDoc, NotificationKind, PostBody, UserCard};
+
+pub const KEEP_MS: i64 = 30 * 24 * 3600 * 1000;
+
+/// What happened, to whom, by whom.
+pub struct Event {
+    pub recipient: i64,
+    pub kind: NotificationKind,
+    pub actor: i64,
+    pub post_id: Option<i64>,
+    pub comment_id: Option<i64>,
+    /// Names the event, so a repeat of it is not notified again.
+    pub dedupe: String,
+}
+
+/// Records the notification. Never fails the write it follows: a lost
+/// notification is logged, the like or comment stands.
+pub async fn notify(ctx: &Context, event: Event) {
+    if event.recipient == event.actor {
+        return;
+    }
+    let result = async {
+        if !ctx
+            .docs
+            .blocks_between(event.recipient, &[event.actor])
+            .await?
+            .is_empty()
+        {
+            return Ok(false);
+        }
+        let id = next_id();
+        ctx.docs
+            .insert_notification(&NotificationDoc {
+                id,
+                uid: event.recipient,
+                kind: event.kind,
+                actor: event.actor,
+                post_id: event.post_id,
+                comment_id: event.comment_id,
+                createtime: timestamp_of(id),
+                dedupe: event.dedupe,
+                read: false,
+            })
+            .await
+    }
+    .await;
+    if let Err(e) = result {
+        tracing::warn!(error = %e, "could not record a notification");
+    }
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PostSnippet {
+    pub id: i64,
+    /// The first 100 characters.
+    pub content: String,
+    pub picture_url: Option<String>,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CommentSnippet {
+    pub id: i64,
+    pub content: String,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NotificationView {
+    pub id: i64,
+    pub kind: NotificationKind,
+    pub actor: UserCard,
+    pub post_id: Option<i64>,
+    pub comment_id: Option<i64>,
+    /// Null when the post is gone.
+    pub post: Option<PostSnippet>,
+    /// Null when the comment is gone.
+    pub comment: Option<CommentSnippet>,
+    pub createtime: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub createtime_text: Option<String>,
+    pub read: bool,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Unread {
+    pub unread: u64,
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MarkRead {
+    /// Marks notifications up to this id read; all of them when absent.
+    #[serde(default)]
+    pub up_to: Option<i64>,
+}
+
+fn snippet(text: &str) -> String {
+    text.chars().take(100).collect()
+}
+
+/// A recipient's notifications, newest first, with the actor's card and the
+/// post and comment they concern.
+pub async fn list(
+    ctx: &Context,
+    uid: i64,
+    cursor: Option<Cursor>,
+    limit: usize,
+    pres: &Presentation,
+) -> AppResult<Page<NotificationView>> {
+    let since = pres.now - KEEP_MS;
+    let docs = ctx
+        .docs
+        .notifications_page(uid, since, cursor.map(|c| c.0), limit + 1)
+        .await?;
+    let (docs, next_cursor) = paginate(docs, limit, |n| n.id);
+    let actors: Vec<i64> = docs.iter().map(|n| n.actor).collect();
+    let post_keys: Vec<BlobKey> = docs
+        .iter()
+        .filter_map(|n| n.post_id.map(BlobKey::PostBody))
+        .collect();
+    let comment_ids: Vec<i64> = docs.iter().filter_map(|n| n.comment_id).collect();
+    let mut loader = Loader::new(ctx);
+    let (cards, loaded, comments) = tokio::try_join!(
+        load_cards(ctx, &actors),
+        loader.load(&post_keys, &[]),
+        async { Ok(ctx.docs.comments_by_ids(&comment_ids).await?) },
+    )?;
+    loader.finish("notifications");
+    let mut posts: HashMap<i64, PostBody> = HashMap::new();
+    for text in loaded.blobs.values() {
+        let p: PostBody = from_json(text)?;
+        if !p.deleted {
+            posts.insert(p.id, p);
+        }
+    }
+    let comments: HashMap<i64, CommentSnippet> = comments
+        .into_iter()
+        .filter(|c| !c.deleted)
+        .map(|c| {
+            (
+                c.id,
+                CommentSnippet {
+                    id: c.id,
+                    content: snippet(&c.content),
+                },
+            )
+        })
+        .collect();
+    let mut comments = comments;
+    let items = docs
+        .into_iter()
+        .map(|n| NotificationView {
+            id: n.id,
+            kind: n.kind,
+            actor: cards
+                .get(&n.actor)
+                .cloned()
+                .unwrap_or_else(|| unknown_user(n.actor)),
+            post_id: n.post_id,
+            comment_id: n.comment_id,
+            post: n.post_id.and_then(|p| posts.get(&p)).map(|p| PostSnippet {
+                id: p.id,
+                content: snippet(&p.content),
+                picture_url: p.picture_urls.first().cloned(),
+            }),
+            comment: n.comment_id.and_then(|c| comments.remove(&c)),
+            createtime: n.createtime,
+            createtime_text: pres.text(n.createtime),
+            read: n.read,
+        })
+        .collect();
+    Ok(Page {
+        items,
+        next_cursor,
+        server_time: pres.now,
+    })
+}
+
+pub async fn unread(ctx: &Context, uid: i64, now: i64) -> AppResult<Unread> {
+    Ok(Unread {
+        unread: ctx.docs.unread_notifications(uid, now - KEEP_MS).await?,
+    })
+}
+
+pub async fn mark_read(ctx: &Context, uid: i64, req: MarkRead, now: i64) -> AppResult<Unread> {
+    ctx.docs.mark_notifications_read(uid, req.up_to).await?;
+    unread(ctx, uid, now).await
+}

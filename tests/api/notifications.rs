@@ -1,0 +1,203 @@
+use serde_json::json;
+
+use crate::helpers::{spawn_app, TestApp, User};
+
+async fn inbox(app: &TestApp, who: &User) -> Vec<(String, i64)> {
+    let (s, page) = app
+        .get("/api/v1/notifications?lang=zh", Some(&who.token))
+        .await;
+    assert_eq!(s.as_u16(), 200, "{page}");
+    page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                n["kind"].as_str().unwrap().to_string(),
+                n["actor"]["uid"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+async fn unread(app: &TestApp, who: &User) -> i64 {
+    app.get("/api/v1/notifications/unread", Some(&who.token))
+        .await
+        .1["unread"]
+        .as_i64()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn likes_comments_replies_and_follows_notify_their_target_once() {
+    let app = spawn_app().await;
+    let me = app.user("famous").await;
+    let fan = app.user("fan").await;
+    let other = app.user("other").await;
+    let post = app.text_post(&me, "notice me").await;
+    // Liking, unliking and liking again: one notification.
+    for m in ["PUT", "DELETE", "PUT"] {
+        app.call(
+            m.parse().unwrap(),
+            &format!("/api/v1/posts/{post}/like"),
+            Some(&fan.token),
+            None,
+        )
+        .await;
+    }
+    let c = app.comment(&fan, post, "hi", None).await["id"]
+        .as_i64()
+        .unwrap();
+    app.comment(&me, post, "own comment: no notification", None)
+        .await;
+    app.comment(&other, post, "re", Some(c)).await;
+    app.put(&format!("/api/v1/comments/{c}/like"), Some(&me.token))
+        .await;
+    app.put(
+        &format!("/api/v1/users/{}/follow", me.uid),
+        Some(&fan.token),
+    )
+    .await;
+    app.delete(
+        &format!("/api/v1/users/{}/follow", me.uid),
+        Some(&fan.token),
+    )
+    .await;
+    app.put(
+        &format!("/api/v1/users/{}/follow", me.uid),
+        Some(&fan.token),
+    )
+    .await;
+    app.put(&format!("/api/v1/posts/{post}/like"), Some(&me.token))
+        .await;
+
+    assert_eq!(
+        inbox(&app, &me).await,
+        vec![
+            ("follow".to_string(), fan.uid),
+            ("comment".to_string(), other.uid),
+            ("comment".to_string(), fan.uid),
+            ("like".to_string(), fan.uid),
+        ]
+    );
+    // The fan hears of the reply to their comment and the like on it.
+    assert_eq!(
+        inbox(&app, &fan).await,
+        vec![
+            ("like".to_string(), me.uid),
+            ("reply".to_string(), other.uid)
+        ]
+    );
+    let (_, page) = app.get("/api/v1/notifications", Some(&fan.token)).await;
+    let reply = &page["items"][1];
+    assert_eq!(reply["post"]["content"], "notice me");
+    assert_eq!(reply["comment"]["content"], "re");
+    assert_eq!(reply["actor"]["nickName"], "other昵称");
+    assert_eq!(reply["read"], false);
+}
+
+#[tokio::test]
+async fn unread_counts_and_marking_read() {
+    let app = spawn_app().await;
+    let me = app.user("reader").await;
+    let a = app.user("liker").await;
+    let p1 = app.text_post(&me, "one").await;
+    let p2 = app.text_post(&me, "two").await;
+    app.put(&format!("/api/v1/posts/{p1}/like"), Some(&a.token))
+        .await;
+    app.put(&format!("/api/v1/posts/{p2}/like"), Some(&a.token))
+        .await;
+    app.comment(&a, p2, "!", None).await;
+    assert_eq!(unread(&app, &me).await, 3);
+    let (_, page) = app.get("/api/v1/notifications", Some(&me.token)).await;
+    let middle = page["items"][1]["id"].as_i64().unwrap();
+    let (s, r) = app
+        .post(
+            "/api/v1/notifications/read",
+            Some(&me.token),
+            json!({"upTo": middle}),
+        )
+        .await;
+    assert_eq!((s.as_u16(), r["unread"].as_i64()), (200, Some(1)));
+    let (_, page) = app.get("/api/v1/notifications", Some(&me.token)).await;
+    let read: Vec<bool> = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["read"].as_bool().unwrap())
+        .collect();
+    assert_eq!(read, vec![false, true, true]);
+    let r = app
+        .client
+        .post(format!("{}/api/v1/notifications/read", app.base))
+        .bearer_auth(&me.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(unread(&app, &me).await, 0);
+    assert_eq!(app.get("/api/v1/notifications", None).await.0.as_u16(), 401);
+}
+
+#[tokio::test]
+async fn blocked_users_do_not_notify() {
+    let app = spawn_app().await;
+    let me = app.user("quiet").await;
+    let pest = app.user("pest").await;
+    let post = app.text_post(&me, "p").await;
+    app.put(
+        &format!("/api/v1/users/{}/block", pest.uid),
+        Some(&me.token),
+    )
+    .await;
+    // The post is hidden from the pest: nothing to like or comment on.
+    assert_eq!(
+        app.put(&format!("/api/v1/posts/{post}/like"), Some(&pest.token))
+            .await
+            .0
+            .as_u16(),
+        404
+    );
+    assert_eq!(
+        app.put(
+            &format!("/api/v1/users/{}/follow", me.uid),
+            Some(&pest.token)
+        )
+        .await
+        .0
+        .as_u16(),
+        404
+    );
+    assert_eq!(inbox(&app, &me).await, Vec::<(String, i64)>::new());
+}
+
+#[tokio::test]
+async fn notifications_older_than_30_days_are_gone_everywhere() {
+    let app = spawn_app().await;
+    let me = app.user("oldtimer").await;
+    let a = app.user("longago").await;
+    let now = moments::ids::now_ms();
+    for (age_days, dedupe) in [(31, "old"), (29, "recent")] {
+        let at = now - age_days * 24 * 3600 * 1000;
+        let inserted = app
+            .ctx
+            .docs
+            .insert_notification(&moments::store::NotificationDoc {
+                id: moments::ids::first_id_at(at) + 1,
+                uid: me.uid,
+                kind: moments::store::NotificationKind::Follow,
+                actor: a.uid,
+                post_id: None,
+                comment_id: None,
+                createtime: at,
+                dedupe: dedupe.into(),
+                read: false,
+            })
+            .await
+            .unwrap();
+        assert!(inserted);
+    }
+    let (_, page) = app.get("/api/v1/notifications", Some(&me.token)).await;
+    assert_eq!(page["items"].as_array().unwrap().len(), 1);
+    assert_eq!(unread(&app, &me).await, 1);
+}
