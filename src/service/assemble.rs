@@ -10,6 +10,7 @@ use super::device_names::DeviceNames;
 use super::loader::{from_json, Loaded, Loader};
 use super::views::{unknown_user, CommentView, ExpandedPost, LikeView, ReplyToView};
 use super::{can_see, Context, Presentation, Relations, Viewer};
+use crate::domain::post::Visibility;
 use crate::error::AppResult;
 use crate::ids;
 use crate::store::{BlobKey, CommentDoc, Owner, PostBody, SetKey, SetRead, SetView, UserCard};
@@ -123,11 +124,14 @@ fn cards_of(loaded: &Loaded, into: &mut HashMap<i64, UserCard>) -> AppResult<()>
     Ok(())
 }
 
-fn comment_sets(post: i64, comment: i64, viewer: Viewer) -> [SetRead; 2] {
+/// "All members" for a set read.
+const ALL: usize = 1 << 40;
+
+fn comment_sets(post: i64, comment: i64, viewer: Viewer, likers_top: usize) -> [SetRead; 2] {
     [
         SetRead {
             key: SetKey::CommentLikers(post, comment),
-            top: 0,
+            top: likers_top,
             probe: viewer,
             below: None,
         },
@@ -205,13 +209,106 @@ pub async fn assemble_posts(
         posts.push((body, likers, comment_ids));
     }
 
+    // WeChat's rule: in a friends-only post, a viewer other than the author
+    // sees only the likes and comments of their own friends and their own,
+    // and the counts follow. Such posts are read whole (their audience, and
+    // so their likes and comments, is bounded by the author's friends).
+    let allowed = |x: i64| Some(x) == viewer || rel.friends.contains(&x);
+    let restricted: HashSet<i64> = posts
+        .iter()
+        .filter(|(b, ..)| b.visibility == Visibility::Friends && viewer != Some(b.author_uid))
+        .map(|(b, ..)| b.id)
+        .collect();
+    let mut visible_replies: HashMap<i64, u64> = HashMap::new();
+    if !restricted.is_empty() {
+        let whole: Vec<SetRead> = restricted
+            .iter()
+            .flat_map(|p| {
+                [
+                    SetRead {
+                        key: SetKey::PostLikers(*p),
+                        top: ALL,
+                        probe: viewer,
+                        below: None,
+                    },
+                    SetRead {
+                        key: SetKey::PostComments(*p),
+                        top: ALL,
+                        probe: None,
+                        below: None,
+                    },
+                ]
+            })
+            .collect();
+        let mut everything = loader.load(&[], &whole).await?;
+        let all_comments: Vec<BlobKey> = restricted
+            .iter()
+            .flat_map(|p| {
+                everything
+                    .sets
+                    .get(&SetKey::PostComments(*p))
+                    .map(|v| {
+                        v.top
+                            .iter()
+                            .map(|(c, _)| BlobKey::CommentBody(*p, *c))
+                            .collect::<Vec<_>>()
+                    })
+                    .unwrap_or_default()
+            })
+            .collect();
+        let bodies = loader.load(&all_comments, &[]).await?;
+        let mut by_post: HashMap<i64, Vec<CommentDoc>> = HashMap::new();
+        for text in bodies.blobs.values() {
+            let c: CommentDoc = from_json(text)?;
+            if !c.deleted && allowed(c.author_uid) {
+                by_post.entry(c.post_id).or_default().push(c);
+            }
+        }
+        for (body, likers, comment_ids) in posts.iter_mut() {
+            if !restricted.contains(&body.id) {
+                continue;
+            }
+            let mut all_likers = everything
+                .sets
+                .remove(&SetKey::PostLikers(body.id))
+                .unwrap_or_default();
+            all_likers.top.retain(|(uid, _)| allowed(*uid));
+            *likers = SetView {
+                count: all_likers.top.len() as u64,
+                top: all_likers.top.into_iter().take(LATEST_LIKES).collect(),
+                probe_score: all_likers.probe_score,
+            };
+            let mut visible = by_post.remove(&body.id).unwrap_or_default();
+            visible.sort_unstable_by_key(|c| std::cmp::Reverse(c.id));
+            for c in &visible {
+                if let Some(r) = c.reply_to {
+                    *visible_replies.entry(r.comment_id).or_default() += 1;
+                }
+            }
+            *comment_ids = SetView {
+                count: visible.len() as u64,
+                top: visible
+                    .iter()
+                    .take(LATEST_COMMENTS)
+                    .map(|c| (c.id, c.id))
+                    .collect(),
+                probe_score: None,
+            };
+        }
+    }
+
     // Round 2: latest comments with their sets, and the cards known so far.
     let mut blobs = Vec::new();
     let mut sets = Vec::new();
     for (body, _, comment_ids) in &posts {
+        let likers_top = if restricted.contains(&body.id) {
+            ALL
+        } else {
+            0
+        };
         for (cid, _) in &comment_ids.top {
             blobs.push(BlobKey::CommentBody(body.id, *cid));
-            sets.extend(comment_sets(body.id, *cid, viewer));
+            sets.extend(comment_sets(body.id, *cid, viewer, likers_top));
         }
     }
     let mut asked: HashSet<i64> = HashSet::new();
@@ -262,15 +359,22 @@ pub async fn assemble_posts(
                     if rel.blocked(doc.author_uid) {
                         return None;
                     }
+                    let mut likers = second
+                        .sets
+                        .remove(&SetKey::CommentLikers(body.id, *cid))
+                        .unwrap_or_default();
+                    let mut replies = second
+                        .sets
+                        .remove(&SetKey::CommentReplies(body.id, *cid))
+                        .unwrap_or_default();
+                    if restricted.contains(&body.id) {
+                        likers.count =
+                            likers.top.iter().filter(|(u, _)| allowed(*u)).count() as u64;
+                        replies.count = visible_replies.get(cid).copied().unwrap_or(0);
+                    }
                     Some(CommentParts {
-                        likers: second
-                            .sets
-                            .remove(&SetKey::CommentLikers(body.id, *cid))
-                            .unwrap_or_default(),
-                        replies: second
-                            .sets
-                            .remove(&SetKey::CommentReplies(body.id, *cid))
-                            .unwrap_or_default(),
+                        likers,
+                        replies,
                         doc,
                     })
                 })
@@ -304,7 +408,7 @@ pub async fn comment_views(
     );
     let sets: Vec<SetRead> = comments
         .iter()
-        .flat_map(|c| comment_sets(c.post_id, c.id, viewer))
+        .flat_map(|c| comment_sets(c.post_id, c.id, viewer, 0))
         .collect();
     let mut loaded = loader.load(&blobs, &sets).await?;
     let mut cards = HashMap::new();
@@ -354,6 +458,25 @@ pub async fn load_set(ctx: &Context, read: SetRead) -> AppResult<SetView> {
 pub struct VisiblePost {
     pub body: PostBody,
     pub gen: Option<u64>,
+    /// The viewer's relations, read with the post.
+    pub rel: Relations,
+}
+
+impl VisiblePost {
+    /// Whether the viewer sees what `actor` did on this post: not across a
+    /// block, and in a friends-only post only the viewer's friends and the
+    /// viewer (WeChat's rule; the author sees everything).
+    pub fn shows_actor(&self, actor: i64) -> bool {
+        if self.rel.blocked(actor) {
+            return false;
+        }
+        if self.body.visibility == Visibility::Friends
+            && self.rel.viewer != Some(self.body.author_uid)
+        {
+            return Some(actor) == self.rel.viewer || self.rel.friends.contains(&actor);
+        }
+        true
+    }
 }
 
 /// A post's body if it exists and the viewer may see it: the check every
@@ -373,5 +496,5 @@ pub async fn visible_post(ctx: &Context, post_id: i64, viewer: Viewer) -> AppRes
     if !can_see(&body, &rel) {
         return Err(crate::error::AppError::NotFound("post"));
     }
-    Ok(VisiblePost { body, gen })
+    Ok(VisiblePost { body, gen, rel })
 }

@@ -121,12 +121,15 @@ pub async fn list_comments(
     limit: usize,
     pres: &Presentation,
 ) -> AppResult<Page<CommentView>> {
-    visible_post(ctx, post_id, viewer).await?;
+    let post = visible_post(ctx, post_id, viewer).await?;
     let docs = ctx
         .docs
         .comments_page(post_id, cursor.map(|c| c.0), limit + 1)
         .await?;
-    let (docs, next_cursor) = paginate(docs, limit, |c| c.id);
+    let (mut docs, next_cursor) = paginate(docs, limit, |c| c.id);
+    // The cursor stays on what was read, so hidden comments shorten a page
+    // but never shift the next one.
+    docs.retain(|c| post.shows_actor(c.author_uid));
     Ok(Page {
         items: comment_views(ctx, docs, viewer, pres).await?,
         next_cursor,

@@ -148,12 +148,13 @@ pub async fn list_likes(
     limit: usize,
     pres: &Presentation,
 ) -> AppResult<Page<LikeView>> {
-    visible_post(ctx, post_id, viewer).await?;
+    let post = visible_post(ctx, post_id, viewer).await?;
     let likes = ctx
         .docs
         .likes_page(LikeKind::Post, post_id, cursor.map(|c| c.0), limit + 1)
         .await?;
-    let (likes, next_cursor) = paginate(likes, limit, |l| l.id);
+    let (mut likes, next_cursor) = paginate(likes, limit, |l| l.id);
+    likes.retain(|l| post.shows_actor(l.uid));
     let uids: Vec<i64> = likes.iter().map(|l| l.uid).collect();
     let cards = load_cards(ctx, &uids).await?;
     let items = likes

@@ -322,3 +322,117 @@ async fn blocking_cuts_follows_both_ways_and_hides_each_from_the_other() {
         .await;
     assert_problem(&r, 400, "invalid_input");
 }
+
+async fn befriend(app: &TestApp, a: &User, b: &User) {
+    follow(app, a, b).await;
+    follow(app, b, a).await;
+}
+
+/// WeChat's rule for friends-only posts: each viewer sees the likes and
+/// comments of their own friends (and their own), and the counts follow.
+#[tokio::test]
+async fn friends_only_posts_show_each_viewer_their_friends_interactions() {
+    let app = spawn_app().await;
+    let a = app.user("author").await;
+    let b = app.user("bfriend").await;
+    let c = app.user("cfriend").await;
+    let d = app.user("dfriend").await;
+    befriend(&app, &a, &b).await;
+    befriend(&app, &a, &c).await;
+    befriend(&app, &a, &d).await;
+    befriend(&app, &b, &c).await;
+    let (_, post) = app
+        .post(
+            "/api/v1/posts",
+            Some(&a.token),
+            json!({"category": "TEXT", "content": "朋友可见", "visibility": "friends"}),
+        )
+        .await;
+    let p = post["id"].as_i64().unwrap();
+    for u in [&b, &c, &d] {
+        app.put(&format!("/api/v1/posts/{p}/like"), Some(&u.token))
+            .await;
+    }
+    let cc = app.comment(&c, p, "from c", None).await["id"]
+        .as_i64()
+        .unwrap();
+    let dr = app.comment(&d, p, "d replies to c", Some(cc)).await["id"]
+        .as_i64()
+        .unwrap();
+
+    let view = |v: serde_json::Value| {
+        let likers: Vec<i64> = v["likes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["user"]["uid"].as_i64().unwrap())
+            .collect();
+        let comments: Vec<i64> = v["comments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["id"].as_i64().unwrap())
+            .collect();
+        (
+            v["likeCount"].as_i64().unwrap(),
+            likers,
+            v["commentCount"].as_i64().unwrap(),
+            comments,
+            v,
+        )
+    };
+    let (likes, likers, count, comments, _) = view(
+        app.get(&format!("/api/v1/posts/{p}"), Some(&a.token))
+            .await
+            .1,
+    );
+    assert_eq!(
+        (likes, likers.len(), count, comments),
+        (3, 3, 2, vec![dr, cc]),
+        "the author sees everything"
+    );
+
+    let (likes, mut likers, count, comments, raw) = view(
+        app.get(&format!("/api/v1/posts/{p}"), Some(&b.token))
+            .await
+            .1,
+    );
+    likers.sort_unstable();
+    let mut expected = vec![b.uid, c.uid];
+    expected.sort_unstable();
+    assert_eq!(
+        (likes, likers, count, comments),
+        (2, expected, 1, vec![cc]),
+        "b sees b and c, not d"
+    );
+    assert_eq!(
+        raw["comments"][0]["commentCount"], 0,
+        "d's reply is hidden from b"
+    );
+
+    let (likes, likers, count, comments, _) = view(
+        app.get(&format!("/api/v1/posts/{p}"), Some(&d.token))
+            .await
+            .1,
+    );
+    assert_eq!(
+        (likes, likers, count, comments),
+        (1, vec![d.uid], 1, vec![dr]),
+        "d sees only d"
+    );
+
+    let (_, list) = app
+        .get(&format!("/api/v1/posts/{p}/comments"), Some(&b.token))
+        .await;
+    let ids: Vec<i64> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, vec![cc]);
+    let (_, list) = app
+        .get(&format!("/api/v1/posts/{p}/likes"), Some(&d.token))
+        .await;
+    assert_eq!(list["items"].as_array().unwrap().len(), 1);
+}
