@@ -14,11 +14,13 @@ use redb::{
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use super::group_commit::{GroupCommit, Job};
 use super::other;
 use crate::store::{
     BlockDoc, CommentDoc, DeviceModelDoc, DocStore, FollowDoc, LikeDoc, LikeKind, NotificationDoc,
     PostDoc, StoreError, StoreResult, UserDoc,
 };
+use std::any::Any;
 
 const USERS: TableDefinition<u64, &[u8]> = TableDefinition::new("users");
 const USERNAMES: TableDefinition<&str, u64> = TableDefinition::new("users_by_username");
@@ -79,30 +81,31 @@ fn decode<T: DeserializeOwned>(bytes: &[u8]) -> StoreResult<T> {
 
 pub struct EmbeddedDocs {
     db: Arc<redb::Database>,
+    writer: GroupCommit,
     /// How many ids a post's arrays show (`MOMENTS_POST_ID_ARRAY_CAP`).
     array_cap: usize,
 }
 
 impl EmbeddedDocs {
     pub fn new(db: Arc<redb::Database>, array_cap: usize) -> Self {
-        Self { db, array_cap }
+        Self {
+            writer: GroupCommit::start(db.clone()),
+            db,
+            array_cap,
+        }
     }
 
     /// Runs `f` in one write transaction on a blocking thread and commits:
     /// all or nothing, durable when this returns.
     async fn write<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&WriteTransaction) -> StoreResult<T> + Send + 'static,
+        f: impl Fn(&WriteTransaction) -> StoreResult<T> + Send + 'static,
     ) -> StoreResult<T> {
-        let db = self.db.clone();
-        tokio::task::spawn_blocking(move || {
-            let txn = db.begin_write().map_err(other)?;
-            let out = f(&txn)?;
-            txn.commit().map_err(other)?;
-            Ok(out)
-        })
-        .await
-        .map_err(other)?
+        let job: Job = Box::new(move |txn| f(txn).map(|t| Box::new(t) as Box<dyn Any + Send>));
+        let out = self.writer.submit(job).await?;
+        out.downcast::<T>()
+            .map(|b| *b)
+            .map_err(|_| other("a write answered with the wrong type"))
     }
 
     async fn read<T: Send + 'static>(
@@ -355,10 +358,10 @@ impl DocStore for EmbeddedDocs {
             let Some(mut user) = get_doc::<UserDoc>(&users, id(uid))? else {
                 return Ok(None);
             };
-            if let Some(n) = nick {
+            if let Some(n) = nick.clone() {
                 user.nick_name = n;
             }
-            if let Some(h) = head {
+            if let Some(h) = head.clone() {
                 user.head_img = h;
             }
             users
@@ -374,7 +377,7 @@ impl DocStore for EmbeddedDocs {
         self.write(move |txn| {
             let mut users = txn.open_table(USERS).map_err(other)?;
             if let Some(mut user) = get_doc::<UserDoc>(&users, id(uid))? {
-                user.password_hash = hash;
+                user.password_hash = hash.clone();
                 if !user.is_admin() {
                     user.roles.push("admin".into());
                 }
@@ -1208,6 +1211,50 @@ mod tests {
         );
         let got = docs.posts_by_ids(&[p]).await.unwrap().pop().unwrap();
         assert_eq!(got.likes_postid, vec![p + 11]);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failing_write_in_a_shared_commit_leaves_the_others_alone() {
+        let (docs, dir) = temp_store(10);
+        docs.apply_schemas().await.unwrap();
+        let docs = std::sync::Arc::new(docs);
+        // 60 concurrent registrations, 20 of them for a name already taken:
+        // they share commits, and the failures must not undo the rest.
+        let writes = (0..60).map(|i| {
+            let docs = docs.clone();
+            async move {
+                let name = if i % 3 == 0 {
+                    "taken".to_string()
+                } else {
+                    format!("user{i}")
+                };
+                let user = UserDoc {
+                    uid: 1_000_000_000_001_000 + i,
+                    username: name,
+                    nick_name: "n".into(),
+                    head_img: String::new(),
+                    password_hash: String::new(),
+                    roles: vec![],
+                    created_at: 0,
+                    last_active_at: 0,
+                };
+                docs.insert_user(&user).await
+            }
+        });
+        let results = futures_util::future::join_all(writes).await;
+        let ok = results.iter().filter(|r| r.is_ok()).count();
+        let dup = results
+            .iter()
+            .filter(|r| matches!(r, Err(StoreError::Duplicate(_))))
+            .count();
+        assert_eq!(
+            (ok, dup),
+            (41, 19),
+            "40 distinct names and the first of the 20 'taken'"
+        );
+        let ids: Vec<i64> = (0..60).map(|i| 1_000_000_000_001_000 + i).collect();
+        assert_eq!(docs.users_by_ids(&ids).await.unwrap().len(), 41);
         let _ = std::fs::remove_dir_all(dir);
     }
 

@@ -4,6 +4,7 @@
 //! with the same ports, behaviours and errors as MongoDB + Redis.
 
 pub mod docs;
+pub mod group_commit;
 pub mod live;
 
 use std::path::Path;

@@ -1,0 +1,212 @@
+//! Timeline figures for BENCHMARKS.md (not a test: run it on purpose).
+//!
+//! 1. Fan-out: one post pushed to 100,000 active followers' timelines, from
+//!    the publish (reading the active followers from the documents) to the
+//!    last timeline written.
+//! 2. A returning user's first feed page, rebuilt from 200 followees' posts.
+//! 3. Store round trips of a warm feed page, by page size.
+//!
+//! Documents on the embedded store (in a temp dir); live state on Redis when
+//! `MOMENTS_REDIS_URL` is set, else in process.
+//!
+//!   cargo run --release --example bench_timeline
+//!   MOMENTS_REDIS_URL=redis://127.0.0.1:6379 cargo run --release --example bench_timeline
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Instant;
+
+use moments::config::Settings;
+use moments::ids::{next_id, now_ms, timestamp_of};
+use moments::service::{timeline, Presentation};
+use moments::startup::Application;
+use moments::store::{FollowDoc, LiveFill, Owner, PostDoc, SetKey, UserDoc};
+
+fn user(uid: i64) -> UserDoc {
+    UserDoc {
+        uid,
+        username: format!("u{uid}"),
+        nick_name: format!("用户{uid}"),
+        head_img: String::new(),
+        password_hash: String::new(),
+        roles: vec![],
+        created_at: now_ms(),
+        last_active_at: now_ms(),
+    }
+}
+
+fn post(author: i64) -> PostDoc {
+    let id = next_id();
+    PostDoc {
+        id,
+        author_uid: author,
+        category: moments::domain::post::Category::Text,
+        content: "一条动态".into(),
+        picture_urls: vec![],
+        device: String::new(),
+        geo: None,
+        visibility: moments::domain::post::Visibility::Public,
+        createtime: timestamp_of(id),
+        comments_postid: vec![],
+        likes_postid: vec![],
+        deleted: false,
+    }
+}
+
+async fn follow(app: &Application, follower: i64, followee: i64) {
+    let id = next_id();
+    app.context()
+        .docs
+        .insert_follow(&FollowDoc {
+            id,
+            follower,
+            followee,
+            created_at: timestamp_of(id),
+        })
+        .await
+        .unwrap();
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let dir = std::env::temp_dir().join(format!("moments-bench-{}", std::process::id()));
+    let mut settings = Settings::from_env().unwrap();
+    settings.listen = "127.0.0.1:0".into();
+    settings.mongodb_uri = None;
+    settings.data_dir = dir.clone();
+    settings.redis_prefix = format!("bench{}:", std::process::id());
+    settings.admin = None;
+    settings.celebrity_followers = 1_000_000;
+    let backend = if settings.redis_url.is_some() {
+        "Redis"
+    } else {
+        "in-process"
+    };
+    let app = Application::build(settings).await.unwrap();
+    let ctx = app.context().clone();
+
+    // 1. Fan-out to 100,000 active followers with existing timelines.
+    let followers = 100_000;
+    let author = next_id();
+    ctx.docs.insert_user(&user(author)).await.unwrap();
+    let start = Instant::now();
+    let mut uids = Vec::with_capacity(followers);
+    for _ in 0..followers {
+        uids.push(next_id());
+    }
+    for chunk in uids.chunks(5000) {
+        let futs = chunk.iter().map(|u| {
+            let ctx = ctx.clone();
+            let u = *u;
+            async move {
+                let mut doc = user(u);
+                doc.username = format!("f{u}");
+                ctx.docs.insert_user(&doc).await.unwrap();
+            }
+        });
+        futures_util::future::join_all(futs).await;
+        for u in chunk {
+            follow(&app, *u, author).await;
+        }
+    }
+    // Give every follower a timeline, as an active reader has.
+    for chunk in uids.chunks(5000) {
+        let gens = ctx
+            .live
+            .read(&moments::store::LiveRead {
+                gens: chunk.iter().map(|u| Owner::User(*u)).collect(),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .gens;
+        let fill = LiveFill {
+            sets: chunk
+                .iter()
+                .zip(gens)
+                .map(|(u, g)| (SetKey::Home(*u), vec![], g))
+                .collect(),
+            ..Default::default()
+        };
+        ctx.live.fill(&fill).await.unwrap();
+    }
+    eprintln!(
+        "seeded {followers} followers in {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
+    let mut runs = Vec::new();
+    for _ in 0..5 {
+        let p = post(author);
+        ctx.docs.insert_post(&p).await.unwrap();
+        let t = Instant::now();
+        let pushed = timeline::fan_out(&ctx, p.id, author).await.unwrap();
+        runs.push(ms(t.elapsed()));
+        assert_eq!(pushed, followers + 1);
+    }
+    runs.sort_by(f64::total_cmp);
+    println!(
+        "fan-out to {followers} active followers ({backend} live state): median {:.0} ms, best {:.0} ms, worst {:.0} ms",
+        runs[2], runs[0], runs[4]
+    );
+
+    // 2. Returning users' first pages, rebuilt from 200 followees x 30 posts.
+    let followees: Vec<i64> = (0..200).map(|_| next_id()).collect();
+    for f in &followees {
+        ctx.docs.insert_user(&user(*f)).await.unwrap();
+        for _ in 0..30 {
+            ctx.docs.insert_post(&post(*f)).await.unwrap();
+        }
+    }
+    let mut runs = Vec::new();
+    for _ in 0..10 {
+        let reader = next_id();
+        ctx.docs.insert_user(&user(reader)).await.unwrap();
+        for f in &followees {
+            follow(&app, reader, *f).await;
+        }
+        let pres = Presentation {
+            now: now_ms(),
+            ..Default::default()
+        };
+        let t = Instant::now();
+        let page = timeline::home(&ctx, reader, None, 20, &pres).await.unwrap();
+        runs.push(ms(t.elapsed()));
+        assert_eq!(page.items.len(), 20);
+    }
+    runs.sort_by(f64::total_cmp);
+    println!(
+        "returning user's first page, 200 followees ({backend} live state): median {:.1} ms, worst {:.1} ms",
+        runs[5], runs[9]
+    );
+
+    // 3. Round trips of a warm feed page, by size.
+    let reader = next_id();
+    ctx.docs.insert_user(&user(reader)).await.unwrap();
+    for f in &followees {
+        follow(&app, reader, *f).await;
+    }
+    let pres = Presentation {
+        now: now_ms(),
+        ..Default::default()
+    };
+    timeline::home(&ctx, reader, None, 100, &pres)
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    for limit in [5, 20, 100] {
+        let before = ctx.round_trips.snapshot();
+        timeline::home(&ctx, reader, None, limit, &pres)
+            .await
+            .unwrap();
+        let after = ctx.round_trips.snapshot();
+        println!(
+            "warm feed page of {limit}: {} document and {} live round trips (plus the session lookup)",
+            after.0 - before.0,
+            after.1 - before.1
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
