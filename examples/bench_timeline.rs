@@ -151,6 +151,24 @@ async fn main() {
         "fan-out to {followers} active followers ({backend} live state): median {:.0} ms, best {:.0} ms, worst {:.0} ms",
         runs[2], runs[0], runs[4]
     );
+    // Where the time goes: finding the active followers, and the pushes.
+    let t = Instant::now();
+    let active = ctx
+        .docs
+        .active_followers(author, now_ms() - 7 * 86_400_000)
+        .await
+        .unwrap();
+    let find = ms(t.elapsed());
+    let t = Instant::now();
+    ctx.live
+        .push_to_timelines(next_id(), &active, 800)
+        .await
+        .unwrap();
+    println!(
+        "  of which: finding {} active followers {find:.0} ms, pushing {:.0} ms",
+        active.len(),
+        ms(t.elapsed())
+    );
 
     // 2. Returning users' first pages, rebuilt from 200 followees x 30 posts.
     let followees: Vec<i64> = (0..200).map(|_| next_id()).collect();
