@@ -182,14 +182,26 @@ pub async fn home(
             }
         }
         None => {
-            let newest = ctx.docs.post_ids_by_authors(&authors, None, max).await?;
+            let mut newest = ctx.docs.post_ids_by_authors(&authors, None, max).await?;
             if let (Some(g), true) = (gen, ctx.settings.active_days > 0) {
                 let fill = LiveFill {
                     sets: vec![(home_key, newest.iter().map(|p| (*p, *p)).collect(), g)],
                     ..Default::default()
                 };
-                if let Err(e) = ctx.live.fill(&fill).await {
-                    tracing::warn!(error = %e, "could not store a rebuilt timeline");
+                match ctx.live.fill(&fill).await {
+                    Ok(()) => {
+                        // A post published while this was rebuilding may
+                        // have been pushed before the timeline existed (and
+                        // so skipped): read once more and add what is newer.
+                        let top = newest.first().copied().unwrap_or(0);
+                        let again = ctx.docs.post_ids_by_authors(&authors, None, max).await?;
+                        let newer: Vec<i64> = again.into_iter().filter(|p| *p > top).collect();
+                        for p in &newer {
+                            ctx.live.push_to_timelines(*p, &[viewer], max).await?;
+                        }
+                        newest.splice(0..0, newer);
+                    }
+                    Err(e) => tracing::warn!(error = %e, "could not store a rebuilt timeline"),
                 }
             }
             ids.extend(

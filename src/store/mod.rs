@@ -585,8 +585,9 @@ pub trait LiveStore: Send + Sync {
     async fn clear_derived(&self) -> StoreResult<usize>;
 
     /// Adds a new post to these users' home timelines where they exist
-    /// (absent ones are rebuilt on read), keeping the newest `max`. Bumps
-    /// each owner's generation, so a rebuild racing the push is not stored.
+    /// (absent ones are rebuilt on read), keeping about the newest `max`.
+    /// Generations are not bumped: commutative, idempotent adds need no
+    /// ordering, and a rebuild re-reads the newest posts after storing.
     async fn push_to_timelines(&self, post_id: i64, uids: &[i64], max: usize) -> StoreResult<()>;
 
     /// A counter every instance polls to learn that the device table changed.

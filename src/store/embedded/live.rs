@@ -338,7 +338,6 @@ impl LiveStore for MemoryLive {
         let mut state = self.state_write();
         state.expire_homes(now_ms());
         for uid in uids {
-            state.bump(Owner::User(*uid));
             if let Some(home) = state.sets.get_mut(&SetKey::Home(*uid)) {
                 home.add(post_id, post_id);
                 while home.scores.len() > max {

@@ -90,19 +90,19 @@ return 1
 
 /// Pushes a post onto home timelines that exist, keeping the newest ARGV[2]:
 /// the sentinel has score 0 and so rank 0, and survives the trim. Trimming is
-/// asked for (ARGV[4]) on one push in 16, so timelines run at most a few
-/// dozen entries over and most pushes cost three commands. KEYS come in pairs (gen,
-/// home) of users whose keys share one Cluster slot, so one call serves
-/// several users without crossing slots. A generation gets its expiry only
-/// when this creates it. ARGV: post id, max, gen ttl, trim.
+/// asked for (ARGV[3]) on one push in 16, so timelines run at most a few
+/// dozen entries over and most pushes cost two commands. KEYS are the
+/// timelines of users whose keys share one Cluster slot, so one call serves
+/// several users without crossing slots. No generation is bumped: a rebuild
+/// racing a push re-reads the newest posts after storing (`timeline::home`).
+/// ARGV: post id, max, trim.
 const PUSH_SCRIPT: &str = r#"
-local trim = ARGV[4] == '1'
+local trim = ARGV[3] == '1'
 local last = -(tonumber(ARGV[2]) + 1)
-for i = 1, #KEYS, 2 do
-  if redis.call('INCR', KEYS[i]) == 1 then redis.call('EXPIRE', KEYS[i], ARGV[3]) end
-  if redis.call('EXISTS', KEYS[i + 1]) == 1 then
-    redis.call('ZADD', KEYS[i + 1], ARGV[1], ARGV[1])
-    if trim then redis.call('ZREMRANGEBYRANK', KEYS[i + 1], 1, last) end
+for i = 1, #KEYS do
+  if redis.call('EXISTS', KEYS[i]) == 1 then
+    redis.call('ZADD', KEYS[i], ARGV[1], ARGV[1])
+    if trim then redis.call('ZREMRANGEBYRANK', KEYS[i], 1, last) end
   end
 end
 return 1
@@ -479,15 +479,11 @@ impl LiveStore for RedisLive {
         for chunk in groups.chunks(1000) {
             let mut pipe = redis::pipe();
             for group in chunk {
-                let cmd = pipe.cmd("EVALSHA").arg(&sha).arg(group.len() * 2);
+                let cmd = pipe.cmd("EVALSHA").arg(&sha).arg(group.len());
                 for uid in group {
-                    cmd.arg(self.gen_key(Owner::User(*uid)))
-                        .arg(self.set_key(SetKey::Home(*uid)));
+                    cmd.arg(self.set_key(SetKey::Home(*uid)));
                 }
-                cmd.arg(post_id)
-                    .arg(max)
-                    .arg(GEN_TTL_SECS)
-                    .arg(if trim { "1" } else { "0" });
+                cmd.arg(post_id).arg(max).arg(if trim { "1" } else { "0" });
                 pipe.ignore();
             }
             self.run(&pipe).await?;
