@@ -244,3 +244,18 @@ async fn concurrent_publishes_reach_each_timeline_once() {
     }
     assert_eq!(whole_feed(&app, &me, 7).await, made);
 }
+
+#[tokio::test]
+async fn a_push_onto_a_timeline_never_built_does_not_hide_older_posts() {
+    let app = spawn_app().await;
+    let me = app.user("newcomer").await;
+    let author = app.user("veteran").await;
+    let old = app.text_post(&author, "before you came").await;
+    follow(&app, &me, &author).await;
+    // Pushed to while the follower's timeline does not exist yet.
+    let new = app.text_post(&author, "after").await;
+    moments::service::timeline::fan_out(&app.ctx, new, author.uid)
+        .await
+        .unwrap();
+    assert_eq!(whole_feed(&app, &me, 10).await, vec![new, old]);
+}

@@ -88,42 +88,6 @@ end
 return 1
 "#;
 
-/// Pushes a post onto home timelines that exist, keeping the newest ARGV[2]:
-/// the sentinel has score 0 and so rank 0, and survives the trim. Trimming is
-/// asked for (ARGV[3]) on one push in 16, so timelines run at most a few
-/// dozen entries over and most pushes cost two commands. KEYS are the
-/// timelines of users whose keys share one Cluster slot, so one call serves
-/// several users without crossing slots. No generation is bumped: a rebuild
-/// racing a push re-reads the newest posts after storing (`timeline::home`).
-/// ARGV: post id, max, trim.
-const PUSH_SCRIPT: &str = r#"
-local trim = ARGV[3] == '1'
-local last = -(tonumber(ARGV[2]) + 1)
-for i = 1, #KEYS do
-  if redis.call('EXISTS', KEYS[i]) == 1 then
-    redis.call('ZADD', KEYS[i], ARGV[1], ARGV[1])
-    if trim then redis.call('ZREMRANGEBYRANK', KEYS[i], 1, last) end
-  end
-end
-return 1
-"#;
-
-/// The Redis Cluster slot of a key's hash tag (CRC16/XMODEM mod 16384).
-fn slot_of(tag: &str) -> u16 {
-    let mut crc: u16 = 0;
-    for b in tag.bytes() {
-        crc ^= u16::from(b) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 {
-                (crc << 1) ^ 0x1021
-            } else {
-                crc << 1
-            };
-        }
-    }
-    crc % 16384
-}
-
 /// A home timeline unread for this long is dropped, and rebuilt from the
 /// documents when its owner comes back.
 pub const HOME_TTL_SECS: u64 = 24 * 3600;
@@ -303,12 +267,14 @@ impl LiveStore for RedisLive {
                     .arg(set.top)
                     .arg("WITHSCORES");
             }
-            if let SetKey::Home(_) = set.key {
-                // Reading a timeline keeps it: it expires a day unread.
-                pipe.cmd("EXPIRE").arg(&key).arg(HOME_TTL_SECS).ignore();
-            }
             if let Some(probe) = set.probe {
                 pipe.cmd("ZSCORE").arg(&key).arg(probe);
+            }
+            if let SetKey::Home(_) = set.key {
+                // A timeline without its sentinel was only pushed to, never
+                // built: absent. Reading a timeline keeps it a day longer.
+                pipe.cmd("ZSCORE").arg(&key).arg(SENTINEL);
+                pipe.cmd("EXPIRE").arg(&key).arg(HOME_TTL_SECS).ignore();
             }
         }
         for owner in &read.gens {
@@ -336,7 +302,11 @@ impl LiveStore for RedisLive {
             } else {
                 None
             };
-            if card == 0 {
+            let built = match set.key {
+                SetKey::Home(_) => parse::<Option<f64>>(next()?)?.is_some(),
+                _ => true,
+            };
+            if card == 0 || !built {
                 answer.sets.push(None);
                 continue;
             }
@@ -451,40 +421,36 @@ impl LiveStore for RedisLive {
     }
 
     async fn push_to_timelines(&self, post_id: i64, uids: &[i64], max: usize) -> StoreResult<()> {
-        if uids.is_empty() {
-            return Ok(());
-        }
-        // Loaded once, then invoked by hash: the pushes must not carry the
-        // script's text each time.
-        let mut conn = self.conn.clone();
-        let sha: String = redis::cmd("SCRIPT")
-            .arg("LOAD")
-            .arg(PUSH_SCRIPT)
-            .query_async(&mut conn)
-            .await
-            .map_err(classify)?;
-        // Trim on one post in 16 (the low bits of an id are its sequence).
+        // Plain pipelined commands, one key each (so any Cluster node takes
+        // them), two per follower. A timeline is the sentinel plus its
+        // posts; a push onto an absent one creates a set without the
+        // sentinel, which reads treat as absent (rebuilt on read), and which
+        // expires with the timeline's TTL if its owner never comes back.
+        // Trimming rides along on one post in 16 (ids' low bits are a
+        // sequence), from rank 1 so the sentinel stays.
         let trim = post_id % 16 == 0;
-        // Users grouped by Cluster slot: one call per group, never a
-        // command across slots.
-        let mut by_slot: std::collections::HashMap<u16, Vec<i64>> =
-            std::collections::HashMap::new();
-        for uid in uids {
-            by_slot
-                .entry(slot_of(&format!("u:{uid}")))
-                .or_default()
-                .push(*uid);
-        }
-        let groups: Vec<Vec<i64>> = by_slot.into_values().collect();
-        for chunk in groups.chunks(1000) {
+        let last = -(max as i64 + 1);
+        for chunk in uids.chunks(5000) {
             let mut pipe = redis::pipe();
-            for group in chunk {
-                let cmd = pipe.cmd("EVALSHA").arg(&sha).arg(group.len());
-                for uid in group {
-                    cmd.arg(self.set_key(SetKey::Home(*uid)));
+            for uid in chunk {
+                let key = self.set_key(SetKey::Home(*uid));
+                pipe.cmd("ZADD")
+                    .arg(&key)
+                    .arg(post_id)
+                    .arg(post_id)
+                    .ignore();
+                if trim {
+                    pipe.cmd("ZREMRANGEBYRANK")
+                        .arg(&key)
+                        .arg(1)
+                        .arg(last)
+                        .ignore();
                 }
-                cmd.arg(post_id).arg(max).arg(if trim { "1" } else { "0" });
-                pipe.ignore();
+                pipe.cmd("EXPIRE")
+                    .arg(&key)
+                    .arg(HOME_TTL_SECS)
+                    .arg("NX")
+                    .ignore();
             }
             self.run(&pipe).await?;
         }
@@ -553,16 +519,5 @@ impl LiveStore for RedisLive {
             .await
             .map_err(classify)?;
         Ok(version)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn slots_match_redis_cluster() {
-        // Values from CLUSTER KEYSLOT on a real cluster.
-        assert_eq!(super::slot_of("foo"), 12182);
-        assert_eq!(super::slot_of("123456789"), 12739);
-        assert_eq!(super::slot_of(""), 0);
     }
 }
