@@ -12,6 +12,7 @@
 //! started before a write would store the pre-write state after it.
 
 use async_trait::async_trait;
+use futures_util::StreamExt;
 use redis::aio::ConnectionManager;
 use redis::{RedisError, Value};
 use std::time::Duration;
@@ -422,15 +423,16 @@ impl LiveStore for RedisLive {
 
     async fn push_to_timelines(&self, post_id: i64, uids: &[i64], max: usize) -> StoreResult<()> {
         // Plain pipelined commands, one key each (so any Cluster node takes
-        // them), two per follower. A timeline is the sentinel plus its
-        // posts; a push onto an absent one creates a set without the
-        // sentinel, which reads treat as absent (rebuilt on read), and which
-        // expires with the timeline's TTL if its owner never comes back.
-        // Trimming rides along on one post in 16 (ids' low bits are a
-        // sequence), from rank 1 so the sentinel stays.
-        let trim = post_id % 16 == 0;
+        // them). A timeline is the sentinel plus its posts; a push onto an
+        // absent one creates a set without the sentinel, which reads treat
+        // as absent (rebuilt on read). Housekeeping rides along on one post
+        // in 16 (ids' low bits are a sequence): the trim, from rank 1 so the
+        // sentinel stays, and the expiry that also ends sets pushed to but
+        // never read. Most pushes are a single ZADD per follower.
+        let housekeeping = post_id % 16 == 0;
         let last = -(max as i64 + 1);
-        for chunk in uids.chunks(5000) {
+        let mut pipes = Vec::new();
+        for chunk in uids.chunks(2000) {
             let mut pipe = redis::pipe();
             for uid in chunk {
                 let key = self.set_key(SetKey::Home(*uid));
@@ -439,20 +441,27 @@ impl LiveStore for RedisLive {
                     .arg(post_id)
                     .arg(post_id)
                     .ignore();
-                if trim {
+                if housekeeping {
                     pipe.cmd("ZREMRANGEBYRANK")
                         .arg(&key)
                         .arg(1)
                         .arg(last)
                         .ignore();
+                    pipe.cmd("EXPIRE").arg(&key).arg(HOME_TTL_SECS).ignore();
                 }
-                pipe.cmd("EXPIRE")
-                    .arg(&key)
-                    .arg(HOME_TTL_SECS)
-                    .arg("NX")
-                    .ignore();
             }
-            self.run(&pipe).await?;
+            pipes.push(pipe);
+        }
+        // A few pipelines in flight at once, so encoding the next overlaps
+        // Redis executing the last.
+        let conn = self.conn.clone();
+        let mut in_flight = futures_util::stream::iter(pipes.into_iter().map(move |pipe| {
+            let mut conn = conn.clone();
+            async move { pipe.query_async::<()>(&mut conn).await.map_err(classify) }
+        }))
+        .buffer_unordered(8);
+        while let Some(result) = in_flight.next().await {
+            result?;
         }
         Ok(())
     }
