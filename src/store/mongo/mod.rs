@@ -14,7 +14,7 @@ use mongodb::error::{Error as MongoError, ErrorKind, WriteFailure};
 use mongodb::options::ClientOptions;
 use mongodb::{Client, Collection, Database};
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 use super::{
@@ -42,6 +42,26 @@ impl MongoDocs {
 
     pub fn database(&self) -> &Database {
         &self.db
+    }
+
+    /// Deletes the one document matching `filter`: found first, then deleted
+    /// by `_id` (writes address documents by `_id`, TESTING.md). True when
+    /// this call deleted it.
+    async fn delete_matching(&self, collection: &str, filter: Document) -> StoreResult<bool> {
+        let coll = self.db.collection::<IdOnly>(collection);
+        let Some(found) = coll
+            .find_one(filter)
+            .projection(doc! { "_id": 1 })
+            .await
+            .map_err(classify)?
+        else {
+            return Ok(false);
+        };
+        let r = coll
+            .delete_one(doc! { "_id": found.id })
+            .await
+            .map_err(classify)?;
+        Ok(r.deleted_count == 1)
     }
 
     /// `_id`s above `after` matching `filter`, ascending: a scan in pages.
@@ -144,6 +164,19 @@ async fn collect<T: DeserializeOwned + Send + Sync>(
     cursor: mongodb::Cursor<T>,
 ) -> StoreResult<Vec<T>> {
     cursor.try_collect().await.map_err(classify)
+}
+
+/// Inserts `doc`; `Ok(false)` when a unique index already holds its key:
+/// doing again what is done is not an error.
+async fn insert_unless_duplicate<T: Serialize + Send + Sync>(
+    coll: &Collection<T>,
+    doc: &T,
+) -> StoreResult<bool> {
+    match coll.insert_one(doc).await {
+        Ok(_) => Ok(true),
+        Err(e) if is_duplicate_key(&e) => Ok(false),
+        Err(e) => Err(classify(e)),
+    }
 }
 
 /// Documents by `_id`, one query for the whole batch.
@@ -413,10 +446,8 @@ impl DocStore for MongoDocs {
     }
 
     async fn insert_like(&self, like: &LikeDoc, cap: usize) -> StoreResult<bool> {
-        match self.likes().insert_one(like).await {
-            Ok(_) => {}
-            Err(e) if is_duplicate_key(&e) => return Ok(false),
-            Err(e) => return Err(classify(e)),
+        if !insert_unless_duplicate(&self.likes(), like).await? {
+            return Ok(false);
         }
         if like.kind == LikeKind::Post {
             let pushed = self
@@ -506,29 +537,15 @@ impl DocStore for MongoDocs {
     }
 
     async fn insert_follow(&self, follow: &FollowDoc) -> StoreResult<bool> {
-        match self.follows().insert_one(follow).await {
-            Ok(_) => Ok(true),
-            Err(e) if is_duplicate_key(&e) => Ok(false),
-            Err(e) => Err(classify(e)),
-        }
+        insert_unless_duplicate(&self.follows(), follow).await
     }
 
     async fn delete_follow(&self, follower: i64, followee: i64) -> StoreResult<bool> {
-        // Find, then delete by _id: writes address documents by _id (TESTING.md).
-        let Some(edge) = self
-            .follows()
-            .find_one(doc! { "follower": follower, "followee": followee })
-            .await
-            .map_err(classify)?
-        else {
-            return Ok(false);
-        };
-        let r = self
-            .follows()
-            .delete_one(doc! { "_id": edge.id })
-            .await
-            .map_err(classify)?;
-        Ok(r.deleted_count == 1)
+        self.delete_matching(
+            "follows",
+            doc! { "follower": follower, "followee": followee },
+        )
+        .await
     }
 
     async fn followers_page(
@@ -590,28 +607,12 @@ impl DocStore for MongoDocs {
     }
 
     async fn insert_block(&self, block: &BlockDoc) -> StoreResult<bool> {
-        match self.blocks().insert_one(block).await {
-            Ok(_) => Ok(true),
-            Err(e) if is_duplicate_key(&e) => Ok(false),
-            Err(e) => Err(classify(e)),
-        }
+        insert_unless_duplicate(&self.blocks(), block).await
     }
 
     async fn delete_block(&self, blocker: i64, blocked: i64) -> StoreResult<bool> {
-        let Some(edge) = self
-            .blocks()
-            .find_one(doc! { "blocker": blocker, "blocked": blocked })
+        self.delete_matching("blocks", doc! { "blocker": blocker, "blocked": blocked })
             .await
-            .map_err(classify)?
-        else {
-            return Ok(false);
-        };
-        let r = self
-            .blocks()
-            .delete_one(doc! { "_id": edge.id })
-            .await
-            .map_err(classify)?;
-        Ok(r.deleted_count == 1)
     }
 
     async fn blocks_between(&self, uid: i64, others: &[i64]) -> StoreResult<Vec<i64>> {
@@ -738,16 +739,7 @@ impl DocStore for MongoDocs {
             "createdAt",
             mongodb::bson::DateTime::from_millis(n.createtime),
         );
-        match self
-            .db
-            .collection::<Document>("notifications")
-            .insert_one(d)
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(e) if is_duplicate_key(&e) => Ok(false),
-            Err(e) => Err(classify(e)),
-        }
+        insert_unless_duplicate(&self.db.collection::<Document>("notifications"), &d).await
     }
 
     async fn notifications_page(
