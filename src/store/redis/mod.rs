@@ -107,6 +107,11 @@ pub(crate) fn classify(e: RedisError) -> StoreError {
     }
 }
 
+/// The key of a user's home timeline (also built by `set_key`).
+fn home_key(prefix: &str, uid: i64) -> String {
+    format!("{prefix}{{u:{uid}}}:home")
+}
+
 fn owner_tag(owner: Owner) -> String {
     match owner {
         Owner::Post(p) => format!("{{p:{p}}}"),
@@ -153,7 +158,7 @@ impl RedisLive {
             SetKey::CommentLikers(_, c) => format!("{}{tag}:cl:{c}", self.prefix),
             SetKey::CommentReplies(_, c) => format!("{}{tag}:cr:{c}", self.prefix),
             SetKey::Following(_) => format!("{}{tag}:following", self.prefix),
-            SetKey::Home(_) => format!("{}{tag}:home", self.prefix),
+            SetKey::Home(u) => home_key(&self.prefix, u),
             SetKey::Friends(_) => format!("{}{tag}:friends", self.prefix),
             SetKey::Blocks(_) => format!("{}{tag}:blocks", self.prefix),
         }
@@ -431,33 +436,32 @@ impl LiveStore for RedisLive {
         // never read. Most pushes are a single ZADD per follower.
         let housekeeping = post_id % 16 == 0;
         let last = -(max as i64 + 1);
-        let mut pipes = Vec::new();
-        for chunk in uids.chunks(2000) {
-            let mut pipe = redis::pipe();
-            for uid in chunk {
-                let key = self.set_key(SetKey::Home(*uid));
-                pipe.cmd("ZADD")
-                    .arg(&key)
-                    .arg(post_id)
-                    .arg(post_id)
-                    .ignore();
-                if housekeeping {
-                    pipe.cmd("ZREMRANGEBYRANK")
+        // Pipelines are built as they are sent, eight in flight, so building
+        // the next overlaps Redis executing the last.
+        let chunks: Vec<Vec<i64>> = uids.chunks(2000).map(<[i64]>::to_vec).collect();
+        let (conn, prefix) = (self.conn.clone(), self.prefix.clone());
+        let mut in_flight = futures_util::stream::iter(chunks.into_iter().map(move |chunk| {
+            let (mut conn, prefix) = (conn.clone(), prefix.clone());
+            async move {
+                let mut pipe = redis::pipe();
+                for uid in chunk {
+                    let key = home_key(&prefix, uid);
+                    pipe.cmd("ZADD")
                         .arg(&key)
-                        .arg(1)
-                        .arg(last)
+                        .arg(post_id)
+                        .arg(post_id)
                         .ignore();
-                    pipe.cmd("EXPIRE").arg(&key).arg(HOME_TTL_SECS).ignore();
+                    if housekeeping {
+                        pipe.cmd("ZREMRANGEBYRANK")
+                            .arg(&key)
+                            .arg(1)
+                            .arg(last)
+                            .ignore();
+                        pipe.cmd("EXPIRE").arg(&key).arg(HOME_TTL_SECS).ignore();
+                    }
                 }
+                pipe.query_async::<()>(&mut conn).await.map_err(classify)
             }
-            pipes.push(pipe);
-        }
-        // A few pipelines in flight at once, so encoding the next overlaps
-        // Redis executing the last.
-        let conn = self.conn.clone();
-        let mut in_flight = futures_util::stream::iter(pipes.into_iter().map(move |pipe| {
-            let mut conn = conn.clone();
-            async move { pipe.query_async::<()>(&mut conn).await.map_err(classify) }
         }))
         .buffer_unordered(8);
         while let Some(result) = in_flight.next().await {
