@@ -200,7 +200,28 @@ async fn main() {
         runs[5], runs[9]
     );
 
-    // 3. Round trips of a warm feed page, by size.
+    // 3. Round trips of a warm feed page, by size, with the newest posts
+    // commented on by people who are neither their authors nor likers.
+    let newest = ctx
+        .docs
+        .post_ids_by_authors(&followees, None, 100)
+        .await
+        .unwrap();
+    for (i, p) in newest.iter().enumerate() {
+        let commenter = next_id();
+        ctx.docs.insert_user(&user(commenter)).await.unwrap();
+        let id = next_id();
+        let c = moments::store::CommentDoc {
+            id,
+            post_id: *p,
+            author_uid: commenter,
+            content: format!("评论 {i}"),
+            createtime: timestamp_of(id),
+            reply_to: None,
+            deleted: false,
+        };
+        ctx.docs.insert_comment(&c, 10_000).await.unwrap();
+    }
     let reader = next_id();
     ctx.docs.insert_user(&user(reader)).await.unwrap();
     for f in &followees {

@@ -161,8 +161,12 @@ pub async fn assemble_posts(
 ) -> AppResult<Vec<ExpandedPost>> {
     let mut loader = Loader::new(ctx);
 
-    // Round 1: bodies, likers, comment ids, and the viewer's relations.
-    let blobs: Vec<BlobKey> = post_ids.iter().map(|p| BlobKey::PostBody(*p)).collect();
+    // Round 1: bodies, likers, comment ids, whose cards the comments need,
+    // and the viewer's relations.
+    let blobs: Vec<BlobKey> = post_ids
+        .iter()
+        .flat_map(|p| [BlobKey::PostBody(*p), BlobKey::CommentPeople(*p)])
+        .collect();
     let mut sets: Vec<SetRead> = Relations::reads(viewer);
     sets.extend(post_ids.iter().flat_map(|p| {
         [
@@ -312,10 +316,19 @@ pub async fn assemble_posts(
         }
     }
     let mut asked: HashSet<i64> = HashSet::new();
+    let mut hinted: HashMap<i64, Vec<i64>> = HashMap::new();
+    for (body, ..) in &posts {
+        if let Some(text) = first.blobs.get(&BlobKey::CommentPeople(body.id)) {
+            if let Ok(uids) = serde_json::from_str::<Vec<i64>>(text) {
+                hinted.insert(body.id, uids);
+            }
+        }
+    }
     let first_cards = card_keys(
         posts
             .iter()
-            .flat_map(|(b, l, _)| std::iter::once(b.author_uid).chain(l.top.iter().map(|t| t.0))),
+            .flat_map(|(b, l, _)| std::iter::once(b.author_uid).chain(l.top.iter().map(|t| t.0)))
+            .chain(hinted.values().flatten().copied()),
         &asked,
     );
     asked.extend(first_cards.iter().filter_map(|k| match k {
@@ -346,6 +359,27 @@ pub async fn assemble_posts(
     if !more.is_empty() {
         let third = loader.load(&more, &[]).await?;
         cards_of(&third, &mut cards)?;
+    }
+    // Remember whose cards each post's latest comments needed, so the next
+    // read fetches them in round 2 and skips round 3.
+    for (body, _, comment_ids) in &posts {
+        let mut people: Vec<i64> = comment_ids
+            .top
+            .iter()
+            .filter_map(|(cid, _)| comment_docs.get(cid))
+            .flat_map(|c| std::iter::once(c.author_uid).chain(c.reply_to.map(|r| r.uid)))
+            .collect();
+        people.sort_unstable();
+        people.dedup();
+        let known = hinted
+            .get(&body.id)
+            .is_some_and(|h| people.iter().all(|u| h.contains(u)));
+        if !known && !people.is_empty() {
+            loader.write_back(
+                BlobKey::CommentPeople(body.id),
+                super::loader::to_json(&people)?,
+            );
+        }
     }
 
     let out = posts

@@ -147,6 +147,14 @@ impl<'a> Loader<'a> {
         }
     }
 
+    /// Queues a value to write back with the rebuilt ones (unguarded: for
+    /// hints whose staleness costs only a round trip).
+    pub fn write_back(&mut self, key: BlobKey, text: String) {
+        if self.live_ok {
+            self.fill.blobs.push((key, text, None));
+        }
+    }
+
     /// Forgets rebuilt values of this owner (a post that turned out missing
     /// or deleted: nothing of it is worth caching).
     pub fn discard_fills(&mut self, owner: Owner) {

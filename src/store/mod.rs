@@ -423,12 +423,19 @@ pub enum BlobKey {
     /// (post, comment): comments are cached under their post.
     CommentBody(i64, i64),
     Card(i64),
+    /// Whose cards a post's latest comments need (authors and reply
+    /// targets), as a JSON list of uids: a hint that lets a read fetch those
+    /// cards with the comments. Never rebuilt from the documents; a stale or
+    /// missing hint costs one more round trip and is written afresh.
+    CommentPeople(i64),
 }
 
 impl BlobKey {
     pub fn owner(self) -> Owner {
         match self {
-            BlobKey::PostBody(p) | BlobKey::CommentBody(p, _) => Owner::Post(p),
+            BlobKey::PostBody(p) | BlobKey::CommentBody(p, _) | BlobKey::CommentPeople(p) => {
+                Owner::Post(p)
+            }
             BlobKey::Card(u) => Owner::User(u),
         }
     }

@@ -205,19 +205,19 @@ async fn reads_cost_a_constant_number_of_round_trips() {
     trips_of(&app, &page(12)).await;
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
 
-    // A warm single read touches the live store only, three batched reads at most.
+    // A warm single read touches the live store only: two batched reads
+    // (posts; then comments, counts and every card, the comment authors'
+    // too, named by the hint the first read left).
     let (docs, live) = trips_of(&app, &one).await;
     assert_eq!(docs, 0, "a warm read must not touch MongoDB");
-    assert!(live <= 3, "{live} live round trips");
+    assert_eq!(live, 2, "{live} live round trips");
 
     // A page costs the same whatever its size: one query for the ids, and
     // the same batched live reads.
-    // (Three live reads at most: posts; comments, counts and known cards;
-    // the cards of comment authors not already known.)
     for n in [1, 2, 12] {
         let (docs, live) = trips_of(&app, &page(n)).await;
         assert_eq!(docs, 1, "page of {n}: only the id query reaches MongoDB");
-        assert!(live <= 3, "page of {n}: {live} live round trips");
+        assert_eq!(live, 2, "page of {n}: {live} live round trips");
     }
 
     // Cold (live state lost), still bounded: one batched query per kind of

@@ -147,6 +147,7 @@ impl RedisLive {
             BlobKey::PostBody(_) => (format!("{}{tag}:body", self.prefix), None),
             BlobKey::CommentBody(_, c) => (format!("{}{tag}:cb", self.prefix), Some(c.to_string())),
             BlobKey::Card(_) => (format!("{}{tag}:card", self.prefix), None),
+            BlobKey::CommentPeople(_) => (format!("{}{tag}:people", self.prefix), None),
         }
     }
 
