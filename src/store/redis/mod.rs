@@ -444,14 +444,12 @@ impl LiveStore for RedisLive {
         let mut in_flight = futures_util::stream::iter(chunks.into_iter().map(move |chunk| {
             let (mut conn, prefix) = (conn.clone(), prefix.clone());
             async move {
+                // Formatted once: the same id is every follower's score and member.
+                let id = post_id.to_string();
                 let mut pipe = redis::pipe();
                 for uid in chunk {
                     let key = home_key(&prefix, uid);
-                    pipe.cmd("ZADD")
-                        .arg(&key)
-                        .arg(post_id)
-                        .arg(post_id)
-                        .ignore();
+                    pipe.cmd("ZADD").arg(&key).arg(&id).arg(&id).ignore();
                     if housekeeping {
                         pipe.cmd("ZREMRANGEBYRANK")
                             .arg(&key)
