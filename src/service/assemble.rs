@@ -427,12 +427,21 @@ pub async fn assemble_posts(
 }
 
 /// Comments (already read from the documents) as they appear in a post.
+/// With `post`, their counts follow what the viewer may see of it: across a
+/// block, and in a friends-only post WeChat's rule, nobody else's likes and
+/// replies are counted.
 pub async fn comment_views(
     ctx: &Context,
     comments: Vec<CommentDoc>,
     viewer: Viewer,
     pres: &Presentation,
+    post: Option<&VisiblePost>,
 ) -> AppResult<Vec<CommentView>> {
+    let narrow = post.filter(|p| {
+        !p.rel.blocks.is_empty()
+            || (p.body.visibility == Visibility::Friends && viewer != Some(p.body.author_uid))
+    });
+    let whole = if narrow.is_some() { ALL } else { 0 };
     let mut loader = Loader::new(ctx);
     let blobs = card_keys(
         comments
@@ -442,26 +451,69 @@ pub async fn comment_views(
     );
     let sets: Vec<SetRead> = comments
         .iter()
-        .flat_map(|c| comment_sets(c.post_id, c.id, viewer, 0))
+        .flat_map(|c| {
+            let [likers, mut replies] = comment_sets(c.post_id, c.id, viewer, whole);
+            replies.top = whole;
+            [likers, replies]
+        })
         .collect();
     let mut loaded = loader.load(&blobs, &sets).await?;
     let mut cards = HashMap::new();
     cards_of(&loaded, &mut cards)?;
+    // Whose replies are they: one more batched read, only when narrowing.
+    let mut reply_authors: HashMap<i64, i64> = HashMap::new();
+    if narrow.is_some() {
+        let keys: Vec<BlobKey> = comments
+            .iter()
+            .flat_map(|c| {
+                loaded
+                    .sets
+                    .get(&SetKey::CommentReplies(c.post_id, c.id))
+                    .map(|v| {
+                        v.top
+                            .iter()
+                            .map(|(r, _)| BlobKey::CommentBody(c.post_id, *r))
+                            .collect::<Vec<_>>()
+                    })
+                    .unwrap_or_default()
+            })
+            .collect();
+        let bodies = loader.load(&keys, &[]).await?;
+        for text in bodies.blobs.values() {
+            let r: CommentDoc = from_json(text)?;
+            if !r.deleted {
+                reply_authors.insert(r.id, r.author_uid);
+            }
+        }
+    }
     let views = comments
         .into_iter()
         .map(|doc| {
-            let parts = CommentParts {
-                likers: loaded
-                    .sets
-                    .remove(&SetKey::CommentLikers(doc.post_id, doc.id))
-                    .unwrap_or_default(),
-                replies: loaded
-                    .sets
-                    .remove(&SetKey::CommentReplies(doc.post_id, doc.id))
-                    .unwrap_or_default(),
-                doc,
-            };
-            build_comment(&parts, &cards, pres)
+            let mut likers = loaded
+                .sets
+                .remove(&SetKey::CommentLikers(doc.post_id, doc.id))
+                .unwrap_or_default();
+            let mut replies = loaded
+                .sets
+                .remove(&SetKey::CommentReplies(doc.post_id, doc.id))
+                .unwrap_or_default();
+            if let Some(p) = narrow {
+                likers.count = likers.top.iter().filter(|(u, _)| p.shows_actor(*u)).count() as u64;
+                replies.count = replies
+                    .top
+                    .iter()
+                    .filter(|(r, _)| reply_authors.get(r).is_some_and(|a| p.shows_actor(*a)))
+                    .count() as u64;
+            }
+            build_comment(
+                &CommentParts {
+                    likers,
+                    replies,
+                    doc,
+                },
+                &cards,
+                pres,
+            )
         })
         .collect();
     loader.finish("comment_views");

@@ -106,7 +106,7 @@ pub async fn create_comment(
         )
         .await;
     }
-    comment_views(ctx, vec![doc], Some(author), &pres)
+    comment_views(ctx, vec![doc], Some(author), &pres, Some(&post))
         .await?
         .pop()
         .ok_or_else(|| AppError::Internal(anyhow::anyhow!("a comment vanished")))
@@ -131,7 +131,7 @@ pub async fn list_comments(
     // but never shift the next one.
     docs.retain(|c| post.shows_actor(c.author_uid));
     Ok(Page {
-        items: comment_views(ctx, docs, viewer, pres).await?,
+        items: comment_views(ctx, docs, viewer, pres, Some(&post)).await?,
         next_cursor,
         server_time: pres.now,
     })

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::assemble::load_cards;
 use super::loader::{from_json, Loader};
 use super::views::{unknown_user, Page};
-use super::{Context, Presentation};
+use super::{can_see, Context, Presentation, Relations};
 use crate::domain::cursor::{paginate, Cursor};
 use crate::error::AppResult;
 use crate::ids::{next_id, timestamp_of};
@@ -138,19 +138,26 @@ pub async fn list(
         .collect();
     let comment_ids: Vec<i64> = docs.iter().filter_map(|n| n.comment_id).collect();
     let mut loader = Loader::new(ctx);
+    let relations = Relations::reads(Some(uid));
     let (cards, loaded, comments) = tokio::try_join!(
         load_cards(ctx, &actors),
-        loader.load(&post_keys, &[]),
+        loader.load(&post_keys, &relations),
         async { Ok(ctx.docs.comments_by_ids(&comment_ids).await?) },
     )?;
     loader.finish("notifications");
+    // Read with today's relations: someone blocked since is not shown, and a
+    // post the recipient may no longer see is not quoted.
+    let rel = Relations::from_loaded(Some(uid), &loaded);
     let mut posts: HashMap<i64, PostBody> = HashMap::new();
-    for text in loaded.blobs.values() {
-        let p: PostBody = from_json(text)?;
-        if !p.deleted {
-            posts.insert(p.id, p);
+    for (key, text) in &loaded.blobs {
+        if let BlobKey::PostBody(_) = key {
+            let p: PostBody = from_json(text)?;
+            if can_see(&p, &rel) {
+                posts.insert(p.id, p);
+            }
         }
     }
+    let docs: Vec<NotificationDoc> = docs.into_iter().filter(|n| !rel.blocked(n.actor)).collect();
     let comments: HashMap<i64, CommentSnippet> = comments
         .into_iter()
         .filter(|c| !c.deleted)

@@ -102,6 +102,11 @@ pub async fn follow(ctx: &Context, me: i64, them: i64) -> AppResult<FollowState>
         created_at: timestamp_of(id),
     };
     let added = ctx.docs.insert_follow(&edge).await?;
+    // A block that landed while this follow was in flight wins.
+    if added && !ctx.docs.blocks_between(me, &[them]).await?.is_empty() {
+        ctx.docs.delete_follow(me, them).await?;
+        return Err(AppError::NotFound("user"));
+    }
     if added {
         notify(
             ctx,
@@ -337,7 +342,9 @@ async fn friends_page(
     limit: usize,
 ) -> AppResult<(Vec<FollowDoc>, Option<String>)> {
     let mut out = Vec::new();
-    loop {
+    // A bounded walk per request: with few mutual follows among many, the
+    // page comes back short with a cursor at the last edge walked.
+    for _ in 0..8 {
         let edges = ctx.docs.following_page(uid, before, limit * 2 + 1).await?;
         let exhausted = edges.len() <= limit * 2;
         let ids: Vec<i64> = edges.iter().map(|e| e.followee).collect();
@@ -365,4 +372,5 @@ async fn friends_page(
             return Ok((out, None));
         }
     }
+    Ok((out, before.map(Cursor::encode)))
 }

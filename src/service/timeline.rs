@@ -96,7 +96,11 @@ pub async fn fan_out(ctx: &Context, post_id: i64, author: i64) -> AppResult<usiz
     if followers > ctx.settings.celebrity_followers {
         return Ok(1);
     }
-    let since = now_ms() - days as i64 * DAY_MS;
+    // Anyone whose timeline may still exist (read within its one-day TTL,
+    // activity recorded hourly) counts as active, whatever the setting: a
+    // timeline that exists but is not pushed to would show a gap.
+    let window = (days as i64 * DAY_MS).max(DAY_MS + 2 * 3600 * 1000);
+    let since = now_ms() - window;
     let active = ctx.docs.active_followers(author, since).await?;
     ctx.live.push_to_timelines(post_id, &active, max).await?;
     Ok(active.len() + 1)
@@ -193,13 +197,17 @@ pub async fn home(
                         // A post published while this was rebuilding may
                         // have been pushed before the timeline existed (and
                         // so skipped): read once more and add what is newer.
-                        let top = newest.first().copied().unwrap_or(0);
+                        // By set difference, not "newer than the newest
+                        // seen": ids are taken before posts are stored.
+                        let seen: std::collections::HashSet<i64> = newest.iter().copied().collect();
                         let again = ctx.docs.post_ids_by_authors(&authors, None, max).await?;
-                        let newer: Vec<i64> = again.into_iter().filter(|p| *p > top).collect();
+                        let newer: Vec<i64> =
+                            again.into_iter().filter(|p| !seen.contains(p)).collect();
                         for p in &newer {
                             ctx.live.push_to_timelines(*p, &[viewer], max).await?;
                         }
-                        newest.splice(0..0, newer);
+                        newest.extend(newer);
+                        newest.sort_unstable_by(|a, b| b.cmp(a));
                     }
                     Err(e) => tracing::warn!(error = %e, "could not store a rebuilt timeline"),
                 }

@@ -201,3 +201,20 @@ async fn notifications_older_than_30_days_are_gone_everywhere() {
     assert_eq!(page["items"].as_array().unwrap().len(), 1);
     assert_eq!(unread(&app, &me).await, 1);
 }
+
+#[tokio::test]
+async fn blocking_someone_hides_what_they_did_before() {
+    let app = spawn_app().await;
+    let me = app.user("reader2").await;
+    let pest = app.user("pest2").await;
+    let post = app.text_post(&me, "p").await;
+    app.put(&format!("/api/v1/posts/{post}/like"), Some(&pest.token))
+        .await;
+    assert_eq!(inbox(&app, &me).await, vec![("like".to_string(), pest.uid)]);
+    app.put(
+        &format!("/api/v1/users/{}/block", pest.uid),
+        Some(&me.token),
+    )
+    .await;
+    assert_eq!(inbox(&app, &me).await, Vec::<(String, i64)>::new());
+}

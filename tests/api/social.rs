@@ -431,6 +431,10 @@ async fn friends_only_posts_show_each_viewer_their_friends_interactions() {
         .map(|c| c["id"].as_i64().unwrap())
         .collect();
     assert_eq!(ids, vec![cc]);
+    assert_eq!(
+        list["items"][0]["commentCount"], 0,
+        "the list counts d's reply as hidden from b too"
+    );
     let (_, list) = app
         .get(&format!("/api/v1/posts/{p}/likes"), Some(&d.token))
         .await;

@@ -281,7 +281,11 @@ impl LiveStore for RedisLive {
                 // A timeline without its sentinel was only pushed to, never
                 // built: absent. Reading a timeline keeps it a day longer.
                 pipe.cmd("ZSCORE").arg(&key).arg(SENTINEL);
-                pipe.cmd("EXPIRE").arg(&key).arg(HOME_TTL_SECS).ignore();
+                pipe.cmd("EXPIRE")
+                    .arg(&key)
+                    .arg(HOME_TTL_SECS)
+                    .arg("NX")
+                    .ignore();
             }
         }
         for owner in &read.gens {
@@ -433,8 +437,10 @@ impl LiveStore for RedisLive {
         // absent one creates a set without the sentinel, which reads treat
         // as absent (rebuilt on read). Housekeeping rides along on one post
         // in 16 (ids' low bits are a sequence): the trim, from rank 1 so the
-        // sentinel stays, and the expiry that also ends sets pushed to but
-        // never read. Most pushes are a single ZADD per follower.
+        // sentinel stays, and an expiry for sets pushed to but never read
+        // (NX: a built timeline keeps the expiry its reads give it, so pushes
+        // never keep alive a timeline its owner stopped reading). Most
+        // pushes are a single ZADD per follower.
         let housekeeping = post_id % 16 == 0;
         let last = -(max as i64 + 1);
         // Pipelines are built as they are sent, eight in flight, so building
