@@ -121,20 +121,8 @@ pub async fn follow(ctx: &Context, me: i64, them: i64) -> AppResult<FollowState>
         )
         .await;
     }
-    let mine = if added {
-        LiveChange::SetAdd(SetKey::Following(me), them, id)
-    } else {
-        LiveChange::Drop(LiveKey::Set(SetKey::Following(me)))
-    };
-    apply_graph_change(
-        ctx,
-        me,
-        them,
-        &before,
-        vec![mine, drop_friends(me), forget_timeline(me)],
-        vec![drop_friends(them)],
-    )
-    .await;
+    let change = added.then_some(LiveChange::SetAdd(SetKey::Following(me), them, id));
+    mirror_follow(ctx, me, them, &before, change).await;
     Ok(FollowState { following: true })
 }
 
@@ -143,21 +131,32 @@ pub async fn unfollow(ctx: &Context, me: i64, them: i64) -> AppResult<FollowStat
     target(ctx, me, them).await?;
     let before = before_write(ctx, me, them).await?;
     let removed = ctx.docs.delete_follow(me, them).await?;
-    let mine = if removed {
-        LiveChange::SetRemove(SetKey::Following(me), them)
-    } else {
-        LiveChange::Drop(LiveKey::Set(SetKey::Following(me)))
-    };
+    let change = removed.then_some(LiveChange::SetRemove(SetKey::Following(me), them));
+    mirror_follow(ctx, me, them, &before, change).await;
+    Ok(FollowState { following: false })
+}
+
+/// The live side of a follow or unfollow: the follower's following set
+/// (dropped when the write changed nothing, so a retry repairs a lost live
+/// step), both users' friends, and the follower's timeline, rebuilt on read
+/// from whom they follow now.
+async fn mirror_follow(
+    ctx: &Context,
+    me: i64,
+    them: i64,
+    before: &Before,
+    change: Option<LiveChange>,
+) {
+    let mine = change.unwrap_or(LiveChange::Drop(LiveKey::Set(SetKey::Following(me))));
     apply_graph_change(
         ctx,
         me,
         them,
-        &before,
+        before,
         vec![mine, drop_friends(me), forget_timeline(me)],
         vec![drop_friends(them)],
     )
     .await;
-    Ok(FollowState { following: false })
 }
 
 async fn apply_graph_change(

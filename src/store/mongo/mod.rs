@@ -334,18 +334,7 @@ impl DocStore for MongoDocs {
         before: Option<i64>,
         limit: usize,
     ) -> StoreResult<Vec<i64>> {
-        let mut filter = doc! { "author_uid": uid, "deleted": false };
-        below(&mut filter, before);
-        let cursor = self
-            .db
-            .collection::<IdOnly>("posts")
-            .find(filter)
-            .projection(doc! { "_id": 1 })
-            .sort(doc! { "_id": -1 })
-            .limit(limit as i64)
-            .await
-            .map_err(classify)?;
-        Ok(collect(cursor).await?.into_iter().map(|d| d.id).collect())
+        self.post_ids_by_authors(&[uid], before, limit).await
     }
 
     async fn insert_comment(&self, comment: &CommentDoc, cap: usize) -> StoreResult<()> {
