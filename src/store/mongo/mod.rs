@@ -114,20 +114,11 @@ impl MongoDocs {
 
     async fn edges_page(
         &self,
-        mut filter: Document,
+        filter: Document,
         before: Option<i64>,
         limit: usize,
     ) -> StoreResult<Vec<FollowDoc>> {
-        below(&mut filter, before);
-        collect(
-            self.follows()
-                .find(filter)
-                .sort(doc! { "_id": -1 })
-                .limit(limit as i64)
-                .await
-                .map_err(classify)?,
-        )
-        .await
+        newest_page(self.follows(), filter, before, limit).await
     }
 }
 
@@ -158,6 +149,24 @@ fn below(filter: &mut Document, before: Option<i64>) {
     if let Some(b) = before {
         filter.insert("_id", doc! { "$lt": b });
     }
+}
+
+/// A keyset page: documents matching `filter` below `before`, newest first.
+async fn newest_page<T: DeserializeOwned + Send + Sync>(
+    coll: Collection<T>,
+    mut filter: Document,
+    before: Option<i64>,
+    limit: usize,
+) -> StoreResult<Vec<T>> {
+    below(&mut filter, before);
+    collect(
+        coll.find(filter)
+            .sort(doc! { "_id": -1 })
+            .limit(limit as i64)
+            .await
+            .map_err(classify)?,
+    )
+    .await
 }
 
 async fn collect<T: DeserializeOwned + Send + Sync>(
@@ -385,17 +394,8 @@ impl DocStore for MongoDocs {
         before: Option<i64>,
         limit: usize,
     ) -> StoreResult<Vec<CommentDoc>> {
-        let mut filter = doc! { "postId": post_id, "deleted": false };
-        below(&mut filter, before);
-        collect(
-            self.comments()
-                .find(filter)
-                .sort(doc! { "_id": -1 })
-                .limit(limit as i64)
-                .await
-                .map_err(classify)?,
-        )
-        .await
+        let filter = doc! { "postId": post_id, "deleted": false };
+        newest_page(self.comments(), filter, before, limit).await
     }
 
     async fn comment_ids_of_posts(&self, post_ids: &[i64]) -> StoreResult<Vec<(i64, i64)>> {
@@ -512,17 +512,8 @@ impl DocStore for MongoDocs {
         before: Option<i64>,
         limit: usize,
     ) -> StoreResult<Vec<LikeDoc>> {
-        let mut filter = doc! { "kind": kind.as_str(), "targetId": target_id };
-        below(&mut filter, before);
-        collect(
-            self.likes()
-                .find(filter)
-                .sort(doc! { "_id": -1 })
-                .limit(limit as i64)
-                .await
-                .map_err(classify)?,
-        )
-        .await
+        let filter = doc! { "kind": kind.as_str(), "targetId": target_id };
+        newest_page(self.likes(), filter, before, limit).await
     }
 
     async fn insert_follow(&self, follow: &FollowDoc) -> StoreResult<bool> {
