@@ -281,11 +281,7 @@ impl LiveStore for RedisLive {
                 // A timeline without its sentinel was only pushed to, never
                 // built: absent. Reading a timeline keeps it a day longer.
                 pipe.cmd("ZSCORE").arg(&key).arg(SENTINEL);
-                pipe.cmd("EXPIRE")
-                    .arg(&key)
-                    .arg(HOME_TTL_SECS)
-                    .arg("NX")
-                    .ignore();
+                pipe.cmd("EXPIRE").arg(&key).arg(HOME_TTL_SECS).ignore();
             }
         }
         for owner in &read.gens {
@@ -440,8 +436,11 @@ impl LiveStore for RedisLive {
         // sentinel stays, and an expiry for sets pushed to but never read
         // (NX: a built timeline keeps the expiry its reads give it, so pushes
         // never keep alive a timeline its owner stopped reading). Most
-        // pushes are a single ZADD per follower.
-        let housekeeping = post_id % 16 == 0;
+        // pushes are a single ZADD per follower. The choice goes by the
+        // post's millisecond, not its id's low bits: those are a sequence
+        // that is 0 for the first id of every millisecond, which would pick
+        // nearly every post on a quiet instance.
+        let housekeeping = crate::ids::timestamp_of(post_id) % 16 == 0;
         let last = -(max as i64 + 1);
         // Pipelines are built as they are sent, eight in flight, so building
         // the next overlaps Redis executing the last.
@@ -462,7 +461,11 @@ impl LiveStore for RedisLive {
                             .arg(1)
                             .arg(last)
                             .ignore();
-                        pipe.cmd("EXPIRE").arg(&key).arg(HOME_TTL_SECS).ignore();
+                        pipe.cmd("EXPIRE")
+                            .arg(&key)
+                            .arg(HOME_TTL_SECS)
+                            .arg("NX")
+                            .ignore();
                     }
                 }
                 pipe.query_async::<()>(&mut conn).await.map_err(classify)

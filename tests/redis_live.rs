@@ -1,0 +1,198 @@
+//! The Redis live store's key lifetimes, asserted on a real redis-server
+//! (started by scripts/test.sh), where the API suite cannot see them: a
+//! home timeline lives a day past its owner's last read, and pushes from
+//! followees neither keep an unread timeline alive nor let one grow unbounded.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use moments::ids::{first_id_at, next_id, now_ms};
+use moments::store::redis::{RedisLive, HOME_TTL_SECS};
+use moments::store::{LiveFill, LiveRead, LiveStore, Owner, SetKey, SetRead};
+
+fn redis_url() -> String {
+    std::env::var("MOMENTS_TEST_REDIS_URL").unwrap_or_else(|_| {
+        panic!(
+            "MOMENTS_TEST_REDIS_URL is not set: run scripts/test.sh, \
+             which starts redis-server and nx-27017"
+        )
+    })
+}
+
+struct Live {
+    store: RedisLive,
+    raw: redis::aio::MultiplexedConnection,
+    prefix: String,
+}
+
+async fn live() -> Live {
+    let url = redis_url();
+    let prefix = format!("rl{}:", next_id());
+    let store = RedisLive::connect(&url, &prefix, 3600).await.unwrap();
+    let raw = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    Live { store, raw, prefix }
+}
+
+impl Live {
+    fn home(&self, uid: i64) -> String {
+        format!("{}{{u:{uid}}}:home", self.prefix)
+    }
+
+    async fn ttl(&mut self, uid: i64) -> i64 {
+        redis::cmd("TTL")
+            .arg(self.home(uid))
+            .query_async(&mut self.raw)
+            .await
+            .unwrap()
+    }
+
+    async fn set_ttl(&mut self, uid: i64, secs: i64) {
+        redis::cmd("EXPIRE")
+            .arg(self.home(uid))
+            .arg(secs)
+            .query_async::<()>(&mut self.raw)
+            .await
+            .unwrap();
+    }
+
+    async fn card(&mut self, uid: i64) -> i64 {
+        redis::cmd("ZCARD")
+            .arg(self.home(uid))
+            .query_async(&mut self.raw)
+            .await
+            .unwrap()
+    }
+
+    /// Reads the timeline as `GET /feed` does; `None` is absent (rebuilt on read).
+    async fn read_home(&self, uid: i64) -> Option<Vec<i64>> {
+        let read = LiveRead {
+            sets: vec![SetRead {
+                key: SetKey::Home(uid),
+                top: 100,
+                probe: None,
+                below: None,
+            }],
+            gens: vec![Owner::User(uid)],
+            ..Default::default()
+        };
+        let answer = self.store.read(&read).await.unwrap();
+        answer.sets[0]
+            .as_ref()
+            .map(|view| view.top.iter().map(|(member, _)| *member).collect())
+    }
+
+    /// Stores a built timeline, as a rebuild on read does.
+    async fn build_home(&self, uid: i64, posts: &[i64]) {
+        let gens = self
+            .store
+            .read(&LiveRead {
+                gens: vec![Owner::User(uid)],
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .gens;
+        let members = posts.iter().map(|p| (*p, *p)).collect();
+        self.store
+            .fill(&LiveFill {
+                sets: vec![(SetKey::Home(uid), members, gens[0])],
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+    }
+}
+
+/// Increasing post ids, one per millisecond from an hour ago, each made at a
+/// millisecond that does (or does not) carry the timelines' housekeeping.
+fn post_ids(housekeeping: &[bool]) -> Vec<i64> {
+    let mut ms = now_ms() - 3_600_000;
+    let mut ids = Vec::with_capacity(housekeeping.len());
+    for wanted in housekeeping {
+        while (ms % 16 == 0) != *wanted {
+            ms += 1;
+        }
+        ids.push(first_id_at(ms));
+        ms += 1;
+    }
+    ids
+}
+
+#[tokio::test]
+async fn reading_a_timeline_keeps_it_a_day_and_pushes_do_not() {
+    let mut live = live().await;
+    let reader = next_id();
+    live.build_home(reader, &[]).await;
+    live.set_ttl(reader, 100).await;
+    assert!(live.read_home(reader).await.is_some());
+    let after_read = live.ttl(reader).await;
+    assert!(
+        after_read > 100 && after_read <= HOME_TTL_SECS as i64,
+        "a read should renew the day: TTL {after_read}"
+    );
+
+    // A reader who stopped reading: pushes, housekeeping ones included, leave
+    // the expiry where the last read put it.
+    let idle = next_id();
+    live.build_home(idle, &[]).await;
+    live.set_ttl(idle, 100).await;
+    for post in post_ids(&[true, false, true, false]) {
+        live.store
+            .push_to_timelines(post, &[idle], 800)
+            .await
+            .unwrap();
+    }
+    let after_pushes = live.ttl(idle).await;
+    assert!(
+        (1..=100).contains(&after_pushes),
+        "pushes must not keep an unread timeline alive: TTL {after_pushes}"
+    );
+    assert_eq!(live.card(idle).await, 1 + 4, "sentinel plus four posts");
+}
+
+#[tokio::test]
+async fn a_timeline_only_pushed_to_is_absent_and_expires() {
+    let mut live = live().await;
+    let gone = next_id();
+    let post = post_ids(&[true])[0];
+    live.store
+        .push_to_timelines(post, &[gone], 800)
+        .await
+        .unwrap();
+    assert_eq!(live.card(gone).await, 1, "the push itself is stored");
+    assert_eq!(
+        live.read_home(gone).await,
+        None,
+        "a timeline never built is absent, so the read rebuilds it in full"
+    );
+    let ttl = live.ttl(gone).await;
+    assert!(
+        ttl > 0 && ttl <= HOME_TTL_SECS as i64,
+        "a set only pushed to must expire: TTL {ttl}"
+    );
+}
+
+#[tokio::test]
+async fn pushes_trim_a_timeline_to_its_maximum_and_keep_the_newest() {
+    let live = live().await;
+    let reader = next_id();
+    live.build_home(reader, &[]).await;
+    let max = 5;
+    let mut housekeeping = vec![false; 12];
+    housekeeping.push(true);
+    let posts = post_ids(&housekeeping);
+    for post in &posts {
+        live.store
+            .push_to_timelines(*post, &[reader], max)
+            .await
+            .unwrap();
+    }
+    let newest: Vec<i64> = posts.iter().rev().take(max).copied().collect();
+    assert_eq!(
+        live.read_home(reader).await,
+        Some(newest),
+        "the housekeeping push trims to the newest {max}, the sentinel stays"
+    );
+}
