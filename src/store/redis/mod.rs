@@ -89,6 +89,25 @@ end
 return 1
 "#;
 
+/// Pushes a post onto each timeline that exists; an absent one was never
+/// built or has expired, and its owner's next read rebuilds it in full.
+/// KEYS: timelines. ARGV: post id, then the size to trim to counting the
+/// sentinel, or 0 for no trim (trimming rides on one post in 16).
+/// Cross-slot keys: under Redis Cluster each call holds one node's share.
+const PUSH_SCRIPT: &str = r#"#!lua flags=allow-cross-slot-keys
+local id, trim = ARGV[1], tonumber(ARGV[2])
+for i = 1, #KEYS do
+  if redis.call('EXISTS', KEYS[i]) == 1 then
+    redis.call('ZADD', KEYS[i], id, id)
+    if trim > 0 then redis.call('ZREMRANGEBYRANK', KEYS[i], 1, -trim) end
+  end
+end
+return 0
+"#;
+
+/// Followers per push script call: about a millisecond of Redis time.
+const PUSH_CHUNK: usize = 500;
+
 /// A home timeline unread for this long is dropped, and rebuilt from the
 /// documents when its owner comes back.
 pub const HOME_TTL_SECS: u64 = 24 * 3600;
@@ -278,9 +297,7 @@ impl LiveStore for RedisLive {
                 pipe.cmd("ZSCORE").arg(&key).arg(probe);
             }
             if let SetKey::Home(_) = set.key {
-                // A timeline without its sentinel was only pushed to, never
-                // built: absent. Reading a timeline keeps it a day longer.
-                pipe.cmd("ZSCORE").arg(&key).arg(SENTINEL);
+                // Reading a timeline keeps it a day longer.
                 pipe.cmd("EXPIRE").arg(&key).arg(HOME_TTL_SECS).ignore();
             }
         }
@@ -309,11 +326,7 @@ impl LiveStore for RedisLive {
             } else {
                 None
             };
-            let built = match set.key {
-                SetKey::Home(_) => parse::<Option<f64>>(next()?)?.is_some(),
-                _ => true,
-            };
-            if card == 0 || !built {
+            if card == 0 {
                 answer.sets.push(None);
                 continue;
             }
@@ -428,47 +441,26 @@ impl LiveStore for RedisLive {
     }
 
     async fn push_to_timelines(&self, post_id: i64, uids: &[i64], max: usize) -> StoreResult<()> {
-        // Plain pipelined commands, one key each (so any Cluster node takes
-        // them). A timeline is the sentinel plus its posts; a push onto an
-        // absent one creates a set without the sentinel, which reads treat
-        // as absent (rebuilt on read). Housekeeping rides along on one post
-        // in 16 (ids' low bits are a sequence): the trim, from rank 1 so the
-        // sentinel stays, and an expiry for sets pushed to but never read
-        // (NX: a built timeline keeps the expiry its reads give it, so pushes
-        // never keep alive a timeline its owner stopped reading). Most
-        // pushes are a single ZADD per follower. The choice goes by the
-        // post's millisecond, not its id's low bits: those are a sequence
-        // that is 0 for the first id of every millisecond, which would pick
-        // nearly every post on a quiet instance.
-        let housekeeping = crate::ids::timestamp_of(post_id) % 16 == 0;
-        let last = -(max as i64 + 1);
-        // Pipelines are built as they are sent, eight in flight, so building
-        // the next overlaps Redis executing the last.
-        let chunks: Vec<Vec<i64>> = uids.chunks(2000).map(<[i64]>::to_vec).collect();
+        // One script call per chunk of followers, eight in flight, so
+        // building the next overlaps Redis running the last. Chunks are kept
+        // small enough that a call holds Redis for about a millisecond.
+        let trim = if crate::ids::timestamp_of(post_id) % 16 == 0 {
+            max + 1
+        } else {
+            0
+        };
+        let chunks: Vec<Vec<i64>> = uids.chunks(PUSH_CHUNK).map(<[i64]>::to_vec).collect();
         let (conn, prefix) = (self.conn.clone(), self.prefix.clone());
         let mut in_flight = futures_util::stream::iter(chunks.into_iter().map(move |chunk| {
             let (mut conn, prefix) = (conn.clone(), prefix.clone());
             async move {
-                // Formatted once: the same id is every follower's score and member.
-                let id = post_id.to_string();
-                let mut pipe = redis::pipe();
+                let mut cmd = redis::cmd("EVAL");
+                cmd.arg(PUSH_SCRIPT).arg(chunk.len());
                 for uid in chunk {
-                    let key = home_key(&prefix, uid);
-                    pipe.cmd("ZADD").arg(&key).arg(&id).arg(&id).ignore();
-                    if housekeeping {
-                        pipe.cmd("ZREMRANGEBYRANK")
-                            .arg(&key)
-                            .arg(1)
-                            .arg(last)
-                            .ignore();
-                        pipe.cmd("EXPIRE")
-                            .arg(&key)
-                            .arg(HOME_TTL_SECS)
-                            .arg("NX")
-                            .ignore();
-                    }
+                    cmd.arg(home_key(&prefix, uid));
                 }
-                pipe.query_async::<()>(&mut conn).await.map_err(classify)
+                cmd.arg(post_id).arg(trim);
+                cmd.query_async::<()>(&mut conn).await.map_err(classify)
             }
         }))
         .buffer_unordered(8);
