@@ -738,6 +738,43 @@ async fn count_documents_with_equality_filter() {
 }
 
 #[tokio::test]
+async fn grouped_count_by_field_with_in_match() {
+    #[derive(Deserialize, Debug, PartialEq)]
+    struct Count {
+        #[serde(rename = "_id")]
+        key: i64,
+        n: i64,
+    }
+    let db = fresh_db("grouped_count").await;
+    let coll = db.collection::<Document>("follows");
+    let (a, b, c) = (id(100), id(200), id(300));
+    let followees = [a, a, a, b, b, b, b, b, c];
+    coll.insert_many(followees.iter().enumerate().map(
+        |(i, f)| doc! { "_id": id(i as i64), "follower": id(1000 + i as i64), "followee": *f },
+    ))
+    .await
+    .unwrap();
+
+    let pipeline = [
+        doc! { "$match": { "followee": { "$in": [a, b, id(999)] } } },
+        doc! { "$group": { "_id": "$followee", "n": { "$sum": 1 } } },
+    ];
+    let mut counts: Vec<Count> = coll
+        .aggregate(pipeline)
+        .with_type::<Count>()
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    counts.sort_by_key(|c| c.key);
+    // The group key comes back as the integer it was (a `$project` would
+    // make it a string on nx-27017); keys with nothing matched are absent.
+    assert_eq!(counts, vec![Count { key: a, n: 3 }, Count { key: b, n: 5 }]);
+    drop_db(db).await;
+}
+
+#[tokio::test]
 async fn small_i64_deserializes_into_i64_field() {
     #[derive(Serialize, Deserialize, Debug, PartialEq)]
     struct Counts {
