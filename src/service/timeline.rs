@@ -140,14 +140,22 @@ pub async fn home(
     // followees, never as an empty set); the followees through the loader.
     let answer = ctx.live.read(&read).await;
     loader.live_round_trips += 1;
-    let (cached, gen) = match &answer {
-        Ok(a) => (a.sets.first().cloned().flatten(), a.gens.first().copied()),
+    // A viewer whose last live update failed (an unfollow, say) may have a
+    // stale timeline and following set until the repair task drops them:
+    // build from the documents and store nothing, as the loader does.
+    let answer = match answer {
+        Ok(_) if ctx.repair.is_pending(Owner::User(viewer)) => None,
+        Ok(a) => Some(a),
         Err(e) => {
             tracing::warn!(error = %e, "live read failed; building the timeline from the documents");
-            (None, None)
+            None
         }
     };
-    let following = match answer.ok().and_then(|a| a.sets.get(1).cloned().flatten()) {
+    let (cached, gen) = match &answer {
+        Some(a) => (a.sets.first().cloned().flatten(), a.gens.first().copied()),
+        None => (None, None),
+    };
+    let following = match answer.and_then(|a| a.sets.get(1).cloned().flatten()) {
         Some(view) => view,
         None => {
             let loaded = loader.load(&[], &[read.sets[1]]).await?;

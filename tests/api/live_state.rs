@@ -179,6 +179,61 @@ async fn a_failed_live_update_loses_no_write_and_serves_no_stale_answer() {
     assert_eq!(p["likedByMe"], true);
 }
 
+/// Post ids on the first page of the viewer's feed.
+async fn feed_ids(app: &TestApp, viewer: &User) -> Vec<i64> {
+    let (s, page) = app.get("/api/v1/feed", Some(&viewer.token)).await;
+    assert_eq!(s.as_u16(), 200, "{page}");
+    page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_i64().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn an_unfollow_whose_live_update_failed_still_leaves_the_feed_at_once() {
+    let settings = test_settings();
+    let (docs, live) = connect_stores(&settings).await.unwrap();
+    let failing = Arc::new(FailingUpdates {
+        inner: live,
+        failing: AtomicBool::new(false),
+    });
+    let app = spawn_app_on(settings, docs, failing.clone()).await;
+    let author = app.user("followed").await;
+    let reader = app.user("unfollower").await;
+    let (s, _) = app
+        .put(
+            &format!("/api/v1/users/{}/follow", author.uid),
+            Some(&reader.token),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 200);
+    let id = app.text_post(&author, "soon gone from the feed").await;
+    // Built and cached: the timeline and the following set are live now.
+    assert_eq!(feed_ids(&app, &reader).await, vec![id]);
+    assert_eq!(feed_ids(&app, &reader).await, vec![id]);
+
+    failing.failing.store(true, Ordering::SeqCst);
+    let (s, _) = app
+        .delete(
+            &format!("/api/v1/users/{}/follow", author.uid),
+            Some(&reader.token),
+        )
+        .await;
+    assert!(s.is_success(), "the unfollow itself succeeds: {s}");
+    assert_eq!(
+        feed_ids(&app, &reader).await,
+        Vec::<i64>::new(),
+        "the stale timeline and following set must not be served"
+    );
+
+    failing.failing.store(false, Ordering::SeqCst);
+    app.ctx.repair.drain(failing.as_ref()).await;
+    assert_eq!(app.ctx.repair.pending_count(), 0);
+    assert_eq!(feed_ids(&app, &reader).await, Vec::<i64>::new());
+}
+
 async fn trips_of(app: &TestApp, path: &str) -> (u64, u64) {
     let before = app.ctx.round_trips.snapshot();
     let (s, body) = app.get(path, None).await;
