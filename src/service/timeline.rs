@@ -24,9 +24,11 @@ use super::{Context, Presentation};
 use crate::domain::cursor::{paginate, Cursor};
 use crate::error::AppResult;
 use crate::ids::now_ms;
-use crate::store::{LiveFill, LiveRead, Owner, PostBody, SetKey, SetRead};
+use crate::store::{LiveFill, LiveRead, Owner, PostBody, SetKey, SetRead, StoreError, StoreResult};
 
 const DAY_MS: i64 = 24 * 3600 * 1000;
+/// Followers read per page while fanning out.
+const FAN_OUT_PAGE: usize = 10_000;
 /// How long an instance trusts a follower count when deciding push or pull.
 const CELEBRITY_CACHE_MS: i64 = 60_000;
 
@@ -101,9 +103,38 @@ pub async fn fan_out(ctx: &Context, post_id: i64, author: i64) -> AppResult<usiz
     // timeline that exists but is not pushed to would show a gap.
     let window = (days as i64 * DAY_MS).max(DAY_MS + 2 * 3600 * 1000);
     let since = now_ms() - window;
-    let active = ctx.docs.active_followers(author, since).await?;
-    ctx.live.push_to_timelines(post_id, &active, max).await?;
-    Ok(active.len() + 1)
+    // Page by page, each page pushed while the next is read, so the
+    // documents and the live store work at once and a big following never
+    // sits in memory whole.
+    let mut before = None;
+    let mut pushing: Option<tokio::task::JoinHandle<StoreResult<()>>> = None;
+    let mut pushed = 1;
+    loop {
+        let (active, next) = ctx
+            .docs
+            .active_followers(author, since, before, FAN_OUT_PAGE)
+            .await?;
+        if let Some(previous) = pushing.take() {
+            joined(previous.await)?;
+        }
+        pushed += active.len();
+        let live = ctx.live.clone();
+        pushing = Some(tokio::spawn(async move {
+            live.push_to_timelines(post_id, &active, max).await
+        }));
+        match next {
+            Some(edge) => before = Some(edge),
+            None => break,
+        }
+    }
+    if let Some(last) = pushing {
+        joined(last.await)?;
+    }
+    Ok(pushed)
+}
+
+fn joined(outcome: Result<StoreResult<()>, tokio::task::JoinError>) -> StoreResult<()> {
+    outcome.map_err(|e| StoreError::Other(e.into()))?
 }
 
 /// The viewer's home timeline, newest first, as expanded posts.

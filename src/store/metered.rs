@@ -277,9 +277,15 @@ impl DocStore for MeteredDocs {
         }
         self.inner.post_ids_by_authors(authors, before, limit).await
     }
-    async fn active_followers(&self, uid: i64, since: i64) -> StoreResult<Vec<i64>> {
+    async fn active_followers(
+        &self,
+        uid: i64,
+        since: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<(Vec<i64>, Option<i64>)> {
         self.tick();
-        self.inner.active_followers(uid, since).await
+        self.inner.active_followers(uid, since, before, limit).await
     }
     async fn follower_counts(&self, uids: &[i64]) -> StoreResult<Vec<(i64, u64)>> {
         if counts(uids) {

@@ -371,8 +371,16 @@ pub trait DocStore: Send + Sync {
         before: Option<i64>,
         limit: usize,
     ) -> StoreResult<Vec<i64>>;
-    /// Followers of `uid` active since `since` (epoch ms): whom a post is pushed to.
-    async fn active_followers(&self, uid: i64, since: i64) -> StoreResult<Vec<i64>>;
+    /// One page of `uid`'s followers, newest follow first, below the edge
+    /// id `before`: those active since `since` (epoch ms), whom a post is
+    /// pushed to, and where the next page starts (`None`: this was the last).
+    async fn active_followers(
+        &self,
+        uid: i64,
+        since: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<(Vec<i64>, Option<i64>)>;
     /// (uid, followers) for each of these users.
     async fn follower_counts(&self, uids: &[i64]) -> StoreResult<Vec<(i64, u64)>>;
     /// Every edge out of these users (whom they follow).

@@ -259,3 +259,43 @@ async fn a_push_onto_a_timeline_never_built_does_not_hide_older_posts() {
         .unwrap();
     assert_eq!(whole_feed(&app, &me, 10).await, vec![new, old]);
 }
+
+#[tokio::test]
+async fn fan_out_reads_followers_page_by_page_and_skips_the_inactive() {
+    let app = spawn_app().await;
+    let author = app.user("paged").await;
+    let month_ago = moments::ids::now_ms() - 30 * 24 * 3600 * 1000;
+    let mut active = Vec::new();
+    for i in 0..7 {
+        let fan = app.user(&format!("fan{i}")).await;
+        follow(&app, &fan, &author).await;
+        if i % 3 == 1 {
+            app.ctx.docs.touch_user(fan.uid, month_ago).await.unwrap();
+        } else {
+            active.push(fan.uid);
+        }
+    }
+    let since = moments::ids::now_ms() - 7 * 24 * 3600 * 1000;
+    let (mut seen, mut before, mut pages) = (Vec::new(), None, 0);
+    loop {
+        let (page, next) = app
+            .ctx
+            .docs
+            .active_followers(author.uid, since, before, 2)
+            .await
+            .unwrap();
+        assert!(page.len() <= 2, "a page holds at most its limit: {page:?}");
+        seen.extend(page);
+        pages += 1;
+        match next {
+            Some(edge) => before = Some(edge),
+            None => break,
+        }
+        assert!(pages < 10, "paging must end");
+    }
+    // Seven follows in pages of two: 2, 2, 2, 1, and the short one ends it.
+    assert_eq!(pages, 4);
+    seen.sort_unstable();
+    active.sort_unstable();
+    assert_eq!(seen, active, "every active follower once, no inactive one");
+}

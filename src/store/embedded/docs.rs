@@ -875,22 +875,28 @@ impl DocStore for EmbeddedDocs {
         .await
     }
 
-    async fn active_followers(&self, uid: i64, since: i64) -> StoreResult<Vec<i64>> {
+    async fn active_followers(
+        &self,
+        uid: i64,
+        since: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<(Vec<i64>, Option<i64>)> {
         self.read(move |txn| {
-            let followers = txn.open_table(FOLLOWERS).map_err(other)?;
+            let edges = edge_page(txn, FOLLOWERS, uid, before, limit, true)?;
+            let next = edges.last().map(|e| e.id).filter(|_| edges.len() == limit);
             let active = txn.open_table(LAST_ACTIVE).map_err(other)?;
-            let mut out = Vec::new();
-            for entry in followers
-                .range((id(uid), 0)..=(id(uid), u64::MAX))
-                .map_err(other)?
-            {
-                let follower = entry.map_err(other)?.1.value();
-                let last = active.get(follower).map_err(other)?.map(|v| v.value());
+            let mut out = Vec::with_capacity(edges.len());
+            for edge in edges {
+                let last = active
+                    .get(id(edge.follower))
+                    .map_err(other)?
+                    .map(|v| v.value());
                 if last.is_some_and(|t| t >= since) {
-                    out.push(follower as i64);
+                    out.push(edge.follower);
                 }
             }
-            Ok(out)
+            Ok((out, next))
         })
         .await
     }

@@ -642,37 +642,31 @@ impl DocStore for MongoDocs {
         Ok(collect(cursor).await?.into_iter().map(|d| d.id).collect())
     }
 
-    async fn active_followers(&self, uid: i64, since: i64) -> StoreResult<Vec<i64>> {
-        #[derive(Deserialize)]
-        struct Follower {
-            follower: i64,
+    async fn active_followers(
+        &self,
+        uid: i64,
+        since: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<(Vec<i64>, Option<i64>)> {
+        let edges = self
+            .edges_page(doc! { "followee": uid }, before, limit)
+            .await?;
+        let next = edges.last().map(|e| e.id).filter(|_| edges.len() == limit);
+        if edges.is_empty() {
+            return Ok((Vec::new(), None));
         }
+        let followers: Vec<i64> = edges.iter().map(|e| e.follower).collect();
         let cursor = self
             .db
-            .collection::<Follower>("follows")
-            .find(doc! { "followee": uid })
-            .projection(doc! { "follower": 1, "_id": 0 })
-            .batch_size(10_000)
+            .collection::<IdOnly>("users")
+            .find(doc! { "_id": { "$in": followers }, "lastActiveAt": { "$gte": since } })
+            .projection(doc! { "_id": 1 })
+            .batch_size(limit.clamp(1, 10_000) as u32)
             .await
             .map_err(classify)?;
-        let followers: Vec<i64> = collect(cursor)
-            .await?
-            .into_iter()
-            .map(|f| f.follower)
-            .collect();
-        let mut active = Vec::new();
-        for chunk in followers.chunks(10_000) {
-            let cursor = self
-                .db
-                .collection::<IdOnly>("users")
-                .find(doc! { "_id": { "$in": chunk }, "lastActiveAt": { "$gte": since } })
-                .projection(doc! { "_id": 1 })
-                .batch_size(10_000)
-                .await
-                .map_err(classify)?;
-            active.extend(collect(cursor).await?.into_iter().map(|d| d.id));
-        }
-        Ok(active)
+        let active = collect(cursor).await?.into_iter().map(|d| d.id).collect();
+        Ok((active, next))
     }
 
     async fn follower_counts(&self, uids: &[i64]) -> StoreResult<Vec<(i64, u64)>> {

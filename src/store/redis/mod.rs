@@ -15,6 +15,7 @@ use async_trait::async_trait;
 use futures_util::StreamExt;
 use redis::aio::ConnectionManager;
 use redis::{RedisError, Value};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::{
@@ -107,6 +108,8 @@ return 0
 
 /// Followers per push script call: about a millisecond of Redis time.
 const PUSH_CHUNK: usize = 500;
+/// Push script calls in flight per instance.
+const PUSHES_IN_FLIGHT: usize = 8;
 
 /// A home timeline unread for this long is dropped, and rebuilt from the
 /// documents when its owner comes back.
@@ -116,6 +119,11 @@ pub struct RedisLive {
     conn: ConnectionManager,
     prefix: String,
     ttl_secs: u64,
+    /// Push script calls in flight, across every fan-out of this instance:
+    /// each holds Redis about a millisecond, and reads sharing the
+    /// connection queue behind them, so this bounds what a burst of posts to
+    /// big followings adds to any read's wait.
+    push_permits: Arc<tokio::sync::Semaphore>,
 }
 
 pub(crate) fn classify(e: RedisError) -> StoreError {
@@ -152,6 +160,7 @@ impl RedisLive {
             conn,
             prefix: prefix.to_string(),
             ttl_secs,
+            push_permits: Arc::new(tokio::sync::Semaphore::new(PUSHES_IN_FLIGHT)),
         })
     }
 
@@ -441,7 +450,7 @@ impl LiveStore for RedisLive {
     }
 
     async fn push_to_timelines(&self, post_id: i64, uids: &[i64], max: usize) -> StoreResult<()> {
-        // One script call per chunk of followers, eight in flight, so
+        // One script call per chunk of followers, a few in flight, so
         // building the next overlaps Redis running the last. Chunks are kept
         // small enough that a call holds Redis for about a millisecond.
         let trim = if crate::ids::timestamp_of(post_id) % 16 == 0 {
@@ -451,9 +460,14 @@ impl LiveStore for RedisLive {
         };
         let chunks: Vec<Vec<i64>> = uids.chunks(PUSH_CHUNK).map(<[i64]>::to_vec).collect();
         let (conn, prefix) = (self.conn.clone(), self.prefix.clone());
+        let permits = self.push_permits.clone();
         let mut in_flight = futures_util::stream::iter(chunks.into_iter().map(move |chunk| {
-            let (mut conn, prefix) = (conn.clone(), prefix.clone());
+            let (mut conn, prefix, permits) = (conn.clone(), prefix.clone(), permits.clone());
             async move {
+                let _permit = permits
+                    .acquire_owned()
+                    .await
+                    .map_err(|e| StoreError::Other(e.into()))?;
                 let mut cmd = redis::cmd("EVAL");
                 cmd.arg(PUSH_SCRIPT).arg(chunk.len());
                 for uid in chunk {
@@ -463,7 +477,7 @@ impl LiveStore for RedisLive {
                 cmd.query_async::<()>(&mut conn).await.map_err(classify)
             }
         }))
-        .buffer_unordered(8);
+        .buffer_unordered(PUSHES_IN_FLIGHT);
         while let Some(result) = in_flight.next().await {
             result?;
         }
