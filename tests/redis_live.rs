@@ -175,7 +175,7 @@ async fn a_push_skips_a_timeline_that_is_not_there() {
 
 #[tokio::test]
 async fn pushes_trim_a_timeline_to_its_maximum_and_keep_the_newest() {
-    let live = live().await;
+    let mut live = live().await;
     let reader = next_id();
     live.build_home(reader, &[]).await;
     let max = 5;
@@ -188,10 +188,39 @@ async fn pushes_trim_a_timeline_to_its_maximum_and_keep_the_newest() {
             .await
             .unwrap();
     }
+    assert_eq!(
+        live.card(reader).await,
+        max as i64 + 1,
+        "the sentinel and the newest {max} posts"
+    );
     let newest: Vec<i64> = posts.iter().rev().take(max).copied().collect();
     assert_eq!(
         live.read_home(reader).await,
         Some(newest),
         "the housekeeping push trims to the newest {max}, the sentinel stays"
     );
+}
+
+#[tokio::test]
+async fn a_set_without_its_sentinel_is_absent_and_left_alone() {
+    // What earlier versions made by pushing onto an absent timeline: one
+    // post, not the followees' newest. Reading it as built would hide the rest.
+    let mut live = live().await;
+    let partial = next_id();
+    let [old, new] = post_ids(&[false, false])[..] else {
+        unreachable!()
+    };
+    redis::cmd("ZADD")
+        .arg(live.home(partial))
+        .arg(old)
+        .arg(old)
+        .query_async::<()>(&mut live.raw)
+        .await
+        .unwrap();
+    assert_eq!(live.read_home(partial).await, None, "rebuilt on read");
+    live.store
+        .push_to_timelines(new, &[partial], 800)
+        .await
+        .unwrap();
+    assert_eq!(live.card(partial).await, 1, "not pushed onto");
 }

@@ -90,15 +90,16 @@ end
 return 1
 "#;
 
-/// Pushes a post onto each timeline that exists; an absent one was never
-/// built or has expired, and its owner's next read rebuilds it in full.
-/// KEYS: timelines. ARGV: post id, then the size to trim to counting the
-/// sentinel, or 0 for no trim (trimming rides on one post in 16).
-/// Cross-slot keys: under Redis Cluster each call holds one node's share.
+/// Pushes a post onto each built timeline (one holding the sentinel); an
+/// absent one was never built or has expired, and its owner's next read
+/// rebuilds it in full. KEYS: timelines. ARGV: post id, then the size to
+/// trim to counting the sentinel, or 0 for no trim (trimming rides on one
+/// post in 16). The keys span slots: a Redis Cluster client (not built yet)
+/// would have to group each call's keys by node.
 const PUSH_SCRIPT: &str = r#"#!lua flags=allow-cross-slot-keys
 local id, trim = ARGV[1], tonumber(ARGV[2])
 for i = 1, #KEYS do
-  if redis.call('EXISTS', KEYS[i]) == 1 then
+  if redis.call('ZSCORE', KEYS[i], '0') then
     redis.call('ZADD', KEYS[i], id, id)
     if trim > 0 then redis.call('ZREMRANGEBYRANK', KEYS[i], 1, -trim) end
   end
@@ -119,10 +120,11 @@ pub struct RedisLive {
     conn: ConnectionManager,
     prefix: String,
     ttl_secs: u64,
-    /// Push script calls in flight, across every fan-out of this instance:
-    /// each holds Redis about a millisecond, and reads sharing the
-    /// connection queue behind them, so this bounds what a burst of posts to
-    /// big followings adds to any read's wait.
+    /// Push script calls in flight, across every fan-out of this instance
+    /// bigger than one call: each holds Redis about a millisecond, and reads
+    /// sharing the connection queue behind them, so this bounds what a burst
+    /// of posts to big followings adds to any read's wait. Pushes of one
+    /// call (small followings, a rebuild's catch-up) never wait for it.
     push_permits: Arc<tokio::sync::Semaphore>,
 }
 
@@ -306,7 +308,10 @@ impl LiveStore for RedisLive {
                 pipe.cmd("ZSCORE").arg(&key).arg(probe);
             }
             if let SetKey::Home(_) = set.key {
+                // Only a timeline holding its sentinel was built (earlier
+                // versions pushed onto absent ones, making partial sets).
                 // Reading a timeline keeps it a day longer.
+                pipe.cmd("ZSCORE").arg(&key).arg(SENTINEL);
                 pipe.cmd("EXPIRE").arg(&key).arg(HOME_TTL_SECS).ignore();
             }
         }
@@ -335,7 +340,11 @@ impl LiveStore for RedisLive {
             } else {
                 None
             };
-            if card == 0 {
+            let built = match set.key {
+                SetKey::Home(_) => parse::<Option<f64>>(next()?)?.is_some(),
+                _ => true,
+            };
+            if card == 0 || !built {
                 answer.sets.push(None);
                 continue;
             }
@@ -460,14 +469,18 @@ impl LiveStore for RedisLive {
         };
         let chunks: Vec<Vec<i64>> = uids.chunks(PUSH_CHUNK).map(<[i64]>::to_vec).collect();
         let (conn, prefix) = (self.conn.clone(), self.prefix.clone());
-        let permits = self.push_permits.clone();
+        let permits = (uids.len() > PUSH_CHUNK).then(|| self.push_permits.clone());
         let mut in_flight = futures_util::stream::iter(chunks.into_iter().map(move |chunk| {
             let (mut conn, prefix, permits) = (conn.clone(), prefix.clone(), permits.clone());
             async move {
-                let _permit = permits
-                    .acquire_owned()
-                    .await
-                    .map_err(|e| StoreError::Other(e.into()))?;
+                let _permit = match permits {
+                    Some(p) => Some(
+                        p.acquire_owned()
+                            .await
+                            .map_err(|e| StoreError::Other(e.into()))?,
+                    ),
+                    None => None,
+                };
                 let mut cmd = redis::cmd("EVAL");
                 cmd.arg(PUSH_SCRIPT).arg(chunk.len());
                 for uid in chunk {
