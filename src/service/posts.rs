@@ -33,6 +33,7 @@ pub async fn create_post(
         deleted: false,
     };
     ctx.docs.insert_post(&doc).await?;
+    ctx.celebrity_cache.forget_posts_of(author);
     // A new post's live state is known without reading anything back: empty
     // sets and the body. Writing it now makes the first read warm.
     let body = PostBody::from(doc);
@@ -77,6 +78,7 @@ pub async fn delete_post(ctx: &Context, id: i64, uid: i64) -> AppResult<()> {
         return Err(AppError::Forbidden("only the author may delete a post"));
     }
     ctx.docs.delete_post(id).await?;
+    ctx.celebrity_cache.forget_posts_of(uid);
     let tomb = PostBody {
         deleted: true,
         ..body

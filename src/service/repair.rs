@@ -25,6 +25,13 @@ impl LiveRepair {
             return true;
         };
         tracing::warn!(error = %e, "live update failed; its keys will be dropped when the store answers");
+        self.defer(changes);
+        false
+    }
+
+    /// Marks these changes' keys stale without trying the store first
+    /// (the caller just saw it fail): reads bypass them until they are dropped.
+    pub fn defer(&self, changes: Vec<Changes>) {
         if let Ok(mut pending) = self.pending.lock() {
             for batch in changes {
                 pending
@@ -33,7 +40,6 @@ impl LiveRepair {
                     .extend(batch.changes.iter().map(|c| c.key()));
             }
         }
-        false
     }
 
     /// Whether some of this owner's live keys may be stale.

@@ -3,8 +3,10 @@
 //!
 //! - Push: a new post goes to the author's own timeline and, in the
 //!   background, to the timelines of followers active within
-//!   `MOMENTS_ACTIVE_DAYS`, in pipelined chunks. A push only lands on a
-//!   timeline that exists and is idempotent (the post id is the member).
+//!   `MOMENTS_ACTIVE_DAYS`, a chunk of followers per script call, several in
+//!   flight. A push only lands on a timeline that exists and is idempotent
+//!   (the post id is the member); a timeline a failed push may have missed
+//!   is dropped, to be rebuilt on read.
 //! - Pull: authors with more than `MOMENTS_CELEBRITY_FOLLOWERS` followers are
 //!   never pushed; their posts are merged in at read time.
 //! - Rebuild: a timeline that is absent (its owner was away, it expired a day
@@ -24,21 +26,55 @@ use super::{Context, Presentation};
 use crate::domain::cursor::{paginate, Cursor};
 use crate::error::AppResult;
 use crate::ids::now_ms;
-use crate::store::{LiveFill, LiveRead, Owner, PostBody, SetKey, SetRead, StoreError, StoreResult};
+use crate::store::{Changes, LiveFill, LiveRead, Owner, PostBody, SetKey, SetRead, StoreResult};
 
 const DAY_MS: i64 = 24 * 3600 * 1000;
 /// Followers read per page while fanning out.
 const FAN_OUT_PAGE: usize = 10_000;
 /// How long an instance trusts a follower count when deciding push or pull.
 const CELEBRITY_CACHE_MS: i64 = 60_000;
+/// How long an instance trusts its copy of big accounts' newest post ids. A
+/// new post by a big account reaches readers served by other instances up to
+/// this late; the instance that publishes it forgets its copy at once.
+const PULLED_POSTS_MS: i64 = 5_000;
+/// Newest post ids fetched per big account: more than any page needs.
+const PULLED_POSTS_KEPT: usize = 128;
 
-/// Follower counts of recently seen authors, per instance: deciding push or
-/// pull must not cost a count per followee on every read. An author who just
-/// crossed the threshold is pulled at most a minute late, never lost: until
-/// then their posts reach followers by the rebuild and history paths.
+/// Per instance, what deciding push or pull and pulling need, so that a feed
+/// read costs no document round trip once warm:
+/// - follower counts of recently seen authors (a count per followee on every
+///   read would be ruinous). An author who just crossed the threshold is
+///   pulled at most a minute late, never lost: until then their posts reach
+///   followers by the rebuild and history paths.
+/// - big accounts' newest post ids: every follower's read pulls them, and
+///   without a copy each read would be a query on the same few authors.
 #[derive(Default)]
 pub struct CelebrityCache {
     counts: Mutex<HashMap<i64, (u64, i64)>>,
+    pulled: Mutex<HashMap<i64, PulledPosts>>,
+}
+
+/// One big account's newest post ids, newest first: every post it has with
+/// an id at or above `from` (`None`: every post it has), read at `at`.
+struct PulledPosts {
+    ids: Vec<i64>,
+    from: Option<i64>,
+    at: i64,
+}
+
+impl PulledPosts {
+    /// Up to `want` ids below `before`, newest first, if this copy holds
+    /// them all (else the page reaches past it, to older posts).
+    fn page(&self, before: Option<i64>, want: usize) -> Option<Vec<i64>> {
+        let below: Vec<i64> = self
+            .ids
+            .iter()
+            .copied()
+            .filter(|p| before.is_none_or(|b| *p < b))
+            .take(want)
+            .collect();
+        (self.from.is_none() || below.len() >= want).then_some(below)
+    }
 }
 
 impl CelebrityCache {
@@ -73,27 +109,110 @@ impl CelebrityCache {
             .map(|(a, _)| a)
             .collect())
     }
+
+    /// Drops this instance's copy of an author's newest posts: the author
+    /// has just posted or deleted one.
+    pub fn forget_posts_of(&self, author: i64) {
+        if let Ok(mut pulled) = self.pulled.lock() {
+            pulled.remove(&author);
+        }
+    }
+
+    /// The newest `want` post ids of each of these big accounts below
+    /// `before` (the caller merges). Documents are read only for authors
+    /// whose copy is missing or stale (all at once), and for a page deeper
+    /// than the copies reach.
+    async fn pulled_posts(
+        &self,
+        ctx: &Context,
+        authors: &[i64],
+        before: Option<i64>,
+        want: usize,
+    ) -> AppResult<Vec<i64>> {
+        let now = now_ms();
+        let mut out = Vec::new();
+        let mut stale = Vec::new();
+        let mut deeper = Vec::new();
+        if let Ok(pulled) = self.pulled.lock() {
+            for a in authors {
+                match pulled.get(a).filter(|p| now - p.at < PULLED_POSTS_MS) {
+                    Some(copy) => match copy.page(before, want) {
+                        Some(ids) => out.extend(ids),
+                        None => deeper.push(*a),
+                    },
+                    None => stale.push(*a),
+                }
+            }
+        }
+        if !stale.is_empty() {
+            // One query per author, all at once: each copy is then exact,
+            // and there are few big accounts behind any one reader.
+            let fetched = futures_util::future::try_join_all(stale.iter().map(|a| async move {
+                let ids = ctx
+                    .docs
+                    .post_ids_by_authors(&[*a], None, PULLED_POSTS_KEPT)
+                    .await?;
+                let from = (ids.len() >= PULLED_POSTS_KEPT)
+                    .then(|| ids.last().copied())
+                    .flatten();
+                Ok::<_, crate::error::AppError>((*a, PulledPosts { ids, from, at: now }))
+            }))
+            .await?;
+            for (a, copy) in &fetched {
+                match copy.page(before, want) {
+                    Some(ids) => out.extend(ids),
+                    None => deeper.push(*a),
+                }
+            }
+            if let Ok(mut pulled) = self.pulled.lock() {
+                if pulled.len() > 10_000 {
+                    pulled.clear();
+                }
+                pulled.extend(fetched);
+            }
+        }
+        if !deeper.is_empty() {
+            out.extend(ctx.docs.post_ids_by_authors(&deeper, before, want).await?);
+        }
+        Ok(out)
+    }
 }
 
 /// Pushes a new post to the timelines that should hold it. Runs in the
-/// background; a failure only means those timelines are rebuilt later.
+/// background. A timeline a push may have missed is dropped (through the
+/// repair list when the live store is down), so its owner's next read
+/// rebuilds it with the post: a failure costs a rebuild, never a gap.
 pub fn spawn_fan_out(ctx: &Context, post: &PostBody) {
     let ctx = ctx.clone();
     let (post_id, author) = (post.id, post.author_uid);
     tokio::spawn(async move {
         if let Err(e) = fan_out(&ctx, post_id, author).await {
-            tracing::warn!(post_id, error = %e, "fan-out failed; timelines will be rebuilt on read");
+            tracing::warn!(post_id, error = %e, "fan-out stopped: the followers not yet reached will see the post once their timelines are rebuilt");
         }
     });
 }
 
+/// Pushes a post to its author's and active followers' timelines; returns
+/// how many were offered it.
 pub async fn fan_out(ctx: &Context, post_id: i64, author: i64) -> AppResult<usize> {
+    fan_out_in_pages(ctx, post_id, author, FAN_OUT_PAGE).await
+}
+
+/// `fan_out`, reading the followers `page` at a time.
+pub async fn fan_out_in_pages(
+    ctx: &Context,
+    post_id: i64,
+    author: i64,
+    page: usize,
+) -> AppResult<usize> {
     let max = ctx.settings.timeline_max;
     let days = ctx.settings.active_days;
     if days == 0 {
         return Ok(0);
     }
-    ctx.live.push_to_timelines(post_id, &[author], max).await?;
+    if let Err(e) = ctx.live.push_to_timelines(post_id, &[author], max).await {
+        missed(ctx, post_id, vec![author], &e.to_string());
+    }
     let (followers, _) = ctx.docs.follow_counts(author).await?;
     if followers > ctx.settings.celebrity_followers {
         return Ok(1);
@@ -107,34 +226,90 @@ pub async fn fan_out(ctx: &Context, post_id: i64, author: i64) -> AppResult<usiz
     // documents and the live store work at once and a big following never
     // sits in memory whole.
     let mut before = None;
-    let mut pushing: Option<tokio::task::JoinHandle<StoreResult<()>>> = None;
+    let mut pushing: Option<Push> = None;
     let mut pushed = 1;
     loop {
-        let (active, next) = ctx
-            .docs
-            .active_followers(author, since, before, FAN_OUT_PAGE)
-            .await?;
+        let read = active_followers_page(ctx, author, since, before, page).await;
         if let Some(previous) = pushing.take() {
-            joined(previous.await)?;
+            previous.settle(ctx, post_id).await;
         }
+        let (active, next) = read?;
         pushed += active.len();
         let live = ctx.live.clone();
-        pushing = Some(tokio::spawn(async move {
-            live.push_to_timelines(post_id, &active, max).await
-        }));
+        let uids = active.clone();
+        pushing = Some(Push {
+            uids,
+            task: tokio::spawn(async move { live.push_to_timelines(post_id, &active, max).await }),
+        });
         match next {
             Some(edge) => before = Some(edge),
             None => break,
         }
     }
     if let Some(last) = pushing {
-        joined(last.await)?;
+        last.settle(ctx, post_id).await;
     }
     Ok(pushed)
 }
 
-fn joined(outcome: Result<StoreResult<()>, tokio::task::JoinError>) -> StoreResult<()> {
-    outcome.map_err(|e| StoreError::Other(e.into()))?
+/// One page of a fan-out's push, running.
+struct Push {
+    uids: Vec<i64>,
+    task: tokio::task::JoinHandle<StoreResult<()>>,
+}
+
+impl Push {
+    async fn settle(self, ctx: &Context, post_id: i64) {
+        let error = match self.task.await {
+            Ok(Ok(())) => return,
+            Ok(Err(e)) => e.to_string(),
+            Err(e) => e.to_string(),
+        };
+        missed(ctx, post_id, self.uids, &error);
+    }
+}
+
+/// Some of these timelines may lack the post: have them dropped, now or
+/// when the live store answers again, and read from the documents until then.
+fn missed(ctx: &Context, post_id: i64, uids: Vec<i64>, error: &str) {
+    tracing::warn!(
+        post_id,
+        timelines = uids.len(),
+        error,
+        "push failed; those timelines will be rebuilt"
+    );
+    ctx.repair.defer(
+        uids.into_iter()
+            .map(|uid| Changes {
+                owner: Owner::User(uid),
+                expected_gen: None,
+                changes: vec![forget_timeline(uid)],
+            })
+            .collect(),
+    );
+}
+
+/// A page of active followers, tried three times: a page that cannot be
+/// read leaves its followers and every later one unreached.
+async fn active_followers_page(
+    ctx: &Context,
+    author: i64,
+    since: i64,
+    before: Option<i64>,
+    page: usize,
+) -> AppResult<(Vec<i64>, Option<i64>)> {
+    let mut tries = 0;
+    loop {
+        match ctx.docs.active_followers(author, since, before, page).await {
+            Ok(found) => return Ok(found),
+            Err(e) if tries < 2 => {
+                tries += 1;
+                tracing::debug!(error = %e, tries, "retrying a page of followers");
+                tokio::time::sleep(std::time::Duration::from_millis(100 * tries)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 /// The viewer's home timeline, newest first, as expanded posts.
@@ -218,8 +393,8 @@ pub async fn home(
             let pulled = ctx.celebrity_cache.celebrities(ctx, &authors).await?;
             if !pulled.is_empty() {
                 ids.extend(
-                    ctx.docs
-                        .post_ids_by_authors(&pulled, before, limit + 1)
+                    ctx.celebrity_cache
+                        .pulled_posts(ctx, &pulled, before, limit + 1)
                         .await?,
                 );
             }

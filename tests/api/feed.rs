@@ -299,3 +299,85 @@ async fn fan_out_reads_followers_page_by_page_and_skips_the_inactive() {
     active.sort_unstable();
     assert_eq!(seen, active, "every active follower once, no inactive one");
 }
+
+#[tokio::test]
+async fn a_warm_feed_pulling_a_big_account_reads_no_documents_and_shows_its_new_posts_at_once() {
+    let mut settings = test_settings();
+    settings.celebrity_followers = 1;
+    let app = spawn_app_with(settings).await;
+    let star = app.user("bigstar").await;
+    let fan = app.user("bigfan").await;
+    let other = app.user("otherfan").await;
+    follow(&app, &fan, &star).await;
+    follow(&app, &other, &star).await;
+    let s1 = app.text_post(&star, "s1").await;
+    // Rebuilt; then read from the built timeline, which pulls the star.
+    assert_eq!(whole_feed(&app, &fan, 20).await, vec![s1]);
+    assert_eq!(whole_feed(&app, &fan, 20).await, vec![s1]);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+
+    let before = app.ctx.round_trips.snapshot();
+    assert_eq!(whole_feed(&app, &fan, 20).await, vec![s1]);
+    let after = app.ctx.round_trips.snapshot();
+    assert_eq!(
+        after.0 - before.0,
+        0,
+        "a warm page pulls the big account's posts without reading documents"
+    );
+    assert!(
+        after.1 - before.1 <= 4,
+        "{} live round trips",
+        after.1 - before.1
+    );
+
+    // Never pushed (two followers is over the threshold of one), so only the
+    // pull can show it: at once on the instance that published it.
+    let s2 = app.text_post(&star, "s2").await;
+    assert_eq!(whole_feed(&app, &fan, 20).await, vec![s2, s1]);
+    assert_eq!(whole_feed(&app, &other, 1).await, vec![s2, s1]);
+}
+
+#[tokio::test]
+async fn fan_out_in_pages_reaches_every_built_timeline_once() {
+    let app = spawn_app().await;
+    let author = app.user("pager").await;
+    let mut fans = Vec::new();
+    for i in 0..6 {
+        let fan = app.user(&format!("pagedfan{i}")).await;
+        follow(&app, &fan, &author).await;
+        assert_eq!(whole_feed(&app, &fan, 20).await, Vec::<i64>::new());
+        fans.push(fan);
+    }
+    // Stored without the publish path's own fan-out, then fanned out two
+    // followers at a time: three full pages, then an empty one.
+    let id = moments::ids::next_id();
+    app.ctx
+        .docs
+        .insert_post(&moments::store::PostDoc {
+            id,
+            author_uid: author.uid,
+            category: moments::domain::post::Category::Text,
+            content: "paged".into(),
+            picture_urls: vec![],
+            device: String::new(),
+            geo: None,
+            visibility: moments::domain::post::Visibility::Public,
+            createtime: moments::ids::timestamp_of(id),
+            comments_postid: vec![],
+            likes_postid: vec![],
+            deleted: false,
+        })
+        .await
+        .unwrap();
+    let pushed = moments::service::timeline::fan_out_in_pages(&app.ctx, id, author.uid, 2)
+        .await
+        .unwrap();
+    assert_eq!(pushed, 1 + 6, "the author and six followers");
+    for fan in &fans {
+        assert_eq!(
+            whole_feed(&app, fan, 20).await,
+            vec![id],
+            "only the push can have put it in a built timeline"
+        );
+    }
+}

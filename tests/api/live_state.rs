@@ -77,6 +77,7 @@ async fn losing_the_live_state_changes_no_answer() {
 struct FailingUpdates {
     inner: Arc<dyn LiveStore>,
     failing: AtomicBool,
+    failing_pushes: AtomicBool,
 }
 
 #[async_trait]
@@ -116,6 +117,11 @@ impl LiveStore for FailingUpdates {
         self.inner.drop_session(token).await
     }
     async fn push_to_timelines(&self, post_id: i64, uids: &[i64], max: usize) -> StoreResult<()> {
+        if self.failing_pushes.load(Ordering::SeqCst) {
+            return Err(StoreError::Unavailable(anyhow::anyhow!(
+                "injected: connection reset"
+            )));
+        }
         self.inner.push_to_timelines(post_id, uids, max).await
     }
     async fn clear_derived(&self) -> StoreResult<usize> {
@@ -136,6 +142,7 @@ async fn a_failed_live_update_loses_no_write_and_serves_no_stale_answer() {
     let failing = Arc::new(FailingUpdates {
         inner: live,
         failing: AtomicBool::new(false),
+        failing_pushes: AtomicBool::new(false),
     });
     let app = spawn_app_on(settings, docs, failing.clone()).await;
     let a = app.user("writer").await;
@@ -198,6 +205,7 @@ async fn an_unfollow_whose_live_update_failed_still_leaves_the_feed_at_once() {
     let failing = Arc::new(FailingUpdates {
         inner: live,
         failing: AtomicBool::new(false),
+        failing_pushes: AtomicBool::new(false),
     });
     let app = spawn_app_on(settings, docs, failing.clone()).await;
     let author = app.user("followed").await;
@@ -288,4 +296,51 @@ async fn reads_cost_a_constant_number_of_round_trips() {
         );
         assert!(live <= 3, "cold page of {n}: {live} live round trips");
     }
+}
+
+#[tokio::test]
+async fn a_failed_fan_out_costs_a_rebuild_never_a_missing_post() {
+    let settings = test_settings();
+    let (docs, live) = connect_stores(&settings).await.unwrap();
+    let failing = Arc::new(FailingUpdates {
+        inner: live,
+        failing: AtomicBool::new(false),
+        failing_pushes: AtomicBool::new(false),
+    });
+    let app = spawn_app_on(settings, docs, failing.clone()).await;
+    let author = app.user("unlucky").await;
+    let fan = app.user("waiting").await;
+    let (s, _) = app
+        .put(
+            &format!("/api/v1/users/{}/follow", author.uid),
+            Some(&fan.token),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 200);
+    // Both timelines built (and empty) before the post.
+    assert_eq!(feed_ids(&app, &fan).await, Vec::<i64>::new());
+    assert_eq!(feed_ids(&app, &author).await, Vec::<i64>::new());
+
+    failing.failing_pushes.store(true, Ordering::SeqCst);
+    let id = app.text_post(&author, "pushed into the void").await;
+    // The fan-out runs in the background; once it has failed, both
+    // timelines are awaiting their drop and are read from the documents.
+    let mut seen = Vec::new();
+    for _ in 0..100 {
+        seen = feed_ids(&app, &fan).await;
+        if seen == vec![id] {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(seen, vec![id], "the fan's feed must come to show the post");
+    assert_eq!(feed_ids(&app, &author).await, vec![id]);
+
+    // The store answers again: the timelines are dropped and rebuilt.
+    failing.failing_pushes.store(false, Ordering::SeqCst);
+    app.ctx.repair.drain(failing.as_ref()).await;
+    assert_eq!(app.ctx.repair.pending_count(), 0);
+    assert_eq!(feed_ids(&app, &fan).await, vec![id]);
+    assert_eq!(feed_ids(&app, &fan).await, vec![id]);
+    assert_eq!(feed_ids(&app, &author).await, vec![id]);
 }
