@@ -202,7 +202,7 @@ async fn pushes_trim_a_timeline_to_its_maximum_and_keep_the_newest() {
 }
 
 #[tokio::test]
-async fn a_set_without_its_sentinel_is_absent_and_left_alone() {
+async fn a_set_without_its_sentinel_is_absent_until_rebuilt() {
     // What earlier versions made by pushing onto an absent timeline: one
     // post, not the followees' newest. Reading it as built would hide the rest.
     let mut live = live().await;
@@ -222,5 +222,8 @@ async fn a_set_without_its_sentinel_is_absent_and_left_alone() {
         .push_to_timelines(new, &[partial], 800)
         .await
         .unwrap();
-    assert_eq!(live.card(partial).await, 1, "not pushed onto");
+    assert_eq!(live.read_home(partial).await, None, "still rebuilt on read");
+    live.build_home(partial, &[old, new]).await;
+    assert_eq!(live.read_home(partial).await, Some(vec![new, old]));
+    assert_eq!(live.card(partial).await, 3, "the sentinel and both posts");
 }
