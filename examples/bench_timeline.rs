@@ -184,6 +184,56 @@ async fn main() {
         ms(t.elapsed())
     );
 
+    // 1b. A feed read's latency while big fan-outs run: the reads share the
+    // connection with the pushes, which are capped in flight.
+    let reader = uids[0];
+    let pres = Presentation {
+        now: now_ms(),
+        ..Default::default()
+    };
+    for _ in 0..3 {
+        timeline::home(&ctx, reader, None, 20, &pres).await.unwrap();
+    }
+    let mut idle = Vec::new();
+    for _ in 0..300 {
+        let t = Instant::now();
+        timeline::home(&ctx, reader, None, 20, &pres).await.unwrap();
+        idle.push(ms(t.elapsed()));
+    }
+    let fanning = {
+        let ctx = ctx.clone();
+        tokio::spawn(async move {
+            for _ in 0..5 {
+                let p = post(author);
+                ctx.docs.insert_post(&p).await.unwrap();
+                timeline::fan_out(&ctx, p.id, author).await.unwrap();
+            }
+        })
+    };
+    let mut busy = Vec::new();
+    while !fanning.is_finished() {
+        let t = Instant::now();
+        timeline::home(&ctx, reader, None, 20, &pres).await.unwrap();
+        busy.push(ms(t.elapsed()));
+    }
+    fanning.await.unwrap();
+    let summary = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        let at = |q: f64| v[((v.len() - 1) as f64 * q) as usize];
+        format!(
+            "{} reads, p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            v.len(),
+            at(0.5),
+            at(0.99),
+            v[v.len() - 1]
+        )
+    };
+    println!(
+        "feed page of 20 while idle: {}; during 5 fan-outs to {followers}: {}",
+        summary(&mut idle),
+        summary(&mut busy)
+    );
+
     // 2. Returning users' first pages, rebuilt from 200 followees x 30 posts.
     let followees: Vec<i64> = (0..200).map(|_| next_id()).collect();
     for f in &followees {
