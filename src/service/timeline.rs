@@ -133,13 +133,14 @@ impl CelebrityCache {
         let mut out = Vec::new();
         let mut stale = Vec::new();
         let mut deeper = Vec::new();
+        let mut take = |author: i64, copy: &PulledPosts| match copy.page(before, want) {
+            Some(ids) => out.extend(ids),
+            None => deeper.push(author),
+        };
         if let Ok(pulled) = self.pulled.lock() {
             for a in authors {
                 match pulled.get(a).filter(|p| now - p.at < PULLED_POSTS_MS) {
-                    Some(copy) => match copy.page(before, want) {
-                        Some(ids) => out.extend(ids),
-                        None => deeper.push(*a),
-                    },
+                    Some(copy) => take(*a, copy),
                     None => stale.push(*a),
                 }
             }
@@ -159,10 +160,7 @@ impl CelebrityCache {
             }))
             .await?;
             for (a, copy) in &fetched {
-                match copy.page(before, want) {
-                    Some(ids) => out.extend(ids),
-                    None => deeper.push(*a),
-                }
+                take(*a, copy);
             }
             if let Ok(mut pulled) = self.pulled.lock() {
                 if pulled.len() > 10_000 {

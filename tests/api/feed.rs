@@ -3,44 +3,7 @@
 
 use serde_json::json;
 
-use crate::helpers::{spawn_app, spawn_app_with, test_settings, TestApp, User};
-
-async fn follow(app: &TestApp, who: &User, whom: &User) {
-    let (s, _) = app
-        .put(
-            &format!("/api/v1/users/{}/follow", whom.uid),
-            Some(&who.token),
-        )
-        .await;
-    assert_eq!(s.as_u16(), 200);
-}
-
-/// Every post id of the viewer's timeline, paging through all of it.
-async fn whole_feed(app: &TestApp, viewer: &User, limit: usize) -> Vec<i64> {
-    let mut seen = Vec::new();
-    let mut cursor = String::new();
-    for _ in 0..100 {
-        let (s, page) = app
-            .get(
-                &format!("/api/v1/feed?limit={limit}&cursor={cursor}"),
-                Some(&viewer.token),
-            )
-            .await;
-        assert_eq!(s.as_u16(), 200, "{page}");
-        seen.extend(
-            page["items"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|p| p["id"].as_i64().unwrap()),
-        );
-        match page["nextCursor"].as_str() {
-            Some(c) => cursor = c.to_string(),
-            None => return seen,
-        }
-    }
-    panic!("the feed never ended");
-}
+use crate::helpers::{follow, spawn_app, spawn_app_with, test_settings, whole_feed, TestApp, User};
 
 /// The feed once the background fan-out of what was just published has
 /// landed: publishing does not wait for it, so a reader may see a new post a

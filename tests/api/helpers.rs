@@ -227,6 +227,44 @@ impl TestApp {
 }
 
 /// Asserts a problem+json answer with this status and code; returns it.
+/// `who` follows `whom`.
+pub async fn follow(app: &TestApp, who: &User, whom: &User) {
+    let (s, _) = app
+        .put(
+            &format!("/api/v1/users/{}/follow", whom.uid),
+            Some(&who.token),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 200);
+}
+
+/// Every post id of the viewer's timeline, paging through all of it.
+pub async fn whole_feed(app: &TestApp, viewer: &User, limit: usize) -> Vec<i64> {
+    let mut seen = Vec::new();
+    let mut cursor = String::new();
+    for _ in 0..100 {
+        let (s, page) = app
+            .get(
+                &format!("/api/v1/feed?limit={limit}&cursor={cursor}"),
+                Some(&viewer.token),
+            )
+            .await;
+        assert_eq!(s.as_u16(), 200, "{page}");
+        seen.extend(
+            page["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["id"].as_i64().unwrap()),
+        );
+        match page["nextCursor"].as_str() {
+            Some(c) => cursor = c.to_string(),
+            None => return seen,
+        }
+    }
+    panic!("the feed never ended");
+}
+
 pub fn assert_problem(resp: &(StatusCode, Value), status: u16, code: &str) -> Value {
     assert_eq!(resp.0.as_u16(), status, "{}", resp.1);
     assert_eq!(resp.1["code"], code, "{}", resp.1);

@@ -9,7 +9,9 @@ use moments::startup::connect_stores;
 use moments::store::*;
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_app, spawn_app_on, stable, test_settings, TestApp, User};
+use crate::helpers::{
+    follow, spawn_app, spawn_app_on, stable, test_settings, whole_feed, TestApp, User,
+};
 
 /// A post with everything: pictures, comments, a reply, post and comment likes.
 async fn rich_post(app: &TestApp) -> (i64, Vec<User>) {
@@ -137,14 +139,7 @@ impl LiveStore for FailingUpdates {
 
 #[tokio::test]
 async fn a_failed_live_update_loses_no_write_and_serves_no_stale_answer() {
-    let settings = test_settings();
-    let (docs, live) = connect_stores(&settings).await.unwrap();
-    let failing = Arc::new(FailingUpdates {
-        inner: live,
-        failing: AtomicBool::new(false),
-        failing_pushes: AtomicBool::new(false),
-    });
-    let app = spawn_app_on(settings, docs, failing.clone()).await;
+    let (app, failing) = failing_app().await;
     let a = app.user("writer").await;
     let b = app.user("reader").await;
     let id = app.text_post(&a, "p").await;
@@ -186,20 +181,8 @@ async fn a_failed_live_update_loses_no_write_and_serves_no_stale_answer() {
     assert_eq!(p["likedByMe"], true);
 }
 
-/// Post ids on the first page of the viewer's feed.
-async fn feed_ids(app: &TestApp, viewer: &User) -> Vec<i64> {
-    let (s, page) = app.get("/api/v1/feed", Some(&viewer.token)).await;
-    assert_eq!(s.as_u16(), 200, "{page}");
-    page["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["id"].as_i64().unwrap())
-        .collect()
-}
-
-#[tokio::test]
-async fn an_unfollow_whose_live_update_failed_still_leaves_the_feed_at_once() {
+/// An app whose live store fails on demand.
+async fn failing_app() -> (TestApp, Arc<FailingUpdates>) {
     let settings = test_settings();
     let (docs, live) = connect_stores(&settings).await.unwrap();
     let failing = Arc::new(FailingUpdates {
@@ -207,20 +190,19 @@ async fn an_unfollow_whose_live_update_failed_still_leaves_the_feed_at_once() {
         failing: AtomicBool::new(false),
         failing_pushes: AtomicBool::new(false),
     });
-    let app = spawn_app_on(settings, docs, failing.clone()).await;
+    (spawn_app_on(settings, docs, failing.clone()).await, failing)
+}
+
+#[tokio::test]
+async fn an_unfollow_whose_live_update_failed_still_leaves_the_feed_at_once() {
+    let (app, failing) = failing_app().await;
     let author = app.user("followed").await;
     let reader = app.user("unfollower").await;
-    let (s, _) = app
-        .put(
-            &format!("/api/v1/users/{}/follow", author.uid),
-            Some(&reader.token),
-        )
-        .await;
-    assert_eq!(s.as_u16(), 200);
+    follow(&app, &reader, &author).await;
     let id = app.text_post(&author, "soon gone from the feed").await;
     // Built and cached: the timeline and the following set are live now.
-    assert_eq!(feed_ids(&app, &reader).await, vec![id]);
-    assert_eq!(feed_ids(&app, &reader).await, vec![id]);
+    assert_eq!(whole_feed(&app, &reader, 20).await, vec![id]);
+    assert_eq!(whole_feed(&app, &reader, 20).await, vec![id]);
 
     failing.failing.store(true, Ordering::SeqCst);
     let (s, _) = app
@@ -231,7 +213,7 @@ async fn an_unfollow_whose_live_update_failed_still_leaves_the_feed_at_once() {
         .await;
     assert!(s.is_success(), "the unfollow itself succeeds: {s}");
     assert_eq!(
-        feed_ids(&app, &reader).await,
+        whole_feed(&app, &reader, 20).await,
         Vec::<i64>::new(),
         "the stale timeline and following set must not be served"
     );
@@ -239,7 +221,7 @@ async fn an_unfollow_whose_live_update_failed_still_leaves_the_feed_at_once() {
     failing.failing.store(false, Ordering::SeqCst);
     app.ctx.repair.drain(failing.as_ref()).await;
     assert_eq!(app.ctx.repair.pending_count(), 0);
-    assert_eq!(feed_ids(&app, &reader).await, Vec::<i64>::new());
+    assert_eq!(whole_feed(&app, &reader, 20).await, Vec::<i64>::new());
 }
 
 async fn trips_of(app: &TestApp, path: &str) -> (u64, u64) {
@@ -300,26 +282,13 @@ async fn reads_cost_a_constant_number_of_round_trips() {
 
 #[tokio::test]
 async fn a_failed_fan_out_costs_a_rebuild_never_a_missing_post() {
-    let settings = test_settings();
-    let (docs, live) = connect_stores(&settings).await.unwrap();
-    let failing = Arc::new(FailingUpdates {
-        inner: live,
-        failing: AtomicBool::new(false),
-        failing_pushes: AtomicBool::new(false),
-    });
-    let app = spawn_app_on(settings, docs, failing.clone()).await;
+    let (app, failing) = failing_app().await;
     let author = app.user("unlucky").await;
     let fan = app.user("waiting").await;
-    let (s, _) = app
-        .put(
-            &format!("/api/v1/users/{}/follow", author.uid),
-            Some(&fan.token),
-        )
-        .await;
-    assert_eq!(s.as_u16(), 200);
+    follow(&app, &fan, &author).await;
     // Both timelines built (and empty) before the post.
-    assert_eq!(feed_ids(&app, &fan).await, Vec::<i64>::new());
-    assert_eq!(feed_ids(&app, &author).await, Vec::<i64>::new());
+    assert_eq!(whole_feed(&app, &fan, 20).await, Vec::<i64>::new());
+    assert_eq!(whole_feed(&app, &author, 20).await, Vec::<i64>::new());
 
     failing.failing_pushes.store(true, Ordering::SeqCst);
     let id = app.text_post(&author, "pushed into the void").await;
@@ -327,20 +296,20 @@ async fn a_failed_fan_out_costs_a_rebuild_never_a_missing_post() {
     // timelines are awaiting their drop and are read from the documents.
     let mut seen = Vec::new();
     for _ in 0..100 {
-        seen = feed_ids(&app, &fan).await;
+        seen = whole_feed(&app, &fan, 20).await;
         if seen == vec![id] {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     assert_eq!(seen, vec![id], "the fan's feed must come to show the post");
-    assert_eq!(feed_ids(&app, &author).await, vec![id]);
+    assert_eq!(whole_feed(&app, &author, 20).await, vec![id]);
 
     // The store answers again: the timelines are dropped and rebuilt.
     failing.failing_pushes.store(false, Ordering::SeqCst);
     app.ctx.repair.drain(failing.as_ref()).await;
     assert_eq!(app.ctx.repair.pending_count(), 0);
-    assert_eq!(feed_ids(&app, &fan).await, vec![id]);
-    assert_eq!(feed_ids(&app, &fan).await, vec![id]);
-    assert_eq!(feed_ids(&app, &author).await, vec![id]);
+    assert_eq!(whole_feed(&app, &fan, 20).await, vec![id]);
+    assert_eq!(whole_feed(&app, &fan, 20).await, vec![id]);
+    assert_eq!(whole_feed(&app, &author, 20).await, vec![id]);
 }
