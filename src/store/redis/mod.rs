@@ -130,10 +130,10 @@ pub struct RedisLive {
     prefix: String,
     ttl_secs: u64,
     /// Push script calls in flight, across every fan-out of this instance
-    /// bigger than one call: each holds Redis about a millisecond, and reads
-    /// sharing the connection queue behind them, so this bounds what a burst
-    /// of posts to big followings adds to any read's wait. Pushes of one
-    /// call (small followings, a rebuild's catch-up) never wait for it.
+    /// bigger than one call: a burst of posts to big followings queues its
+    /// calls here, not as megabytes of commands on the push connection.
+    /// Pushes of one call (small followings, a rebuild's catch-up) never
+    /// wait for it.
     push_permits: Arc<tokio::sync::Semaphore>,
 }
 
