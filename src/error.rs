@@ -23,6 +23,16 @@ pub enum AppError {
     /// 413 `payload_too_large`.
     #[error("request body is larger than {limit} bytes")]
     PayloadTooLarge { limit: usize },
+    /// 429 `rate_limited`: too many requests of this kind from this account
+    /// or address; try again after `retry_after_secs`.
+    #[error("too many {what}; try again in {retry_after_secs} s")]
+    RateLimited {
+        what: &'static str,
+        retry_after_secs: u64,
+    },
+    /// 503 `overloaded`: the server is shedding this kind of work for now.
+    #[error("the server is busy with {0}; try again shortly")]
+    Overloaded(&'static str),
     /// 503 `store_unavailable`: a store needed to answer is unreachable.
     #[error("a store needed for this request is unavailable")]
     StoreUnavailable(#[source] anyhow::Error),

@@ -34,7 +34,6 @@ pub struct Application {
 pub async fn connect_stores(
     settings: &Settings,
 ) -> anyhow::Result<(Arc<dyn DocStore>, Arc<dyn LiveStore>)> {
-    let mut embedded_db = None;
     let docs: Arc<dyn DocStore> = match &settings.mongodb_uri {
         Some(uri) => Arc::new(
             MongoDocs::connect(uri, &settings.mongodb_db)
@@ -44,7 +43,6 @@ pub async fn connect_stores(
         None => {
             let db = embedded::open(&settings.data_dir)?;
             tracing::info!(dir = %settings.data_dir.display(), "documents in the embedded store");
-            embedded_db = Some(db.clone());
             Arc::new(EmbeddedDocs::new(db, settings.post_id_array_cap))
         }
     };
@@ -57,11 +55,11 @@ pub async fn connect_stores(
         None => {
             if settings.mongodb_uri.is_some() {
                 tracing::warn!(
-                    "live state in process with MongoDB documents: run one instance only, \
-                     and sessions end when it restarts; set MOMENTS_REDIS_URL to scale out"
+                    "live state in process with MongoDB documents: run one instance only \
+                     (rate limits and caches are per process); set MOMENTS_REDIS_URL to scale out"
                 );
             }
-            Arc::new(MemoryLive::new(embedded_db, settings.live_max_entries)?)
+            Arc::new(MemoryLive::new(settings.live_max_entries))
         }
     };
     Ok((docs, live))
@@ -104,6 +102,7 @@ impl Application {
             round_trips,
             celebrity_cache: Arc::default(),
             activity: Arc::default(),
+            session_activity: Arc::default(),
         };
         if let Some((user, password)) = &settings.admin {
             let uid = accounts::bootstrap_admin(&context, user, password.expose())
@@ -122,6 +121,7 @@ impl Application {
                 Duration::from_millis(settings.device_refresh_ms),
             ),
             repair.spawn(live.clone()),
+            accounts::spawn_session_purge(docs.clone()),
         ];
 
         let listener = TcpListener::bind(&settings.listen)

@@ -1,6 +1,7 @@
 //! Values that are valid by construction: each `parse` is where bad input dies,
 //! naming the field, before anything reaches a store.
 
+pub mod addr;
 pub mod comment;
 pub mod cursor;
 pub mod device;

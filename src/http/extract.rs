@@ -10,11 +10,14 @@ use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
+use crate::domain::addr::{client_ip, limit_subject};
 use crate::domain::cursor::{parse_limit, Cursor};
 use crate::domain::time_text::{Lang, TzOffset};
 use crate::error::AppError;
 use crate::ids::now_ms;
-use crate::service::{accounts, Context, Presentation};
+use crate::service::accounts::{self, Authed, Origin};
+use crate::service::rate_limits::Traffic;
+use crate::service::{Context, Presentation};
 
 type Boxed<T> = Pin<Box<dyn Future<Output = Result<T, AppError>>>>;
 
@@ -41,10 +44,53 @@ fn bearer(req: &HttpRequest) -> Result<Option<String>, AppError> {
     Ok(Some(token.to_string()))
 }
 
-/// A signed-in user; 401 without a valid token.
+/// Where the request comes from: the client's address (through trusted
+/// proxies only) and its `User-Agent`.
+pub fn origin(req: &HttpRequest, ctx: &Context) -> Origin {
+    let forwarded = req
+        .headers()
+        .get("x-forwarded-for")
+        .and_then(|v| v.to_str().ok());
+    let ip = client_ip(
+        req.peer_addr().map(|a| a.ip()),
+        forwarded,
+        &ctx.settings.trusted_proxies,
+    );
+    Origin {
+        addr: ip.map(limit_subject),
+        user_agent: req
+            .headers()
+            .get(actix_web::http::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
+    }
+}
+
+/// Which budget a request draws on: reads for safe methods, writes otherwise.
+fn traffic(req: &HttpRequest) -> Traffic {
+    if req.method().is_safe() {
+        Traffic::Read
+    } else {
+        Traffic::Write
+    }
+}
+
+/// The request's origin, for handlers that rate-limit by it.
+pub struct RequestOrigin(pub Origin);
+
+impl FromRequest for RequestOrigin {
+    type Error = AppError;
+    type Future = std::future::Ready<Result<Self, AppError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        std::future::ready(context(req).map(|ctx| RequestOrigin(origin(req, &ctx))))
+    }
+}
+
+/// A signed-in user; 401 without a valid token, 429 past their budget.
 pub struct AuthUser {
     pub uid: i64,
-    pub token: String,
+    pub session: Authed,
 }
 
 impl FromRequest for AuthUser {
@@ -54,11 +100,20 @@ impl FromRequest for AuthUser {
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let ctx = context(req);
         let token = bearer(req);
+        let traffic = traffic(req);
+        let origin = ctx
+            .as_ref()
+            .ok()
+            .map(|c| origin(req, c))
+            .unwrap_or_default();
         Box::pin(async move {
             let ctx = ctx?;
             let token = token?.ok_or(AppError::Unauthorized("sign in first"))?;
-            let uid = accounts::authenticate(&ctx, &token).await?;
-            Ok(AuthUser { uid, token })
+            let session = accounts::authenticate(&ctx, &token, traffic, &origin).await?;
+            Ok(AuthUser {
+                uid: session.uid,
+                session,
+            })
         })
     }
 }
@@ -73,11 +128,24 @@ impl FromRequest for MaybeAuthUser {
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let ctx = context(req);
         let token = bearer(req);
+        let traffic = traffic(req);
+        let origin = ctx
+            .as_ref()
+            .ok()
+            .map(|c| origin(req, c))
+            .unwrap_or_default();
         Box::pin(async move {
             let ctx = ctx?;
             match token? {
-                None => Ok(MaybeAuthUser(None)),
-                Some(t) => Ok(MaybeAuthUser(Some(accounts::authenticate(&ctx, &t).await?))),
+                None => {
+                    accounts::limit_anonymous(&ctx, traffic, &origin).await?;
+                    Ok(MaybeAuthUser(None))
+                }
+                Some(t) => Ok(MaybeAuthUser(Some(
+                    accounts::authenticate(&ctx, &t, traffic, &origin)
+                        .await?
+                        .uid,
+                ))),
             }
         })
     }

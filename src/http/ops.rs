@@ -16,14 +16,19 @@ pub async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(json!({ "status": "ok" }))
 }
 
-/// Both stores answer; 503 with which one does not.
+/// Both stores answer; 503 with which one does not. Only "ok" or
+/// "unavailable": the driver's words (hosts, ports, versions) go to the log.
 pub async fn readyz(ctx: web::Data<Context>) -> HttpResponse {
     let (docs, live) = tokio::join!(ctx.docs.ping(), ctx.live.ping());
-    let status = |r: &Result<(), crate::store::StoreError>| match r {
-        Ok(()) => "ok".to_string(),
-        Err(e) => e.to_string(),
+    let status = |store: &str, r: &Result<(), crate::store::StoreError>| match r {
+        Ok(()) => "ok",
+        Err(e) => {
+            tracing::warn!(store, error = %e, "not ready");
+            "unavailable"
+        }
     };
-    let body = json!({ "documents": status(&docs), "live": status(&live) });
+    let (docs_status, live_status) = (status("documents", &docs), status("live", &live));
+    let body = json!({ "documents": docs_status, "live": live_status });
     if docs.is_ok() && live.is_ok() {
         HttpResponse::Ok().json(body)
     } else {

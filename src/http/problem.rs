@@ -35,6 +35,14 @@ impl AppError {
                 "payload_too_large",
                 "Payload too large",
             ),
+            AppError::RateLimited { .. } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                "Too many requests",
+            ),
+            AppError::Overloaded(_) => {
+                (StatusCode::SERVICE_UNAVAILABLE, "overloaded", "Overloaded")
+            }
             AppError::StoreUnavailable(_) => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "store_unavailable",
@@ -82,8 +90,16 @@ impl ResponseError for AppError {
         if status == StatusCode::UNAUTHORIZED {
             resp.insert_header(("WWW-Authenticate", "Bearer"));
         }
-        if status == StatusCode::SERVICE_UNAVAILABLE {
-            resp.insert_header(("Retry-After", "1"));
+        match self {
+            AppError::RateLimited {
+                retry_after_secs, ..
+            } => {
+                resp.insert_header(("Retry-After", retry_after_secs.max(&1).to_string()));
+            }
+            _ if status == StatusCode::SERVICE_UNAVAILABLE => {
+                resp.insert_header(("Retry-After", "1"));
+            }
+            _ => {}
         }
         resp.json(problem)
     }

@@ -1,19 +1,35 @@
 //! Accounts and sessions. Passwords are argon2id hashes, computed off the
-//! async workers; sessions are opaque random tokens in the live store with a
-//! 30-day TTL (seed 002), so losing the live store only logs users out.
+//! async workers on a bounded pool. A session is a document (seed 002's
+//! 30-day login), cached in the live store under its user; its bearer token
+//! is `UID.SECRET` and is kept nowhere, only its SHA-256. So losing the live
+//! store logs nobody out, and a dump of either store signs nobody in.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::Argon2;
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
-use super::password_pool;
-use super::Context;
+use super::loader::{from_json, to_json};
+use super::rate_limits::{self, Budget, Traffic};
+use super::views::Page;
+use super::{password_pool, Context};
 use crate::domain::user::{HeadImg, NickName, Password, Username};
 use crate::error::{AppError, AppResult};
 use crate::ids::{next_id, now_ms};
-use crate::store::{BlobKey, Changes, LiveChange, LiveKey, Owner, StoreError, UserCard, UserDoc};
+use crate::store::{
+    BlobKey, Changes, LiveChange, LiveFill, LiveKey, LiveRead, Owner, SessionDoc, StoreError,
+    TokenHash, UserCard, UserDoc,
+};
 
 pub const SESSION_TTL_SECS: u64 = 30 * 24 * 3600;
+/// Signed-in devices an account keeps; signing in on one more signs out the
+/// longest-standing. Bounds what "sign out everywhere" has to do.
+pub const MAX_SESSIONS: usize = 50;
+/// What of a `User-Agent` or `device` is kept.
+const DEVICE_CHARS: usize = 128;
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -30,6 +46,46 @@ pub struct RegisterRequest {
 pub struct LoginRequest {
     pub username: String,
     pub password: String,
+    /// What to call this device in the account's list of sessions; the
+    /// `User-Agent` when absent.
+    #[serde(default)]
+    pub device: Option<String>,
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PasswordChange {
+    pub old_password: String,
+    pub new_password: String,
+}
+
+/// One signed-in device, as its account's owner sees it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionView {
+    pub id: i64,
+    pub device: String,
+    pub created_at: i64,
+    pub last_seen_at: i64,
+    pub expires_at: i64,
+    /// The session this request was made with.
+    pub current: bool,
+}
+
+/// Where a request comes from, for its rate limits.
+#[derive(Debug, Clone, Default)]
+pub struct Origin {
+    /// What per-address limits count by (`domain::addr::limit_subject`).
+    pub addr: Option<String>,
+    pub user_agent: Option<String>,
+}
+
+/// A signed-in request: who, and with which session.
+#[derive(Debug, Clone, Copy)]
+pub struct Authed {
+    pub uid: i64,
+    pub session_id: i64,
+    pub token_hash: TokenHash,
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -74,8 +130,37 @@ impl From<UserDoc> for Me {
     }
 }
 
-fn pool_gone() -> AppError {
-    AppError::Internal(anyhow::anyhow!("the password pool is gone"))
+fn refused(r: password_pool::Refused) -> AppError {
+    match r {
+        password_pool::Refused::Busy => AppError::Overloaded("password checks"),
+        password_pool::Refused::Gone => {
+            AppError::Internal(anyhow::anyhow!("the password pool is gone"))
+        }
+    }
+}
+
+/// When each id (a user, a session) was last recorded active by this
+/// instance, so that activity is written at most once an hour per id.
+#[derive(Default)]
+pub struct RecentActivity(Mutex<HashMap<i64, i64>>);
+
+impl RecentActivity {
+    /// Whether `id`'s activity at `now` is due to be written; notes it if so.
+    fn due(&self, id: i64, now: i64) -> bool {
+        let Ok(mut seen) = self.0.lock() else {
+            return false;
+        };
+        if seen.len() > 1_000_000 {
+            seen.clear();
+        }
+        match seen.get(&id) {
+            Some(at) if now - at < ACTIVITY_EVERY_MS => false,
+            _ => {
+                seen.insert(id, now);
+                true
+            }
+        }
+    }
 }
 
 async fn hash_password(password: String) -> AppResult<String> {
@@ -90,7 +175,7 @@ async fn hash_password(password: String) -> AppResult<String> {
             .map_err(|e| AppError::Internal(anyhow::anyhow!(e)))
     })
     .await
-    .ok_or_else(pool_gone)?
+    .map_err(refused)?
 }
 
 async fn verify_password(password: String, hash: String) -> AppResult<bool> {
@@ -102,26 +187,90 @@ async fn verify_password(password: String, hash: String) -> AppResult<bool> {
             .is_ok())
     })
     .await
-    .ok_or_else(pool_gone)?
+    .map_err(refused)?
 }
 
 /// A hash of a password nobody has, so that an unknown username costs as
 /// much time as a wrong password and does not reveal which usernames exist.
-async fn dummy_verify(password: String) {
+async fn dummy_verify(password: String) -> AppResult<()> {
     const DUMMY: &str = "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$3iYdcWTjSRr0FC8UvnvUDxHcfbBaEVtFJdSg9+vRAcs";
-    let _ = verify_password(password, DUMMY.to_string()).await;
+    verify_password(password, DUMMY.to_string())
+        .await
+        .map(|_| ())
 }
 
-fn new_token() -> AppResult<String> {
+/// A new token for `uid`: `UID.` and 32 random bytes in hex. The uid lets a
+/// lookup find the session's cache entry under its user's hash tag.
+fn new_token(uid: i64) -> AppResult<String> {
     let mut bytes = [0u8; 32];
     getrandom::getrandom(&mut bytes).map_err(|e| AppError::Internal(anyhow::anyhow!(e)))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    let secret: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!("{uid}.{secret}"))
 }
 
-#[tracing::instrument(skip(ctx, req), fields(username = %req.username))]
-pub async fn register(ctx: &Context, req: RegisterRequest) -> AppResult<UserCard> {
+pub fn token_hash(token: &str) -> TokenHash {
+    TokenHash(Sha256::digest(token.as_bytes()).into())
+}
+
+/// The uid a token names and the token's hash; 401 for anything that is
+/// not a token this service made.
+fn parse_token(token: &str) -> AppResult<(i64, TokenHash)> {
+    let invalid = AppError::Unauthorized("invalid token");
+    let (uid, secret) = token.split_once('.').ok_or(invalid)?;
+    let uid = uid
+        .parse::<i64>()
+        .ok()
+        .filter(|u| *u > 0)
+        .ok_or(AppError::Unauthorized("invalid token"))?;
+    if secret.len() != 64 || !secret.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(AppError::Unauthorized("invalid token"));
+    }
+    Ok((uid, token_hash(token)))
+}
+
+/// A device name fit to list: no control characters, bounded.
+fn device_name(given: Option<&str>, user_agent: Option<&str>) -> String {
+    given
+        .filter(|d| !d.trim().is_empty())
+        .or(user_agent)
+        .unwrap_or("")
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(DEVICE_CHARS)
+        .collect::<String>()
+        .trim()
+        .to_string()
+}
+
+/// Moves these counters (when rate limits are on) and refuses with 429 if
+/// any is over its budget. A live store that does not answer lets the
+/// request through.
+async fn enforce(ctx: &Context, budgets: &[Budget]) -> AppResult<()> {
+    if budgets.is_empty() {
+        return Ok(());
+    }
+    let read = LiveRead {
+        limits: rate_limits::checks(budgets),
+        ..Default::default()
+    };
+    match ctx.live.read(&read).await {
+        Ok(answer) => rate_limits::judge(budgets, &answer.limits),
+        Err(e) => {
+            tracing::warn!(error = %e, "rate limits not checked: the live store did not answer");
+            Ok(())
+        }
+    }
+}
+
+#[tracing::instrument(skip(ctx, req, origin), fields(username = %req.username))]
+pub async fn register(ctx: &Context, req: RegisterRequest, origin: &Origin) -> AppResult<UserCard> {
     let username = Username::parse(&req.username)?;
     let password = Password::parse(&req.password)?;
+    enforce(
+        ctx,
+        &rate_limits::signup_budgets(ctx.settings.rate_limits.as_ref(), origin.addr.as_deref()),
+    )
+    .await?;
     let nick = match req.nick_name.as_deref() {
         Some(n) => NickName::parse(n)?.into_inner(),
         None => username.as_str().to_string(),
@@ -148,97 +297,347 @@ pub async fn register(ctx: &Context, req: RegisterRequest) -> AppResult<UserCard
     }
 }
 
-#[tracing::instrument(skip(ctx, req), fields(username = %req.username))]
-pub async fn login(ctx: &Context, req: LoginRequest) -> AppResult<Session> {
+#[tracing::instrument(skip(ctx, req, origin), fields(username = %req.username))]
+pub async fn login(ctx: &Context, req: LoginRequest, origin: &Origin) -> AppResult<Session> {
     let denied = AppError::Unauthorized("wrong username or password");
+    // Bounded before anything is hashed: a megabyte of "password" is refused
+    // here, not fed to argon2.
+    Password::check_length(&req.password)?;
     let Ok(username) = Username::parse(&req.username) else {
-        dummy_verify(req.password).await;
+        dummy_verify(req.password).await?;
         return Err(denied);
     };
+    let limits = ctx.settings.rate_limits.as_ref();
+    enforce(
+        ctx,
+        &rate_limits::login_budgets(limits, username.as_str(), origin.addr.as_deref()),
+    )
+    .await?;
     let Some(user) = ctx.docs.user_by_username(username.as_str()).await? else {
-        dummy_verify(req.password).await;
+        dummy_verify(req.password).await?;
         return Err(denied);
     };
     if !verify_password(req.password, user.password_hash.clone()).await? {
         return Err(denied);
     }
-    let token = new_token()?;
-    ctx.live
-        .put_session(&token, user.uid, SESSION_TTL_SECS)
-        .await?;
-    let now = now_ms();
-    if let Ok(mut seen) = ctx.activity.lock() {
-        seen.insert(user.uid, now);
+    if let Some(forgive) = rate_limits::forgive_failure(limits, username.as_str()) {
+        let read = LiveRead {
+            limits: vec![forgive],
+            ..Default::default()
+        };
+        if let Err(e) = ctx.live.read(&read).await {
+            tracing::debug!(error = %e, "a right password's attempt stays counted");
+        }
     }
+    let device = device_name(req.device.as_deref(), origin.user_agent.as_deref());
+    let (token, session) = open_session(ctx, user.uid, device).await?;
+    let now = now_ms();
+    ctx.activity.due(user.uid, now);
     if let Err(e) = ctx.docs.touch_user(user.uid, now).await {
         tracing::warn!(error = %e, "could not record last activity");
     }
     Ok(Session {
         token,
-        expires_at: now + SESSION_TTL_SECS as i64 * 1000,
+        expires_at: session.expires_at,
         user: user.card(),
     })
 }
 
-pub async fn logout(ctx: &Context, token: &str) -> AppResult<()> {
-    ctx.live.drop_session(token).await?;
+/// Stores a new session for `uid` and returns its token, signing out the
+/// oldest sessions past `MAX_SESSIONS`.
+async fn open_session(ctx: &Context, uid: i64, device: String) -> AppResult<(String, SessionDoc)> {
+    let now = now_ms();
+    let token = new_token(uid)?;
+    let session = SessionDoc {
+        id: next_id(),
+        uid,
+        token_hash: token_hash(&token).hex(),
+        device,
+        created_at: now,
+        last_seen_at: now,
+        expires_at: now + SESSION_TTL_SECS as i64 * 1000,
+    };
+    ctx.docs.insert_session(&session).await?;
+    let newest = ctx.docs.sessions_of_user(uid, MAX_SESSIONS + 16).await?;
+    if newest.len() > MAX_SESSIONS {
+        close_sessions(ctx, uid, &newest[MAX_SESSIONS..]).await?;
+    }
+    Ok((token, session))
+}
+
+/// Signs these sessions of `uid` out: gone from the documents, then from
+/// the cache (a failed cache drop is retried by the repair task, and reads
+/// of this user bypass the cache until then).
+async fn close_sessions(ctx: &Context, uid: i64, sessions: &[SessionDoc]) -> AppResult<()> {
+    if sessions.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<i64> = sessions.iter().map(|s| s.id).collect();
+    ctx.docs.delete_sessions(uid, &ids).await?;
+    let changes = sessions
+        .iter()
+        .filter_map(|s| parse_hex_hash(&s.token_hash))
+        .map(|h| LiveChange::Drop(LiveKey::Blob(BlobKey::Session(uid, h))))
+        .collect();
+    ctx.repair
+        .apply(
+            ctx.live.as_ref(),
+            vec![Changes {
+                owner: Owner::User(uid),
+                expected_gen: None,
+                changes,
+            }],
+        )
+        .await;
     Ok(())
 }
 
-/// The uid behind a bearer token. An unknown token is an error, never
-/// silently anonymous.
-pub async fn authenticate(ctx: &Context, token: &str) -> AppResult<i64> {
+fn parse_hex_hash(hex: &str) -> Option<TokenHash> {
+    if hex.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(TokenHash(out))
+}
+
+/// Signs out the session this request was made with.
+pub async fn logout(ctx: &Context, who: &Authed) -> AppResult<()> {
+    let session = SessionDoc {
+        id: who.session_id,
+        uid: who.uid,
+        token_hash: who.token_hash.hex(),
+        device: String::new(),
+        created_at: 0,
+        last_seen_at: 0,
+        expires_at: 0,
+    };
+    close_sessions(ctx, who.uid, &[session]).await
+}
+
+/// The caller's signed-in devices, newest first.
+pub async fn list_sessions(ctx: &Context, who: &Authed, now: i64) -> AppResult<Page<SessionView>> {
+    let sessions = ctx.docs.sessions_of_user(who.uid, MAX_SESSIONS).await?;
+    Ok(Page {
+        items: sessions
+            .into_iter()
+            .filter(|s| s.expires_at > now)
+            .map(|s| SessionView {
+                id: s.id,
+                current: s.id == who.session_id,
+                device: s.device,
+                created_at: s.created_at,
+                last_seen_at: s.last_seen_at,
+                expires_at: s.expires_at,
+            })
+            .collect(),
+        next_cursor: None,
+        server_time: now,
+    })
+}
+
+/// Signs out one of the caller's sessions; 404 for one that is not theirs.
+pub async fn sign_out_session(ctx: &Context, who: &Authed, session_id: i64) -> AppResult<()> {
+    let sessions = ctx
+        .docs
+        .sessions_of_user(who.uid, MAX_SESSIONS + 16)
+        .await?;
+    let Some(found) = sessions.into_iter().find(|s| s.id == session_id) else {
+        return Err(AppError::NotFound("session"));
+    };
+    close_sessions(ctx, who.uid, &[found]).await
+}
+
+/// Signs out every session of `uid` but `keep`.
+pub async fn sign_out_everywhere(ctx: &Context, uid: i64, keep: Option<i64>) -> AppResult<()> {
+    let sessions: Vec<SessionDoc> = ctx
+        .docs
+        .sessions_of_user(uid, MAX_SESSIONS + 16)
+        .await?
+        .into_iter()
+        .filter(|s| Some(s.id) != keep)
+        .collect();
+    close_sessions(ctx, uid, &sessions).await
+}
+
+/// Changes the caller's password and signs out every other session. A
+/// wrong old password counts as a failed sign-in.
+pub async fn change_password(ctx: &Context, who: &Authed, req: PasswordChange) -> AppResult<()> {
+    Password::check_length(&req.old_password)
+        .map_err(|_| AppError::invalid("oldPassword", "the current password is not right"))?;
+    let new = Password::parse(&req.new_password).map_err(|e| match e {
+        AppError::InvalidInput { reason, .. } => AppError::invalid("newPassword", reason),
+        other => other,
+    })?;
+    let user = me_doc(ctx, who.uid).await?;
+    let limits = ctx.settings.rate_limits.as_ref();
+    enforce(
+        ctx,
+        &rate_limits::login_budgets(limits, &user.username, None),
+    )
+    .await?;
+    if !verify_password(req.old_password, user.password_hash.clone()).await? {
+        return Err(AppError::invalid(
+            "oldPassword",
+            "the current password is not right",
+        ));
+    }
+    let hash = hash_password(new.expose().to_string()).await?;
+    ctx.docs.set_password_hash(who.uid, &hash).await?;
+    sign_out_everywhere(ctx, who.uid, Some(who.session_id)).await
+}
+
+/// Who a bearer token signs in, with this request's rate limits checked in
+/// the same round trip as the session lookup. An unknown, expired or
+/// signed-out token is an error, never silently anonymous.
+pub async fn authenticate(
+    ctx: &Context,
+    token: &str,
+    traffic: Traffic,
+    origin: &Origin,
+) -> AppResult<Authed> {
     if token.is_empty() || token.len() > 128 {
         return Err(AppError::Unauthorized("invalid token"));
     }
-    let uid = ctx
-        .live
-        .session_uid(token)
-        .await?
+    let (uid, hash) = parse_token(token)?;
+    let budgets = rate_limits::request_budgets(
+        ctx.settings.rate_limits.as_ref(),
+        traffic,
+        Some(uid),
+        origin.addr.as_deref(),
+    );
+    let key = BlobKey::Session(uid, hash);
+    let owner = Owner::User(uid);
+    let read = LiveRead {
+        blobs: vec![key],
+        gens: vec![owner],
+        limits: rate_limits::checks(&budgets),
+        ..Default::default()
+    };
+    let answer = match ctx.live.read(&read).await {
+        Ok(a) => Some(a),
+        Err(e) => {
+            tracing::warn!(error = %e, "session cache unavailable; reading the documents");
+            None
+        }
+    };
+    if let Some(a) = &answer {
+        rate_limits::judge(&budgets, &a.limits)?;
+    }
+    // A user whose last live update failed (a sign-out, say) may have stale
+    // cache entries until the repair task drops them.
+    let trusted = answer.filter(|_| !ctx.repair.is_pending(owner));
+    let cached = trusted
+        .as_ref()
+        .and_then(|a| a.blobs.first().cloned().flatten());
+    let session: Option<SessionDoc> = match cached {
+        Some(text) => Some(from_json(&text)?),
+        None => {
+            let found = ctx.docs.session_by_token_hash(&hash.hex()).await?;
+            if let (Some(s), Some(a)) = (&found, &trusted) {
+                // Written only if no sign-out moved the user's generation
+                // since it was read, before the document was.
+                let fill = LiveFill {
+                    blobs: vec![(key, to_json(s)?, a.gens.first().copied())],
+                    ..Default::default()
+                };
+                let live = ctx.live.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = live.fill(&fill).await {
+                        tracing::debug!(error = %e, "could not cache a session");
+                    }
+                });
+            }
+            found
+        }
+    };
+    let now = now_ms();
+    let session = session
+        .filter(|s| s.uid == uid && s.expires_at > now)
         .ok_or(AppError::Unauthorized("invalid or expired token"))?;
-    note_activity(ctx, uid);
-    Ok(uid)
+    note_activity(ctx, uid, session.id, now);
+    Ok(Authed {
+        uid,
+        session_id: session.id,
+        token_hash: hash,
+    })
 }
 
-/// How often a user's `lastActiveAt` is written while they are active.
+/// The budgets of an anonymous request, by its address: one round trip of
+/// its own, since there is no session lookup to ride in.
+pub async fn limit_anonymous(ctx: &Context, traffic: Traffic, origin: &Origin) -> AppResult<()> {
+    let budgets = rate_limits::request_budgets(
+        ctx.settings.rate_limits.as_ref(),
+        traffic,
+        None,
+        origin.addr.as_deref(),
+    );
+    enforce(ctx, &budgets).await
+}
+
+/// How often a user's `lastActiveAt` and a session's `lastSeenAt` are
+/// written while they are in use.
 const ACTIVITY_EVERY_MS: i64 = 3600 * 1000;
 
-/// Records that `uid` is active (for fan-out), at most once an hour per
-/// instance and off the request's path.
-fn note_activity(ctx: &Context, uid: i64) {
-    let now = now_ms();
-    let due = match ctx.activity.lock() {
-        Ok(mut seen) => {
-            if seen.len() > 1_000_000 {
-                seen.clear();
-            }
-            match seen.get(&uid) {
-                Some(at) if now - at < ACTIVITY_EVERY_MS => false,
-                _ => {
-                    seen.insert(uid, now);
-                    true
-                }
-            }
-        }
-        Err(_) => false,
-    };
-    if due {
-        let docs = ctx.docs.clone();
-        tokio::spawn(async move {
+/// Records that `uid` is active (for fan-out) and its session in use, at
+/// most once an hour per instance each and off the request's path.
+fn note_activity(ctx: &Context, uid: i64, session_id: i64, now: i64) {
+    let user_due = ctx.activity.due(uid, now);
+    let session_due = ctx.session_activity.due(session_id, now);
+    if !user_due && !session_due {
+        return;
+    }
+    let docs = ctx.docs.clone();
+    tokio::spawn(async move {
+        if user_due {
             if let Err(e) = docs.touch_user(uid, now).await {
                 tracing::debug!(uid, error = %e, "could not record activity");
             }
-        });
-    }
+        }
+        if session_due {
+            if let Err(e) = docs.touch_session(session_id, now).await {
+                tracing::debug!(session_id, error = %e, "could not record a session's use");
+            }
+        }
+    });
 }
 
-pub async fn me(ctx: &Context, uid: i64) -> AppResult<Me> {
+/// Deletes expired sessions every few minutes, in bounded batches, on every
+/// backend (MongoDB's TTL index does it too; the embedded store has none).
+pub fn spawn_session_purge(
+    docs: std::sync::Arc<dyn crate::store::DocStore>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(300));
+        loop {
+            tick.tick().await;
+            // A backlog goes in batches, each its own short write.
+            for _ in 0..100 {
+                match docs.purge_expired_sessions(now_ms(), 1000).await {
+                    Ok(n) if n >= 1000 => continue,
+                    Ok(_) => break,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "could not purge expired sessions");
+                        break;
+                    }
+                }
+            }
+        }
+    })
+}
+
+async fn me_doc(ctx: &Context, uid: i64) -> AppResult<UserDoc> {
     ctx.docs
         .users_by_ids(&[uid])
         .await?
         .pop()
-        .map(Me::from)
         .ok_or(AppError::Unauthorized("account no longer exists"))
+}
+
+pub async fn me(ctx: &Context, uid: i64) -> AppResult<Me> {
+    me_doc(ctx, uid).await.map(Me::from)
 }
 
 pub async fn require_admin(ctx: &Context, uid: i64) -> AppResult<()> {
@@ -282,50 +681,107 @@ pub async fn update_me(ctx: &Context, uid: i64, patch: ProfilePatch) -> AppResul
 }
 
 /// Makes sure the configured admin exists with the configured password and
-/// the admin role: created or updated, the same after any number of runs.
+/// the admin role: created, or its password brought in line (which signs
+/// out its sessions), the same after any number of runs. An existing
+/// account without the role is never promoted: anyone could have
+/// registered that name first.
 pub async fn bootstrap_admin(ctx: &Context, username: &str, password: &str) -> AppResult<i64> {
-    let name = Username::parse(username)?;
-    let pw = Password::parse(password)?;
-    if let Some(user) = ctx.docs.user_by_username(name.as_str()).await? {
-        let same = verify_password(pw.expose().to_string(), user.password_hash.clone()).await?;
-        if !same || !user.is_admin() {
-            let hash = if same {
-                user.password_hash.clone()
-            } else {
-                hash_password(pw.expose().to_string()).await?
-            };
-            ctx.docs.grant_admin(user.uid, &hash).await?;
+    let name = Username::parse(username).map_err(|e| match e {
+        AppError::InvalidInput { reason, .. } => {
+            AppError::invalid("MOMENTS_ADMIN_USERNAME", reason)
         }
-        return Ok(user.uid);
-    }
-    let card = register(
-        ctx,
-        RegisterRequest {
-            username: name.as_str().to_string(),
-            password: pw.expose().to_string(),
-            nick_name: None,
-            head_img: None,
-        },
-    )
-    .await;
-    let uid = match card {
-        Ok(c) => c.uid,
-        // Another instance created it a moment ago: take that one.
-        Err(AppError::Conflict(_)) => ctx
-            .docs
-            .user_by_username(name.as_str())
-            .await?
-            .map(|u| u.uid)
-            .ok_or_else(|| AppError::Internal(anyhow::anyhow!("admin vanished")))?,
-        Err(e) => return Err(e),
+        other => other,
+    })?;
+    let pw = Password::parse(password).map_err(|e| match e {
+        AppError::InvalidInput { reason, .. } => {
+            AppError::invalid("MOMENTS_ADMIN_PASSWORD", reason)
+        }
+        other => other,
+    })?;
+    let existing = ctx.docs.user_by_username(name.as_str()).await?;
+    let user = match existing {
+        Some(user) => user,
+        None => {
+            let hash = hash_password(pw.expose().to_string()).await?;
+            let now = now_ms();
+            let user = UserDoc {
+                uid: next_id(),
+                username: name.as_str().to_string(),
+                nick_name: name.as_str().to_string(),
+                head_img: String::new(),
+                password_hash: hash.clone(),
+                roles: vec!["admin".into()],
+                created_at: now,
+                last_active_at: now,
+            };
+            match ctx.docs.insert_user(&user).await {
+                Ok(()) => return Ok(user.uid),
+                // Another instance created it a moment ago: check that one.
+                Err(StoreError::Duplicate(_)) => ctx
+                    .docs
+                    .user_by_username(name.as_str())
+                    .await?
+                    .ok_or_else(|| {
+                        AppError::Internal(anyhow::anyhow!("the admin account vanished"))
+                    })?,
+                Err(e) => return Err(e.into()),
+            }
+        }
     };
-    let hash = ctx
-        .docs
-        .users_by_ids(&[uid])
-        .await?
-        .pop()
-        .map(|u| u.password_hash)
-        .unwrap_or_default();
-    ctx.docs.grant_admin(uid, &hash).await?;
-    Ok(uid)
+    if !user.is_admin() {
+        return Err(AppError::invalid(
+            "MOMENTS_ADMIN_USERNAME",
+            format!(
+                "{:?} is an existing account without the admin role, and is not promoted: \
+                 choose a name nobody has registered",
+                user.username
+            ),
+        ));
+    }
+    if !verify_password(pw.expose().to_string(), user.password_hash.clone()).await? {
+        let hash = hash_password(pw.expose().to_string()).await?;
+        ctx.docs.set_password_hash(user.uid, &hash).await?;
+        sign_out_everywhere(ctx, user.uid, None).await?;
+        tracing::info!(
+            uid = user.uid,
+            "admin password changed; its sessions are signed out"
+        );
+    }
+    Ok(user.uid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_name_their_user_and_only_well_formed_ones_parse() {
+        let t = new_token(1_247_009_344_279_936).unwrap();
+        let (uid, hash) = parse_token(&t).unwrap();
+        assert_eq!(uid, 1_247_009_344_279_936);
+        assert_eq!(hash, token_hash(&t));
+        assert_eq!(parse_hex_hash(&hash.hex()), Some(hash));
+        let secret = "a".repeat(64);
+        for bad in [
+            "".to_string(),
+            "nodot".to_string(),
+            format!("0.{secret}"),
+            format!("-5.{secret}"),
+            format!("12.{}", "a".repeat(63)),
+            format!("12.{}", "g".repeat(64)),
+        ] {
+            assert!(parse_token(&bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn device_names_are_bounded_and_printable() {
+        assert_eq!(device_name(Some("  "), Some("curl/8")), "curl/8");
+        assert_eq!(device_name(Some("Pixel\u{7}"), None), "Pixel");
+        assert_eq!(
+            device_name(None, Some(&"x".repeat(500))).chars().count(),
+            128
+        );
+        assert_eq!(device_name(None, None), "");
+    }
 }

@@ -225,7 +225,7 @@ pub async fn check_live(
                     below: None,
                 })
                 .collect(),
-            gens: Vec::new(),
+            ..Default::default()
         };
         let answer = live.read(&read).await?;
         for (body, cached) in derived.bodies.iter().zip(answer.blobs) {

@@ -70,6 +70,7 @@ impl<'a> Loader<'a> {
             blobs: blobs.to_vec(),
             sets: sets.to_vec(),
             gens: owners.clone(),
+            ..Default::default()
         };
         let answer = if read.blobs.is_empty() && read.sets.is_empty() {
             LiveAnswer::default()
@@ -84,6 +85,7 @@ impl<'a> Loader<'a> {
                         blobs: vec![None; blobs.len()],
                         sets: vec![None; sets.len()],
                         gens: vec![0; owners.len()],
+                        ..Default::default()
                     }
                 }
             }

@@ -10,6 +10,7 @@ pub mod loader;
 pub mod notifications;
 pub mod password_pool;
 pub mod posts;
+pub mod rate_limits;
 pub mod repair;
 pub mod social;
 pub mod timeline;
@@ -38,7 +39,9 @@ pub struct Context {
     pub round_trips: Arc<RoundTrips>,
     pub celebrity_cache: Arc<timeline::CelebrityCache>,
     /// When each user was last recorded active by this instance.
-    pub activity: Arc<std::sync::Mutex<std::collections::HashMap<i64, i64>>>,
+    pub activity: Arc<accounts::RecentActivity>,
+    /// When each session was last recorded in use by this instance.
+    pub session_activity: Arc<accounts::RecentActivity>,
 }
 
 /// Who is asking: `None` is an anonymous reader.

@@ -1,29 +1,41 @@
-//! Password hashing on a small fixed pool of threads.
+//! Password hashing on a small fixed pool of threads, behind a bounded queue.
 //!
 //! Each argon2id hash takes 19 MiB for its duration. On tokio's blocking
 //! pool (up to 512 threads) a burst of logins would run that many hashes at
-//! once; on this fixed pool at most one per core runs, so a login flood
-//! queues instead of making the server allocate gigabytes. (The binary also
-//! pins glibc's mmap threshold so those buffers go back to the system: see
-//! `main.rs`.)
+//! once; on this fixed pool at most one per core runs. The queue in front of
+//! it is bounded too: a login flood past it is answered 503 at once instead
+//! of queueing without end, each queued job holding its password and a
+//! waiting request. (The binary also pins glibc's mmap threshold so the
+//! hash buffers go back to the system: see `main.rs`.)
 
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
 
 type Job = Box<dyn FnOnce() + Send>;
 
+/// Jobs waiting per hashing thread. A hash takes about 15 ms, so a full
+/// queue is about half a second of work: longer waits than that are better
+/// answered "try again" than held open.
+const QUEUED_PER_THREAD: usize = 32;
+
 struct Pool {
-    jobs: Mutex<mpsc::Sender<Job>>,
+    jobs: Mutex<mpsc::SyncSender<Job>>,
 }
 
 fn pool() -> &'static Pool {
     static POOL: OnceLock<Pool> = OnceLock::new();
     POOL.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<Job>();
-        let rx = Arc::new(Mutex::new(rx));
         let threads = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(2);
+        Pool::start(threads, threads * QUEUED_PER_THREAD)
+    })
+}
+
+impl Pool {
+    fn start(threads: usize, queued: usize) -> Pool {
+        let (tx, rx) = mpsc::sync_channel::<Job>(queued);
+        let rx = Arc::new(Mutex::new(rx));
         for i in 0..threads {
             let rx = rx.clone();
             let _ = std::thread::Builder::new()
@@ -42,28 +54,82 @@ fn pool() -> &'static Pool {
         Pool {
             jobs: Mutex::new(tx),
         }
-    })
+    }
+
+    async fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, Refused> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let span = tracing::Span::current();
+        let job: Job = Box::new(move || {
+            let _enter = span.enter();
+            let _ = tx.send(f());
+        });
+        let sent = self.jobs.lock().map_err(|_| Refused::Gone)?.try_send(job);
+        match sent {
+            Ok(()) => {}
+            Err(mpsc::TrySendError::Full(_)) => return Err(Refused::Busy),
+            Err(mpsc::TrySendError::Disconnected(_)) => return Err(Refused::Gone),
+        }
+        rx.await.map_err(|_| Refused::Gone)
+    }
+}
+
+/// Why a job did not run.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// The queue is full: the caller answers 503 with `Retry-After`.
+    Busy,
+    /// The pool is gone (never, short of a panic in it).
+    Gone,
 }
 
 /// Runs `f` on the password pool and waits for it without blocking the
-/// async worker. `None` if the pool is gone (never, short of a panic in it).
-pub async fn run<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let span = tracing::Span::current();
-    let job: Job = Box::new(move || {
-        let _enter = span.enter();
-        let _ = tx.send(f());
-    });
-    pool().jobs.lock().ok()?.send(job).ok()?;
-    rx.await.ok()
+/// async worker; refuses at once when the queue is full.
+pub async fn run<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, Refused> {
+    pool().run(f).await
 }
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[tokio::test]
     async fn jobs_run_and_answer() {
         let answers =
             futures_util::future::join_all((0..8).map(|i| super::run(move || i * 2))).await;
-        assert_eq!(answers, (0..8).map(|i| Some(i * 2)).collect::<Vec<_>>());
+        assert_eq!(answers, (0..8).map(|i| Ok(i * 2)).collect::<Vec<_>>());
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_refuses_instead_of_growing() {
+        // One thread, held by the first job; a queue of 4 behind it.
+        let pool = Arc::new(Pool::start(1, 4));
+        let (release, hold) = std::sync::mpsc::channel::<()>();
+        let hold = Arc::new(Mutex::new(hold));
+        let jobs: Vec<_> = (0..15)
+            .map(|_| {
+                let (pool, hold) = (pool.clone(), hold.clone());
+                tokio::spawn(async move {
+                    pool.run(move || {
+                        let _ = hold.lock().map(|h| h.recv());
+                    })
+                    .await
+                })
+            })
+            .collect();
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        for _ in 0..15 {
+            let _ = release.send(());
+        }
+        let mut busy = 0;
+        for j in jobs {
+            if j.await.unwrap() == Err(Refused::Busy) {
+                busy += 1;
+            }
+        }
+        // At most the running job and the four queued ones were taken.
+        assert!(busy >= 10, "only {busy} of 15 refused");
     }
 }

@@ -117,9 +117,35 @@ impl DocStore for MeteredDocs {
         self.tick();
         self.inner.update_profile(uid, nick_name, head_img).await
     }
-    async fn grant_admin(&self, uid: i64, password_hash: &str) -> StoreResult<()> {
+    async fn set_password_hash(&self, uid: i64, password_hash: &str) -> StoreResult<()> {
         self.tick();
-        self.inner.grant_admin(uid, password_hash).await
+        self.inner.set_password_hash(uid, password_hash).await
+    }
+    async fn insert_session(&self, session: &SessionDoc) -> StoreResult<()> {
+        self.tick();
+        self.inner.insert_session(session).await
+    }
+    async fn session_by_token_hash(&self, token_hash: &str) -> StoreResult<Option<SessionDoc>> {
+        self.tick();
+        self.inner.session_by_token_hash(token_hash).await
+    }
+    async fn sessions_of_user(&self, uid: i64, limit: usize) -> StoreResult<Vec<SessionDoc>> {
+        self.tick();
+        self.inner.sessions_of_user(uid, limit).await
+    }
+    async fn delete_sessions(&self, uid: i64, ids: &[i64]) -> StoreResult<u64> {
+        if counts(ids) {
+            self.tick();
+        }
+        self.inner.delete_sessions(uid, ids).await
+    }
+    async fn touch_session(&self, id: i64, at: i64) -> StoreResult<()> {
+        self.tick();
+        self.inner.touch_session(id, at).await
+    }
+    async fn purge_expired_sessions(&self, now: i64, limit: usize) -> StoreResult<u64> {
+        // The background sweep, not a request's round trip.
+        self.inner.purge_expired_sessions(now, limit).await
     }
     async fn touch_user(&self, uid: i64, at: i64) -> StoreResult<()> {
         self.tick();
@@ -376,18 +402,6 @@ impl LiveStore for MeteredLive {
     async fn drop_keys(&self, owner: Owner, keys: &[LiveKey]) -> StoreResult<()> {
         self.tick();
         self.inner.drop_keys(owner, keys).await
-    }
-    async fn put_session(&self, token: &str, uid: i64, ttl_secs: u64) -> StoreResult<()> {
-        self.tick();
-        self.inner.put_session(token, uid, ttl_secs).await
-    }
-    async fn session_uid(&self, token: &str) -> StoreResult<Option<i64>> {
-        self.tick();
-        self.inner.session_uid(token).await
-    }
-    async fn drop_session(&self, token: &str) -> StoreResult<()> {
-        self.tick();
-        self.inner.drop_session(token).await
     }
     async fn push_to_timelines(&self, post_id: i64, uids: &[i64], max: usize) -> StoreResult<()> {
         self.tick();

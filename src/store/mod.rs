@@ -244,6 +244,45 @@ pub struct NotificationDoc {
     pub read: bool,
 }
 
+/// The SHA-256 of a bearer token: all that is ever stored of it, so a dump
+/// of either store holds no token anyone can use.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TokenHash(pub [u8; 32]);
+
+impl TokenHash {
+    pub fn hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+impl std::fmt::Debug for TokenHash {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // A hash is no secret, but logs need no more than its start.
+        write!(f, "TokenHash({}…)", &self.hex()[..8])
+    }
+}
+
+/// One signed-in device of an account: the record behind a bearer token.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SessionDoc {
+    /// The session's id, which the account's owner sees and signs out by.
+    #[serde(rename = "_id")]
+    pub id: i64,
+    pub uid: i64,
+    /// Hex SHA-256 of the token.
+    #[serde(rename = "tokenHash")]
+    pub token_hash: String,
+    /// What the client said it is (a `device` field at sign-in, else its
+    /// `User-Agent`), shortened.
+    pub device: String,
+    #[serde(rename = "createdAt")]
+    pub created_at: i64,
+    #[serde(rename = "lastSeenAt")]
+    pub last_seen_at: i64,
+    #[serde(rename = "expiresAt")]
+    pub expires_at: i64,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct DeviceModelDoc {
     #[serde(rename = "_id")]
@@ -277,9 +316,20 @@ pub trait DocStore: Send + Sync {
         nick_name: Option<&str>,
         head_img: Option<&str>,
     ) -> StoreResult<Option<UserDoc>>;
-    /// Sets the password hash and adds the admin role (the admin bootstrap).
-    async fn grant_admin(&self, uid: i64, password_hash: &str) -> StoreResult<()>;
+    async fn set_password_hash(&self, uid: i64, password_hash: &str) -> StoreResult<()>;
     async fn touch_user(&self, uid: i64, at: i64) -> StoreResult<()>;
+
+    /// `Duplicate("session")` if its id or token hash exists already.
+    async fn insert_session(&self, session: &SessionDoc) -> StoreResult<()>;
+    /// The session behind a token hash, expired or not: the caller decides.
+    async fn session_by_token_hash(&self, token_hash: &str) -> StoreResult<Option<SessionDoc>>;
+    /// Up to `limit` of a user's sessions, newest first.
+    async fn sessions_of_user(&self, uid: i64, limit: usize) -> StoreResult<Vec<SessionDoc>>;
+    /// Deletes those of these sessions that belong to `uid`; how many went.
+    async fn delete_sessions(&self, uid: i64, ids: &[i64]) -> StoreResult<u64>;
+    async fn touch_session(&self, id: i64, at: i64) -> StoreResult<()>;
+    /// Deletes up to `limit` sessions that expired before `now`; how many went.
+    async fn purge_expired_sessions(&self, now: i64, limit: usize) -> StoreResult<u64>;
 
     async fn insert_post(&self, post: &PostDoc) -> StoreResult<()>;
     /// Deleted posts included, flagged: the caller decides.
@@ -436,6 +486,9 @@ pub enum BlobKey {
     /// cards with the comments. Never rebuilt from the documents; a stale or
     /// missing hint costs one more round trip and is written afresh.
     CommentPeople(i64),
+    /// A session, cached under its user so that signing it out is one
+    /// owner's change like any other (`SessionDoc` JSON).
+    Session(i64, TokenHash),
 }
 
 impl BlobKey {
@@ -444,7 +497,7 @@ impl BlobKey {
             BlobKey::PostBody(p) | BlobKey::CommentBody(p, _) | BlobKey::CommentPeople(p) => {
                 Owner::Post(p)
             }
-            BlobKey::Card(u) => Owner::User(u),
+            BlobKey::Card(u) | BlobKey::Session(u, _) => Owner::User(u),
         }
     }
 }
@@ -504,12 +557,44 @@ pub struct SetView {
     pub probe_score: Option<i64>,
 }
 
+/// One rate-limit counter to move and read: a fixed window of `window_ms`
+/// that starts at the first hit. Counters are not derived state; losing them
+/// forgives everyone's recent requests, nothing more.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitCheck {
+    /// What is counted, and whose: `login_failures:u:UID`, `reads:ip:ADDR`.
+    pub key: String,
+    /// Added to the counter: 1 counts a request, 0 only looks, -1 takes one
+    /// back (a login that turned out right).
+    pub cost: i64,
+    pub window_ms: u64,
+}
+
+/// A counter after its check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LimitCount {
+    pub count: i64,
+    /// Until the window ends.
+    pub resets_in_ms: u64,
+}
+
 /// One batched read: everything comes back in one round trip.
 #[derive(Debug, Default, Clone)]
 pub struct LiveRead {
     pub blobs: Vec<BlobKey>,
     pub sets: Vec<SetRead>,
     pub gens: Vec<Owner>,
+    /// Rate-limit counters, moved in the same round trip as the reads.
+    pub limits: Vec<LimitCheck>,
+}
+
+impl LiveRead {
+    pub fn is_empty(&self) -> bool {
+        self.blobs.is_empty()
+            && self.sets.is_empty()
+            && self.gens.is_empty()
+            && self.limits.is_empty()
+    }
 }
 
 #[derive(Debug, Default, Clone)]
@@ -518,6 +603,7 @@ pub struct LiveAnswer {
     /// `None`: absent, rebuild it from the documents.
     pub sets: Vec<Option<SetView>>,
     pub gens: Vec<u64>,
+    pub limits: Vec<LimitCount>,
 }
 
 /// Rebuilt state to store, each item only if its owner's generation is still
@@ -578,8 +664,8 @@ impl LiveChange {
     }
 }
 
-/// Live, derived state. Losing all of it loses no data (sessions aside, which
-/// only log users out).
+/// Live, derived state. Losing all of it loses no data and logs nobody out
+/// (sessions are documents; the live store caches them).
 #[async_trait]
 pub trait LiveStore: Send + Sync {
     async fn ping(&self) -> StoreResult<()>;
@@ -591,12 +677,8 @@ pub trait LiveStore: Send + Sync {
     /// failed, so that no stale value outlives a write.
     async fn drop_keys(&self, owner: Owner, keys: &[LiveKey]) -> StoreResult<()>;
 
-    async fn put_session(&self, token: &str, uid: i64, ttl_secs: u64) -> StoreResult<()>;
-    async fn session_uid(&self, token: &str) -> StoreResult<Option<i64>>;
-    async fn drop_session(&self, token: &str) -> StoreResult<()>;
-
-    /// Drops every derived key (sessions stay): what losing the live store
-    /// does, on purpose. Returns how many keys were dropped.
+    /// Drops every derived key, cached sessions included: what losing the
+    /// live store does, on purpose. Returns how many keys were dropped.
     async fn clear_derived(&self) -> StoreResult<usize>;
 
     /// Adds a new post to these users' home timelines where they exist

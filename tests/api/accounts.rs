@@ -173,9 +173,15 @@ async fn the_admin_bootstrap_is_idempotent() {
     let (_, me) = app.get("/api/v1/me", Some(&admin.token)).await;
     assert_eq!(me["roles"], json!(["admin"]));
     assert_eq!(me["username"], ADMIN.0);
-    // A changed password is applied on the next start-up.
+    // A changed password is applied on the next start-up, and signs out
+    // whoever held the old one.
     moments::service::accounts::bootstrap_admin(&app.ctx, ADMIN.0, "a-new-password-2")
         .await
         .unwrap();
+    assert_problem(
+        &app.get("/api/v1/me", Some(&admin.token)).await,
+        401,
+        "unauthorized",
+    );
     app.login(ADMIN.0, "a-new-password-2").await;
 }

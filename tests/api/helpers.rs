@@ -280,3 +280,50 @@ pub fn stable(post: &Value) -> Value {
     }
     p
 }
+
+impl TestApp {
+    /// A request with extra headers; the body is sent as JSON when given.
+    pub async fn call_with(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        headers: &[(&str, &str)],
+        body: Option<Value>,
+    ) -> (StatusCode, reqwest::header::HeaderMap, Value) {
+        let mut req = self
+            .client
+            .request(method, format!("{}{}", self.base, path));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        for (name, value) in headers {
+            req = req.header(*name, *value);
+        }
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.expect("request");
+        let (status, headers) = (resp.status(), resp.headers().clone());
+        let text = resp.text().await.expect("body");
+        let value = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
+        (status, headers, value)
+    }
+
+    /// Signs in again as `name` from a device with this name.
+    pub async fn login_on(&self, name: &str, password: &str, device: &str) -> String {
+        let (s, session) = self
+            .post(
+                "/api/v1/sessions",
+                None,
+                serde_json::json!({"username": name, "password": password, "device": device}),
+            )
+            .await;
+        assert_eq!(s, StatusCode::CREATED, "{session}");
+        session["token"].as_str().unwrap().to_string()
+    }
+}

@@ -13,5 +13,7 @@ mod live_state;
 mod notifications;
 mod ops;
 mod posts;
+mod rate_limits;
 mod repair;
+mod sessions;
 mod social;

@@ -18,7 +18,7 @@ use super::group_commit::{GroupCommit, Job};
 use super::other;
 use crate::store::{
     BlockDoc, CommentDoc, DeviceModelDoc, DocStore, FollowDoc, LikeDoc, LikeKind, NotificationDoc,
-    PostDoc, StoreError, StoreResult, UserDoc,
+    PostDoc, SessionDoc, StoreError, StoreResult, UserDoc,
 };
 use std::any::Any;
 
@@ -55,6 +55,16 @@ const NOTIFICATIONS: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("
 const NOTIFIED: TableDefinition<(u64, &str), u64> = TableDefinition::new("notified");
 /// (recipient, notification id) of the unread ones.
 const UNREAD: TableDefinition<(u64, u64), ()> = TableDefinition::new("unread");
+/// Session id → the session.
+const SESSIONS: TableDefinition<u64, &[u8]> = TableDefinition::new("session_docs");
+/// Token hash → session id.
+const SESSION_BY_HASH: TableDefinition<&str, u64> = TableDefinition::new("sessions_by_hash");
+/// (uid, session id) of every session.
+const SESSIONS_BY_USER: TableDefinition<(u64, u64), ()> = TableDefinition::new("sessions_by_user");
+/// (expires at, session id), for the purge.
+const SESSION_EXPIRY: TableDefinition<(i64, u64), ()> = TableDefinition::new("sessions_by_expiry");
+/// Where earlier versions kept raw tokens; dropped at start-up.
+const RAW_TOKENS: TableDefinition<&str, (u64, i64)> = TableDefinition::new("sessions");
 /// (blocker, blocked) → block id.
 const BLOCKS: TableDefinition<(u64, u64), u64> = TableDefinition::new("blocks");
 /// (blocked, blocker) → block id: the same blocks, found from the other side.
@@ -202,6 +212,30 @@ fn adjust_counts(
     Ok(())
 }
 
+/// Deletes these sessions with their index entries (only `owner`'s, when
+/// given); how many there were.
+fn delete_sessions_in(txn: &WriteTransaction, owner: Option<i64>, ids: &[i64]) -> StoreResult<u64> {
+    let mut sessions = txn.open_table(SESSIONS).map_err(other)?;
+    let mut by_hash = txn.open_table(SESSION_BY_HASH).map_err(other)?;
+    let mut by_user = txn.open_table(SESSIONS_BY_USER).map_err(other)?;
+    let mut expiry = txn.open_table(SESSION_EXPIRY).map_err(other)?;
+    let mut deleted = 0;
+    for sid in ids {
+        let Some(s) = get_doc::<SessionDoc>(&sessions, id(*sid))? else {
+            continue;
+        };
+        if owner.is_some_and(|o| o != s.uid) {
+            continue;
+        }
+        sessions.remove(id(s.id)).map_err(other)?;
+        by_hash.remove(s.token_hash.as_str()).map_err(other)?;
+        by_user.remove((id(s.uid), id(s.id))).map_err(other)?;
+        expiry.remove((s.expires_at, id(s.id))).map_err(other)?;
+        deleted += 1;
+    }
+    Ok(deleted)
+}
+
 fn edge_page(
     txn: &ReadTransaction,
     def: TableDefinition<(u64, u64), u64>,
@@ -297,6 +331,12 @@ impl DocStore for EmbeddedDocs {
             txn.open_table(NOTIFICATIONS).map_err(other)?;
             txn.open_table(NOTIFIED).map_err(other)?;
             txn.open_table(UNREAD).map_err(other)?;
+            txn.open_table(SESSIONS).map_err(other)?;
+            txn.open_table(SESSION_BY_HASH).map_err(other)?;
+            txn.open_table(SESSIONS_BY_USER).map_err(other)?;
+            txn.open_table(SESSION_EXPIRY).map_err(other)?;
+            // Raw tokens must not outlive the upgrade that stopped storing them.
+            txn.delete_table(RAW_TOKENS).map_err(other)?;
             Ok(())
         })
         .await
@@ -372,20 +412,124 @@ impl DocStore for EmbeddedDocs {
         .await
     }
 
-    async fn grant_admin(&self, uid: i64, password_hash: &str) -> StoreResult<()> {
+    async fn set_password_hash(&self, uid: i64, password_hash: &str) -> StoreResult<()> {
         let hash = password_hash.to_string();
         self.write(move |txn| {
             let mut users = txn.open_table(USERS).map_err(other)?;
             if let Some(mut user) = get_doc::<UserDoc>(&users, id(uid))? {
                 user.password_hash = hash.clone();
-                if !user.is_admin() {
-                    user.roles.push("admin".into());
-                }
                 users
                     .insert(id(uid), encode(&user)?.as_slice())
                     .map_err(other)?;
             }
             Ok(())
+        })
+        .await
+    }
+
+    async fn insert_session(&self, session: &SessionDoc) -> StoreResult<()> {
+        let session = session.clone();
+        self.write(move |txn| {
+            let mut by_hash = txn.open_table(SESSION_BY_HASH).map_err(other)?;
+            let mut sessions = txn.open_table(SESSIONS).map_err(other)?;
+            if by_hash
+                .get(session.token_hash.as_str())
+                .map_err(other)?
+                .is_some()
+                || sessions.get(id(session.id)).map_err(other)?.is_some()
+            {
+                return Err(StoreError::Duplicate("session"));
+            }
+            by_hash
+                .insert(session.token_hash.as_str(), id(session.id))
+                .map_err(other)?;
+            sessions
+                .insert(id(session.id), encode(&session)?.as_slice())
+                .map_err(other)?;
+            txn.open_table(SESSIONS_BY_USER)
+                .map_err(other)?
+                .insert((id(session.uid), id(session.id)), ())
+                .map_err(other)?;
+            txn.open_table(SESSION_EXPIRY)
+                .map_err(other)?
+                .insert((session.expires_at, id(session.id)), ())
+                .map_err(other)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn session_by_token_hash(&self, token_hash: &str) -> StoreResult<Option<SessionDoc>> {
+        let hash = token_hash.to_string();
+        self.read(move |txn| {
+            let by_hash = txn.open_table(SESSION_BY_HASH).map_err(other)?;
+            let Some(sid) = by_hash
+                .get(hash.as_str())
+                .map_err(other)?
+                .map(|v| v.value())
+            else {
+                return Ok(None);
+            };
+            get_doc(&txn.open_table(SESSIONS).map_err(other)?, sid)
+        })
+        .await
+    }
+
+    async fn sessions_of_user(&self, uid: i64, limit: usize) -> StoreResult<Vec<SessionDoc>> {
+        self.read(move |txn| {
+            let ids = newest_below(
+                &txn.open_table(SESSIONS_BY_USER).map_err(other)?,
+                id(uid),
+                None,
+                limit,
+            )?;
+            let sessions = txn.open_table(SESSIONS).map_err(other)?;
+            let mut out = Vec::with_capacity(ids.len());
+            for sid in ids {
+                if let Some(s) = get_doc(&sessions, sid)? {
+                    out.push(s);
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn delete_sessions(&self, uid: i64, ids: &[i64]) -> StoreResult<u64> {
+        let ids = ids.to_vec();
+        self.write(move |txn| delete_sessions_in(txn, Some(uid), &ids))
+            .await
+    }
+
+    async fn touch_session(&self, session_id: i64, at: i64) -> StoreResult<()> {
+        self.write(move |txn| {
+            let mut sessions = txn.open_table(SESSIONS).map_err(other)?;
+            if let Some(mut s) = get_doc::<SessionDoc>(&sessions, id(session_id))? {
+                s.last_seen_at = at;
+                sessions
+                    .insert(id(session_id), encode(&s)?.as_slice())
+                    .map_err(other)?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn purge_expired_sessions(&self, now: i64, limit: usize) -> StoreResult<u64> {
+        self.write(move |txn| {
+            let expired: Vec<i64> = {
+                let expiry = txn.open_table(SESSION_EXPIRY).map_err(other)?;
+                let mut out = Vec::new();
+                for entry in expiry
+                    .range((i64::MIN, 0)..(now, 0))
+                    .map_err(other)?
+                    .take(limit)
+                {
+                    out.push(entry.map_err(other)?.0.value().1 as i64);
+                }
+                out
+            };
+            delete_sessions_in(txn, None, &expired)
         })
         .await
     }

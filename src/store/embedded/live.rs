@@ -1,6 +1,6 @@
-//! `LiveStore` in process: the same sets, blobs and generation guards as the
-//! Redis adapter, in memory. Sessions are kept in the redb file when there is
-//! one (a restart of the embedded default logs nobody out), else in memory.
+//! `LiveStore` in process: the same sets, blobs, generation guards and
+//! rate-limit counters as the Redis adapter, in memory. (Sessions are
+//! documents; what is cached of them here goes with the rest.)
 //!
 //! Memory is bounded: past `max_entries` cached values the whole cache is
 //! dropped at once (it is derived state; the next reads rebuild what is hot).
@@ -9,22 +9,48 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Mutex, RwLock};
 
 use async_trait::async_trait;
-use redb::{ReadableDatabase, TableDefinition};
 
-use super::other;
 use crate::ids::now_ms;
 use crate::store::{
-    BlobKey, Changes, LiveAnswer, LiveChange, LiveFill, LiveKey, LiveRead, LiveStore, Owner,
-    SetKey, SetView, StoreResult,
+    BlobKey, Changes, LimitCheck, LimitCount, LiveAnswer, LiveChange, LiveFill, LiveKey, LiveRead,
+    LiveStore, Owner, SetKey, SetView, StoreResult,
 };
 
 const HOME_TTL_MS: i64 = 24 * 3600 * 1000;
+/// Rate-limit counters kept before the expired ones are swept out. Keys are
+/// per account and per address, so a client rotating addresses grows this;
+/// past twice the bound every counter is forgotten rather than memory grown.
+const MAX_LIMIT_COUNTERS: usize = 200_000;
 
-/// token → (uid, expires at, epoch ms).
-const SESSIONS: TableDefinition<&str, (u64, i64)> = TableDefinition::new("sessions");
+/// Fixed-window counters: key → (count, window end in epoch ms).
+#[derive(Default)]
+struct Counters(HashMap<String, (i64, i64)>);
+
+impl Counters {
+    fn check(&mut self, c: &LimitCheck, now: i64) -> LimitCount {
+        if self.0.len() >= MAX_LIMIT_COUNTERS {
+            self.0.retain(|_, (_, end)| *end > now);
+            if self.0.len() >= MAX_LIMIT_COUNTERS {
+                self.0.clear();
+            }
+        }
+        let entry = self
+            .0
+            .entry(c.key.clone())
+            .or_insert((0, now + c.window_ms as i64));
+        if entry.1 <= now {
+            *entry = (0, now + c.window_ms as i64);
+        }
+        entry.0 += c.cost;
+        LimitCount {
+            count: entry.0,
+            resets_in_ms: (entry.1 - now).max(0) as u64,
+        }
+    }
+}
 
 #[derive(Default, Clone)]
 struct ZSet {
@@ -103,25 +129,18 @@ impl State {
 pub struct MemoryLive {
     state: RwLock<State>,
     max_entries: usize,
-    sessions_db: Option<Arc<redb::Database>>,
-    memory_sessions: Mutex<HashMap<String, (i64, i64)>>,
+    counters: Mutex<Counters>,
     device_version: AtomicU64,
 }
 
 impl MemoryLive {
-    pub fn new(sessions_db: Option<Arc<redb::Database>>, max_entries: usize) -> StoreResult<Self> {
-        if let Some(db) = &sessions_db {
-            let txn = db.begin_write().map_err(other)?;
-            txn.open_table(SESSIONS).map_err(other)?;
-            txn.commit().map_err(other)?;
-        }
-        Ok(Self {
+    pub fn new(max_entries: usize) -> Self {
+        Self {
             state: RwLock::new(State::default()),
             max_entries: max_entries.max(1000),
-            sessions_db,
-            memory_sessions: Mutex::new(HashMap::new()),
+            counters: Mutex::new(Counters::default()),
             device_version: AtomicU64::new(1),
-        })
+        }
     }
 
     fn state_read(&self) -> std::sync::RwLockReadGuard<'_, State> {
@@ -130,27 +149,6 @@ impl MemoryLive {
 
     fn state_write(&self) -> std::sync::RwLockWriteGuard<'_, State> {
         self.state.write().unwrap_or_else(|p| p.into_inner())
-    }
-
-    async fn sessions_write<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&mut redb::Table<&str, (u64, i64)>) -> StoreResult<T> + Send + 'static,
-    ) -> Option<StoreResult<T>> {
-        let db = self.sessions_db.clone()?;
-        Some(
-            tokio::task::spawn_blocking(move || {
-                let txn = db.begin_write().map_err(other)?;
-                let out = {
-                    let mut table = txn.open_table(SESSIONS).map_err(other)?;
-                    f(&mut table)?
-                };
-                txn.commit().map_err(other)?;
-                Ok(out)
-            })
-            .await
-            .map_err(other)
-            .and_then(|r| r),
-        )
     }
 }
 
@@ -179,8 +177,16 @@ impl LiveStore for MemoryLive {
                 }
             }
         }
+        let limits = if read.limits.is_empty() {
+            Vec::new()
+        } else {
+            let now = now_ms();
+            let mut counters = self.counters.lock().unwrap_or_else(|p| p.into_inner());
+            read.limits.iter().map(|c| counters.check(c, now)).collect()
+        };
         let state = self.state_read();
         Ok(LiveAnswer {
+            limits,
             blobs: read
                 .blobs
                 .iter()
@@ -273,67 +279,6 @@ impl LiveStore for MemoryLive {
         .await
     }
 
-    async fn put_session(&self, token: &str, uid: i64, ttl_secs: u64) -> StoreResult<()> {
-        let expires = now_ms() + ttl_secs as i64 * 1000;
-        let t = token.to_string();
-        match self
-            .sessions_write(move |table| {
-                table
-                    .insert(t.as_str(), (uid.max(0) as u64, expires))
-                    .map_err(other)?;
-                Ok(())
-            })
-            .await
-        {
-            Some(r) => r,
-            None => {
-                if let Ok(mut m) = self.memory_sessions.lock() {
-                    m.insert(token.to_string(), (uid, expires));
-                }
-                Ok(())
-            }
-        }
-    }
-
-    async fn session_uid(&self, token: &str) -> StoreResult<Option<i64>> {
-        let now = now_ms();
-        let found = match &self.sessions_db {
-            Some(db) => {
-                let txn = db.begin_read().map_err(other)?;
-                let table = txn.open_table(SESSIONS).map_err(other)?;
-                table
-                    .get(token)
-                    .map_err(other)?
-                    .map(|v| (v.value().0 as i64, v.value().1))
-            }
-            None => self
-                .memory_sessions
-                .lock()
-                .ok()
-                .and_then(|m| m.get(token).copied()),
-        };
-        Ok(found.filter(|(_, exp)| *exp > now).map(|(uid, _)| uid))
-    }
-
-    async fn drop_session(&self, token: &str) -> StoreResult<()> {
-        let t = token.to_string();
-        match self
-            .sessions_write(move |table| {
-                table.remove(t.as_str()).map_err(other)?;
-                Ok(())
-            })
-            .await
-        {
-            Some(r) => r,
-            None => {
-                if let Ok(mut m) = self.memory_sessions.lock() {
-                    m.remove(token);
-                }
-                Ok(())
-            }
-        }
-    }
-
     async fn push_to_timelines(&self, post_id: i64, uids: &[i64], max: usize) -> StoreResult<()> {
         let mut state = self.state_write();
         state.expire_homes(now_ms());
@@ -383,7 +328,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_fill_guarded_by_an_old_generation_is_skipped() {
-        let live = MemoryLive::new(None, 10_000).unwrap();
+        let live = MemoryLive::new(10_000);
         let read = LiveRead {
             sets: vec![likers(1)],
             gens: vec![Owner::Post(1)],
@@ -427,7 +372,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_set_change_after_another_write_drops_the_set_instead() {
-        let live = MemoryLive::new(None, 10_000).unwrap();
+        let live = MemoryLive::new(10_000);
         let owner = Owner::Post(1);
         let read = LiveRead {
             sets: vec![likers(1)],
@@ -459,7 +404,7 @@ mod tests {
 
     #[tokio::test]
     async fn dropping_the_cache_keeps_old_guards_from_matching() {
-        let live = MemoryLive::new(None, 1000).unwrap();
+        let live = MemoryLive::new(1000);
         let owner = Owner::Post(1);
         let read = LiveRead {
             gens: vec![owner],
@@ -486,13 +431,31 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn sessions_expire_and_can_be_dropped() {
-        let live = MemoryLive::new(None, 1000).unwrap();
-        live.put_session("t", 42, 60).await.unwrap();
-        assert_eq!(live.session_uid("t").await.unwrap(), Some(42));
-        live.put_session("old", 1, 0).await.unwrap();
-        assert_eq!(live.session_uid("old").await.unwrap(), None);
-        live.drop_session("t").await.unwrap();
-        assert_eq!(live.session_uid("t").await.unwrap(), None);
+    async fn limit_counters_count_take_back_and_start_over() {
+        let live = MemoryLive::new(1000);
+        let check = |cost| LimitCheck {
+            key: "writes:u:1".into(),
+            cost,
+            window_ms: 60_000,
+        };
+        let read = |cost| LiveRead {
+            limits: vec![check(cost)],
+            ..Default::default()
+        };
+        assert_eq!(live.read(&read(1)).await.unwrap().limits[0].count, 1);
+        assert_eq!(live.read(&read(1)).await.unwrap().limits[0].count, 2);
+        assert_eq!(live.read(&read(-1)).await.unwrap().limits[0].count, 1);
+        let peek = live.read(&read(0)).await.unwrap().limits[0];
+        assert_eq!(peek.count, 1);
+        assert!(peek.resets_in_ms > 0 && peek.resets_in_ms <= 60_000);
+        let mut counters = live.counters.lock().unwrap();
+        let now = now_ms();
+        let over = LimitCheck {
+            window_ms: 1,
+            ..check(1)
+        };
+        counters.check(&over, now);
+        // A window that has ended starts over at the next hit.
+        assert_eq!(counters.check(&over, now + 70_000).count, 1);
     }
 }

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use super::{
     BlockDoc, CommentDoc, DeviceModelDoc, DocStore, FollowDoc, LikeDoc, LikeKind, NotificationDoc,
-    PostDoc, StoreError, StoreResult, UserDoc,
+    PostDoc, SessionDoc, StoreError, StoreResult, UserDoc,
 };
 
 pub struct MongoDocs {
@@ -111,6 +111,9 @@ impl MongoDocs {
     fn blocks(&self) -> Collection<BlockDoc> {
         self.db.collection("blocks")
     }
+    fn sessions(&self) -> Collection<SessionDoc> {
+        self.db.collection("sessions")
+    }
 
     async fn edges_page(
         &self,
@@ -122,14 +125,50 @@ impl MongoDocs {
     }
 }
 
-/// Sorts the driver's errors into what the service can act on.
+/// Server error codes that mean "not now, try again": the server is
+/// stepping down or starting up, the node is no primary, the network failed
+/// inside the cluster, or the write lost a race it can retry (MongoDB's
+/// error_codes.yml).
+const TRANSIENT_CODES: [i32; 16] = [
+    6,     // HostUnreachable
+    7,     // HostNotFound
+    24,    // LockTimeout
+    89,    // NetworkTimeout
+    91,    // ShutdownInProgress
+    112,   // WriteConflict
+    189,   // PrimarySteppedDown
+    262,   // ExceededTimeLimit
+    9001,  // SocketException
+    10107, // NotWritablePrimary
+    11600, // InterruptedAtShutdown
+    11602, // InterruptedDueToReplStateChange
+    13435, // NotPrimaryNoSecondaryOk
+    13436, // NotPrimaryOrSecondary
+    64,    // WriteConcernFailed
+    50,    // MaxTimeMSExpired
+];
+
+/// Sorts the driver's errors into what the service can act on: anything a
+/// retry a moment later may cure is `Unavailable` (503 with Retry-After).
 pub(crate) fn classify(e: MongoError) -> StoreError {
-    match *e.kind {
+    let transient_code = |code: i32| TRANSIENT_CODES.contains(&code);
+    let transient = match &*e.kind {
         ErrorKind::ServerSelection { .. }
         | ErrorKind::Io(_)
         | ErrorKind::ConnectionPoolCleared { .. }
-        | ErrorKind::DnsResolve { .. } => StoreError::Unavailable(e.into()),
-        _ => StoreError::Other(e.into()),
+        | ErrorKind::DnsResolve { .. } => true,
+        ErrorKind::Command(c) => transient_code(c.code),
+        ErrorKind::Write(WriteFailure::WriteError(w)) => transient_code(w.code),
+        ErrorKind::Write(WriteFailure::WriteConcernError(w)) => transient_code(w.code),
+        _ => false,
+    };
+    if transient
+        || e.contains_label("RetryableWriteError")
+        || e.contains_label("TransientTransactionError")
+    {
+        StoreError::Unavailable(e.into())
+    } else {
+        StoreError::Other(e.into())
     }
 }
 
@@ -294,15 +333,90 @@ impl DocStore for MongoDocs {
             .map_err(classify)
     }
 
-    async fn grant_admin(&self, uid: i64, password_hash: &str) -> StoreResult<()> {
+    async fn set_password_hash(&self, uid: i64, password_hash: &str) -> StoreResult<()> {
         self.users()
             .update_one(
                 doc! { "_id": uid },
-                doc! { "$set": { "passwordHash": password_hash }, "$addToSet": { "roles": "admin" } },
+                doc! { "$set": { "passwordHash": password_hash } },
             )
             .await
             .map(|_| ())
             .map_err(classify)
+    }
+
+    async fn insert_session(&self, session: &SessionDoc) -> StoreResult<()> {
+        let mut d = mongodb::bson::to_document(session).map_err(|e| StoreError::Other(e.into()))?;
+        // The TTL index that purges expired sessions reads a BSON date.
+        d.insert(
+            "expireAt",
+            mongodb::bson::DateTime::from_millis(session.expires_at),
+        );
+        match self
+            .db
+            .collection::<Document>("sessions")
+            .insert_one(d)
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if is_duplicate_key(&e) => Err(StoreError::Duplicate("session")),
+            Err(e) => Err(classify(e)),
+        }
+    }
+
+    async fn session_by_token_hash(&self, token_hash: &str) -> StoreResult<Option<SessionDoc>> {
+        self.sessions()
+            .find_one(doc! { "tokenHash": token_hash })
+            .await
+            .map_err(classify)
+    }
+
+    async fn sessions_of_user(&self, uid: i64, limit: usize) -> StoreResult<Vec<SessionDoc>> {
+        newest_page(self.sessions(), doc! { "uid": uid }, None, limit).await
+    }
+
+    async fn delete_sessions(&self, uid: i64, ids: &[i64]) -> StoreResult<u64> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        // By `_id` (TESTING.md); `uid` too, so nobody deletes another's.
+        let r = self
+            .sessions()
+            .delete_many(doc! { "_id": { "$in": ids }, "uid": uid })
+            .await
+            .map_err(classify)?;
+        Ok(r.deleted_count)
+    }
+
+    async fn touch_session(&self, id: i64, at: i64) -> StoreResult<()> {
+        self.sessions()
+            .update_one(doc! { "_id": id }, doc! { "$set": { "lastSeenAt": at } })
+            .await
+            .map(|_| ())
+            .map_err(classify)
+    }
+
+    async fn purge_expired_sessions(&self, now: i64, limit: usize) -> StoreResult<u64> {
+        // The TTL index does this on MongoDB within a minute; this sweep
+        // keeps the promise where TTL monitors are slow or absent. Ids
+        // first, then the delete by `_id` (TESTING.md).
+        let cursor = self
+            .db
+            .collection::<IdOnly>("sessions")
+            .find(doc! { "expiresAt": { "$lt": now } })
+            .projection(doc! { "_id": 1 })
+            .limit(limit as i64)
+            .await
+            .map_err(classify)?;
+        let ids: Vec<i64> = collect(cursor).await?.into_iter().map(|d| d.id).collect();
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let r = self
+            .sessions()
+            .delete_many(doc! { "_id": { "$in": ids } })
+            .await
+            .map_err(classify)?;
+        Ok(r.deleted_count)
     }
 
     async fn touch_user(&self, uid: i64, at: i64) -> StoreResult<()> {

@@ -12,7 +12,7 @@ use super::classify;
 use crate::store::{StoreError, StoreResult};
 
 /// Compiled in, so the binary never depends on where it was started from.
-pub const SCHEMAS: [(&str, &str); 8] = [
+pub const SCHEMAS: [(&str, &str); 9] = [
     ("users", include_str!("../../../schemas/users.json")),
     ("posts", include_str!("../../../schemas/posts.json")),
     ("comments", include_str!("../../../schemas/comments.json")),
@@ -27,6 +27,7 @@ pub const SCHEMAS: [(&str, &str); 8] = [
         "notifications",
         include_str!("../../../schemas/notifications.json"),
     ),
+    ("sessions", include_str!("../../../schemas/sessions.json")),
 ];
 
 #[derive(Deserialize)]

@@ -19,8 +19,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{
-    BlobKey, Changes, LiveAnswer, LiveChange, LiveFill, LiveKey, LiveRead, LiveStore, Owner,
-    SetKey, SetView, StoreError, StoreResult,
+    BlobKey, Changes, LimitCount, LiveAnswer, LiveChange, LiveFill, LiveKey, LiveRead, LiveStore,
+    Owner, SetKey, SetView, StoreError, StoreResult,
 };
 
 const SENTINEL: &str = "0";
@@ -109,6 +109,20 @@ end
 return 0
 "#;
 
+/// Moves one rate-limit counter and reads it back. The window starts with
+/// its first hit and is not stretched by later ones (PEXPIRE only where none
+/// is set). KEYS: the counter. ARGV: cost, window in ms. Returns the count
+/// and the milliseconds left in the window.
+const LIMIT_SCRIPT: &str = r#"
+local n = redis.call('INCRBY', KEYS[1], ARGV[1])
+local left = redis.call('PTTL', KEYS[1])
+if left < 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  left = tonumber(ARGV[2])
+end
+return {n, left}
+"#;
+
 /// Followers per push script call: about a millisecond of Redis time.
 const PUSH_CHUNK: usize = 500;
 /// Push script calls in flight per instance.
@@ -191,6 +205,9 @@ impl RedisLive {
             BlobKey::CommentBody(_, c) => (format!("{}{tag}:cb", self.prefix), Some(c.to_string())),
             BlobKey::Card(_) => (format!("{}{tag}:card", self.prefix), None),
             BlobKey::CommentPeople(_) => (format!("{}{tag}:people", self.prefix), None),
+            BlobKey::Session(_, hash) => {
+                (format!("{}{tag}:session:{}", self.prefix, hash.hex()), None)
+            }
         }
     }
 
@@ -208,8 +225,8 @@ impl RedisLive {
         }
     }
 
-    fn session_key(&self, token: &str) -> String {
-        format!("{}session:{token}", self.prefix)
+    fn limit_key(&self, key: &str) -> String {
+        format!("{}limit:{key}", self.prefix)
     }
 
     fn device_version_key(&self) -> String {
@@ -286,7 +303,7 @@ impl LiveStore for RedisLive {
     }
 
     async fn read(&self, read: &LiveRead) -> StoreResult<LiveAnswer> {
-        if read.blobs.is_empty() && read.sets.is_empty() && read.gens.is_empty() {
+        if read.is_empty() {
             return Ok(LiveAnswer::default());
         }
         let mut pipe = redis::pipe();
@@ -330,6 +347,14 @@ impl LiveStore for RedisLive {
         }
         for owner in &read.gens {
             pipe.cmd("GET").arg(self.gen_key(*owner));
+        }
+        for limit in &read.limits {
+            pipe.cmd("EVAL")
+                .arg(LIMIT_SCRIPT)
+                .arg(1)
+                .arg(self.limit_key(&limit.key))
+                .arg(limit.cost)
+                .arg(limit.window_ms.max(1));
         }
         let values = self.run(&pipe).await?;
         let mut it = values.iter();
@@ -376,6 +401,13 @@ impl LiveStore for RedisLive {
         for _ in &read.gens {
             let g: Option<u64> = parse(next()?)?;
             answer.gens.push(g.unwrap_or(0));
+        }
+        for _ in &read.limits {
+            let (count, left): (i64, i64) = parse(next()?)?;
+            answer.limits.push(LimitCount {
+                count,
+                resets_in_ms: left.max(0) as u64,
+            });
         }
         Ok(answer)
     }
@@ -442,35 +474,6 @@ impl LiveStore for RedisLive {
         self.run(&pipe).await.map(|_| ())
     }
 
-    async fn put_session(&self, token: &str, uid: i64, ttl_secs: u64) -> StoreResult<()> {
-        let mut pipe = redis::pipe();
-        pipe.cmd("SET")
-            .arg(self.session_key(token))
-            .arg(uid)
-            .arg("EX")
-            .arg(ttl_secs)
-            .ignore();
-        self.run(&pipe).await.map(|_| ())
-    }
-
-    async fn session_uid(&self, token: &str) -> StoreResult<Option<i64>> {
-        let mut conn = self.conn.clone();
-        redis::cmd("GET")
-            .arg(self.session_key(token))
-            .query_async::<Option<i64>>(&mut conn)
-            .await
-            .map_err(classify)
-    }
-
-    async fn drop_session(&self, token: &str) -> StoreResult<()> {
-        let mut conn = self.conn.clone();
-        redis::cmd("DEL")
-            .arg(self.session_key(token))
-            .query_async::<()>(&mut conn)
-            .await
-            .map_err(classify)
-    }
-
     async fn push_to_timelines(&self, post_id: i64, uids: &[i64], max: usize) -> StoreResult<()> {
         // One script call per chunk of followers, a few in flight, so
         // building the next overlaps Redis running the last. Chunks are kept
@@ -511,8 +514,8 @@ impl LiveStore for RedisLive {
     }
 
     async fn clear_derived(&self) -> StoreResult<usize> {
-        // Derived keys all start with an owner's hash tag; sessions and the
-        // device counter do not. SCAN, not KEYS: never block a live server.
+        // Derived keys, cached sessions among them, all start with an
+        // owner's hash tag; rate-limit counters and the device counter do not. SCAN, not KEYS: never block a live server.
         let mut conn = self.conn.clone();
         let mut dropped = 0;
         for tag in ["{p:*", "{u:*"] {

@@ -1,0 +1,162 @@
+//! Request budgets per account and per client address. Each budget is a
+//! fixed-window counter in the live store (shared by every instance on
+//! Redis, in process on the embedded default), moved by one atomic script in
+//! a round trip the request makes anyway: a signed-in request's counters
+//! ride in its session lookup. When the live store cannot be reached the
+//! limits are not enforced: refusing everyone would be worse.
+
+use crate::config::{Rate, RateLimits};
+use crate::error::{AppError, AppResult};
+use crate::store::{LimitCheck, LimitCount};
+
+/// What kind of request is being counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Traffic {
+    Read,
+    Write,
+}
+
+/// One counter a request draws on, and the budget it is held to.
+#[derive(Debug, Clone)]
+pub struct Budget {
+    pub check: LimitCheck,
+    pub rate: Rate,
+    /// Named in the 429: "too many {what}".
+    pub what: &'static str,
+}
+
+fn budget(name: &str, subject: &str, rate: Rate, cost: i64, what: &'static str) -> Budget {
+    Budget {
+        check: LimitCheck {
+            key: format!("{name}:{subject}"),
+            cost,
+            window_ms: rate.window_secs * 1000,
+        },
+        rate,
+        what,
+    }
+}
+
+/// The budgets of an ordinary request: its account's (when signed in) and
+/// its address's (when known).
+pub fn request_budgets(
+    limits: Option<&RateLimits>,
+    traffic: Traffic,
+    uid: Option<i64>,
+    addr: Option<&str>,
+) -> Vec<Budget> {
+    let Some(l) = limits else {
+        return Vec::new();
+    };
+    let (name, mine, per_ip, what) = match traffic {
+        Traffic::Read => ("reads", l.reads, l.reads_per_ip, "reads"),
+        Traffic::Write => ("writes", l.writes, l.writes_per_ip, "writes"),
+    };
+    let mut out = Vec::new();
+    if let Some(u) = uid {
+        out.push(budget(name, &format!("u:{u}"), mine, 1, what));
+    }
+    if let Some(a) = addr {
+        out.push(budget(name, &format!("ip:{a}"), per_ip, 1, what));
+    }
+    out
+}
+
+/// A sign-in attempt's budgets: the address's attempts, and the account's
+/// failures. The attempt is counted as a failure up front, so that parallel
+/// guesses cannot all slip under the limit; `forgive_failure` takes it back
+/// when the password was right.
+pub fn login_budgets(
+    limits: Option<&RateLimits>,
+    username: &str,
+    addr: Option<&str>,
+) -> Vec<Budget> {
+    let Some(l) = limits else {
+        return Vec::new();
+    };
+    let mut out = vec![budget(
+        "login_failures",
+        &format!("name:{username}"),
+        l.login_failures,
+        1,
+        "failed sign-ins for this account",
+    )];
+    if let Some(a) = addr {
+        out.push(budget(
+            "logins",
+            &format!("ip:{a}"),
+            l.logins_per_ip,
+            1,
+            "sign-ins from this address",
+        ));
+    }
+    out
+}
+
+/// Takes back the failure `login_budgets` counted for a right password.
+pub fn forgive_failure(limits: Option<&RateLimits>, username: &str) -> Option<LimitCheck> {
+    limits.map(|l| LimitCheck {
+        key: format!("login_failures:name:{username}"),
+        cost: -1,
+        window_ms: l.login_failures.window_secs * 1000,
+    })
+}
+
+pub fn signup_budgets(limits: Option<&RateLimits>, addr: Option<&str>) -> Vec<Budget> {
+    match (limits, addr) {
+        (Some(l), Some(a)) => vec![budget(
+            "signups",
+            &format!("ip:{a}"),
+            l.signups_per_ip,
+            1,
+            "registrations from this address",
+        )],
+        _ => Vec::new(),
+    }
+}
+
+pub fn checks(budgets: &[Budget]) -> Vec<LimitCheck> {
+    budgets.iter().map(|b| b.check.clone()).collect()
+}
+
+/// 429 for the first budget its counter has gone over.
+pub fn judge(budgets: &[Budget], counts: &[LimitCount]) -> AppResult<()> {
+    for (b, c) in budgets.iter().zip(counts) {
+        if c.count > i64::from(b.rate.count) {
+            return Err(AppError::RateLimited {
+                what: b.what,
+                retry_after_secs: c.resets_in_ms.div_ceil(1000).max(1),
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_budget_refuses_past_its_count_with_the_time_left() {
+        let limits = RateLimits {
+            writes: Rate::new(2, 60),
+            ..RateLimits::default()
+        };
+        let b = request_budgets(Some(&limits), Traffic::Write, Some(7), Some("1.2.3.4"));
+        assert_eq!(b.len(), 2);
+        assert_eq!(b[0].check.key, "writes:u:7");
+        assert_eq!(b[1].check.key, "writes:ip:1.2.3.4");
+        let count = |n, ms| LimitCount {
+            count: n,
+            resets_in_ms: ms,
+        };
+        assert!(judge(&b, &[count(2, 100), count(2, 100)]).is_ok());
+        match judge(&b, &[count(3, 1500), count(3, 100)]) {
+            Err(AppError::RateLimited {
+                retry_after_secs, ..
+            }) => assert_eq!(retry_after_secs, 2),
+            other => panic!("{other:?}"),
+        }
+        assert!(request_budgets(None, Traffic::Read, Some(7), None).is_empty());
+    }
+}

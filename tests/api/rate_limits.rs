@@ -1,0 +1,163 @@
+//! Rate limits: 429 problem+json with Retry-After, per account and per
+//! address, shared through the live store; X-Forwarded-For only from
+//! trusted proxies.
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::helpers::{assert_problem, spawn_app_with, test_settings, TestApp};
+use moments::config::{Rate, RateLimits};
+use moments::domain::addr::IpBlock;
+
+fn limited(f: impl FnOnce(&mut RateLimits)) -> moments::config::Settings {
+    let mut settings = test_settings();
+    let mut limits = RateLimits::default();
+    f(&mut limits);
+    settings.rate_limits = Some(limits);
+    settings
+}
+
+#[tokio::test]
+async fn failed_sign_ins_lock_the_account_whatever_the_address() {
+    let app = spawn_app_with(limited(|l| l.login_failures = Rate::new(3, 900))).await;
+    app.user("gil").await;
+    app.user("hal").await;
+    let attempt = |name: &'static str, password: &'static str, ip: &'static str| {
+        let app = &app;
+        async move {
+            app.call_with(
+                Method::POST,
+                "/api/v1/sessions",
+                None,
+                &[("x-forwarded-for", ip)],
+                Some(json!({"username": name, "password": password})),
+            )
+            .await
+        }
+    };
+    for ip in ["1.1.1.1", "2.2.2.2", "3.3.3.3"] {
+        assert_eq!(attempt("gil", "wrong-password", ip).await.0.as_u16(), 401);
+    }
+    let (s, headers, body) = attempt("gil", "wrong-password", "4.4.4.4").await;
+    assert_problem(&(s, body), 429, "rate_limited");
+    let wait: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=900).contains(&wait), "Retry-After {wait}");
+    // Locked: even the right password waits, so guessing gains nothing.
+    let (s, _, _) = attempt("gil", "password-123", "5.5.5.5").await;
+    assert_eq!(s.as_u16(), 429);
+    // Another account is not affected, and right passwords are not counted.
+    for _ in 0..5 {
+        assert_eq!(
+            attempt("hal", "password-123", "1.1.1.1").await.0.as_u16(),
+            201
+        );
+    }
+}
+
+#[tokio::test]
+async fn writes_are_limited_per_account_and_reads_separately() {
+    let app = spawn_app_with(limited(|l| l.writes = Rate::new(3, 60))).await;
+    let ivy = app.user("ivy").await;
+    let jo = app.user("jojojo").await;
+    for i in 0..3 {
+        app.text_post(&ivy, &format!("post {i}")).await;
+    }
+    let r = app
+        .post(
+            "/api/v1/posts",
+            Some(&ivy.token),
+            json!({"category": "TEXT", "content": "one too many"}),
+        )
+        .await;
+    assert_problem(&r, 429, "rate_limited");
+    // Nothing was written by the refused request.
+    let (_, page) = app
+        .get(
+            &format!("/api/v1/users/{}/posts", ivy.uid),
+            Some(&ivy.token),
+        )
+        .await;
+    assert_eq!(page["items"].as_array().unwrap().len(), 3);
+    // Reading goes on, and another account still writes.
+    assert_eq!(
+        app.get("/api/v1/feed", Some(&ivy.token)).await.0.as_u16(),
+        200
+    );
+    app.text_post(&jo, "mine").await;
+}
+
+#[tokio::test]
+async fn anonymous_reads_are_limited_per_address() {
+    let app = spawn_app_with(limited(|l| l.reads_per_ip = Rate::new(5, 60))).await;
+    let kim = app.user("kim").await;
+    let path = format!("/api/v1/users/{}", kim.uid);
+    for _ in 0..5 {
+        assert_eq!(app.get(&path, None).await.0.as_u16(), 200);
+    }
+    assert_problem(&app.get(&path, None).await, 429, "rate_limited");
+}
+
+async fn signup_from(app: &TestApp, name: &str, forwarded_for: &str) -> u16 {
+    app.call_with(
+        Method::POST,
+        "/api/v1/users",
+        None,
+        &[("x-forwarded-for", forwarded_for)],
+        Some(json!({"username": name, "password": "password-123"})),
+    )
+    .await
+    .0
+    .as_u16()
+}
+
+#[tokio::test]
+async fn forwarded_for_counts_only_behind_a_trusted_proxy() {
+    // Untrusted: a made-up X-Forwarded-For does not buy more sign-ups.
+    let app = spawn_app_with(limited(|l| l.signups_per_ip = Rate::new(2, 3600))).await;
+    let mut statuses = Vec::new();
+    for (name, ip) in [
+        ("lee1", "9.9.9.1"),
+        ("lee2", "9.9.9.2"),
+        ("lee3", "9.9.9.3"),
+    ] {
+        statuses.push(signup_from(&app, name, ip).await);
+    }
+    assert_eq!(statuses, [201, 201, 429]);
+
+    // Behind a trusted proxy (the test client's address), each client
+    // address has its own budget: an office behind one address is one client.
+    let mut settings = limited(|l| l.signups_per_ip = Rate::new(2, 3600));
+    settings.trusted_proxies = vec![IpBlock::parse("127.0.0.1").unwrap()];
+    let app = spawn_app_with(settings).await;
+    let mut statuses = Vec::new();
+    for (name, ip) in [
+        ("mo1", "9.9.9.1"),
+        ("mo2", "9.9.9.2"),
+        ("mo3", "9.9.9.3"),
+        ("mo4", "9.9.9.3"),
+        ("mo5", "9.9.9.3"),
+    ] {
+        statuses.push(signup_from(&app, name, ip).await);
+    }
+    assert_eq!(statuses, [201, 201, 201, 201, 429]);
+}
+
+#[tokio::test]
+async fn limits_can_be_turned_off() {
+    let mut settings = test_settings();
+    settings.rate_limits = None;
+    let app = spawn_app_with(settings).await;
+    app.user("ned").await;
+    // Past the default of 10 failures, still only ever 401.
+    for _ in 0..12 {
+        let r = app
+            .post(
+                "/api/v1/sessions",
+                None,
+                json!({"username": "ned", "password": "wrong-password"}),
+            )
+            .await;
+        assert_problem(&r, 401, "unauthorized");
+    }
+    app.login("ned", "password-123").await;
+}

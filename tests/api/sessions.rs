@@ -1,0 +1,253 @@
+//! Sessions are documents: they survive the live store, are stored only as
+//! token hashes, expire and are purged, and their owner lists and ends them.
+
+use serde_json::json;
+
+use crate::helpers::{assert_problem, spawn_app, test_settings};
+use moments::ids::now_ms;
+use moments::service::accounts::{bootstrap_admin, token_hash};
+use moments::store::SessionDoc;
+
+#[tokio::test]
+async fn sessions_survive_the_loss_of_the_live_store_and_keep_no_token() {
+    let app = spawn_app().await;
+    let ann = app.user("ann").await;
+    assert_eq!(
+        app.get("/api/v1/me", Some(&ann.token)).await.0.as_u16(),
+        200
+    );
+    // The session was cached on that read; now the live store is lost.
+    app.lose_live_state().await;
+    let (s, me) = app.get("/api/v1/me", Some(&ann.token)).await;
+    assert_eq!(
+        s.as_u16(),
+        200,
+        "a lost cache must not sign anyone out: {me}"
+    );
+    assert_eq!(me["uid"], ann.uid);
+    // What the documents hold is the token's hash, never the token.
+    let stored = app.ctx.docs.sessions_of_user(ann.uid, 10).await.unwrap();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].token_hash, token_hash(&ann.token).hex());
+    let text = serde_json::to_string(&stored[0]).unwrap();
+    let secret = ann.token.split('.').nth(1).unwrap();
+    assert!(!text.contains(secret), "the token is stored: {text}");
+    // A token that differs in one character is nobody's.
+    let mut forged = ann.token.clone();
+    let last = if forged.ends_with('0') { "1" } else { "0" };
+    forged.replace_range(forged.len() - 1.., last);
+    assert_problem(
+        &app.get("/api/v1/me", Some(&forged)).await,
+        401,
+        "unauthorized",
+    );
+}
+
+#[tokio::test]
+async fn signed_in_devices_are_listed_and_signed_out_one_at_a_time() {
+    let app = spawn_app().await;
+    let bo = app.user("bobobo").await;
+    let phone = app.login_on("bobobo", "password-123", "iPhone 15").await;
+    let (s, page) = app.get("/api/v1/sessions", Some(&phone)).await;
+    assert_eq!(s.as_u16(), 200, "{page}");
+    let items = page["items"].as_array().unwrap();
+    assert_eq!(items.len(), 2, "{page}");
+    assert_eq!(items[0]["device"], "iPhone 15");
+    assert_eq!(items[0]["current"], true);
+    assert_eq!(items[1]["current"], false);
+    assert!(items[1]["lastSeenAt"].as_i64().unwrap() >= items[1]["createdAt"].as_i64().unwrap());
+    let first_id = items[1]["id"].as_i64().unwrap();
+
+    // Someone else cannot end it, nor learn it exists.
+    let eve = app.user("eveeveeve").await;
+    assert_problem(
+        &app.delete(&format!("/api/v1/sessions/{first_id}"), Some(&eve.token))
+            .await,
+        404,
+        "not_found",
+    );
+    assert_eq!(app.get("/api/v1/me", Some(&bo.token)).await.0.as_u16(), 200);
+
+    let (s, _) = app
+        .delete(&format!("/api/v1/sessions/{first_id}"), Some(&phone))
+        .await;
+    assert_eq!(s.as_u16(), 204);
+    assert_problem(
+        &app.get("/api/v1/me", Some(&bo.token)).await,
+        401,
+        "unauthorized",
+    );
+    assert_eq!(app.get("/api/v1/me", Some(&phone)).await.0.as_u16(), 200);
+    let (_, page) = app.get("/api/v1/sessions", Some(&phone)).await;
+    assert_eq!(page["items"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn signing_out_everywhere_ends_every_session() {
+    let app = spawn_app().await;
+    let cy = app.user("cycycy").await;
+    let tablet = app.login_on("cycycy", "password-123", "iPad").await;
+    // Both cached before the sign-out, so the cache must be dropped too.
+    assert_eq!(app.get("/api/v1/me", Some(&cy.token)).await.0.as_u16(), 200);
+    assert_eq!(app.get("/api/v1/me", Some(&tablet)).await.0.as_u16(), 200);
+    let (s, _) = app.delete("/api/v1/sessions", Some(&tablet)).await;
+    assert_eq!(s.as_u16(), 204);
+    for t in [&cy.token, &tablet] {
+        assert_problem(&app.get("/api/v1/me", Some(t)).await, 401, "unauthorized");
+    }
+    assert!(app
+        .ctx
+        .docs
+        .sessions_of_user(cy.uid, 10)
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+#[tokio::test]
+async fn a_password_change_signs_out_every_other_session() {
+    let app = spawn_app().await;
+    let di = app.user("dididi").await;
+    let laptop = app.login_on("dididi", "password-123", "laptop").await;
+    let put = |token: String, body: serde_json::Value| {
+        let app = &app;
+        async move {
+            app.call(
+                reqwest::Method::PUT,
+                "/api/v1/me/password",
+                Some(&token),
+                Some(body),
+            )
+            .await
+        }
+    };
+    let wrong = put(
+        laptop.clone(),
+        json!({"oldPassword": "not-my-password", "newPassword": "a-new-password-9"}),
+    )
+    .await;
+    assert_eq!(
+        assert_problem(&wrong, 400, "invalid_input")["field"],
+        "oldPassword"
+    );
+    let short = put(
+        laptop.clone(),
+        json!({"oldPassword": "password-123", "newPassword": "short"}),
+    )
+    .await;
+    assert_eq!(
+        assert_problem(&short, 400, "invalid_input")["field"],
+        "newPassword"
+    );
+    // Nothing changed so far.
+    assert_eq!(app.get("/api/v1/me", Some(&di.token)).await.0.as_u16(), 200);
+
+    let (s, body) = put(
+        laptop.clone(),
+        json!({"oldPassword": "password-123", "newPassword": "a-new-password-9"}),
+    )
+    .await;
+    assert_eq!(s.as_u16(), 204, "{body}");
+    assert_problem(
+        &app.get("/api/v1/me", Some(&di.token)).await,
+        401,
+        "unauthorized",
+    );
+    assert_eq!(app.get("/api/v1/me", Some(&laptop)).await.0.as_u16(), 200);
+    let old = app
+        .post(
+            "/api/v1/sessions",
+            None,
+            json!({"username": "dididi", "password": "password-123"}),
+        )
+        .await;
+    assert_problem(&old, 401, "unauthorized");
+    app.login("dididi", "a-new-password-9").await;
+}
+
+#[tokio::test]
+async fn expired_sessions_are_refused_and_purged() {
+    let app = spawn_app().await;
+    let ed = app.user("ededed").await;
+    let token = format!("{}.{}", ed.uid, "ab".repeat(32));
+    let now = now_ms();
+    let expired = SessionDoc {
+        id: moments::ids::next_id(),
+        uid: ed.uid,
+        token_hash: token_hash(&token).hex(),
+        device: "old phone".into(),
+        created_at: now - 40 * 86_400_000,
+        last_seen_at: now - 40 * 86_400_000,
+        expires_at: now - 1000,
+    };
+    app.ctx.docs.insert_session(&expired).await.unwrap();
+    assert_problem(
+        &app.get("/api/v1/me", Some(&token)).await,
+        401,
+        "unauthorized",
+    );
+    let (_, page) = app.get("/api/v1/sessions", Some(&ed.token)).await;
+    assert_eq!(
+        page["items"].as_array().unwrap().len(),
+        1,
+        "expired ones are not listed"
+    );
+
+    // MongoDB's TTL index may have got there first; on the embedded store
+    // only this sweep removes it.
+    let purged = app
+        .ctx
+        .docs
+        .purge_expired_sessions(now_ms(), 100)
+        .await
+        .unwrap();
+    assert!(purged <= 1);
+    let left = app.ctx.docs.sessions_of_user(ed.uid, 10).await.unwrap();
+    assert_eq!(left.len(), 1);
+    assert_ne!(left[0].id, expired.id);
+    assert_eq!(app.get("/api/v1/me", Some(&ed.token)).await.0.as_u16(), 200);
+}
+
+#[tokio::test]
+async fn passwords_longer_than_128_characters_are_refused_before_hashing() {
+    let app = spawn_app().await;
+    app.user("fay").await;
+    let long = "p".repeat(129);
+    for path in ["/api/v1/users", "/api/v1/sessions"] {
+        let r = app
+            .post(path, None, json!({"username": "fay", "password": long}))
+            .await;
+        assert_eq!(
+            assert_problem(&r, 400, "invalid_input")["field"],
+            "password",
+            "{path}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_admin_bootstrap_never_promotes_an_existing_account() {
+    let app = spawn_app().await;
+    let squatter = app.user("future-admin").await;
+    let err = bootstrap_admin(&app.ctx, "future-admin", "password-456")
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("MOMENTS_ADMIN_USERNAME"), "{err}");
+    let (_, me) = app.get("/api/v1/me", Some(&squatter.token)).await;
+    assert_eq!(me["roles"], json!([]));
+    // And a start-up configured so fails, naming the variable (built on the
+    // same stores, as a second instance would be).
+    let mut settings = test_settings();
+    settings.admin = Some((
+        "future-admin".into(),
+        moments::config::Secret::new("password-456"),
+    ));
+    let built = moments::startup::Application::build_on(
+        settings,
+        app.ctx.docs.clone(),
+        app.ctx.live.clone(),
+    )
+    .await;
+    let message = format!("{:#}", built.err().expect("start-up must fail"));
+    assert!(message.contains("MOMENTS_ADMIN_USERNAME"), "{message}");
+}
