@@ -55,6 +55,11 @@ impl From<StoreError> for AppError {
         match e {
             StoreError::Unavailable(cause) => AppError::StoreUnavailable(cause),
             StoreError::Duplicate(what) => AppError::Conflict(format!("{what} already exists")),
+            // Only after retries with fresh ids: two processes are minting
+            // the same ids, which a retry later may not meet.
+            StoreError::IdTaken => AppError::StoreUnavailable(anyhow::anyhow!(
+                "generated ids keep colliding: are two instances sharing MOMENTS_INSTANCE_ID?"
+            )),
             StoreError::Other(cause) => AppError::Internal(cause),
         }
     }

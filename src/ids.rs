@@ -26,7 +26,9 @@ pub fn now_ms() -> i64 {
 }
 
 pub struct IdGenerator {
-    instance: u64,
+    /// Set once the instance id is configured or leased; a lost lease
+    /// replaced by a new one changes it while running.
+    instance: AtomicU64,
     /// `(ms << SEQUENCE_BITS) | seq` of the last id: a burst of more than 128
     /// ids in one millisecond borrows from the next millisecond instead of
     /// waiting, so ids stay unique and increasing.
@@ -36,9 +38,19 @@ pub struct IdGenerator {
 impl IdGenerator {
     pub fn new(instance: u16) -> Self {
         Self {
-            instance: u64::from(instance & MAX_INSTANCE),
+            instance: AtomicU64::new(u64::from(instance.min(MAX_INSTANCE))),
             last: AtomicU64::new(0),
         }
+    }
+
+    /// Uses `instance` (0 to `MAX_INSTANCE`, checked by the caller) from now on.
+    pub fn set_instance(&self, instance: u16) {
+        self.instance
+            .store(u64::from(instance.min(MAX_INSTANCE)), Ordering::Release);
+    }
+
+    pub fn instance(&self) -> u16 {
+        self.instance.load(Ordering::Acquire) as u16
     }
 
     pub fn next_id(&self) -> i64 {
@@ -60,7 +72,8 @@ impl IdGenerator {
     fn compose(&self, clock: u64) -> i64 {
         let ms = (clock >> SEQUENCE_BITS) & ((1 << TIME_BITS) - 1);
         let seq = clock & ((1 << SEQUENCE_BITS) - 1);
-        let raw = (ms << (INSTANCE_BITS + SEQUENCE_BITS)) | (self.instance << SEQUENCE_BITS) | seq;
+        let instance = self.instance.load(Ordering::Acquire);
+        let raw = (ms << (INSTANCE_BITS + SEQUENCE_BITS)) | (instance << SEQUENCE_BITS) | seq;
         ID_BASE + raw as i64
     }
 }
@@ -78,19 +91,16 @@ pub fn first_id_at(ms: i64) -> i64 {
 }
 
 /// The process-wide generator: one process is one instance, so every app in
-/// it (tests spawn many) shares one sequence and never repeats an id.
+/// it (tests spawn many) shares one sequence and never repeats an id. The
+/// service sets its instance bits at start-up (`MOMENTS_INSTANCE_ID`, or a
+/// lease from the documents); until then, and in the command-line tools,
+/// they are random.
 pub fn global() -> &'static IdGenerator {
     static GEN: OnceLock<IdGenerator> = OnceLock::new();
     GEN.get_or_init(|| {
-        let instance = std::env::var("MOMENTS_INSTANCE_ID")
-            .ok()
-            .and_then(|v| v.parse::<u16>().ok())
-            .unwrap_or_else(|| {
-                let mut b = [0u8; 2];
-                let _ = getrandom::getrandom(&mut b);
-                u16::from_le_bytes(b)
-            });
-        IdGenerator::new(instance)
+        let mut b = [0u8; 1];
+        let _ = getrandom::getrandom(&mut b);
+        IdGenerator::new(u16::from(b[0]) % (MAX_INSTANCE + 1))
     })
 }
 

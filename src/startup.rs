@@ -15,7 +15,7 @@ use crate::config::Settings;
 use crate::http;
 use crate::service::device_names::DeviceNames;
 use crate::service::repair::LiveRepair;
-use crate::service::{accounts, Context};
+use crate::service::{accounts, instance_lease, Context};
 use crate::store::embedded::{self, docs::EmbeddedDocs, live::MemoryLive};
 use crate::store::metered::{count_request_trips, MeteredDocs, MeteredLive, RoundTrips};
 use crate::store::mongo::MongoDocs;
@@ -88,6 +88,19 @@ impl Application {
         live: Arc<dyn LiveStore>,
     ) -> anyhow::Result<Self> {
         docs.apply_schemas().await.context("applying schemas/")?;
+        let lease = match settings.instance_id {
+            Some(id) => {
+                crate::ids::global().set_instance(id);
+                None
+            }
+            None => {
+                let lease = instance_lease::acquire(docs.as_ref())
+                    .await
+                    .context("leasing an instance id")?;
+                tracing::info!(instance = lease.id, "leased an instance id");
+                Some(lease)
+            }
+        };
         let round_trips = Arc::new(RoundTrips::default());
         let docs: Arc<dyn DocStore> = Arc::new(MeteredDocs::new(docs, round_trips.clone()));
         let live: Arc<dyn LiveStore> = Arc::new(MeteredLive::new(live, round_trips.clone()));
@@ -114,7 +127,7 @@ impl Application {
             .refresh(docs.as_ref(), live.as_ref())
             .await
             .map_err(|e| anyhow::anyhow!("loading the device table: {e}"))?;
-        let tasks = vec![
+        let mut tasks = vec![
             devices.spawn_refresher(
                 docs.clone(),
                 live.clone(),
@@ -123,6 +136,9 @@ impl Application {
             repair.spawn(live.clone()),
             accounts::spawn_session_purge(docs.clone()),
         ];
+        if let Some(lease) = lease {
+            tasks.push(instance_lease::spawn_renewal(docs.clone(), lease));
+        }
 
         let listener = TcpListener::bind(&settings.listen)
             .with_context(|| format!("binding {}", settings.listen))?;

@@ -853,3 +853,38 @@ async fn ttl_index_can_be_created() {
     assert_eq!(expire_after, Some(Duration::from_secs(3600)), "{ttl:?}");
     drop_db(db).await;
 }
+
+#[tokio::test]
+async fn a_duplicate_id_is_told_apart_from_a_duplicate_unique_key() {
+    use moments::store::mongo::{duplicate_of, DuplicateOf};
+    let db = fresh_db("dup_id_or_key").await;
+    let coll = db.collection::<Document>("follows");
+    coll.create_index(
+        IndexModel::builder()
+            .keys(doc! { "follower": 1, "followee": 1 })
+            .options(IndexOptions::builder().unique(true).build())
+            .build(),
+    )
+    .await
+    .unwrap();
+    coll.insert_one(doc! { "_id": id(1), "follower": 1, "followee": 2 })
+        .await
+        .unwrap();
+    // A taken id: must never be read as "this follow exists".
+    let same_id = coll
+        .insert_one(doc! { "_id": id(1), "follower": 3, "followee": 4 })
+        .await
+        .expect_err("a taken _id must be rejected");
+    assert_eq!(duplicate_of(&same_id), Some(DuplicateOf::Id), "{same_id:?}");
+    // The same edge under a new id: it exists already.
+    let same_edge = coll
+        .insert_one(doc! { "_id": id(2), "follower": 1, "followee": 2 })
+        .await
+        .expect_err("a duplicate edge must be rejected");
+    assert_eq!(
+        duplicate_of(&same_edge),
+        Some(DuplicateOf::Key),
+        "{same_edge:?}"
+    );
+    drop_db(db).await;
+}

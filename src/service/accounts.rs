@@ -15,10 +15,10 @@ use sha2::{Digest, Sha256};
 use super::loader::{from_json, to_json};
 use super::rate_limits::{self, Budget, Traffic};
 use super::views::Page;
-use super::{password_pool, Context};
+use super::{password_pool, with_fresh_id, Context};
 use crate::domain::user::{HeadImg, NickName, Password, Username};
 use crate::error::{AppError, AppResult};
-use crate::ids::{next_id, now_ms};
+use crate::ids::now_ms;
 use crate::store::{
     BlobKey, Changes, LiveChange, LiveFill, LiveKey, LiveRead, Owner, SessionDoc, StoreError,
     TokenHash, UserCard, UserDoc,
@@ -278,7 +278,7 @@ pub async fn register(ctx: &Context, req: RegisterRequest, origin: &Origin) -> A
     let head = HeadImg::parse(req.head_img.as_deref().unwrap_or(""))?.into_inner();
     let now = now_ms();
     let user = UserDoc {
-        uid: next_id(),
+        uid: 0,
         username: username.as_str().to_string(),
         nick_name: nick,
         head_img: head,
@@ -287,14 +287,26 @@ pub async fn register(ctx: &Context, req: RegisterRequest, origin: &Origin) -> A
         created_at: now,
         last_active_at: now,
     };
-    match ctx.docs.insert_user(&user).await {
-        Ok(()) => Ok(user.card()),
+    match insert_user(ctx, &user).await {
+        Ok(user) => Ok(user.card()),
         Err(StoreError::Duplicate(_)) => Err(AppError::Conflict(format!(
             "username {} is taken",
             user.username
         ))),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Stores `user` under a fresh uid.
+async fn insert_user(ctx: &Context, user: &UserDoc) -> crate::store::StoreResult<UserDoc> {
+    with_fresh_id(|uid| {
+        let user = UserDoc {
+            uid,
+            ..user.clone()
+        };
+        async move { ctx.docs.insert_user(&user).await.map(|()| user) }
+    })
+    .await
 }
 
 #[tracing::instrument(skip(ctx, req, origin), fields(username = %req.username))]
@@ -348,16 +360,20 @@ pub async fn login(ctx: &Context, req: LoginRequest, origin: &Origin) -> AppResu
 async fn open_session(ctx: &Context, uid: i64, device: String) -> AppResult<(String, SessionDoc)> {
     let now = now_ms();
     let token = new_token(uid)?;
-    let session = SessionDoc {
-        id: next_id(),
-        uid,
-        token_hash: token_hash(&token).hex(),
-        device,
-        created_at: now,
-        last_seen_at: now,
-        expires_at: now + SESSION_TTL_SECS as i64 * 1000,
-    };
-    ctx.docs.insert_session(&session).await?;
+    let hash = token_hash(&token).hex();
+    let session = with_fresh_id(|id| {
+        let session = SessionDoc {
+            id,
+            uid,
+            token_hash: hash.clone(),
+            device: device.clone(),
+            created_at: now,
+            last_seen_at: now,
+            expires_at: now + SESSION_TTL_SECS as i64 * 1000,
+        };
+        async move { ctx.docs.insert_session(&session).await.map(|()| session) }
+    })
+    .await?;
     let newest = ctx.docs.sessions_of_user(uid, MAX_SESSIONS + 16).await?;
     if newest.len() > MAX_SESSIONS {
         close_sessions(ctx, uid, &newest[MAX_SESSIONS..]).await?;
@@ -705,7 +721,7 @@ pub async fn bootstrap_admin(ctx: &Context, username: &str, password: &str) -> A
             let hash = hash_password(pw.expose().to_string()).await?;
             let now = now_ms();
             let user = UserDoc {
-                uid: next_id(),
+                uid: 0,
                 username: name.as_str().to_string(),
                 nick_name: name.as_str().to_string(),
                 head_img: String::new(),
@@ -714,8 +730,8 @@ pub async fn bootstrap_admin(ctx: &Context, username: &str, password: &str) -> A
                 created_at: now,
                 last_active_at: now,
             };
-            match ctx.docs.insert_user(&user).await {
-                Ok(()) => return Ok(user.uid),
+            match insert_user(ctx, &user).await {
+                Ok(user) => return Ok(user.uid),
                 // Another instance created it a moment ago: check that one.
                 Err(StoreError::Duplicate(_)) => ctx
                     .docs

@@ -531,14 +531,6 @@ pub async fn load_cards(ctx: &Context, uids: &[i64]) -> AppResult<HashMap<i64, U
     Ok(cards)
 }
 
-/// One live set, read through (counts for like/unlike answers).
-pub async fn load_set(ctx: &Context, read: SetRead) -> AppResult<SetView> {
-    let mut loader = Loader::new(ctx);
-    let mut loaded = loader.load(&[], &[read]).await?;
-    loader.finish("load_set");
-    Ok(loaded.sets.remove(&read.key).unwrap_or_default())
-}
-
 /// A post the viewer may see, and its live generation as read before the
 /// caller's document write (see `Changes::expected_gen`).
 pub struct VisiblePost {

@@ -4,11 +4,11 @@ use super::assemble::{comment_views, visible_post};
 use super::loader::to_json;
 use super::notifications::{notify, Event};
 use super::views::{CommentView, Page};
-use super::{Context, Presentation, Viewer};
+use super::{with_fresh_id, Context, Presentation, Viewer};
 use crate::domain::comment::{CommentContent, NewCommentRequest};
 use crate::domain::cursor::{paginate, Cursor};
 use crate::error::{AppError, AppResult};
-use crate::ids::{next_id, timestamp_of};
+use crate::ids::timestamp_of;
 use crate::store::NotificationKind;
 use crate::store::{BlobKey, Changes, CommentDoc, LiveChange, Owner, ReplyRef, SetKey};
 
@@ -26,11 +26,15 @@ pub async fn create_comment(
         None => None,
         Some(target) => {
             let parent = ctx.docs.comments_by_ids(&[target]).await?.pop();
+            // A comment the replier may not read is not there to reply to:
+            // the same answer as none, so its author is not revealed.
             match parent {
-                Some(p) if p.post_id == post_id && !p.deleted => Some(ReplyRef {
-                    comment_id: p.id,
-                    uid: p.author_uid,
-                }),
+                Some(p) if p.post_id == post_id && !p.deleted && post.shows_actor(p.author_uid) => {
+                    Some(ReplyRef {
+                        comment_id: p.id,
+                        uid: p.author_uid,
+                    })
+                }
                 _ => {
                     return Err(AppError::invalid(
                         "replyToCommentId",
@@ -40,19 +44,26 @@ pub async fn create_comment(
             }
         }
     };
-    let id = next_id();
-    let doc = CommentDoc {
-        id,
-        post_id,
-        author_uid: author,
-        content: content.into_inner(),
-        createtime: timestamp_of(id),
-        reply_to,
-        deleted: false,
-    };
-    ctx.docs
-        .insert_comment(&doc, ctx.settings.post_id_array_cap)
-        .await?;
+    let content = content.into_inner();
+    let doc = with_fresh_id(|id| {
+        let doc = CommentDoc {
+            id,
+            post_id,
+            author_uid: author,
+            content: content.clone(),
+            createtime: timestamp_of(id),
+            reply_to,
+            deleted: false,
+        };
+        async move {
+            ctx.docs
+                .insert_comment(&doc, ctx.settings.post_id_array_cap)
+                .await
+                .map(|()| doc)
+        }
+    })
+    .await?;
+    let id = doc.id;
     let mut changes = vec![
         LiveChange::SetAdd(SetKey::PostComments(post_id), id, id),
         LiveChange::PutBlob(BlobKey::CommentBody(post_id, id), to_json(&doc)?),

@@ -2,16 +2,16 @@
 //! liking twice one like, however many requests race; the live sets are
 //! keyed by uid, so replaying a change is harmless too.
 
-use super::assemble::{load_cards, load_set, visible_post};
+use super::assemble::{assemble_posts, comment_views, load_cards, visible_post, VisiblePost};
 use super::comments::live_comment;
 use super::notifications::{notify, Event};
 use super::views::{unknown_user, LikeState, LikeView, Page};
-use super::{Context, Presentation, Viewer};
+use super::{with_fresh_id, Context, Presentation, Viewer};
 use crate::domain::cursor::{paginate, Cursor};
-use crate::error::AppResult;
-use crate::ids::{next_id, timestamp_of};
+use crate::error::{AppError, AppResult};
+use crate::ids::timestamp_of;
 use crate::store::{
-    Changes, LikeDoc, LikeKind, LiveChange, LiveKey, NotificationKind, SetKey, SetRead,
+    Changes, CommentDoc, LikeDoc, LikeKind, LiveChange, LiveKey, NotificationKind, SetKey,
 };
 
 /// Which thing is liked.
@@ -22,14 +22,14 @@ pub enum LikeTarget {
 }
 
 /// What a like is on: its kind and target, the live set that mirrors its
-/// likers, the post's generation as read before the like is written, and
-/// whom a new like notifies.
+/// likers, the post as the liker sees it (with its generation as read before
+/// the like is written), and whom a new like notifies.
 struct Resolved {
     kind: LikeKind,
     target_id: i64,
     set: SetKey,
-    gen: Option<u64>,
-    post_id: i64,
+    post: VisiblePost,
+    comment: Option<CommentDoc>,
     owner: i64,
 }
 
@@ -41,21 +41,26 @@ async fn resolve(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<Resol
                 kind: LikeKind::Post,
                 target_id: p,
                 set: SetKey::PostLikers(p),
-                gen: post.gen,
-                post_id: p,
                 owner: post.body.author_uid,
+                post,
+                comment: None,
             }
         }
         LikeTarget::Comment(c) => {
             let comment = live_comment(ctx, c).await?;
             let post = visible_post(ctx, comment.post_id, Some(uid)).await?;
+            // A comment the liker may not read (across a block, or outside
+            // WeChat's friends rule) is not there for them to like either.
+            if !post.shows_actor(comment.author_uid) {
+                return Err(AppError::NotFound("comment"));
+            }
             Resolved {
                 kind: LikeKind::Comment,
                 target_id: c,
                 set: SetKey::CommentLikers(comment.post_id, c),
-                gen: post.gen,
-                post_id: comment.post_id,
                 owner: comment.author_uid,
+                post,
+                comment: Some(comment),
             }
         }
     })
@@ -73,39 +78,52 @@ fn mirror(set: SetKey, expected_gen: Option<u64>, change: Option<LiveChange>) ->
     }
 }
 
-async fn state(ctx: &Context, set: SetKey, uid: i64) -> AppResult<LikeState> {
-    let view = load_set(
-        ctx,
-        SetRead {
-            key: set,
-            top: 0,
-            probe: Some(uid),
-            below: None,
-        },
-    )
-    .await?;
-    Ok(LikeState {
-        liked: view.probe_score.is_some(),
-        like_count: view.count,
-    })
+/// The like as the liker sees it afterwards: the count they may see (the
+/// same rules as every read of the post or comment), not the raw total.
+async fn state(ctx: &Context, r: Resolved, uid: i64) -> AppResult<LikeState> {
+    let pres = Presentation {
+        now: crate::ids::now_ms(),
+        ..Presentation::default()
+    };
+    let (liked, like_count) = match r.comment {
+        None => {
+            let post = assemble_posts(ctx, &[r.target_id], Some(uid), &pres)
+                .await?
+                .pop()
+                .ok_or(AppError::NotFound("post"))?;
+            (post.liked_by_me, post.like_count)
+        }
+        Some(comment) => {
+            let view = comment_views(ctx, vec![comment], Some(uid), &pres, Some(&r.post))
+                .await?
+                .pop()
+                .ok_or(AppError::NotFound("comment"))?;
+            (view.liked_by_me, view.like_count)
+        }
+    };
+    Ok(LikeState { liked, like_count })
 }
 
 #[tracing::instrument(skip(ctx))]
 pub async fn like(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<LikeState> {
     let r = resolve(ctx, target, uid).await?;
-    let (kind, target_id, set, gen) = (r.kind, r.target_id, r.set, r.gen);
-    let id = next_id();
-    let doc = LikeDoc {
-        id,
-        kind,
-        target_id,
-        uid,
-        create_time: timestamp_of(id),
-    };
-    let added = ctx
-        .docs
-        .insert_like(&doc, ctx.settings.post_id_array_cap)
-        .await?;
+    let (kind, target_id, set, gen) = (r.kind, r.target_id, r.set, r.post.gen);
+    let (added, id) = with_fresh_id(|id| {
+        let doc = LikeDoc {
+            id,
+            kind,
+            target_id,
+            uid,
+            create_time: timestamp_of(id),
+        };
+        async move {
+            ctx.docs
+                .insert_like(&doc, ctx.settings.post_id_array_cap)
+                .await
+                .map(|added| (added, id))
+        }
+    })
+    .await?;
     let change = added.then_some(LiveChange::SetAdd(set, uid, id));
     ctx.repair
         .apply(ctx.live.as_ref(), vec![mirror(set, gen, change)])
@@ -117,26 +135,26 @@ pub async fn like(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<Like
                 recipient: r.owner,
                 kind: NotificationKind::Like,
                 actor: uid,
-                post_id: Some(r.post_id),
+                post_id: Some(r.post.body.id),
                 comment_id: (kind == LikeKind::Comment).then_some(target_id),
                 dedupe: format!("like:{}:{target_id}:{uid}", kind.as_str()),
             },
         )
         .await;
     }
-    state(ctx, set, uid).await
+    state(ctx, r, uid).await
 }
 
 #[tracing::instrument(skip(ctx))]
 pub async fn unlike(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<LikeState> {
     let r = resolve(ctx, target, uid).await?;
-    let (kind, target_id, set, gen) = (r.kind, r.target_id, r.set, r.gen);
+    let (kind, target_id, set, gen) = (r.kind, r.target_id, r.set, r.post.gen);
     let removed = ctx.docs.delete_like(kind, target_id, uid).await?;
     let change = removed.map(|_| LiveChange::SetRemove(set, uid));
     ctx.repair
         .apply(ctx.live.as_ref(), vec![mirror(set, gen, change)])
         .await;
-    state(ctx, set, uid).await
+    state(ctx, r, uid).await
 }
 
 /// A post's likes, newest first, with the likers' cards.

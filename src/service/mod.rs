@@ -4,6 +4,7 @@ pub mod accounts;
 pub mod assemble;
 pub mod comments;
 pub mod device_names;
+pub mod instance_lease;
 pub mod likes;
 pub mod live_tools;
 pub mod loader;
@@ -22,7 +23,7 @@ use crate::config::Settings;
 use crate::domain::post::Visibility;
 use crate::domain::time_text::{Lang, TzOffset};
 use crate::store::metered::RoundTrips;
-use crate::store::{DocStore, LiveStore, PostBody, SetKey, SetRead};
+use crate::store::{DocStore, LiveStore, PostBody, SetKey, SetRead, StoreError, StoreResult};
 use device_names::DeviceNames;
 use repair::LiveRepair;
 use std::collections::HashSet;
@@ -42,6 +43,26 @@ pub struct Context {
     pub activity: Arc<accounts::RecentActivity>,
     /// When each session was last recorded in use by this instance.
     pub session_activity: Arc<accounts::RecentActivity>,
+}
+
+/// Runs an insert that takes a generated id, with a fresh id each time the
+/// one it was given turns out taken (three tries). Ids are unique per leased
+/// instance, so a taken one means another process minted it: it must never
+/// be read as "this exists already".
+pub async fn with_fresh_id<T, Fut>(mut insert: impl FnMut(i64) -> Fut) -> StoreResult<T>
+where
+    Fut: std::future::Future<Output = StoreResult<T>>,
+{
+    let mut tries = 0;
+    loop {
+        match insert(crate::ids::next_id()).await {
+            Err(StoreError::IdTaken) if tries < 2 => {
+                tries += 1;
+                tracing::warn!(tries, "a generated id was taken; trying a fresh one");
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Who is asking: `None` is an anonymous reader.

@@ -10,10 +10,10 @@ use serde::{Deserialize, Serialize};
 use super::assemble::load_cards;
 use super::loader::{from_json, Loader};
 use super::views::{unknown_user, Page};
-use super::{can_see, Context, Presentation, Relations};
+use super::{can_see, with_fresh_id, Context, Presentation, Relations};
 use crate::domain::cursor::{paginate, Cursor};
 use crate::error::AppResult;
-use crate::ids::{next_id, timestamp_of};
+use crate::ids::timestamp_of;
 use crate::store::{BlobKey, NotificationDoc, NotificationKind, PostBody, UserCard};
 
 pub const KEEP_MS: i64 = 30 * 24 * 3600 * 1000;
@@ -44,9 +44,8 @@ pub async fn notify(ctx: &Context, event: Event) {
         {
             return Ok(false);
         }
-        let id = next_id();
-        ctx.docs
-            .insert_notification(&NotificationDoc {
+        with_fresh_id(|id| {
+            let n = NotificationDoc {
                 id,
                 uid: event.recipient,
                 kind: event.kind,
@@ -54,10 +53,12 @@ pub async fn notify(ctx: &Context, event: Event) {
                 post_id: event.post_id,
                 comment_id: event.comment_id,
                 createtime: timestamp_of(id),
-                dedupe: event.dedupe,
+                dedupe: event.dedupe.clone(),
                 read: false,
-            })
-            .await
+            };
+            async move { ctx.docs.insert_notification(&n).await }
+        })
+        .await
     }
     .await;
     if let Err(e) = result {
@@ -188,7 +189,12 @@ pub async fn list(
                 content: snippet(&p.content),
                 picture_url: p.picture_urls.first().cloned(),
             }),
-            comment: n.comment_id.and_then(|c| comments.remove(&c)),
+            // Quoted only while the post it is on may be seen.
+            comment: n
+                .post_id
+                .filter(|p| posts.contains_key(p))
+                .and(n.comment_id)
+                .and_then(|c| comments.remove(&c)),
             createtime: n.createtime,
             createtime_text: pres.text(n.createtime),
             read: n.read,

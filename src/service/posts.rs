@@ -3,11 +3,10 @@
 use super::assemble::{assemble_posts, visible_post};
 use super::loader::to_json;
 use super::views::{ExpandedPost, Page};
-use super::{Context, Presentation, Viewer};
+use super::{with_fresh_id, Context, Presentation, Viewer};
 use crate::domain::cursor::{paginate, Cursor};
 use crate::domain::post::NewPost;
 use crate::error::{AppError, AppResult};
-use crate::ids::next_id;
 use crate::store::{BlobKey, Changes, LiveChange, Owner, PostBody, PostDoc, SetKey};
 
 #[tracing::instrument(skip(ctx, post, pres))]
@@ -17,22 +16,25 @@ pub async fn create_post(
     post: NewPost,
     pres: &Presentation,
 ) -> AppResult<ExpandedPost> {
-    let id = next_id();
-    let doc = PostDoc {
-        id,
-        author_uid: author,
-        category: post.category,
-        content: post.content,
-        picture_urls: post.picture_urls,
-        device: post.device,
-        geo: post.geo,
-        visibility: post.visibility,
-        createtime: crate::ids::timestamp_of(id),
-        comments_postid: Vec::new(),
-        likes_postid: Vec::new(),
-        deleted: false,
-    };
-    ctx.docs.insert_post(&doc).await?;
+    let doc = with_fresh_id(|id| {
+        let doc = PostDoc {
+            id,
+            author_uid: author,
+            category: post.category,
+            content: post.content.clone(),
+            picture_urls: post.picture_urls.clone(),
+            device: post.device.clone(),
+            geo: post.geo.clone(),
+            visibility: post.visibility,
+            createtime: crate::ids::timestamp_of(id),
+            comments_postid: Vec::new(),
+            likes_postid: Vec::new(),
+            deleted: false,
+        };
+        async move { ctx.docs.insert_post(&doc).await.map(|()| doc) }
+    })
+    .await?;
+    let id = doc.id;
     ctx.celebrity_cache.forget_posts_of(author);
     // A new post's live state is known without reading anything back: empty
     // sets and the body. Writing it now makes the first read warm.

@@ -10,10 +10,10 @@ use super::loader::Loader;
 use super::notifications::{notify, Event};
 use super::timeline::forget_timeline;
 use super::views::{unknown_user, Page};
-use super::{Context, Relations, Viewer};
+use super::{with_fresh_id, Context, Relations, Viewer};
 use crate::domain::cursor::{paginate, Cursor};
 use crate::error::{AppError, AppResult};
-use crate::ids::{next_id, now_ms, timestamp_of};
+use crate::ids::{now_ms, timestamp_of};
 use crate::store::{
     BlockDoc, Changes, FollowDoc, LiveChange, LiveKey, NotificationKind, Owner, SetKey, SetRead,
     UserCard,
@@ -94,14 +94,16 @@ pub async fn follow(ctx: &Context, me: i64, them: i64) -> AppResult<FollowState>
         // Blocked either way: they stay hidden from each other.
         return Err(AppError::NotFound("user"));
     }
-    let id = next_id();
-    let edge = FollowDoc {
-        id,
-        follower: me,
-        followee: them,
-        created_at: timestamp_of(id),
-    };
-    let added = ctx.docs.insert_follow(&edge).await?;
+    let (added, id) = with_fresh_id(|id| {
+        let edge = FollowDoc {
+            id,
+            follower: me,
+            followee: them,
+            created_at: timestamp_of(id),
+        };
+        async move { ctx.docs.insert_follow(&edge).await.map(|added| (added, id)) }
+    })
+    .await?;
     // A block that landed while this follow was in flight wins.
     if added && !ctx.docs.blocks_between(me, &[them]).await?.is_empty() {
         ctx.docs.delete_follow(me, them).await?;
@@ -191,15 +193,17 @@ async fn apply_graph_change(
 pub async fn block(ctx: &Context, me: i64, them: i64) -> AppResult<BlockState> {
     target(ctx, me, them).await?;
     let before = before_write(ctx, me, them).await?;
-    let id = next_id();
-    ctx.docs
-        .insert_block(&BlockDoc {
+    // Blocking twice is one block: the second insert changes nothing.
+    let (_, id) = with_fresh_id(|id| {
+        let block = BlockDoc {
             id,
             blocker: me,
             blocked: them,
             created_at: now_ms(),
-        })
-        .await?;
+        };
+        async move { ctx.docs.insert_block(&block).await.map(|added| (added, id)) }
+    })
+    .await?;
     ctx.docs.delete_follow(me, them).await?;
     ctx.docs.delete_follow(them, me).await?;
     let mine = vec![

@@ -367,6 +367,18 @@ impl DocStore for MeteredDocs {
         self.tick();
         self.inner.totals().await
     }
+    async fn lease_instance_id(
+        &self,
+        holder: &str,
+        now: i64,
+        until: i64,
+    ) -> StoreResult<Option<u16>> {
+        // Start-up and its heartbeat, not a request's round trips.
+        self.inner.lease_instance_id(holder, now, until).await
+    }
+    async fn renew_instance_id(&self, id: u16, holder: &str, until: i64) -> StoreResult<bool> {
+        self.inner.renew_instance_id(id, holder, until).await
+    }
     async fn device_models(&self) -> StoreResult<Vec<DeviceModelDoc>> {
         self.tick();
         self.inner.device_models().await

@@ -23,6 +23,10 @@ pub enum StoreError {
     Unavailable(anyhow::Error),
     #[error("duplicate {0}")]
     Duplicate(&'static str),
+    /// A generated id is taken: never "this exists already". The caller
+    /// retries with a fresh id (`service::with_fresh_id`).
+    #[error("generated id already taken")]
+    IdTaken,
     #[error(transparent)]
     Other(anyhow::Error),
 }
@@ -454,6 +458,18 @@ pub trait DocStore: Send + Sync {
     async fn mark_notifications_read(&self, uid: i64, up_to: Option<i64>) -> StoreResult<()>;
 
     async fn device_models(&self) -> StoreResult<Vec<DeviceModelDoc>>;
+
+    /// Takes an instance id (0 to `MAX_INSTANCE`) that nobody holds, or
+    /// whose lease ended before `now`, for `holder` until `until`; `None`
+    /// when every one is held.
+    async fn lease_instance_id(
+        &self,
+        holder: &str,
+        now: i64,
+        until: i64,
+    ) -> StoreResult<Option<u16>>;
+    /// Extends `holder`'s lease of `id`; false when it was lost to another.
+    async fn renew_instance_id(&self, id: u16, holder: &str, until: i64) -> StoreResult<bool>;
 
     /// Ids of live posts above `after`, ascending: a full scan in pages, for
     /// the repair tools.

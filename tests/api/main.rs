@@ -8,6 +8,7 @@ mod comments;
 mod devices;
 mod feed;
 mod helpers;
+mod instances;
 mod likes;
 mod live_state;
 mod notifications;

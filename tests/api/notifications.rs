@@ -218,3 +218,40 @@ async fn blocking_someone_hides_what_they_did_before() {
     .await;
     assert_eq!(inbox(&app, &me).await, Vec::<(String, i64)>::new());
 }
+
+#[tokio::test]
+async fn a_notification_about_a_post_one_can_no_longer_see_quotes_nothing() {
+    let app = spawn_app().await;
+    let author = app.user("poster").await;
+    let commenter = app.user("commenter").await;
+    let liker = app.user("liker").await;
+    let post = app.text_post(&author, "a secret soon").await;
+    let c = app.comment(&commenter, post, "my words", None).await["id"]
+        .as_i64()
+        .unwrap();
+    app.put(&format!("/api/v1/comments/{c}/like"), Some(&liker.token))
+        .await;
+    let quoted = |page: &serde_json::Value| {
+        let n = &page["items"][0];
+        (
+            n["kind"].clone(),
+            n["post"].is_null(),
+            n["comment"].is_null(),
+        )
+    };
+    let (_, page) = app
+        .get("/api/v1/notifications", Some(&commenter.token))
+        .await;
+    assert_eq!(quoted(&page), (json!("like"), false, false), "{page}");
+    // The post's author blocks the commenter: the post is gone for them,
+    // and so is every quote from it.
+    app.put(
+        &format!("/api/v1/users/{}/block", commenter.uid),
+        Some(&author.token),
+    )
+    .await;
+    let (_, page) = app
+        .get("/api/v1/notifications", Some(&commenter.token))
+        .await;
+    assert_eq!(quoted(&page), (json!("like"), true, true), "{page}");
+}

@@ -341,6 +341,8 @@ async fn friends_only_posts_show_each_viewer_their_friends_interactions() {
     befriend(&app, &a, &c).await;
     befriend(&app, &a, &d).await;
     befriend(&app, &b, &c).await;
+    // d may reply to c only as c's friend: replying needs reading.
+    befriend(&app, &c, &d).await;
     let (_, post) = app
         .post(
             "/api/v1/posts",
@@ -410,15 +412,18 @@ async fn friends_only_posts_show_each_viewer_their_friends_interactions() {
         "d's reply is hidden from b"
     );
 
-    let (likes, likers, count, comments, _) = view(
+    let (likes, mut likers, count, comments, _) = view(
         app.get(&format!("/api/v1/posts/{p}"), Some(&d.token))
             .await
             .1,
     );
+    likers.sort_unstable();
+    let mut expected = vec![c.uid, d.uid];
+    expected.sort_unstable();
     assert_eq!(
         (likes, likers, count, comments),
-        (1, vec![d.uid], 1, vec![dr]),
-        "d sees only d"
+        (2, expected, 2, vec![dr, cc]),
+        "d sees c and d, not b"
     );
 
     let (_, list) = app
@@ -438,5 +443,5 @@ async fn friends_only_posts_show_each_viewer_their_friends_interactions() {
     let (_, list) = app
         .get(&format!("/api/v1/posts/{p}/likes"), Some(&d.token))
         .await;
-    assert_eq!(list["items"].as_array().unwrap().len(), 1);
+    assert_eq!(list["items"].as_array().unwrap().len(), 2);
 }

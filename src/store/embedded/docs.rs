@@ -63,6 +63,9 @@ const SESSION_BY_HASH: TableDefinition<&str, u64> = TableDefinition::new("sessio
 const SESSIONS_BY_USER: TableDefinition<(u64, u64), ()> = TableDefinition::new("sessions_by_user");
 /// (expires at, session id), for the purge.
 const SESSION_EXPIRY: TableDefinition<(i64, u64), ()> = TableDefinition::new("sessions_by_expiry");
+/// Instance id → (holder, lease end). One process owns the file, but the
+/// same lease rules as on MongoDB keep the two stores alike.
+const INSTANCE_LEASES: TableDefinition<u64, (&str, i64)> = TableDefinition::new("instance_leases");
 /// Where earlier versions kept raw tokens; dropped at start-up.
 const RAW_TOKENS: TableDefinition<&str, (u64, i64)> = TableDefinition::new("sessions");
 /// (blocker, blocked) → block id.
@@ -335,6 +338,7 @@ impl DocStore for EmbeddedDocs {
             txn.open_table(SESSION_BY_HASH).map_err(other)?;
             txn.open_table(SESSIONS_BY_USER).map_err(other)?;
             txn.open_table(SESSION_EXPIRY).map_err(other)?;
+            txn.open_table(INSTANCE_LEASES).map_err(other)?;
             // Raw tokens must not outlive the upgrade that stopped storing them.
             txn.delete_table(RAW_TOKENS).map_err(other)?;
             Ok(())
@@ -348,6 +352,15 @@ impl DocStore for EmbeddedDocs {
             let mut names = txn.open_table(USERNAMES).map_err(other)?;
             if names.get(user.username.as_str()).map_err(other)?.is_some() {
                 return Err(StoreError::Duplicate("username"));
+            }
+            if txn
+                .open_table(USERS)
+                .map_err(other)?
+                .get(id(user.uid))
+                .map_err(other)?
+                .is_some()
+            {
+                return Err(StoreError::IdTaken);
             }
             names
                 .insert(user.username.as_str(), id(user.uid))
@@ -432,11 +445,13 @@ impl DocStore for EmbeddedDocs {
         self.write(move |txn| {
             let mut by_hash = txn.open_table(SESSION_BY_HASH).map_err(other)?;
             let mut sessions = txn.open_table(SESSIONS).map_err(other)?;
+            if sessions.get(id(session.id)).map_err(other)?.is_some() {
+                return Err(StoreError::IdTaken);
+            }
             if by_hash
                 .get(session.token_hash.as_str())
                 .map_err(other)?
                 .is_some()
-                || sessions.get(id(session.id)).map_err(other)?.is_some()
             {
                 return Err(StoreError::Duplicate("session"));
             }
@@ -557,7 +572,7 @@ impl DocStore for EmbeddedDocs {
         self.write(move |txn| {
             let mut posts = txn.open_table(POSTS).map_err(other)?;
             if posts.get(id(post.id)).map_err(other)?.is_some() {
-                return Err(StoreError::Duplicate("post id"));
+                return Err(StoreError::IdTaken);
             }
             posts
                 .insert(id(post.id), encode(&post)?.as_slice())
@@ -629,7 +644,7 @@ impl DocStore for EmbeddedDocs {
         self.write(move |txn| {
             let mut comments = txn.open_table(COMMENTS).map_err(other)?;
             if comments.get(id(c.id)).map_err(other)?.is_some() {
-                return Err(StoreError::Duplicate("comment id"));
+                return Err(StoreError::IdTaken);
             }
             comments
                 .insert(id(c.id), encode(&c)?.as_slice())
@@ -1242,6 +1257,50 @@ impl DocStore for EmbeddedDocs {
         .await
     }
 
+    async fn lease_instance_id(
+        &self,
+        holder: &str,
+        now: i64,
+        until: i64,
+    ) -> StoreResult<Option<u16>> {
+        let holder = holder.to_string();
+        self.write(move |txn| {
+            let mut leases = txn.open_table(INSTANCE_LEASES).map_err(other)?;
+            for id in 0..=crate::ids::MAX_INSTANCE {
+                let free = match leases.get(u64::from(id)).map_err(other)? {
+                    None => true,
+                    Some(v) => v.value().1 < now,
+                };
+                if free {
+                    leases
+                        .insert(u64::from(id), (holder.as_str(), until))
+                        .map_err(other)?;
+                    return Ok(Some(id));
+                }
+            }
+            Ok(None)
+        })
+        .await
+    }
+
+    async fn renew_instance_id(&self, id: u16, holder: &str, until: i64) -> StoreResult<bool> {
+        let holder = holder.to_string();
+        self.write(move |txn| {
+            let mut leases = txn.open_table(INSTANCE_LEASES).map_err(other)?;
+            let mine = leases
+                .get(u64::from(id))
+                .map_err(other)?
+                .is_some_and(|v| v.value().0 == holder);
+            if mine {
+                leases
+                    .insert(u64::from(id), (holder.as_str(), until))
+                    .map_err(other)?;
+            }
+            Ok(mine)
+        })
+        .await
+    }
+
     async fn device_models(&self) -> StoreResult<Vec<DeviceModelDoc>> {
         self.read(|txn| {
             let table = txn.open_table(DEVICE_MODELS).map_err(other)?;
@@ -1432,7 +1491,7 @@ mod tests {
         );
         assert!(matches!(
             docs.insert_post(&post(p)).await,
-            Err(StoreError::Duplicate(_))
+            Err(StoreError::IdTaken)
         ));
         let _ = std::fs::remove_dir_all(dir);
     }

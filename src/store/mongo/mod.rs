@@ -172,15 +172,51 @@ pub(crate) fn classify(e: MongoError) -> StoreError {
     }
 }
 
-pub(crate) fn is_duplicate_key(e: &MongoError) -> bool {
-    match &*e.kind {
-        ErrorKind::Write(WriteFailure::WriteError(w)) => w.code == 11000,
-        ErrorKind::Command(c) => c.code == 11000,
-        ErrorKind::InsertMany(m) => m
-            .write_errors
-            .as_ref()
-            .is_some_and(|ws| ws.iter().any(|w| w.code == 11000)),
-        _ => false,
+/// Which unique key a duplicate-key error (11000) is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DuplicateOf {
+    /// `_id`: a generated id that is taken, which must never be read as
+    /// "this exists already".
+    Id,
+    /// Another unique index: the thing exists already.
+    Key,
+}
+
+/// Reads which index a duplicate-key error names: MongoDB gives a
+/// `keyPattern` and says `index: _id_`; the wire stand-in says
+/// `UNIQUE constraint failed: coll._id`.
+pub fn duplicate_of(e: &MongoError) -> Option<DuplicateOf> {
+    let (message, details) = match &*e.kind {
+        ErrorKind::Write(WriteFailure::WriteError(w)) if w.code == 11000 => {
+            (w.message.as_str(), w.details.as_ref())
+        }
+        ErrorKind::Command(c) if c.code == 11000 => (c.message.as_str(), None),
+        ErrorKind::InsertMany(m) => {
+            let w = m.write_errors.as_ref()?.iter().find(|w| w.code == 11000)?;
+            (w.message.as_str(), w.details.as_ref())
+        }
+        _ => return None,
+    };
+    let by_pattern = details
+        .and_then(|d| d.get_document("keyPattern").ok())
+        .map(|k| k.keys().map(String::as_str).eq(["_id"]));
+    let on_id = by_pattern.unwrap_or_else(|| {
+        message.contains("index: _id_ ") || message.trim_end().ends_with("._id")
+    });
+    Some(if on_id {
+        DuplicateOf::Id
+    } else {
+        DuplicateOf::Key
+    })
+}
+
+/// A failed insert as the service sees it: a taken generated id, the
+/// unique key `what` existing already, or a store failure.
+fn insert_error(e: MongoError, what: &'static str) -> StoreError {
+    match duplicate_of(&e) {
+        Some(DuplicateOf::Id) => StoreError::IdTaken,
+        Some(DuplicateOf::Key) => StoreError::Duplicate(what),
+        None => classify(e),
     }
 }
 
@@ -222,8 +258,11 @@ async fn insert_unless_duplicate<T: Serialize + Send + Sync>(
 ) -> StoreResult<bool> {
     match coll.insert_one(doc).await {
         Ok(_) => Ok(true),
-        Err(e) if is_duplicate_key(&e) => Ok(false),
-        Err(e) => Err(classify(e)),
+        Err(e) => match duplicate_of(&e) {
+            Some(DuplicateOf::Key) => Ok(false),
+            Some(DuplicateOf::Id) => Err(StoreError::IdTaken),
+            None => Err(classify(e)),
+        },
     }
 }
 
@@ -292,8 +331,7 @@ impl DocStore for MongoDocs {
     async fn insert_user(&self, user: &UserDoc) -> StoreResult<()> {
         match self.users().insert_one(user).await {
             Ok(_) => Ok(()),
-            Err(e) if is_duplicate_key(&e) => Err(StoreError::Duplicate("username")),
-            Err(e) => Err(classify(e)),
+            Err(e) => Err(insert_error(e, "username")),
         }
     }
 
@@ -358,8 +396,7 @@ impl DocStore for MongoDocs {
             .await
         {
             Ok(_) => Ok(()),
-            Err(e) if is_duplicate_key(&e) => Err(StoreError::Duplicate("session")),
-            Err(e) => Err(classify(e)),
+            Err(e) => Err(insert_error(e, "session")),
         }
     }
 
@@ -430,8 +467,7 @@ impl DocStore for MongoDocs {
     async fn insert_post(&self, post: &PostDoc) -> StoreResult<()> {
         match self.posts().insert_one(post).await {
             Ok(_) => Ok(()),
-            Err(e) if is_duplicate_key(&e) => Err(StoreError::Duplicate("post id")),
-            Err(e) => Err(classify(e)),
+            Err(e) => Err(insert_error(e, "post")),
         }
     }
 
@@ -463,8 +499,7 @@ impl DocStore for MongoDocs {
     async fn insert_comment(&self, comment: &CommentDoc, cap: usize) -> StoreResult<()> {
         match self.comments().insert_one(comment).await {
             Ok(_) => {}
-            Err(e) if is_duplicate_key(&e) => return Err(StoreError::Duplicate("comment id")),
-            Err(e) => return Err(classify(e)),
+            Err(e) => return Err(insert_error(e, "comment")),
         }
         let pushed = self
             .posts()
@@ -927,6 +962,49 @@ impl DocStore for MongoDocs {
             .await
             .map_err(classify)?;
         Ok((posts, users))
+    }
+
+    async fn lease_instance_id(
+        &self,
+        holder: &str,
+        now: i64,
+        until: i64,
+    ) -> StoreResult<Option<u16>> {
+        let leases = self.db.collection::<Document>("instance_leases");
+        for id in 0..=crate::ids::MAX_INSTANCE {
+            let lease = doc! { "_id": i32::from(id), "holder": holder, "expiresAt": until };
+            match leases.insert_one(lease).await {
+                Ok(_) => return Ok(Some(id)),
+                Err(e) if duplicate_of(&e).is_some() => {}
+                Err(e) => return Err(classify(e)),
+            }
+            // Held: take it over only if its lease has ended, in one
+            // conditional write, so two instances never both win it.
+            let taken = leases
+                .update_one(
+                    doc! { "_id": i32::from(id), "expiresAt": { "$lt": now } },
+                    doc! { "$set": { "holder": holder, "expiresAt": until } },
+                )
+                .await
+                .map_err(classify)?;
+            if taken.modified_count == 1 {
+                return Ok(Some(id));
+            }
+        }
+        Ok(None)
+    }
+
+    async fn renew_instance_id(&self, id: u16, holder: &str, until: i64) -> StoreResult<bool> {
+        let r = self
+            .db
+            .collection::<Document>("instance_leases")
+            .update_one(
+                doc! { "_id": i32::from(id), "holder": holder },
+                doc! { "$set": { "expiresAt": until } },
+            )
+            .await
+            .map_err(classify)?;
+        Ok(r.matched_count == 1)
     }
 
     async fn device_models(&self) -> StoreResult<Vec<DeviceModelDoc>> {

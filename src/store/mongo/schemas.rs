@@ -12,7 +12,7 @@ use super::classify;
 use crate::store::{StoreError, StoreResult};
 
 /// Compiled in, so the binary never depends on where it was started from.
-pub const SCHEMAS: [(&str, &str); 9] = [
+pub const SCHEMAS: [(&str, &str); 10] = [
     ("users", include_str!("../../../schemas/users.json")),
     ("posts", include_str!("../../../schemas/posts.json")),
     ("comments", include_str!("../../../schemas/comments.json")),
@@ -28,6 +28,10 @@ pub const SCHEMAS: [(&str, &str); 9] = [
         include_str!("../../../schemas/notifications.json"),
     ),
     ("sessions", include_str!("../../../schemas/sessions.json")),
+    (
+        "instance_leases",
+        include_str!("../../../schemas/instance_leases.json"),
+    ),
 ];
 
 #[derive(Deserialize)]
