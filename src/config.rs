@@ -204,7 +204,9 @@ impl Settings {
             (None, None) => {}
             _ => {
                 return Err(ConfigError(
-                    "set both MOMENTS_ADMIN_USERNAME and MOMENTS_ADMIN_PASSWORD, or neither".into(),
+                    "set both MOMENTS_ADMIN_USERNAME and MOMENTS_ADMIN_PASSWORD (8 to 128 \
+                     characters), or neither"
+                        .into(),
                 ))
             }
         }
