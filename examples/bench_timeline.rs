@@ -143,7 +143,14 @@ async fn main() {
         let p = post(author);
         ctx.docs.insert_post(&p).await.unwrap();
         let t = Instant::now();
-        let pushed = timeline::fan_out(&ctx, p.id, author).await.unwrap();
+        let pushed = timeline::fan_out(
+            &ctx,
+            p.id,
+            author,
+            moments::domain::post::Visibility::Public,
+        )
+        .await
+        .unwrap();
         runs.push(ms(t.elapsed()));
         assert_eq!(pushed, followers + 1);
     }
@@ -206,7 +213,14 @@ async fn main() {
             for _ in 0..5 {
                 let p = post(author);
                 ctx.docs.insert_post(&p).await.unwrap();
-                timeline::fan_out(&ctx, p.id, author).await.unwrap();
+                timeline::fan_out(
+                    &ctx,
+                    p.id,
+                    author,
+                    moments::domain::post::Visibility::Public,
+                )
+                .await
+                .unwrap();
             }
         })
     };

@@ -8,6 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::device_names::DeviceNames;
 use super::loader::{from_json, Loaded, Loader};
+use super::paging::Kept;
 use super::views::{unknown_user, CommentView, ExpandedPost, LikeView, ReplyToView};
 use super::{can_see, Context, Presentation, Relations, Viewer};
 use crate::domain::post::Visibility;
@@ -159,6 +160,21 @@ pub async fn assemble_posts(
     viewer: Viewer,
     pres: &Presentation,
 ) -> AppResult<Vec<ExpandedPost>> {
+    Ok(assemble_visible(ctx, post_ids, usize::MAX, viewer, pres)
+        .await?
+        .items)
+}
+
+/// `assemble_posts` for at most `room` of these candidates: the first ones
+/// the viewer may see, found in the same first batched read that loads them
+/// (so a page's filling costs no round trip of its own).
+pub async fn assemble_visible(
+    ctx: &Context,
+    post_ids: &[i64],
+    room: usize,
+    viewer: Viewer,
+    pres: &Presentation,
+) -> AppResult<Kept<ExpandedPost>> {
     let mut loader = Loader::new(ctx);
 
     // Round 1: bodies, likers, comment ids, whose cards the comments need,
@@ -211,6 +227,16 @@ pub async fn assemble_posts(
         // Hidden across a block: not in the latest likes shown either.
         likers.top.retain(|(uid, _)| !rel.blocked(*uid));
         posts.push((body, likers, comment_ids));
+    }
+    let mut looked_at = post_ids.len();
+    let more_visible = posts.len() > room;
+    if more_visible {
+        posts.truncate(room);
+        let last = posts.last().map(|(b, ..)| b.id);
+        looked_at = post_ids
+            .iter()
+            .position(|p| Some(*p) == last)
+            .map_or(0, |i| i + 1);
     }
 
     // WeChat's rule: in a friends-only post, a viewer other than the author
@@ -423,7 +449,11 @@ pub async fn assemble_posts(
         })
         .collect();
     loader.finish("assemble_posts");
-    Ok(out)
+    Ok(Kept {
+        items: out,
+        looked_at,
+        more: more_visible,
+    })
 }
 
 /// Comments (already read from the documents) as they appear in a post.

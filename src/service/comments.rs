@@ -3,10 +3,11 @@
 use super::assemble::{comment_views, visible_post};
 use super::loader::to_json;
 use super::notifications::{notify, Event};
+use super::paging::{fill_page, keep_where};
 use super::views::{CommentView, Page};
 use super::{with_fresh_id, Context, Presentation, Viewer};
 use crate::domain::comment::{CommentContent, NewCommentRequest};
-use crate::domain::cursor::{paginate, Cursor};
+use crate::domain::cursor::Cursor;
 use crate::error::{AppError, AppResult};
 use crate::ids::timestamp_of;
 use crate::store::NotificationKind;
@@ -133,16 +134,17 @@ pub async fn list_comments(
     pres: &Presentation,
 ) -> AppResult<Page<CommentView>> {
     let post = visible_post(ctx, post_id, viewer).await?;
-    let docs = ctx
-        .docs
-        .comments_page(post_id, cursor.map(|c| c.0), limit + 1)
-        .await?;
-    let (mut docs, next_cursor) = paginate(docs, limit, |c| c.id);
-    // The cursor stays on what was read, so hidden comments shorten a page
-    // but never shift the next one.
-    docs.retain(|c| post.shows_actor(c.author_uid));
+    let post = &post;
+    let (docs, next_cursor) = fill_page(
+        limit,
+        cursor.map(|c| c.0),
+        |before, n| async move { Ok(ctx.docs.comments_page(post_id, before, n).await?) },
+        |batch, room| async move { Ok(keep_where(batch, room, |c| post.shows_actor(c.author_uid))) },
+        |c| c.id,
+    )
+    .await?;
     Ok(Page {
-        items: comment_views(ctx, docs, viewer, pres, Some(&post)).await?,
+        items: comment_views(ctx, docs, viewer, pres, Some(post)).await?,
         next_cursor,
         server_time: pres.now,
     })

@@ -5,9 +5,10 @@
 use super::assemble::{assemble_posts, comment_views, load_cards, visible_post, VisiblePost};
 use super::comments::live_comment;
 use super::notifications::{notify, Event};
+use super::paging::{fill_page, keep_where};
 use super::views::{unknown_user, LikeState, LikeView, Page};
 use super::{with_fresh_id, Context, Presentation, Viewer};
-use crate::domain::cursor::{paginate, Cursor};
+use crate::domain::cursor::Cursor;
 use crate::error::{AppError, AppResult};
 use crate::ids::timestamp_of;
 use crate::store::{
@@ -167,12 +168,20 @@ pub async fn list_likes(
     pres: &Presentation,
 ) -> AppResult<Page<LikeView>> {
     let post = visible_post(ctx, post_id, viewer).await?;
-    let likes = ctx
-        .docs
-        .likes_page(LikeKind::Post, post_id, cursor.map(|c| c.0), limit + 1)
-        .await?;
-    let (mut likes, next_cursor) = paginate(likes, limit, |l| l.id);
-    likes.retain(|l| post.shows_actor(l.uid));
+    let post = &post;
+    let (likes, next_cursor) = fill_page(
+        limit,
+        cursor.map(|c| c.0),
+        |before, n| async move {
+            Ok(ctx
+                .docs
+                .likes_page(LikeKind::Post, post_id, before, n)
+                .await?)
+        },
+        |batch, room| async move { Ok(keep_where(batch, room, |l| post.shows_actor(l.uid))) },
+        |l| l.id,
+    )
+    .await?;
     let uids: Vec<i64> = likes.iter().map(|l| l.uid).collect();
     let cards = load_cards(ctx, &uids).await?;
     let items = likes

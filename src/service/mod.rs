@@ -9,6 +9,7 @@ pub mod likes;
 pub mod live_tools;
 pub mod loader;
 pub mod notifications;
+pub mod paging;
 pub mod password_pool;
 pub mod posts;
 pub mod rate_limits;

@@ -9,9 +9,10 @@ use serde::{Deserialize, Serialize};
 
 use super::assemble::load_cards;
 use super::loader::{from_json, Loader};
+use super::paging::{fill_page, keep_where};
 use super::views::{unknown_user, Page};
 use super::{can_see, with_fresh_id, Context, Presentation, Relations};
-use crate::domain::cursor::{paginate, Cursor};
+use crate::domain::cursor::Cursor;
 use crate::error::AppResult;
 use crate::ids::timestamp_of;
 use crate::store::{BlobKey, NotificationDoc, NotificationKind, PostBody, UserCard};
@@ -127,38 +128,45 @@ pub async fn list(
     pres: &Presentation,
 ) -> AppResult<Page<NotificationView>> {
     let since = pres.now - KEEP_MS;
-    let docs = ctx
-        .docs
-        .notifications_page(uid, since, cursor.map(|c| c.0), limit + 1)
-        .await?;
-    let (docs, next_cursor) = paginate(docs, limit, |n| n.id);
+    // Read with today's relations: someone blocked since is not shown (and
+    // the page reads on past them), and a post the recipient may no longer
+    // see is not quoted.
+    let mut loader = Loader::new(ctx);
+    let related = loader.load(&[], &Relations::reads(Some(uid))).await?;
+    let rel = &Relations::from_loaded(Some(uid), &related);
+    let (docs, next_cursor) = fill_page(
+        limit,
+        cursor.map(|c| c.0),
+        |before, n| async move { Ok(ctx.docs.notifications_page(uid, since, before, n).await?) },
+        |batch, room| async move {
+            Ok(keep_where(batch, room, |n: &NotificationDoc| {
+                !rel.blocked(n.actor)
+            }))
+        },
+        |n| n.id,
+    )
+    .await?;
     let actors: Vec<i64> = docs.iter().map(|n| n.actor).collect();
     let post_keys: Vec<BlobKey> = docs
         .iter()
         .filter_map(|n| n.post_id.map(BlobKey::PostBody))
         .collect();
     let comment_ids: Vec<i64> = docs.iter().filter_map(|n| n.comment_id).collect();
-    let mut loader = Loader::new(ctx);
-    let relations = Relations::reads(Some(uid));
     let (cards, loaded, comments) = tokio::try_join!(
         load_cards(ctx, &actors),
-        loader.load(&post_keys, &relations),
+        loader.load(&post_keys, &[]),
         async { Ok(ctx.docs.comments_by_ids(&comment_ids).await?) },
     )?;
     loader.finish("notifications");
-    // Read with today's relations: someone blocked since is not shown, and a
-    // post the recipient may no longer see is not quoted.
-    let rel = Relations::from_loaded(Some(uid), &loaded);
     let mut posts: HashMap<i64, PostBody> = HashMap::new();
     for (key, text) in &loaded.blobs {
         if let BlobKey::PostBody(_) = key {
             let p: PostBody = from_json(text)?;
-            if can_see(&p, &rel) {
+            if can_see(&p, rel) {
                 posts.insert(p.id, p);
             }
         }
     }
-    let docs: Vec<NotificationDoc> = docs.into_iter().filter(|n| !rel.blocked(n.actor)).collect();
     let comments: HashMap<i64, CommentSnippet> = comments
         .into_iter()
         .filter(|c| !c.deleted)

@@ -1,10 +1,11 @@
 //! Publishing, reading, deleting and listing posts.
 
-use super::assemble::{assemble_posts, visible_post};
+use super::assemble::{assemble_posts, assemble_visible, visible_post};
 use super::loader::to_json;
+use super::paging::fill_page;
 use super::views::{ExpandedPost, Page};
 use super::{with_fresh_id, Context, Presentation, Viewer};
-use crate::domain::cursor::{paginate, Cursor};
+use crate::domain::cursor::Cursor;
 use crate::domain::post::NewPost;
 use crate::error::{AppError, AppResult};
 use crate::store::{BlobKey, Changes, LiveChange, Owner, PostBody, PostDoc, SetKey};
@@ -112,12 +113,14 @@ pub async fn user_posts(
     limit: usize,
     pres: &Presentation,
 ) -> AppResult<Page<ExpandedPost>> {
-    let ids = ctx
-        .docs
-        .post_ids_by_author(author, cursor.map(|c| c.0), limit + 1)
-        .await?;
-    let (ids, next_cursor) = paginate(ids, limit, |id| *id);
-    let items = assemble_posts(ctx, &ids, viewer, pres).await?;
+    let (items, next_cursor) = fill_page(
+        limit,
+        cursor.map(|c| c.0),
+        |before, n| async move { Ok(ctx.docs.post_ids_by_author(author, before, n).await?) },
+        |ids, room| async move { assemble_visible(ctx, &ids, room, viewer, pres).await },
+        |id| *id,
+    )
+    .await?;
     Ok(Page {
         items,
         next_cursor,

@@ -8,10 +8,11 @@ use serde::Serialize;
 use super::assemble::load_cards;
 use super::loader::Loader;
 use super::notifications::{notify, Event};
+use super::paging::{fill_page, keep_where};
 use super::timeline::forget_timeline;
 use super::views::{unknown_user, Page};
 use super::{with_fresh_id, Context, Relations, Viewer};
-use crate::domain::cursor::{paginate, Cursor};
+use crate::domain::cursor::Cursor;
 use crate::error::{AppError, AppResult};
 use crate::ids::{now_ms, timestamp_of};
 use crate::store::{
@@ -302,28 +303,41 @@ pub async fn list(
         return Err(AppError::NotFound("user"));
     }
     let before = cursor.map(|c| c.0);
+    let other_of = |e: &FollowDoc| {
+        if e.follower == uid {
+            e.followee
+        } else {
+            e.follower
+        }
+    };
+    let rel = &rel;
+    let visible = |batch: Vec<FollowDoc>, room| async move {
+        Ok(keep_where(batch, room, |e| !rel.blocked(other_of(e))))
+    };
     let (edges, next_cursor) = match which {
         Listing::Followers => {
-            let e = ctx.docs.followers_page(uid, before, limit + 1).await?;
-            paginate(e, limit, |f| f.id)
+            fill_page(
+                limit,
+                before,
+                |b, n| async move { Ok(ctx.docs.followers_page(uid, b, n).await?) },
+                visible,
+                |f| f.id,
+            )
+            .await?
         }
         Listing::Following => {
-            let e = ctx.docs.following_page(uid, before, limit + 1).await?;
-            paginate(e, limit, |f| f.id)
+            fill_page(
+                limit,
+                before,
+                |b, n| async move { Ok(ctx.docs.following_page(uid, b, n).await?) },
+                visible,
+                |f| f.id,
+            )
+            .await?
         }
-        Listing::Friends => friends_page(ctx, uid, before, limit).await?,
+        Listing::Friends => friends_page(ctx, uid, before, limit, rel).await?,
     };
-    let others: Vec<i64> = edges
-        .iter()
-        .map(|e| {
-            if e.follower == uid {
-                e.followee
-            } else {
-                e.follower
-            }
-        })
-        .filter(|o| !rel.blocked(*o))
-        .collect();
+    let others: Vec<i64> = edges.iter().map(other_of).collect();
     let cards = load_cards(ctx, &others).await?;
     Ok(Page {
         items: others
@@ -335,45 +349,29 @@ pub async fn list(
     })
 }
 
-/// Friends are followees who follow back: walk the following edges newest
-/// first, keeping the mutual ones, until a page is full. The cursor is the
-/// last edge walked, so no friend is skipped or shown twice.
+/// Friends are followees who follow back: the following edges, newest
+/// first, keeping the mutual ones (one query per batch of edges), filled
+/// like every other page. The cursor is the last edge looked at, so no
+/// friend is skipped or shown twice.
 async fn friends_page(
     ctx: &Context,
     uid: i64,
-    mut before: Option<i64>,
+    before: Option<i64>,
     limit: usize,
+    rel: &Relations,
 ) -> AppResult<(Vec<FollowDoc>, Option<String>)> {
-    let mut out = Vec::new();
-    // A bounded walk per request: with few mutual follows among many, the
-    // page comes back short with a cursor at the last edge walked.
-    for _ in 0..8 {
-        let edges = ctx.docs.following_page(uid, before, limit * 2 + 1).await?;
-        let exhausted = edges.len() <= limit * 2;
-        let ids: Vec<i64> = edges.iter().map(|e| e.followee).collect();
-        let (_, back) = ctx.docs.follow_edges(uid, &ids).await?;
-        let n = edges.len();
-        for (i, e) in edges.into_iter().enumerate() {
-            before = Some(e.id);
-            if back.contains(&e.followee) {
-                out.push(e);
-                if out.len() == limit {
-                    // More may follow unless this was the very last edge.
-                    let more = i + 1 < n || !exhausted;
-                    return Ok((
-                        out,
-                        if more {
-                            before.map(Cursor::encode)
-                        } else {
-                            None
-                        },
-                    ));
-                }
-            }
-        }
-        if exhausted {
-            return Ok((out, None));
-        }
-    }
-    Ok((out, before.map(Cursor::encode)))
+    fill_page(
+        limit,
+        before,
+        |b, n| async move { Ok(ctx.docs.following_page(uid, b, n).await?) },
+        |batch: Vec<FollowDoc>, room| async move {
+            let ids: Vec<i64> = batch.iter().map(|e| e.followee).collect();
+            let (_, back) = ctx.docs.follow_edges(uid, &ids).await?;
+            Ok(keep_where(batch, room, |e| {
+                back.contains(&e.followee) && !rel.blocked(e.followee)
+            }))
+        },
+        |f| f.id,
+    )
+    .await
 }

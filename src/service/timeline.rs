@@ -19,11 +19,13 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 
-use super::assemble::assemble_posts;
+use super::assemble::assemble_visible;
 use super::loader::Loader;
+use super::paging::fill_page;
 use super::views::{ExpandedPost, Page};
 use super::{Context, Presentation};
-use crate::domain::cursor::{paginate, Cursor};
+use crate::domain::cursor::Cursor;
+use crate::domain::post::Visibility;
 use crate::error::AppResult;
 use crate::ids::now_ms;
 use crate::store::{Changes, LiveFill, LiveRead, Owner, PostBody, SetKey, SetRead, StoreResult};
@@ -182,18 +184,25 @@ impl CelebrityCache {
 /// rebuilds it with the post: a failure costs a rebuild, never a gap.
 pub fn spawn_fan_out(ctx: &Context, post: &PostBody) {
     let ctx = ctx.clone();
-    let (post_id, author) = (post.id, post.author_uid);
+    let (post_id, author, audience) = (post.id, post.author_uid, post.visibility);
     tokio::spawn(async move {
-        if let Err(e) = fan_out(&ctx, post_id, author).await {
+        if let Err(e) = fan_out(&ctx, post_id, author, audience).await {
             tracing::warn!(post_id, error = %e, "fan-out stopped: the followers not yet reached will see the post once their timelines are rebuilt");
         }
     });
 }
 
-/// Pushes a post to its author's and active followers' timelines; returns
-/// how many were offered it.
-pub async fn fan_out(ctx: &Context, post_id: i64, author: i64) -> AppResult<usize> {
-    fan_out_in_pages(ctx, post_id, author, FAN_OUT_PAGE).await
+/// Pushes a post to its author's timeline and to those of the active
+/// followers who may see it now (a friends-only post to friends, a private
+/// one to nobody); returns how many were offered it. Who may see it can
+/// change later: reads check again.
+pub async fn fan_out(
+    ctx: &Context,
+    post_id: i64,
+    author: i64,
+    audience: Visibility,
+) -> AppResult<usize> {
+    fan_out_in_pages(ctx, post_id, author, audience, FAN_OUT_PAGE).await
 }
 
 /// `fan_out`, reading the followers `page` at a time.
@@ -201,6 +210,7 @@ pub async fn fan_out_in_pages(
     ctx: &Context,
     post_id: i64,
     author: i64,
+    audience: Visibility,
     page: usize,
 ) -> AppResult<usize> {
     let max = ctx.settings.timeline_max;
@@ -210,6 +220,9 @@ pub async fn fan_out_in_pages(
     }
     if let Err(e) = ctx.live.push_to_timelines(post_id, &[author], max).await {
         missed(ctx, post_id, vec![author], &e.to_string());
+    }
+    if audience == Visibility::Private {
+        return Ok(1);
     }
     let (followers, _) = ctx.docs.follow_counts(author).await?;
     if followers > ctx.settings.celebrity_followers {
@@ -231,7 +244,11 @@ pub async fn fan_out_in_pages(
         if let Some(previous) = pushing.take() {
             previous.settle(ctx, post_id).await;
         }
-        let (active, next) = read?;
+        let (mut active, next) = read?;
+        if audience == Visibility::Friends && !active.is_empty() {
+            // Friends are the followers the author follows back.
+            active = ctx.docs.follow_edges(author, &active).await?.0;
+        }
         pushed += active.len();
         let live = ctx.live.clone();
         let uids = active.clone();
@@ -310,7 +327,9 @@ async fn active_followers_page(
     }
 }
 
-/// The viewer's home timeline, newest first, as expanded posts.
+/// The viewer's home timeline, newest first, as expanded posts: a full page
+/// of what the viewer may see now (an entry pushed before an unfriending or
+/// a block is passed over, and the page reads on past it).
 pub async fn home(
     ctx: &Context,
     viewer: i64,
@@ -318,7 +337,32 @@ pub async fn home(
     limit: usize,
     pres: &Presentation,
 ) -> AppResult<Page<ExpandedPost>> {
-    let before = cursor.map(|c| c.0);
+    let (items, next_cursor) = fill_page(
+        limit,
+        cursor.map(|c| c.0),
+        |before, n| home_ids(ctx, viewer, before, n),
+        |ids, room| async move { assemble_visible(ctx, &ids, room, Some(viewer), pres).await },
+        |id| *id,
+    )
+    .await?;
+    Ok(Page {
+        items,
+        next_cursor,
+        server_time: pres.now,
+    })
+}
+
+/// Up to `want` ids of the viewer's timeline below `before`, newest first
+/// (fewer only where it ends): from the cached timeline, rebuilt here if it
+/// is absent, continued from the documents past its cached part, with big
+/// accounts' posts pulled in.
+async fn home_ids(
+    ctx: &Context,
+    viewer: i64,
+    before: Option<i64>,
+    want: usize,
+) -> AppResult<Vec<i64>> {
+    let limit = want.saturating_sub(1).max(1);
     let max = ctx.settings.timeline_max;
     let mut loader = Loader::new(ctx);
     let home_key = SetKey::Home(viewer);
@@ -444,15 +488,10 @@ pub async fn home(
         .into_iter()
         .rev()
         .filter(|p| before.is_none_or(|b| *p < b))
+        .take(want)
         .collect();
-    let (page_ids, next_cursor) = paginate(newest_first, limit, |p| *p);
     loader.finish("home_timeline");
-    let items = assemble_posts(ctx, &page_ids, Some(viewer), pres).await?;
-    Ok(Page {
-        items,
-        next_cursor,
-        server_time: pres.now,
-    })
+    Ok(newest_first)
 }
 
 /// Drops a user's timeline so the next read rebuilds it from whom they follow

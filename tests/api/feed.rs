@@ -63,9 +63,14 @@ async fn a_returning_user_gets_a_full_first_page_in_one_request() {
         }
     }
     let post = made[0];
-    let pushed = moments::service::timeline::fan_out(&app.ctx, post, authors[0].uid)
-        .await
-        .unwrap();
+    let pushed = moments::service::timeline::fan_out(
+        &app.ctx,
+        post,
+        authors[0].uid,
+        moments::domain::post::Visibility::Public,
+    )
+    .await
+    .unwrap();
     assert_eq!(
         pushed, 1,
         "only the author's own timeline: the follower was away"
@@ -107,9 +112,14 @@ async fn big_accounts_are_pulled_not_pushed_and_merged_in_order() {
         feed_becomes(&app, &fans[0], 2, &[s2, m1, s1]).await,
         vec![s2, m1, s1]
     );
-    let pushed = moments::service::timeline::fan_out(&app.ctx, s2, star.uid)
-        .await
-        .unwrap();
+    let pushed = moments::service::timeline::fan_out(
+        &app.ctx,
+        s2,
+        star.uid,
+        moments::domain::post::Visibility::Public,
+    )
+    .await
+    .unwrap();
     assert_eq!(
         pushed, 1,
         "three followers is over the threshold of two: no push"
@@ -201,9 +211,14 @@ async fn concurrent_publishes_reach_each_timeline_once() {
         let author = results.iter().find(|(_, x)| x["id"] == *p).unwrap().1["author"]["uid"]
             .as_i64()
             .unwrap();
-        moments::service::timeline::fan_out(&app.ctx, *p, author)
-            .await
-            .unwrap();
+        moments::service::timeline::fan_out(
+            &app.ctx,
+            *p,
+            author,
+            moments::domain::post::Visibility::Public,
+        )
+        .await
+        .unwrap();
     }
     assert_eq!(whole_feed(&app, &me, 7).await, made);
 }
@@ -217,9 +232,14 @@ async fn a_push_onto_a_timeline_never_built_does_not_hide_older_posts() {
     follow(&app, &me, &author).await;
     // Pushed to while the follower's timeline does not exist yet.
     let new = app.text_post(&author, "after").await;
-    moments::service::timeline::fan_out(&app.ctx, new, author.uid)
-        .await
-        .unwrap();
+    moments::service::timeline::fan_out(
+        &app.ctx,
+        new,
+        author.uid,
+        moments::domain::post::Visibility::Public,
+    )
+    .await
+    .unwrap();
     assert_eq!(whole_feed(&app, &me, 10).await, vec![new, old]);
 }
 
@@ -332,9 +352,15 @@ async fn fan_out_in_pages_reaches_every_built_timeline_once() {
         })
         .await
         .unwrap();
-    let pushed = moments::service::timeline::fan_out_in_pages(&app.ctx, id, author.uid, 2)
-        .await
-        .unwrap();
+    let pushed = moments::service::timeline::fan_out_in_pages(
+        &app.ctx,
+        id,
+        author.uid,
+        moments::domain::post::Visibility::Public,
+        2,
+    )
+    .await
+    .unwrap();
     assert_eq!(pushed, 1 + 6, "the author and six followers");
     for fan in &fans {
         assert_eq!(

@@ -7,6 +7,7 @@ mod authorization;
 mod comments;
 mod devices;
 mod feed;
+mod full_pages;
 mod helpers;
 mod instances;
 mod likes;
