@@ -114,6 +114,7 @@ impl Application {
             settings: Arc::new(settings.clone()),
             round_trips,
             celebrity_cache: Arc::default(),
+            rebuilds: Arc::default(),
             activity: Arc::default(),
             session_activity: Arc::default(),
         };

@@ -227,3 +227,9 @@ async fn a_set_without_its_sentinel_is_absent_until_rebuilt() {
     assert_eq!(live.read_home(partial).await, Some(vec![new, old]));
     assert_eq!(live.card(partial).await, 3, "the sentinel and both posts");
 }
+
+#[tokio::test]
+async fn last_writer_wins_sets_merge_and_take_any_order() {
+    let live = live().await;
+    moments::store::live_checks::last_writer_wins_sets(&live.store, next_id()).await;
+}

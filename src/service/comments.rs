@@ -66,11 +66,11 @@ pub async fn create_comment(
     .await?;
     let id = doc.id;
     let mut changes = vec![
-        LiveChange::SetAdd(SetKey::PostComments(post_id), id, id),
+        LiveChange::LwwAdd(SetKey::PostComments(post_id), id, id),
         LiveChange::PutBlob(BlobKey::CommentBody(post_id, id), to_json(&doc)?),
     ];
     if let Some(r) = reply_to {
-        changes.push(LiveChange::SetAdd(
+        changes.push(LiveChange::LwwAdd(
             SetKey::CommentReplies(post_id, r.comment_id),
             id,
             id,
@@ -169,13 +169,15 @@ pub async fn delete_comment(ctx: &Context, id: i64, uid: i64) -> AppResult<()> {
         ));
     }
     ctx.docs.delete_comment(&comment).await?;
-    let mut changes = vec![LiveChange::SetRemove(
+    let mut changes = vec![LiveChange::LwwRemove(
         SetKey::PostComments(comment.post_id),
+        id,
         id,
     )];
     if let Some(r) = comment.reply_to {
-        changes.push(LiveChange::SetRemove(
+        changes.push(LiveChange::LwwRemove(
             SetKey::CommentReplies(comment.post_id, r.comment_id),
+            id,
             id,
         ));
     }

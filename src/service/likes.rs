@@ -67,26 +67,51 @@ async fn resolve(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<Resol
     })
 }
 
-/// The live change that mirrors a like write. When the write changed
-/// nothing (liked twice, or unliked what was not liked), the set is dropped
-/// instead: an earlier request may have written the documents and then lost
-/// its live step, and a retry is how a client recovers from that.
-fn mirror(set: SetKey, expected_gen: Option<u64>, change: Option<LiveChange>) -> Changes {
-    Changes {
-        owner: set.owner(),
-        expected_gen,
-        changes: vec![change.unwrap_or(LiveChange::Drop(LiveKey::Set(set)))],
-    }
+/// Mirrors a like write in the likers set: an add or removal by like id,
+/// which needs no ordering against other likes (the set is last-writer-wins).
+async fn mirror(ctx: &Context, set: SetKey, change: LiveChange) {
+    ctx.repair
+        .apply(
+            ctx.live.as_ref(),
+            vec![Changes {
+                owner: set.owner(),
+                expected_gen: None,
+                changes: vec![change],
+            }],
+        )
+        .await;
 }
 
-/// The like as the liker sees it afterwards: the count they may see (the
-/// same rules as every read of the post or comment), not the raw total.
-async fn state(ctx: &Context, r: Resolved, uid: i64) -> AppResult<LikeState> {
+/// The like as the liker sees it afterwards, read as any read would (the
+/// count they may see, not the raw total). A repeated like or unlike wrote
+/// nothing and costs only this read; if the live set disagrees with the
+/// documents (an earlier request's live step was lost), it is dropped and
+/// read again: a retry is how a client recovers from that.
+async fn settled_state(ctx: &Context, r: Resolved, uid: i64, liked: bool) -> AppResult<LikeState> {
+    let seen = state(ctx, &r, uid).await?;
+    if seen.liked == liked {
+        return Ok(seen);
+    }
+    tracing::info!(?r.set, uid, "likers set disagreed with the documents; dropping it");
+    ctx.repair
+        .apply(
+            ctx.live.as_ref(),
+            vec![Changes {
+                owner: r.set.owner(),
+                expected_gen: None,
+                changes: vec![LiveChange::Drop(LiveKey::Set(r.set))],
+            }],
+        )
+        .await;
+    state(ctx, &r, uid).await
+}
+
+async fn state(ctx: &Context, r: &Resolved, uid: i64) -> AppResult<LikeState> {
     let pres = Presentation {
         now: crate::ids::now_ms(),
         ..Presentation::default()
     };
-    let (liked, like_count) = match r.comment {
+    let (liked, like_count) = match &r.comment {
         None => {
             let post = assemble_posts(ctx, &[r.target_id], Some(uid), &pres)
                 .await?
@@ -95,7 +120,7 @@ async fn state(ctx: &Context, r: Resolved, uid: i64) -> AppResult<LikeState> {
             (post.liked_by_me, post.like_count)
         }
         Some(comment) => {
-            let view = comment_views(ctx, vec![comment], Some(uid), &pres, Some(&r.post))
+            let view = comment_views(ctx, vec![comment.clone()], Some(uid), &pres, Some(&r.post))
                 .await?
                 .pop()
                 .ok_or(AppError::NotFound("comment"))?;
@@ -108,7 +133,7 @@ async fn state(ctx: &Context, r: Resolved, uid: i64) -> AppResult<LikeState> {
 #[tracing::instrument(skip(ctx))]
 pub async fn like(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<LikeState> {
     let r = resolve(ctx, target, uid).await?;
-    let (kind, target_id, set, gen) = (r.kind, r.target_id, r.set, r.post.gen);
+    let (kind, target_id, set) = (r.kind, r.target_id, r.set);
     let (added, id) = with_fresh_id(|id| {
         let doc = LikeDoc {
             id,
@@ -125,11 +150,8 @@ pub async fn like(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<Like
         }
     })
     .await?;
-    let change = added.then_some(LiveChange::SetAdd(set, uid, id));
-    ctx.repair
-        .apply(ctx.live.as_ref(), vec![mirror(set, gen, change)])
-        .await;
     if added {
+        mirror(ctx, set, LiveChange::LwwAdd(set, uid, id)).await;
         notify(
             ctx,
             Event {
@@ -143,19 +165,17 @@ pub async fn like(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<Like
         )
         .await;
     }
-    state(ctx, r, uid).await
+    settled_state(ctx, r, uid, true).await
 }
 
 #[tracing::instrument(skip(ctx))]
 pub async fn unlike(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<LikeState> {
     let r = resolve(ctx, target, uid).await?;
-    let (kind, target_id, set, gen) = (r.kind, r.target_id, r.set, r.post.gen);
-    let removed = ctx.docs.delete_like(kind, target_id, uid).await?;
-    let change = removed.map(|_| LiveChange::SetRemove(set, uid));
-    ctx.repair
-        .apply(ctx.live.as_ref(), vec![mirror(set, gen, change)])
-        .await;
-    state(ctx, r, uid).await
+    let (kind, target_id, set) = (r.kind, r.target_id, r.set);
+    if let Some(like) = ctx.docs.delete_like(kind, target_id, uid).await? {
+        mirror(ctx, set, LiveChange::LwwRemove(set, uid, like.id)).await;
+    }
+    settled_state(ctx, r, uid, false).await
 }
 
 /// A post's likes, newest first, with the likers' cards.

@@ -9,8 +9,8 @@ use std::collections::{BTreeSet, HashMap};
 use serde::Serialize;
 
 use crate::store::{
-    BlobKey, CommentDoc, DocStore, LikeKind, LiveFill, LiveRead, LiveStore, Owner, PostBody,
-    SetKey, SetRead, StoreResult, UserCard,
+    BlobKey, CommentDoc, DocStore, LikeKind, LiveFill, LiveKey, LiveRead, LiveStore, Owner,
+    PostBody, SetKey, SetRead, StoreResult, UserCard,
 };
 
 use super::assemble::LATEST_COMMENTS;
@@ -131,6 +131,21 @@ pub async fn rebuild_live(
         let Some(last) = ids.last().copied() else {
             break;
         };
+        // A rebuild of a last-writer-wins set merges into what is there,
+        // so drifted ones are dropped first (then the merge keeps only the
+        // changes made while the documents are read again).
+        let mut by_owner: HashMap<Owner, Vec<LiveKey>> = HashMap::new();
+        for (key, _) in derive(docs, &ids).await?.sets {
+            if key.is_last_writer_wins() {
+                by_owner
+                    .entry(key.owner())
+                    .or_default()
+                    .push(LiveKey::Set(key));
+            }
+        }
+        for (owner, keys) in by_owner {
+            live.drop_keys(owner, &keys).await?;
+        }
         // Generations first, documents second: the guard order of the read path.
         let gens = generations(live, ids.iter().map(|p| Owner::Post(*p)).collect()).await?;
         let derived = derive(docs, &ids).await?;

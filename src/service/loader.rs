@@ -170,6 +170,7 @@ impl<'a> Loader<'a> {
         out: &mut Loaded,
     ) -> AppResult<()> {
         let docs = &self.ctx.docs;
+        let rebuilds = &self.ctx.rebuilds;
         let ids = |f: &dyn Fn(&BlobKey) -> Option<i64>| -> Vec<i64> {
             let mut v: Vec<i64> = blobs.iter().filter_map(f).collect();
             v.sort_unstable();
@@ -248,10 +249,10 @@ impl<'a> Loader<'a> {
             docs.posts_by_ids(&post_ids),
             docs.comments_by_ids(&comment_ids),
             docs.users_by_ids(&user_ids),
-            docs.likes_of_targets(LikeKind::Post, &liked_posts),
-            docs.comment_ids_of_posts(&commented_posts),
-            docs.likes_of_targets(LikeKind::Comment, &liked_comments),
-            docs.reply_ids_of_comments(&replied_comments),
+            rebuilds.likes_of_targets(docs, LikeKind::Post, &liked_posts),
+            rebuilds.comment_ids_of_posts(docs, &commented_posts),
+            rebuilds.likes_of_targets(docs, LikeKind::Comment, &liked_comments),
+            rebuilds.reply_ids_of_comments(docs, &replied_comments),
             docs.follows_from(&followers_of),
             docs.blocks_involving(&blocks_of),
         )?;
@@ -309,13 +310,13 @@ impl<'a> Loader<'a> {
         let mut members: HashMap<SetKey, Vec<(i64, i64)>> = HashMap::new();
         let wanted: HashSet<SetKey> = sets.iter().map(|s| s.key).collect();
         let like_member = |l: &LikeDoc| (l.uid, l.id);
-        for l in &post_likes {
+        for l in post_likes.iter() {
             members
                 .entry(SetKey::PostLikers(l.target_id))
                 .or_default()
                 .push(like_member(l));
         }
-        for (post, cid) in post_comments {
+        for &(post, cid) in post_comments.iter() {
             members
                 .entry(SetKey::PostComments(post))
                 .or_default()
@@ -330,7 +331,7 @@ impl<'a> Loader<'a> {
                 _ => None,
             })
             .collect();
-        for l in &comment_likes {
+        for l in comment_likes.iter() {
             if let Some(p) = comment_post.get(&l.target_id) {
                 members
                     .entry(SetKey::CommentLikers(*p, l.target_id))
@@ -338,7 +339,7 @@ impl<'a> Loader<'a> {
                     .push(like_member(l));
             }
         }
-        for (parent, reply) in replies {
+        for &(parent, reply) in replies.iter() {
             if let Some(p) = comment_post.get(&parent) {
                 members
                     .entry(SetKey::CommentReplies(*p, parent))

@@ -4,6 +4,7 @@ pub mod accounts;
 pub mod assemble;
 pub mod comments;
 pub mod device_names;
+pub mod in_flight;
 pub mod instance_lease;
 pub mod likes;
 pub mod live_tools;
@@ -40,6 +41,8 @@ pub struct Context {
     /// Store round trips made so far, by port.
     pub round_trips: Arc<RoundTrips>,
     pub celebrity_cache: Arc<timeline::CelebrityCache>,
+    /// Rebuild reads in flight, shared by the requests that need them.
+    pub rebuilds: Arc<in_flight::Rebuilds>,
     /// When each user was last recorded active by this instance.
     pub activity: Arc<accounts::RecentActivity>,
     /// When each session was last recorded in use by this instance.

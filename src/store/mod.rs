@@ -7,6 +7,7 @@
 //! and the services decide what to rebuild from where.
 
 pub mod embedded;
+pub mod live_checks;
 pub mod metered;
 pub mod mongo;
 pub mod redis;
@@ -541,6 +542,22 @@ pub enum SetKey {
 }
 
 impl SetKey {
+    /// Sets whose members come and go by id (a like, a comment): a member is
+    /// there if its newest id was added and not removed, whatever order the
+    /// changes arrive in. Changes to them never conflict, so they apply
+    /// under any generation, and a rebuild merges the changes made while it
+    /// read the documents instead of being thrown away: a busy post stays
+    /// cached however many write to it at once.
+    pub fn is_last_writer_wins(self) -> bool {
+        matches!(
+            self,
+            SetKey::PostLikers(_)
+                | SetKey::PostComments(_)
+                | SetKey::CommentLikers(..)
+                | SetKey::CommentReplies(..)
+        )
+    }
+
     pub fn owner(self) -> Owner {
         match self {
             SetKey::PostLikers(p)
@@ -624,7 +641,9 @@ pub struct LiveAnswer {
 
 /// Rebuilt state to store, each item only if its owner's generation is still
 /// the one read before the documents were read (otherwise a write came in
-/// between and the rebuilt value may be stale: skip it, the next read rebuilds).
+/// between and the rebuilt value may be stale: skip it, the next read
+/// rebuilds). Last-writer-wins sets are merged instead, whatever the
+/// generation (`SetKey::is_last_writer_wins`).
 #[derive(Debug, Default, Clone)]
 pub struct LiveFill {
     pub blobs: Vec<(BlobKey, String, Option<u64>)>,
@@ -647,6 +666,12 @@ impl LiveFill {
 pub enum LiveChange {
     SetAdd(SetKey, i64, i64),
     SetRemove(SetKey, i64),
+    /// For a last-writer-wins set: (member, id) was added. Kept unless the
+    /// member was removed at this id or later.
+    LwwAdd(SetKey, i64, i64),
+    /// For a last-writer-wins set: the member's entry up to this id was
+    /// removed (remembered for a while, so a late add of it stays out).
+    LwwRemove(SetKey, i64, i64),
     PutBlob(BlobKey, String),
     Drop(LiveKey),
 }
@@ -673,7 +698,10 @@ pub enum LiveKey {
 impl LiveChange {
     pub fn key(&self) -> LiveKey {
         match self {
-            LiveChange::SetAdd(k, ..) | LiveChange::SetRemove(k, _) => LiveKey::Set(*k),
+            LiveChange::SetAdd(k, ..)
+            | LiveChange::SetRemove(k, _)
+            | LiveChange::LwwAdd(k, ..)
+            | LiveChange::LwwRemove(k, ..) => LiveKey::Set(*k),
             LiveChange::PutBlob(k, _) => LiveKey::Blob(*k),
             LiveChange::Drop(k) => *k,
         }

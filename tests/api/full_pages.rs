@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::helpers::{follow, spawn_app, whole_feed, TestApp, User};
+use crate::helpers::{follow, settle, spawn_app, whole_feed, TestApp, User};
 
 async fn post_as(app: &TestApp, who: &User, content: &str, visibility: &str) -> i64 {
     let (s, post) = app
@@ -36,20 +36,6 @@ fn ids(page: &Value) -> Vec<i64> {
         .iter()
         .map(|p| p["id"].as_i64().unwrap())
         .collect()
-}
-
-/// Waits until background work (fan-outs, activity records) has stopped
-/// making round trips, so that a count measures one request.
-async fn settle(app: &TestApp) {
-    let mut last = app.ctx.round_trips.snapshot();
-    for _ in 0..100 {
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        let now = app.ctx.round_trips.snapshot();
-        if now == last {
-            return;
-        }
-        last = now;
-    }
 }
 
 /// The first page of `path` for `who`, and the live and document round

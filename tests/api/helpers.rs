@@ -327,3 +327,17 @@ impl TestApp {
         session["token"].as_str().unwrap().to_string()
     }
 }
+
+/// Waits until background work (fan-outs, activity records) has stopped
+/// making round trips, so that a count measures one request.
+pub async fn settle(app: &TestApp) {
+    let mut last = app.ctx.round_trips.snapshot();
+    for _ in 0..100 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let now = app.ctx.round_trips.snapshot();
+        if now == last {
+            return;
+        }
+        last = now;
+    }
+}

@@ -1,6 +1,8 @@
 use serde_json::json;
 
-use crate::helpers::{assert_problem, spawn_app};
+use reqwest::Method;
+
+use crate::helpers::{assert_problem, settle, spawn_app, TestApp};
 
 #[tokio::test]
 async fn liking_twice_is_one_like_and_unliking_twice_is_fine() {
@@ -154,4 +156,83 @@ async fn racing_likes_and_unlikes_leave_the_live_state_equal_to_the_documents() 
         truth.push((p["likeCount"].clone(), p["likedByMe"].clone()));
     }
     assert_eq!(live, truth);
+}
+
+/// Document and live round trips of one request, once background work has
+/// settled.
+async fn trips(app: &TestApp, f: impl std::future::Future<Output = ()>) -> (u64, u64) {
+    settle(app).await;
+    let before = app.ctx.round_trips.snapshot();
+    f.await;
+    let after = app.ctx.round_trips.snapshot();
+    (after.0 - before.0, after.1 - before.1)
+}
+
+#[tokio::test]
+async fn a_repeated_like_or_unlike_writes_nothing_and_keeps_the_post_cached() {
+    let app = spawn_app().await;
+    let author = app.user("popular").await;
+    let fan = app.user("clicker").await;
+    let post = app.text_post(&author, "like me").await;
+    let like = format!("/api/v1/posts/{post}/like");
+    assert_eq!(app.put(&like, Some(&fan.token)).await.1["likeCount"], 1);
+    for (method, liked) in [
+        (Method::PUT, true),
+        (Method::PUT, true),
+        (Method::DELETE, false),
+        (Method::DELETE, false),
+    ] {
+        let (docs, _) = trips(&app, async {
+            let (s, state) = app
+                .call(method.clone(), &like, Some(&fan.token), None)
+                .await;
+            assert_eq!(s.as_u16(), 200, "{state}");
+            assert_eq!(state["liked"], liked, "{state}");
+        })
+        .await;
+        // The like itself, and nothing rebuilt: the likers set stayed.
+        assert_eq!(docs, 1, "{method} {liked}: {docs} document round trips");
+    }
+}
+
+#[tokio::test]
+async fn a_retried_like_repairs_a_live_step_that_was_lost() {
+    let app = spawn_app().await;
+    let author = app.user("poster2").await;
+    let fan = app.user("retrier").await;
+    let post = app.text_post(&author, "p").await;
+    let (_, seen) = app
+        .get(&format!("/api/v1/posts/{post}"), Some(&fan.token))
+        .await;
+    assert_eq!(seen["likeCount"], 0);
+    // A like whose document was written but whose live step never ran (the
+    // instance died in between): the cached set does not know it.
+    let id = moments::ids::next_id();
+    let doc = moments::store::LikeDoc {
+        id,
+        kind: moments::store::LikeKind::Post,
+        target_id: post,
+        uid: fan.uid,
+        create_time: moments::ids::timestamp_of(id),
+    };
+    assert!(app.ctx.docs.insert_like(&doc, 100).await.unwrap());
+    let (_, stale) = app
+        .get(&format!("/api/v1/posts/{post}"), Some(&fan.token))
+        .await;
+    assert_eq!(stale["likedByMe"], false, "the cache is stale, as set up");
+    // The client retries: the answer and every read after it are right.
+    let (_, state) = app
+        .put(&format!("/api/v1/posts/{post}/like"), Some(&fan.token))
+        .await;
+    assert_eq!(
+        (state["liked"].as_bool(), state["likeCount"].as_i64()),
+        (Some(true), Some(1))
+    );
+    let (_, fixed) = app
+        .get(&format!("/api/v1/posts/{post}"), Some(&fan.token))
+        .await;
+    assert_eq!(
+        (fixed["likedByMe"].as_bool(), fixed["likeCount"].as_i64()),
+        (Some(true), Some(1))
+    );
 }

@@ -78,6 +78,49 @@ impl ZSet {
             self.order.remove(&(old, member));
         }
     }
+    /// Adds, or raises the score of, `member`; never lowers it.
+    fn add_newer(&mut self, member: i64, score: i64) {
+        if self.scores.get(&member).is_none_or(|s| *s < score) {
+            self.add(member, score);
+        }
+    }
+    /// Removes `member` if its score is at most `score`.
+    fn remove_upto(&mut self, member: i64, score: i64) {
+        if self.scores.get(&member).is_some_and(|s| *s <= score) {
+            self.remove(member);
+        }
+    }
+}
+
+/// How long a last-writer-wins set remembers a removal, and an add made
+/// while it was absent: longer than any rebuild takes to read.
+const LWW_MEMORY_MS: i64 = 600_000;
+
+/// A last-writer-wins set's recent changes: member → (id, forgotten at).
+#[derive(Default)]
+struct Recent(HashMap<i64, (i64, i64)>);
+
+impl Recent {
+    fn note(&mut self, member: i64, id: i64, now: i64) {
+        if self.0.len() >= 1024 {
+            self.0.retain(|_, (_, until)| *until > now);
+        }
+        let e = self.0.entry(member).or_insert((id, 0));
+        e.0 = e.0.max(id);
+        e.1 = now + LWW_MEMORY_MS;
+    }
+    fn live(&self, now: i64) -> impl Iterator<Item = (i64, i64)> + '_ {
+        self.0
+            .iter()
+            .filter(move |(_, (_, until))| *until > now)
+            .map(|(m, (id, _))| (*m, *id))
+    }
+    fn get(&self, member: i64, now: i64) -> Option<i64> {
+        self.0
+            .get(&member)
+            .filter(|(_, until)| *until > now)
+            .map(|(id, _)| *id)
+    }
 }
 
 #[derive(Default)]
@@ -90,6 +133,10 @@ struct State {
     /// When each home timeline was last read or built: unread for a day, it
     /// is dropped and rebuilt on its owner's return, as in Redis.
     home_used: HashMap<i64, i64>,
+    /// Adds to absent last-writer-wins sets, for their rebuild to merge.
+    lww_adds: HashMap<SetKey, Recent>,
+    /// Removals from last-writer-wins sets.
+    lww_gone: HashMap<SetKey, Recent>,
 }
 
 impl State {
@@ -101,7 +148,7 @@ impl State {
         self.gens.insert(owner, next);
     }
     fn entries(&self) -> usize {
-        self.blobs.len() + self.sets.len()
+        self.blobs.len() + self.sets.len() + self.lww_adds.len() + self.lww_gone.len()
     }
     fn drop_cache(&mut self) {
         self.gen_floor = self.gens.values().copied().max().unwrap_or(self.gen_floor) + 1;
@@ -109,6 +156,62 @@ impl State {
         self.blobs.clear();
         self.sets.clear();
         self.home_used.clear();
+        // Recent removals outlive the drop: a rebuild that read the
+        // documents before it may still merge, and must leave them out.
+        let now = now_ms();
+        self.lww_adds.clear();
+        self.lww_gone.retain(|_, r| {
+            r.0.retain(|_, (_, until)| *until > now);
+            !r.0.is_empty()
+        });
+    }
+
+    fn lww_add(&mut self, key: SetKey, member: i64, id: i64, now: i64) {
+        if self
+            .lww_gone
+            .get(&key)
+            .and_then(|g| g.get(member, now))
+            .is_some_and(|gone| gone >= id)
+        {
+            return;
+        }
+        match self.sets.get_mut(&key) {
+            Some(z) => z.add_newer(member, id),
+            None => self.lww_adds.entry(key).or_default().note(member, id, now),
+        }
+    }
+
+    fn lww_remove(&mut self, key: SetKey, member: i64, id: i64, now: i64) {
+        if let Some(z) = self.sets.get_mut(&key) {
+            z.remove_upto(member, id);
+        }
+        if let Some(adds) = self.lww_adds.get_mut(&key) {
+            if adds.get(member, now).is_some_and(|a| a <= id) {
+                adds.0.remove(&member);
+            }
+        }
+        self.lww_gone.entry(key).or_default().note(member, id, now);
+    }
+
+    /// A rebuilt last-writer-wins set merged with what changed meanwhile.
+    fn lww_fill(&mut self, key: SetKey, members: &[(i64, i64)], now: i64) {
+        let adds: Vec<(i64, i64)> = self
+            .lww_adds
+            .remove(&key)
+            .map(|a| a.live(now).collect())
+            .unwrap_or_default();
+        let gone: Vec<(i64, i64)> = self
+            .lww_gone
+            .get(&key)
+            .map(|g| g.live(now).collect())
+            .unwrap_or_default();
+        let z = self.sets.entry(key).or_default();
+        for (m, id) in members.iter().chain(&adds) {
+            z.add_newer(*m, *id);
+        }
+        for (m, id) in gone {
+            z.remove_upto(m, id);
+        }
     }
 
     /// Drops home timelines unread for longer than a day.
@@ -224,8 +327,11 @@ impl LiveStore for MemoryLive {
                 state.blobs.insert(*key, text.clone());
             }
         }
+        let now = now_ms();
         for (key, members, guard) in &fill.sets {
-            if *guard == state.gen(key.owner()) {
+            if key.is_last_writer_wins() {
+                state.lww_fill(*key, members, now);
+            } else if *guard == state.gen(key.owner()) {
                 state.sets.insert(*key, ZSet::from_members(members));
                 if let SetKey::Home(u) = key {
                     state.home_used.insert(*u, now_ms());
@@ -237,6 +343,7 @@ impl LiveStore for MemoryLive {
 
     async fn apply(&self, changes: &[Changes]) -> StoreResult<()> {
         let mut state = self.state_write();
+        let now = now_ms();
         for batch in changes {
             let in_order = batch.expected_gen == Some(state.gen(batch.owner));
             state.bump(batch.owner);
@@ -255,6 +362,8 @@ impl LiveStore for MemoryLive {
                             z.remove(*member);
                         }
                     }
+                    LiveChange::LwwAdd(k, member, id) => state.lww_add(*k, *member, *id, now),
+                    LiveChange::LwwRemove(k, member, id) => state.lww_remove(*k, *member, *id, now),
                     LiveChange::PutBlob(k, text) => {
                         state.blobs.insert(*k, text.clone());
                     }
@@ -317,9 +426,10 @@ mod tests {
     use super::*;
     use crate::store::SetRead;
 
+    /// A generation-guarded set (likers are last-writer-wins instead).
     fn likers(p: i64) -> SetRead {
         SetRead {
-            key: SetKey::PostLikers(p),
+            key: SetKey::Following(p),
             top: 2,
             probe: Some(7),
             below: None,
@@ -327,25 +437,30 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn last_writer_wins_sets_merge_and_take_any_order() {
+        crate::store::live_checks::last_writer_wins_sets(&MemoryLive::new(10_000), 1).await;
+    }
+
+    #[tokio::test]
     async fn a_fill_guarded_by_an_old_generation_is_skipped() {
         let live = MemoryLive::new(10_000);
         let read = LiveRead {
             sets: vec![likers(1)],
-            gens: vec![Owner::Post(1)],
+            gens: vec![Owner::User(1)],
             ..Default::default()
         };
         let before = live.read(&read).await.unwrap();
         assert_eq!(before.sets, vec![None]);
         // A write lands between the rebuild's read and its fill.
         live.apply(&[Changes {
-            owner: Owner::Post(1),
+            owner: Owner::User(1),
             expected_gen: Some(before.gens[0]),
-            changes: vec![LiveChange::SetAdd(SetKey::PostLikers(1), 7, 9)],
+            changes: vec![LiveChange::SetAdd(SetKey::Following(1), 7, 9)],
         }])
         .await
         .unwrap();
         let stale = LiveFill {
-            sets: vec![(SetKey::PostLikers(1), vec![(5, 3)], before.gens[0])],
+            sets: vec![(SetKey::Following(1), vec![(5, 3)], before.gens[0])],
             ..Default::default()
         };
         live.fill(&stale).await.unwrap();
@@ -353,14 +468,14 @@ mod tests {
         // A fill with the current generation lands, and later adds apply to it.
         let fresh = live.read(&read).await.unwrap();
         let fill = LiveFill {
-            sets: vec![(SetKey::PostLikers(1), vec![(5, 3), (7, 9)], fresh.gens[0])],
+            sets: vec![(SetKey::Following(1), vec![(5, 3), (7, 9)], fresh.gens[0])],
             ..Default::default()
         };
         live.fill(&fill).await.unwrap();
         live.apply(&[Changes {
-            owner: Owner::Post(1),
+            owner: Owner::User(1),
             expected_gen: Some(fresh.gens[0]),
-            changes: vec![LiveChange::SetAdd(SetKey::PostLikers(1), 8, 12)],
+            changes: vec![LiveChange::SetAdd(SetKey::Following(1), 8, 12)],
         }])
         .await
         .unwrap();
@@ -373,7 +488,7 @@ mod tests {
     #[tokio::test]
     async fn a_set_change_after_another_write_drops_the_set_instead() {
         let live = MemoryLive::new(10_000);
-        let owner = Owner::Post(1);
+        let owner = Owner::User(1);
         let read = LiveRead {
             sets: vec![likers(1)],
             gens: vec![owner],
@@ -381,7 +496,7 @@ mod tests {
         };
         let g = live.read(&read).await.unwrap().gens[0];
         let fill = LiveFill {
-            sets: vec![(SetKey::PostLikers(1), vec![(7, 9)], g)],
+            sets: vec![(SetKey::Following(1), vec![(7, 9)], g)],
             ..Default::default()
         };
         live.fill(&fill).await.unwrap();
@@ -389,12 +504,12 @@ mod tests {
         let unlike = Changes {
             owner,
             expected_gen: Some(g),
-            changes: vec![LiveChange::SetRemove(SetKey::PostLikers(1), 7)],
+            changes: vec![LiveChange::SetRemove(SetKey::Following(1), 7)],
         };
         let late_like = Changes {
             owner,
             expected_gen: Some(g),
-            changes: vec![LiveChange::SetAdd(SetKey::PostLikers(1), 7, 11)],
+            changes: vec![LiveChange::SetAdd(SetKey::Following(1), 7, 11)],
         };
         live.apply(&[unlike]).await.unwrap();
         live.apply(&[late_like]).await.unwrap();
@@ -405,7 +520,7 @@ mod tests {
     #[tokio::test]
     async fn dropping_the_cache_keeps_old_guards_from_matching() {
         let live = MemoryLive::new(1000);
-        let owner = Owner::Post(1);
+        let owner = Owner::User(1);
         let read = LiveRead {
             gens: vec![owner],
             ..Default::default()
@@ -419,7 +534,7 @@ mod tests {
         };
         live.fill(&big).await.unwrap();
         let stale = LiveFill {
-            sets: vec![(SetKey::PostLikers(1), vec![], old)],
+            sets: vec![(SetKey::Following(1), vec![], old)],
             ..Default::default()
         };
         live.fill(&stale).await.unwrap();

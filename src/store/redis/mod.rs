@@ -28,9 +28,15 @@ const SENTINEL: &str = "0";
 const GEN_TTL_SECS: u64 = 8 * 24 * 3600;
 
 /// Writes a rebuilt value if the owner's generation is still ARGV[1]
-/// (an empty ARGV[1] writes unconditionally: immutable values).
-/// KEYS: gen, target. ARGV: gen, ttl, kind ("blob" | "field" | "set"), then
-/// the value: blob → text; field → field, text; set → score, member pairs.
+/// (an empty ARGV[1] writes unconditionally: immutable values, and merges).
+/// KEYS: gen, target (for "lww" also its adds and removals). ARGV: gen,
+/// ttl, kind ("blob" | "field" | "set" | "lww"), then the value: blob →
+/// text; field → field, text; set and lww → score, member pairs.
+///
+/// "lww" merges a last-writer-wins set: the documents' members (each kept
+/// at its highest id), the adds recorded while the set was absent, then the
+/// removals, each taking out a member at or below its id. Changes made
+/// while the documents were read are so kept, in whatever order they came.
 const FILL_SCRIPT: &str = r#"
 if ARGV[1] ~= '' and (redis.call('GET', KEYS[1]) or '0') ~= ARGV[1] then return 0 end
 local kind = ARGV[3]
@@ -38,6 +44,23 @@ if kind == 'blob' then
   redis.call('SET', KEYS[2], ARGV[4], 'EX', ARGV[2])
 elseif kind == 'field' then
   redis.call('HSET', KEYS[2], ARGV[4], ARGV[5])
+  redis.call('EXPIRE', KEYS[2], ARGV[2])
+elseif kind == 'lww' then
+  redis.call('ZADD', KEYS[2], 0, '0')
+  local i = 4
+  while i <= #ARGV do
+    local j = math.min(i + 999, #ARGV)
+    redis.call('ZADD', KEYS[2], 'GT', unpack(ARGV, i, j))
+    i = j + 1
+  end
+  local adds = redis.call('ZRANGE', KEYS[3], 0, -1, 'WITHSCORES')
+  for p = 1, #adds, 2 do redis.call('ZADD', KEYS[2], 'GT', adds[p + 1], adds[p]) end
+  redis.call('DEL', KEYS[3])
+  local gone = redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES')
+  for p = 1, #gone, 2 do
+    local cur = redis.call('ZSCORE', KEYS[2], gone[p])
+    if cur and tonumber(cur) <= tonumber(gone[p + 1]) then redis.call('ZREM', KEYS[2], gone[p]) end
+  end
   redis.call('EXPIRE', KEYS[2], ARGV[2])
 else
   redis.call('DEL', KEYS[2])
@@ -54,19 +77,49 @@ return 1
 "#;
 
 /// Applies one owner's changes after a document write, atomically.
-/// KEYS: gen, then one key per change. ARGV: gen ttl, the generation the
+/// KEYS: gen, then per change its key (three for a last-writer-wins change:
+/// the set, its adds and its removals). ARGV: gen ttl, the generation the
 /// writer read before its document write ('' if unknown), then per change an
-/// opcode and its operands. Set changes apply only if that generation is
-/// still current; otherwise another write came in between, the order of the
-/// two is unknown here, and the set is dropped to be rebuilt from the documents.
+/// opcode and its operands. Plain set changes apply only if that generation
+/// is still current; otherwise another write came in between, the order of
+/// the two is unknown here, and the set is dropped to be rebuilt from the
+/// documents. Last-writer-wins changes ('ladd', 'lrem') need no order: an
+/// add lands unless a removal at its id or later was seen; on an absent set
+/// it is recorded for the rebuild to merge; removals are remembered for ten
+/// minutes, longer than any rebuild reads.
 const APPLY_SCRIPT: &str = r#"
 local in_order = ARGV[2] ~= '' and (redis.call('GET', KEYS[1]) or '0') == ARGV[2]
 redis.call('INCR', KEYS[1])
 redis.call('EXPIRE', KEYS[1], ARGV[1])
 local a = 3
-for k = 2, #KEYS do
+local k = 2
+while k <= #KEYS do
   local op = ARGV[a]
-  if op == 'zadd' then
+  local width = 1
+  if op == 'ladd' then
+    local m, s = ARGV[a + 1], tonumber(ARGV[a + 2])
+    local gone = redis.call('ZSCORE', KEYS[k + 2], m)
+    if not gone or tonumber(gone) < s then
+      if redis.call('EXISTS', KEYS[k]) == 1 then
+        redis.call('ZADD', KEYS[k], 'GT', s, m)
+      else
+        redis.call('ZADD', KEYS[k + 1], 'GT', s, m)
+        redis.call('EXPIRE', KEYS[k + 1], 600)
+      end
+    end
+    width = 3
+    a = a + 3
+  elseif op == 'lrem' then
+    local m, s = ARGV[a + 1], tonumber(ARGV[a + 2])
+    for _, key in ipairs({KEYS[k], KEYS[k + 1]}) do
+      local cur = redis.call('ZSCORE', key, m)
+      if cur and tonumber(cur) <= s then redis.call('ZREM', key, m) end
+    end
+    redis.call('ZADD', KEYS[k + 2], 'GT', s, m)
+    redis.call('EXPIRE', KEYS[k + 2], 600)
+    width = 3
+    a = a + 3
+  elseif op == 'zadd' then
     if not in_order then redis.call('DEL', KEYS[k])
     elseif redis.call('EXISTS', KEYS[k]) == 1 then redis.call('ZADD', KEYS[k], ARGV[a + 1], ARGV[a + 2]) end
     a = a + 3
@@ -86,6 +139,7 @@ for k = 2, #KEYS do
     redis.call('DEL', KEYS[k])
     a = a + 1
   end
+  k = k + width
 end
 return 1
 "#;
@@ -211,6 +265,13 @@ impl RedisLive {
         }
     }
 
+    /// A last-writer-wins set's adds (recorded while it is absent) and
+    /// removals: beside it, under the same hash tag.
+    fn lww_keys(&self, key: SetKey) -> [String; 2] {
+        let set = self.set_key(key);
+        [format!("{set}:adds"), format!("{set}:gone")]
+    }
+
     fn set_key(&self, key: SetKey) -> String {
         let tag = owner_tag(key.owner());
         match key {
@@ -240,12 +301,26 @@ impl RedisLive {
 
     fn push_apply(&self, pipe: &mut redis::Pipeline, batch: &Changes) {
         let (owner, changes) = (batch.owner, &batch.changes);
-        let cmd = pipe.cmd("EVAL").arg(APPLY_SCRIPT).arg(1 + changes.len());
+        let keys: usize = changes
+            .iter()
+            .map(|c| match c {
+                LiveChange::LwwAdd(..) | LiveChange::LwwRemove(..) => 3,
+                _ => 1,
+            })
+            .sum();
+        let cmd = pipe.cmd("EVAL").arg(APPLY_SCRIPT).arg(1 + keys);
         cmd.arg(self.gen_key(owner));
         for change in changes {
-            match change.key() {
-                LiveKey::Set(k) => cmd.arg(self.set_key(k)),
-                LiveKey::Blob(k) => cmd.arg(self.blob_key(k).0),
+            match (change, change.key()) {
+                (LiveChange::LwwAdd(..) | LiveChange::LwwRemove(..), LiveKey::Set(k)) => {
+                    cmd.arg(self.set_key(k)).arg(&self.lww_keys(k)[..]);
+                }
+                (_, LiveKey::Set(k)) => {
+                    cmd.arg(self.set_key(k));
+                }
+                (_, LiveKey::Blob(k)) => {
+                    cmd.arg(self.blob_key(k).0);
+                }
             };
         }
         cmd.arg(GEN_TTL_SECS).arg(
@@ -261,6 +336,12 @@ impl RedisLive {
                 }
                 LiveChange::SetRemove(_, member) => {
                     cmd.arg("zrem").arg(*member);
+                }
+                LiveChange::LwwAdd(_, member, id) => {
+                    cmd.arg("ladd").arg(*member).arg(*id);
+                }
+                LiveChange::LwwRemove(_, member, id) => {
+                    cmd.arg("lrem").arg(*member).arg(*id);
                 }
                 LiveChange::PutBlob(k, text) => match self.blob_key(*k).1 {
                     Some(field) => {
@@ -438,15 +519,23 @@ impl LiveStore for RedisLive {
                 SetKey::Home(_) => HOME_TTL_SECS,
                 _ => self.ttl_secs,
             };
-            let cmd = pipe
-                .cmd("EVAL")
-                .arg(FILL_SCRIPT)
-                .arg(2)
-                .arg(self.gen_key(key.owner()))
-                .arg(self.set_key(*key))
-                .arg(gen.to_string())
-                .arg(ttl)
-                .arg("set");
+            let cmd = pipe.cmd("EVAL").arg(FILL_SCRIPT);
+            if key.is_last_writer_wins() {
+                cmd.arg(4)
+                    .arg(self.gen_key(key.owner()))
+                    .arg(self.set_key(*key))
+                    .arg(&self.lww_keys(*key)[..])
+                    .arg("")
+                    .arg(ttl)
+                    .arg("lww");
+            } else {
+                cmd.arg(2)
+                    .arg(self.gen_key(key.owner()))
+                    .arg(self.set_key(*key))
+                    .arg(gen.to_string())
+                    .arg(ttl)
+                    .arg("set");
+            }
             for (member, score) in members {
                 cmd.arg(*score).arg(*member);
             }

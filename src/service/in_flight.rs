@@ -1,0 +1,173 @@
+//! One rebuild at a time per key and instance: requests that need the same
+//! document read at the same moment share it. A hot post whose likers set
+//! is absent is read once, not once per reader arriving while it is read.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::{Arc, Mutex};
+
+use futures_util::future::{BoxFuture, FutureExt, Shared};
+
+use crate::store::{DocStore, LikeDoc, LikeKind, StoreError, StoreResult};
+
+type Answer<V> = Result<Arc<V>, Arc<StoreError>>;
+
+pub struct InFlight<K, V> {
+    running: Mutex<HashMap<K, Shared<BoxFuture<'static, Answer<V>>>>>,
+}
+
+impl<K, V> Default for InFlight<K, V> {
+    fn default() -> Self {
+        Self {
+            running: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+/// A shared failure, handed to each waiter as its own error of the same kind.
+fn unshare(e: &StoreError) -> StoreError {
+    match e {
+        StoreError::Unavailable(c) => StoreError::Unavailable(anyhow::anyhow!("{c:#}")),
+        StoreError::Duplicate(w) => StoreError::Duplicate(w),
+        StoreError::IdTaken => StoreError::IdTaken,
+        StoreError::Other(c) => StoreError::Other(anyhow::anyhow!("{c:#}")),
+    }
+}
+
+impl<K, V> InFlight<K, V>
+where
+    K: Eq + Hash + Clone + Send + 'static,
+    V: Send + Sync + 'static,
+{
+    /// The answer of `read` for `key`, shared with every caller asking for
+    /// the same key while it runs.
+    pub async fn run(
+        &self,
+        key: K,
+        read: impl FnOnce() -> BoxFuture<'static, StoreResult<V>>,
+    ) -> StoreResult<Arc<V>> {
+        let shared = {
+            let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+            match running.get(&key) {
+                Some(f) => f.clone(),
+                None => {
+                    let f = read()
+                        .map(|r| r.map(Arc::new).map_err(Arc::new))
+                        .boxed()
+                        .shared();
+                    running.insert(key.clone(), f.clone());
+                    f
+                }
+            }
+        };
+        let answer = shared.clone().await;
+        {
+            // Done: later callers read afresh (only this run's entry goes).
+            let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+            if running.get(&key).is_some_and(|f| f.ptr_eq(&shared)) {
+                running.remove(&key);
+            }
+        }
+        answer.map_err(|e| unshare(&e))
+    }
+}
+
+/// The rebuild reads whose size strangers can grow (every like of a post,
+/// every comment, every reply), shared while in flight.
+#[derive(Default)]
+pub struct Rebuilds {
+    likes: InFlight<(LikeKind, Vec<i64>), Vec<LikeDoc>>,
+    comment_ids: InFlight<Vec<i64>, Vec<(i64, i64)>>,
+    reply_ids: InFlight<Vec<i64>, Vec<(i64, i64)>>,
+}
+
+impl Rebuilds {
+    pub async fn likes_of_targets(
+        &self,
+        docs: &Arc<dyn DocStore>,
+        kind: LikeKind,
+        ids: &[i64],
+    ) -> StoreResult<Arc<Vec<LikeDoc>>> {
+        if ids.is_empty() {
+            return Ok(Arc::default());
+        }
+        let (docs, owned) = (docs.clone(), ids.to_vec());
+        self.likes
+            .run((kind, ids.to_vec()), move || {
+                async move { docs.likes_of_targets(kind, &owned).await }.boxed()
+            })
+            .await
+    }
+
+    pub async fn comment_ids_of_posts(
+        &self,
+        docs: &Arc<dyn DocStore>,
+        ids: &[i64],
+    ) -> StoreResult<Arc<Vec<(i64, i64)>>> {
+        if ids.is_empty() {
+            return Ok(Arc::default());
+        }
+        let (docs, owned) = (docs.clone(), ids.to_vec());
+        self.comment_ids
+            .run(ids.to_vec(), move || {
+                async move { docs.comment_ids_of_posts(&owned).await }.boxed()
+            })
+            .await
+    }
+
+    pub async fn reply_ids_of_comments(
+        &self,
+        docs: &Arc<dyn DocStore>,
+        ids: &[i64],
+    ) -> StoreResult<Arc<Vec<(i64, i64)>>> {
+        if ids.is_empty() {
+            return Ok(Arc::default());
+        }
+        let (docs, owned) = (docs.clone(), ids.to_vec());
+        self.reply_ids
+            .run(ids.to_vec(), move || {
+                async move { docs.reply_ids_of_comments(&owned).await }.boxed()
+            })
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[tokio::test]
+    async fn callers_asking_at_once_share_one_read() {
+        let flight: Arc<InFlight<u8, u32>> = Arc::default();
+        let reads = Arc::new(AtomicUsize::new(0));
+        let (open, gate) = tokio::sync::oneshot::channel::<()>();
+        let gate = gate.shared();
+        let callers: Vec<_> = (0..5)
+            .map(|_| {
+                let (flight, reads, gate) = (flight.clone(), reads.clone(), gate.clone());
+                tokio::spawn(async move {
+                    flight
+                        .run(7, move || {
+                            reads.fetch_add(1, Ordering::SeqCst);
+                            async move {
+                                let _ = gate.await;
+                                Ok(42)
+                            }
+                            .boxed()
+                        })
+                        .await
+                })
+            })
+            .collect();
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let _ = open.send(());
+        for c in callers {
+            assert_eq!(*c.await.unwrap().unwrap(), 42);
+        }
+        assert_eq!(reads.load(Ordering::SeqCst), 1);
+        // Once done, the next caller reads again.
+        let again = flight.run(7, || async { Ok(43) }.boxed()).await.unwrap();
+        assert_eq!(*again, 43);
+    }
+}
