@@ -20,56 +20,11 @@ use moments::config::Settings;
 use moments::ids::{next_id, now_ms, timestamp_of};
 use moments::service::{timeline, Presentation};
 use moments::startup::Application;
-use moments::store::{FollowDoc, LiveFill, Owner, PostDoc, SetKey, UserDoc};
+use moments::store::{LiveFill, Owner, SetKey};
 
-fn user(uid: i64) -> UserDoc {
-    UserDoc {
-        uid,
-        username: format!("u{uid}"),
-        nick_name: format!("用户{uid}"),
-        head_img: String::new(),
-        password_hash: String::new(),
-        roles: vec![],
-        created_at: now_ms(),
-        last_active_at: now_ms(),
-    }
-}
-
-fn post(author: i64) -> PostDoc {
-    let id = next_id();
-    PostDoc {
-        id,
-        author_uid: author,
-        category: moments::domain::post::Category::Text,
-        content: "一条动态".into(),
-        picture_urls: vec![],
-        device: String::new(),
-        geo: None,
-        visibility: moments::domain::post::Visibility::Public,
-        createtime: timestamp_of(id),
-        comments_postid: vec![],
-        likes_postid: vec![],
-        deleted: false,
-    }
-}
-
-async fn follow(app: &Application, follower: i64, followee: i64) {
-    let id = next_id();
-    app.context()
-        .docs
-        .insert_follow(&FollowDoc {
-            id,
-            follower,
-            followee,
-            created_at: timestamp_of(id),
-        })
-        .await
-        .unwrap();
-}
-
-fn ms(d: std::time::Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
+#[path = "support/mod.rs"]
+mod support;
+use support::{follow, ms, post, user};
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {

@@ -40,23 +40,24 @@ where
     V: Send + Sync + 'static,
 {
     /// The answer of `read` for `key`, shared with every caller asking for
-    /// the same key while it runs.
+    /// the same key while it runs, and whether this caller ran it (and so
+    /// is the one to write what it rebuilt back).
     pub async fn run(
         &self,
         key: K,
         read: impl FnOnce() -> BoxFuture<'static, StoreResult<V>>,
-    ) -> StoreResult<Arc<V>> {
-        let shared = {
+    ) -> StoreResult<SharedRead<V>> {
+        let (shared, led) = {
             let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
             match running.get(&key) {
-                Some(f) => f.clone(),
+                Some(f) => (f.clone(), false),
                 None => {
                     let f = read()
                         .map(|r| r.map(Arc::new).map_err(Arc::new))
                         .boxed()
                         .shared();
                     running.insert(key.clone(), f.clone());
-                    f
+                    (f, true)
                 }
             }
         };
@@ -68,7 +69,25 @@ where
                 running.remove(&key);
             }
         }
-        answer.map_err(|e| unshare(&e))
+        answer
+            .map(|value| SharedRead { value, led })
+            .map_err(|e| unshare(&e))
+    }
+}
+
+/// A read's answer, and whether this caller ran the read.
+pub struct SharedRead<V> {
+    pub value: Arc<V>,
+    pub led: bool,
+}
+
+impl<T> SharedRead<Vec<T>> {
+    /// Nothing to read: an answer no other caller shares.
+    fn empty() -> Self {
+        SharedRead {
+            value: Arc::new(Vec::new()),
+            led: true,
+        }
     }
 }
 
@@ -87,9 +106,9 @@ impl Rebuilds {
         docs: &Arc<dyn DocStore>,
         kind: LikeKind,
         ids: &[i64],
-    ) -> StoreResult<Arc<Vec<LikeDoc>>> {
+    ) -> StoreResult<SharedRead<Vec<LikeDoc>>> {
         if ids.is_empty() {
-            return Ok(Arc::default());
+            return Ok(SharedRead::empty());
         }
         let (docs, owned) = (docs.clone(), ids.to_vec());
         self.likes
@@ -103,9 +122,9 @@ impl Rebuilds {
         &self,
         docs: &Arc<dyn DocStore>,
         ids: &[i64],
-    ) -> StoreResult<Arc<Vec<(i64, i64)>>> {
+    ) -> StoreResult<SharedRead<Vec<(i64, i64)>>> {
         if ids.is_empty() {
-            return Ok(Arc::default());
+            return Ok(SharedRead::empty());
         }
         let (docs, owned) = (docs.clone(), ids.to_vec());
         self.comment_ids
@@ -119,9 +138,9 @@ impl Rebuilds {
         &self,
         docs: &Arc<dyn DocStore>,
         ids: &[i64],
-    ) -> StoreResult<Arc<Vec<(i64, i64)>>> {
+    ) -> StoreResult<SharedRead<Vec<(i64, i64)>>> {
         if ids.is_empty() {
-            return Ok(Arc::default());
+            return Ok(SharedRead::empty());
         }
         let (docs, owned) = (docs.clone(), ids.to_vec());
         self.reply_ids
@@ -162,12 +181,16 @@ mod tests {
             .collect();
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         let _ = open.send(());
+        let mut leaders = 0;
         for c in callers {
-            assert_eq!(*c.await.unwrap().unwrap(), 42);
+            let answer = c.await.unwrap().unwrap();
+            assert_eq!(*answer.value, 42);
+            leaders += usize::from(answer.led);
         }
         assert_eq!(reads.load(Ordering::SeqCst), 1);
+        assert_eq!(leaders, 1, "one caller ran it");
         // Once done, the next caller reads again.
         let again = flight.run(7, || async { Ok(43) }.boxed()).await.unwrap();
-        assert_eq!(*again, 43);
+        assert_eq!((*again.value, again.led), (43, true));
     }
 }

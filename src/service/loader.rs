@@ -310,13 +310,22 @@ impl<'a> Loader<'a> {
         let mut members: HashMap<SetKey, Vec<(i64, i64)>> = HashMap::new();
         let wanted: HashSet<SetKey> = sets.iter().map(|s| s.key).collect();
         let like_member = |l: &LikeDoc| (l.uid, l.id);
-        for l in post_likes.iter() {
+        // Sets rebuilt from a read another request ran are written back by
+        // that request: one write of a viral post's likers, not one per reader.
+        let followed = |key: &SetKey| match key {
+            SetKey::PostLikers(_) => !post_likes.led,
+            SetKey::PostComments(_) => !post_comments.led,
+            SetKey::CommentLikers(..) => !comment_likes.led,
+            SetKey::CommentReplies(..) => !replies.led,
+            _ => false,
+        };
+        for l in post_likes.value.iter() {
             members
                 .entry(SetKey::PostLikers(l.target_id))
                 .or_default()
                 .push(like_member(l));
         }
-        for &(post, cid) in post_comments.iter() {
+        for &(post, cid) in post_comments.value.iter() {
             members
                 .entry(SetKey::PostComments(post))
                 .or_default()
@@ -331,7 +340,7 @@ impl<'a> Loader<'a> {
                 _ => None,
             })
             .collect();
-        for l in comment_likes.iter() {
+        for l in comment_likes.value.iter() {
             if let Some(p) = comment_post.get(&l.target_id) {
                 members
                     .entry(SetKey::CommentLikers(*p, l.target_id))
@@ -339,7 +348,7 @@ impl<'a> Loader<'a> {
                     .push(like_member(l));
             }
         }
-        for &(parent, reply) in replies.iter() {
+        for &(parent, reply) in replies.value.iter() {
             if let Some(p) = comment_post.get(&parent) {
                 members
                     .entry(SetKey::CommentReplies(*p, parent))
@@ -380,7 +389,7 @@ impl<'a> Loader<'a> {
             }
             let m = members.get(&read.key).cloned().unwrap_or_default();
             if let (true, Some(g)) = (wanted.contains(&read.key), self.guard(read.key.owner())) {
-                if self.live_ok && filled.insert(read.key) {
+                if self.live_ok && !followed(&read.key) && filled.insert(read.key) {
                     self.fill.sets.push((read.key, m.clone(), g));
                 }
             }

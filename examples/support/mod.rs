@@ -1,0 +1,65 @@
+//! Seeding helpers shared by the benchmark examples (each example includes
+//! this file with `#[path]`, so it is not an example of its own).
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use moments::ids::{next_id, now_ms, timestamp_of};
+use moments::startup::Application;
+use moments::store::{FollowDoc, PostDoc, UserDoc};
+
+pub fn user(uid: i64) -> UserDoc {
+    UserDoc {
+        uid,
+        username: format!("u{uid}"),
+        nick_name: format!("用户{uid}"),
+        head_img: String::new(),
+        password_hash: String::new(),
+        roles: vec![],
+        created_at: now_ms(),
+        last_active_at: now_ms(),
+    }
+}
+
+pub fn post(author: i64) -> PostDoc {
+    let id = next_id();
+    PostDoc {
+        id,
+        author_uid: author,
+        category: moments::domain::post::Category::Text,
+        content: "一条动态".into(),
+        picture_urls: vec![],
+        device: String::new(),
+        geo: None,
+        visibility: moments::domain::post::Visibility::Public,
+        createtime: timestamp_of(id),
+        comments_postid: vec![],
+        likes_postid: vec![],
+        deleted: false,
+    }
+}
+
+pub async fn follow(app: &Application, follower: i64, followee: i64) {
+    let id = next_id();
+    app.context()
+        .docs
+        .insert_follow(&FollowDoc {
+            id,
+            follower,
+            followee,
+            created_at: timestamp_of(id),
+        })
+        .await
+        .unwrap();
+}
+
+pub fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// The p-th percentile (0 to 100) of these durations, in ms.
+pub fn percentile(sorted: &[std::time::Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() - 1) as f64 * p / 100.0).round() as usize;
+    ms(sorted[i])
+}
