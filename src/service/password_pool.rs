@@ -13,10 +13,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 type Job = Box<dyn FnOnce() + Send>;
 
-/// Jobs waiting per hashing thread. A hash takes about 15 ms, so a full
-/// queue is about half a second of work: longer waits than that are better
+/// Jobs waiting per hashing thread. A hash takes about 50 ms here, so a
+/// full queue is under a second of work: longer waits than that are better
 /// answered "try again" than held open.
-const QUEUED_PER_THREAD: usize = 32;
+const QUEUED_PER_THREAD: usize = 16;
 
 struct Pool {
     jobs: Mutex<mpsc::SyncSender<Job>>,
@@ -25,6 +25,10 @@ struct Pool {
 fn pool() -> &'static Pool {
     static POOL: OnceLock<Pool> = OnceLock::new();
     POOL.get_or_init(|| {
+        // One per core. Leaving a core free for serving was measured under a
+        // login flood and bought other requests nothing (the flood's share
+        // of the HTTP workers is what slows them) for a third fewer
+        // sign-ins (BENCHMARKS.md).
         let threads = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(2);
