@@ -888,3 +888,61 @@ async fn a_duplicate_id_is_told_apart_from_a_duplicate_unique_key() {
     );
     drop_db(db).await;
 }
+
+#[tokio::test]
+async fn follow_counts_are_kept_on_the_user_and_backfilled_once() {
+    use moments::store::mongo::MongoDocs;
+    use moments::store::{DocStore, FollowDoc, UserDoc};
+    let name = format!("conf_counts_{}", random_suffix());
+    let uri = std::env::var("MOMENTS_TEST_MONGODB_URI").unwrap();
+    let docs = MongoDocs::connect(&uri, &name).await.unwrap();
+    docs.apply_schemas().await.unwrap();
+    let user = |uid: i64| UserDoc {
+        uid,
+        username: format!("u{uid}"),
+        nick_name: "n".into(),
+        head_img: String::new(),
+        password_hash: String::new(),
+        roles: vec![],
+        created_at: 0,
+        last_active_at: 0,
+    };
+    let (a, b, c) = (id(1), id(2), id(3));
+    for u in [a, b] {
+        docs.insert_user(&user(u)).await.unwrap();
+    }
+    let edge = |n: i64, follower, followee| FollowDoc {
+        id: id(100 + n),
+        follower,
+        followee,
+        created_at: 0,
+    };
+    assert!(docs.insert_follow(&edge(1, a, b)).await.unwrap());
+    assert!(
+        !docs.insert_follow(&edge(2, a, b)).await.unwrap(),
+        "one edge"
+    );
+    assert_eq!(docs.follow_counts(b).await.unwrap(), (1, 0));
+    assert_eq!(docs.follow_counts(a).await.unwrap(), (0, 1));
+    let raw = docs.database().collection::<Document>("users");
+    let stored = raw.find_one(doc! { "_id": b }).await.unwrap().unwrap();
+    assert_eq!(as_i64(stored.get("followersCount").unwrap()), 1, "{stored}");
+    assert!(docs.delete_follow(a, b).await.unwrap());
+    assert_eq!(docs.follow_counts(b).await.unwrap(), (0, 0));
+
+    // An account from before the counters: counted once, then kept.
+    let mut old = mongodb::bson::to_document(&user(c)).unwrap();
+    old.remove("followersCount");
+    raw.insert_one(old).await.unwrap();
+    docs.database()
+        .collection::<Document>("follows")
+        .insert_one(doc! { "_id": id(200), "follower": a, "followee": c, "createdAt": 0 })
+        .await
+        .unwrap();
+    assert_eq!(docs.follow_counts(c).await.unwrap(), (1, 0));
+    let stored = raw.find_one(doc! { "_id": c }).await.unwrap().unwrap();
+    assert_eq!(as_i64(stored.get("followersCount").unwrap()), 1, "{stored}");
+    assert!(docs.insert_follow(&edge(3, b, c)).await.unwrap());
+    assert_eq!(docs.follow_counts(c).await.unwrap(), (2, 0));
+    drop_db(docs.database().clone()).await;
+}

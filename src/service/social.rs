@@ -95,6 +95,14 @@ pub async fn follow(ctx: &Context, me: i64, them: i64) -> AppResult<FollowState>
         // Blocked either way: they stay hidden from each other.
         return Err(AppError::NotFound("user"));
     }
+    // Whom one follows is read whole on every feed and profile read: it is
+    // bounded. (Two follows racing may pass the bound by one each.)
+    let max = ctx.settings.max_following;
+    if !before.rel.following.contains(&them) && before.rel.following.len() as u64 >= max {
+        return Err(AppError::Conflict(format!(
+            "you follow {max} accounts, the most one account may; unfollow one first"
+        )));
+    }
     let (added, id) = with_fresh_id(|id| {
         let edge = FollowDoc {
             id,

@@ -445,3 +445,37 @@ async fn friends_only_posts_show_each_viewer_their_friends_interactions() {
         .await;
     assert_eq!(list["items"].as_array().unwrap().len(), 2);
 }
+
+#[tokio::test]
+async fn follows_per_account_are_capped() {
+    let mut settings = crate::helpers::test_settings();
+    settings.max_following = 2;
+    let app = crate::helpers::spawn_app_with(settings).await;
+    let fan = app.user("collector").await;
+    let stars: Vec<User> =
+        futures_util::future::join_all((0..3).map(|i| app.user_owned(format!("star{i}")))).await;
+    follow(&app, &fan, &stars[0]).await;
+    follow(&app, &fan, &stars[1]).await;
+    let third = app
+        .put(
+            &format!("/api/v1/users/{}/follow", stars[2].uid),
+            Some(&fan.token),
+        )
+        .await;
+    assert_problem(&third, 409, "conflict");
+    // Following again one already followed is fine; after an unfollow, room.
+    follow(&app, &fan, &stars[1]).await;
+    app.delete(
+        &format!("/api/v1/users/{}/follow", stars[0].uid),
+        Some(&fan.token),
+    )
+    .await;
+    follow(&app, &fan, &stars[2]).await;
+    let (_, page) = app
+        .get(
+            &format!("/api/v1/users/{}/following", fan.uid),
+            Some(&fan.token),
+        )
+        .await;
+    assert_eq!(page["items"].as_array().unwrap().len(), 2);
+}

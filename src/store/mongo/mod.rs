@@ -123,6 +123,57 @@ impl MongoDocs {
     ) -> StoreResult<Vec<FollowDoc>> {
         newest_page(self.follows(), filter, before, limit).await
     }
+
+    /// Moves both users' follow counters after an edge was written. Only
+    /// counters that exist move: one an account does not have yet is
+    /// counted from the edges on its first read (`backfill_follow_counts`).
+    /// Like the id arrays, a failure here is logged, not returned: the edge
+    /// is the record.
+    async fn count_follow(&self, follower: i64, followee: i64, delta: i32) {
+        let users = self.db.collection::<Document>("users");
+        let (a, b) = tokio::join!(
+            users.update_one(
+                doc! { "_id": follower, "followingCount": { "$exists": true } },
+                doc! { "$inc": { "followingCount": delta } },
+            ),
+            users.update_one(
+                doc! { "_id": followee, "followersCount": { "$exists": true } },
+                doc! { "$inc": { "followersCount": delta } },
+            ),
+        );
+        for r in [a, b] {
+            if let Err(e) = r {
+                tracing::warn!(follower, followee, error = %e, "could not move a follow counter");
+            }
+        }
+    }
+
+    /// Counts an account's edges once and keeps the counts on its document,
+    /// for accounts made before the counters were.
+    async fn backfill_follow_counts(&self, uid: i64) -> StoreResult<(u64, u64)> {
+        let (followers, following) = tokio::try_join!(
+            async {
+                self.follows()
+                    .count_documents(doc! { "followee": uid })
+                    .await
+            },
+            async {
+                self.follows()
+                    .count_documents(doc! { "follower": uid })
+                    .await
+            },
+        )
+        .map_err(classify)?;
+        self.db
+            .collection::<Document>("users")
+            .update_one(
+                doc! { "_id": uid },
+                doc! { "$set": { "followersCount": followers as i64, "followingCount": following as i64 } },
+            )
+            .await
+            .map_err(classify)?;
+        Ok((followers, following))
+    }
 }
 
 /// Server error codes that mean "not now, try again": the server is
@@ -292,6 +343,15 @@ fn array_update_result(r: Result<mongodb::results::UpdateResult, MongoError>, po
     }
 }
 
+/// A user's follow counters; absent on accounts older than them.
+#[derive(Deserialize)]
+struct FollowCounts {
+    #[serde(rename = "followersCount", default)]
+    followers: Option<i64>,
+    #[serde(rename = "followingCount", default)]
+    following: Option<i64>,
+}
+
 #[derive(Deserialize)]
 struct IdOnly {
     #[serde(rename = "_id")]
@@ -329,7 +389,11 @@ impl DocStore for MongoDocs {
     }
 
     async fn insert_user(&self, user: &UserDoc) -> StoreResult<()> {
-        match self.users().insert_one(user).await {
+        let mut d = mongodb::bson::to_document(user).map_err(|e| StoreError::Other(e.into()))?;
+        // Counted from the start; see `count_follow`.
+        d.insert("followersCount", 0_i64);
+        d.insert("followingCount", 0_i64);
+        match self.db.collection::<Document>("users").insert_one(d).await {
             Ok(_) => Ok(()),
             Err(e) => Err(insert_error(e, "username")),
         }
@@ -666,15 +730,24 @@ impl DocStore for MongoDocs {
     }
 
     async fn insert_follow(&self, follow: &FollowDoc) -> StoreResult<bool> {
-        insert_unless_duplicate(&self.follows(), follow).await
+        let added = insert_unless_duplicate(&self.follows(), follow).await?;
+        if added {
+            self.count_follow(follow.follower, follow.followee, 1).await;
+        }
+        Ok(added)
     }
 
     async fn delete_follow(&self, follower: i64, followee: i64) -> StoreResult<bool> {
-        self.delete_matching(
-            "follows",
-            doc! { "follower": follower, "followee": followee },
-        )
-        .await
+        let removed = self
+            .delete_matching(
+                "follows",
+                doc! { "follower": follower, "followee": followee },
+            )
+            .await?;
+        if removed {
+            self.count_follow(follower, followee, -1).await;
+        }
+        Ok(removed)
     }
 
     async fn followers_page(
@@ -698,20 +771,22 @@ impl DocStore for MongoDocs {
     }
 
     async fn follow_counts(&self, uid: i64) -> StoreResult<(u64, u64)> {
-        let (followers, following) = tokio::try_join!(
-            async {
-                self.follows()
-                    .count_documents(doc! { "followee": uid })
-                    .await
-            },
-            async {
-                self.follows()
-                    .count_documents(doc! { "follower": uid })
-                    .await
-            },
-        )
-        .map_err(classify)?;
-        Ok((followers, following))
+        let counted = self
+            .db
+            .collection::<FollowCounts>("users")
+            .find_one(doc! { "_id": uid })
+            .projection(doc! { "followersCount": 1, "followingCount": 1 })
+            .await
+            .map_err(classify)?;
+        if let Some(FollowCounts {
+            followers: Some(followers),
+            following: Some(following),
+            ..
+        }) = counted
+        {
+            return Ok((followers.max(0) as u64, following.max(0) as u64));
+        }
+        self.backfill_follow_counts(uid).await
     }
 
     async fn follow_edges(&self, uid: i64, others: &[i64]) -> StoreResult<(Vec<i64>, Vec<i64>)> {
