@@ -15,7 +15,7 @@ use crate::config::Settings;
 use crate::http;
 use crate::service::device_names::DeviceNames;
 use crate::service::repair::LiveRepair;
-use crate::service::{accounts, instance_lease, Context};
+use crate::service::{accounts, expiry, instance_lease, Context};
 use crate::store::embedded::{self, docs::EmbeddedDocs, live::MemoryLive};
 use crate::store::metered::{count_request_trips, MeteredDocs, MeteredLive, RoundTrips};
 use crate::store::mongo::MongoDocs;
@@ -135,7 +135,7 @@ impl Application {
                 Duration::from_millis(settings.device_refresh_ms),
             ),
             repair.spawn(live.clone()),
-            accounts::spawn_session_purge(docs.clone()),
+            expiry::spawn(docs.clone()),
         ];
         if let Some(lease) = lease {
             tasks.push(instance_lease::spawn_renewal(docs.clone(), lease));

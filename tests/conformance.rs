@@ -946,3 +946,22 @@ async fn follow_counts_are_kept_on_the_user_and_backfilled_once() {
     assert_eq!(docs.follow_counts(c).await.unwrap(), (2, 0));
     drop_db(docs.database().clone()).await;
 }
+
+#[tokio::test]
+async fn max_only_ever_raises_a_field() {
+    let db = fresh_db("max_raises").await;
+    let coll = db.collection::<Document>("users");
+    coll.insert_one(doc! { "_id": id(1) }).await.unwrap();
+    for (offer, expect) in [(id(50), id(50)), (id(40), id(50)), (id(60), id(60))] {
+        coll.update_one(doc! { "_id": id(1) }, doc! { "$max": { "mark": offer } })
+            .await
+            .unwrap();
+        let d = coll.find_one(doc! { "_id": id(1) }).await.unwrap().unwrap();
+        assert_eq!(
+            as_i64(d.get("mark").unwrap()),
+            expect,
+            "after offering {offer}"
+        );
+    }
+    drop_db(db).await;
+}

@@ -620,30 +620,6 @@ fn note_activity(ctx: &Context, uid: i64, session_id: i64, now: i64) {
     });
 }
 
-/// Deletes expired sessions every few minutes, in bounded batches, on every
-/// backend (MongoDB's TTL index does it too; the embedded store has none).
-pub fn spawn_session_purge(
-    docs: std::sync::Arc<dyn crate::store::DocStore>,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(std::time::Duration::from_secs(300));
-        loop {
-            tick.tick().await;
-            // A backlog goes in batches, each its own short write.
-            for _ in 0..100 {
-                match docs.purge_expired_sessions(now_ms(), 1000).await {
-                    Ok(n) if n >= 1000 => continue,
-                    Ok(_) => break,
-                    Err(e) => {
-                        tracing::debug!(error = %e, "could not purge expired sessions");
-                        break;
-                    }
-                }
-            }
-        }
-    })
-}
-
 async fn me_doc(ctx: &Context, uid: i64) -> AppResult<UserDoc> {
     ctx.docs
         .users_by_ids(&[uid])

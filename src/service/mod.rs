@@ -4,6 +4,7 @@ pub mod accounts;
 pub mod assemble;
 pub mod comments;
 pub mod device_names;
+pub mod expiry;
 pub mod in_flight;
 pub mod instance_lease;
 pub mod likes;

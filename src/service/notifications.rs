@@ -1,7 +1,8 @@
 //! Notifications (seed 000's msg_list, seed 002's message table): a like,
 //! comment, reply or follow tells its target, never oneself, once per event
 //! (liking, unliking and liking again notifies once). They expire after 30
-//! days: a TTL index on MongoDB, and a filter at read on every backend.
+//! days: a filter at read on every backend hides them at once, and a sweep
+//! (`service::expiry`; on MongoDB also a TTL index) deletes them.
 
 use std::collections::HashMap;
 
@@ -215,13 +216,26 @@ pub async fn list(
     })
 }
 
+/// Unread counts stop here: a badge shows "999+", and counting a backlog
+/// strangers can grow is bounded work.
+pub const MAX_UNREAD: u64 = 999;
+
 pub async fn unread(ctx: &Context, uid: i64, now: i64) -> AppResult<Unread> {
     Ok(Unread {
-        unread: ctx.docs.unread_notifications(uid, now - KEEP_MS).await?,
+        unread: ctx
+            .docs
+            .unread_notifications(uid, now - KEEP_MS, MAX_UNREAD)
+            .await?,
     })
 }
 
+/// Marks read every notification up to `upTo` (all, without it): one
+/// write of the recipient's read mark, however many there are. A mark past
+/// now is brought back to now, so that it cannot cover notifications yet
+/// to come.
 pub async fn mark_read(ctx: &Context, uid: i64, req: MarkRead, now: i64) -> AppResult<Unread> {
-    ctx.docs.mark_notifications_read(uid, req.up_to).await?;
+    let latest = crate::ids::next_id();
+    let up_to = req.up_to.map_or(latest, |u| u.min(latest));
+    ctx.docs.mark_notifications_read(uid, up_to).await?;
     unread(ctx, uid, now).await
 }

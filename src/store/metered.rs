@@ -347,13 +347,17 @@ impl DocStore for MeteredDocs {
             .notifications_page(uid, since, before, limit)
             .await
     }
-    async fn unread_notifications(&self, uid: i64, since: i64) -> StoreResult<u64> {
+    async fn unread_notifications(&self, uid: i64, since: i64, cap: u64) -> StoreResult<u64> {
         self.tick();
-        self.inner.unread_notifications(uid, since).await
+        self.inner.unread_notifications(uid, since, cap).await
     }
-    async fn mark_notifications_read(&self, uid: i64, up_to: Option<i64>) -> StoreResult<()> {
+    async fn mark_notifications_read(&self, uid: i64, up_to: i64) -> StoreResult<()> {
         self.tick();
         self.inner.mark_notifications_read(uid, up_to).await
+    }
+    async fn purge_notifications_before(&self, before: i64, limit: usize) -> StoreResult<u64> {
+        // The background sweep, not a request's round trip.
+        self.inner.purge_notifications_before(before, limit).await
     }
     async fn post_ids_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<i64>> {
         self.tick();

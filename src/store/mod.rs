@@ -446,7 +446,7 @@ pub trait DocStore: Send + Sync {
     /// `Ok(false)` when this event was notified already (same `dedupe`).
     async fn insert_notification(&self, n: &NotificationDoc) -> StoreResult<bool>;
     /// A recipient's notifications made at or after `since` and below
-    /// `before`, newest first.
+    /// `before`, newest first, `read` set for those up to their read mark.
     async fn notifications_page(
         &self,
         uid: i64,
@@ -454,9 +454,15 @@ pub trait DocStore: Send + Sync {
         before: Option<i64>,
         limit: usize,
     ) -> StoreResult<Vec<NotificationDoc>>;
-    async fn unread_notifications(&self, uid: i64, since: i64) -> StoreResult<u64>;
-    /// Marks a recipient's notifications up to `up_to` (all if `None`) read.
-    async fn mark_notifications_read(&self, uid: i64, up_to: Option<i64>) -> StoreResult<()>;
+    /// How many of a recipient's notifications made at or after `since` are
+    /// unread, counted up to `cap` at most.
+    async fn unread_notifications(&self, uid: i64, since: i64, cap: u64) -> StoreResult<u64>;
+    /// Moves a recipient's read mark up to `up_to`: every notification with
+    /// an id at or below it is read. One write, however many there are.
+    async fn mark_notifications_read(&self, uid: i64, up_to: i64) -> StoreResult<()>;
+    /// Deletes up to `limit` notifications with ids below `before` (older
+    /// than they are kept); how many went.
+    async fn purge_notifications_before(&self, before: i64, limit: usize) -> StoreResult<u64>;
 
     async fn device_models(&self) -> StoreResult<Vec<DeviceModelDoc>>;
 

@@ -200,6 +200,65 @@ async fn notifications_older_than_30_days_are_gone_everywhere() {
     let (_, page) = app.get("/api/v1/notifications", Some(&me.token)).await;
     assert_eq!(page["items"].as_array().unwrap().len(), 1);
     assert_eq!(unread(&app, &me).await, 1);
+    // And the sweep deletes the old one, on every backend, and nothing else.
+    moments::service::expiry::sweep_once(app.ctx.docs.as_ref()).await;
+    let since = now - 40 * 24 * 3600 * 1000;
+    let left = app
+        .ctx
+        .docs
+        .notifications_page(me.uid, since, None, 10)
+        .await
+        .unwrap();
+    let kept: Vec<&str> = left.iter().map(|n| n.dedupe.as_str()).collect();
+    assert_eq!(kept, vec!["recent"]);
+}
+
+#[tokio::test]
+async fn marking_read_is_one_write_and_unread_counts_are_capped() {
+    let app = spawn_app().await;
+    let me = app.user("inbox").await;
+    let a = app.user("sender").await;
+    let now = moments::ids::now_ms();
+    let backlog = moments::service::notifications::MAX_UNREAD + 5;
+    for i in 0..backlog as i64 {
+        let id = moments::ids::first_id_at(now - 60_000) + i;
+        app.ctx
+            .docs
+            .insert_notification(&moments::store::NotificationDoc {
+                id,
+                uid: me.uid,
+                kind: moments::store::NotificationKind::Follow,
+                actor: a.uid,
+                post_id: None,
+                comment_id: None,
+                createtime: moments::ids::timestamp_of(id),
+                dedupe: format!("n{i}"),
+                read: false,
+            })
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        unread(&app, &me).await as u64,
+        moments::service::notifications::MAX_UNREAD
+    );
+    let before = app.ctx.round_trips.snapshot().0;
+    let (s, r) = app
+        .post("/api/v1/notifications/read", Some(&me.token), json!({}))
+        .await;
+    assert_eq!((s.as_u16(), r["unread"].as_i64()), (200, Some(0)));
+    // The mark, then the count: no walk through the backlog.
+    assert!(app.ctx.round_trips.snapshot().0 - before <= 3);
+    // A mark far in the future covers only what exists: the next one is unread.
+    app.post(
+        "/api/v1/notifications/read",
+        Some(&me.token),
+        json!({"upTo": i64::MAX}),
+    )
+    .await;
+    app.put(&format!("/api/v1/users/{}/follow", me.uid), Some(&a.token))
+        .await;
+    assert_eq!(unread(&app, &me).await, 1);
 }
 
 #[tokio::test]

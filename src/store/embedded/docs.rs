@@ -53,8 +53,14 @@ const LAST_ACTIVE: TableDefinition<u64, i64> = TableDefinition::new("last_active
 const NOTIFICATIONS: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("notifications");
 /// (recipient, event key) → notification id: one per event.
 const NOTIFIED: TableDefinition<(u64, &str), u64> = TableDefinition::new("notified");
-/// (recipient, notification id) of the unread ones.
+/// (recipient, notification id) of the unread ones (those above the
+/// recipient's read mark are unread; this table remembers the rest).
 const UNREAD: TableDefinition<(u64, u64), ()> = TableDefinition::new("unread");
+/// Notification id → recipient: every notification in id order, so the
+/// expired ones are found without a scan.
+const NOTIFICATION_IDS: TableDefinition<u64, u64> = TableDefinition::new("notification_ids");
+/// Recipient → the id up to which they read their notifications.
+const READ_MARKS: TableDefinition<u64, u64> = TableDefinition::new("notification_read_marks");
 /// Session id → the session.
 const SESSIONS: TableDefinition<u64, &[u8]> = TableDefinition::new("session_docs");
 /// Token hash → session id.
@@ -215,6 +221,17 @@ fn adjust_counts(
     Ok(())
 }
 
+/// Up to which id `uid` has read their notifications (0: none).
+fn read_mark(txn: &ReadTransaction, uid: i64) -> StoreResult<u64> {
+    Ok(txn
+        .open_table(READ_MARKS)
+        .map_err(other)?
+        .get(id(uid))
+        .map_err(other)?
+        .map(|v| v.value())
+        .unwrap_or(0))
+}
+
 /// Deletes these sessions with their index entries (only `owner`'s, when
 /// given); how many there were.
 fn delete_sessions_in(txn: &WriteTransaction, owner: Option<i64>, ids: &[i64]) -> StoreResult<u64> {
@@ -339,6 +356,16 @@ impl DocStore for EmbeddedDocs {
             txn.open_table(SESSIONS_BY_USER).map_err(other)?;
             txn.open_table(SESSION_EXPIRY).map_err(other)?;
             txn.open_table(INSTANCE_LEASES).map_err(other)?;
+            txn.open_table(READ_MARKS).map_err(other)?;
+            // Notifications from before the id index: indexed once.
+            let mut by_id = txn.open_table(NOTIFICATION_IDS).map_err(other)?;
+            if by_id.is_empty().map_err(other)? {
+                let all = txn.open_table(NOTIFICATIONS).map_err(other)?;
+                for entry in all.iter().map_err(other)? {
+                    let (uid, nid) = entry.map_err(other)?.0.value();
+                    by_id.insert(nid, uid).map_err(other)?;
+                }
+            }
             // Raw tokens must not outlive the upgrade that stopped storing them.
             txn.delete_table(RAW_TOKENS).map_err(other)?;
             Ok(())
@@ -1140,6 +1167,10 @@ impl DocStore for EmbeddedDocs {
                 .map_err(other)?
                 .insert((id(n.uid), id(n.id)), encode(&n)?.as_slice())
                 .map_err(other)?;
+            txn.open_table(NOTIFICATION_IDS)
+                .map_err(other)?
+                .insert(id(n.id), id(n.uid))
+                .map_err(other)?;
             if !n.read {
                 txn.open_table(UNREAD)
                     .map_err(other)?
@@ -1161,6 +1192,7 @@ impl DocStore for EmbeddedDocs {
         self.read(move |txn| {
             let table = txn.open_table(NOTIFICATIONS).map_err(other)?;
             let unread = txn.open_table(UNREAD).map_err(other)?;
+            let mark = read_mark(txn, uid)?;
             let (u, low) = (id(uid), id(crate::ids::first_id_at(since)));
             let high = before.map(id).unwrap_or(u64::MAX);
             let mut out = Vec::new();
@@ -1172,7 +1204,7 @@ impl DocStore for EmbeddedDocs {
             {
                 let (key, value) = entry.map_err(other)?;
                 let mut n: NotificationDoc = decode(value.value())?;
-                n.read = unread.get(key.value()).map_err(other)?.is_none();
+                n.read = key.value().1 <= mark || unread.get(key.value()).map_err(other)?.is_none();
                 out.push(n);
             }
             Ok(out)
@@ -1180,33 +1212,74 @@ impl DocStore for EmbeddedDocs {
         .await
     }
 
-    async fn unread_notifications(&self, uid: i64, since: i64) -> StoreResult<u64> {
+    async fn unread_notifications(&self, uid: i64, since: i64, cap: u64) -> StoreResult<u64> {
         self.read(move |txn| {
             let unread = txn.open_table(UNREAD).map_err(other)?;
-            let (u, low) = (id(uid), id(crate::ids::first_id_at(since)));
+            let mark = read_mark(txn, uid)?;
+            let u = id(uid);
+            let low = id(crate::ids::first_id_at(since)).max(mark.saturating_add(1));
             let mut n = 0;
             for entry in unread.range((u, low)..=(u, u64::MAX)).map_err(other)? {
                 entry.map_err(other)?;
                 n += 1;
+                if n >= cap {
+                    break;
+                }
             }
             Ok(n)
         })
         .await
     }
 
-    async fn mark_notifications_read(&self, uid: i64, up_to: Option<i64>) -> StoreResult<()> {
+    async fn mark_notifications_read(&self, uid: i64, up_to: i64) -> StoreResult<()> {
         self.write(move |txn| {
-            let mut unread = txn.open_table(UNREAD).map_err(other)?;
-            let u = id(uid);
-            let high = up_to.map(id).unwrap_or(u64::MAX);
-            let mut keys = Vec::new();
-            for entry in unread.range((u, 0)..=(u, high)).map_err(other)? {
-                keys.push(entry.map_err(other)?.0.value());
-            }
-            for k in keys {
-                unread.remove(k).map_err(other)?;
+            let mut marks = txn.open_table(READ_MARKS).map_err(other)?;
+            let now = marks
+                .get(id(uid))
+                .map_err(other)?
+                .map(|v| v.value())
+                .unwrap_or(0);
+            if id(up_to) > now {
+                marks.insert(id(uid), id(up_to)).map_err(other)?;
             }
             Ok(())
+        })
+        .await
+    }
+
+    async fn purge_notifications_before(&self, before: i64, limit: usize) -> StoreResult<u64> {
+        self.write(move |txn| {
+            let mut by_id = txn.open_table(NOTIFICATION_IDS).map_err(other)?;
+            let expired: Vec<(u64, u64)> = {
+                let mut out = Vec::new();
+                for entry in by_id.range(..id(before)).map_err(other)?.take(limit) {
+                    let (nid, uid) = entry.map_err(other)?;
+                    out.push((nid.value(), uid.value()));
+                }
+                out
+            };
+            let mut table = txn.open_table(NOTIFICATIONS).map_err(other)?;
+            let mut notified = txn.open_table(NOTIFIED).map_err(other)?;
+            let mut unread = txn.open_table(UNREAD).map_err(other)?;
+            for (nid, uid) in &expired {
+                by_id.remove(*nid).map_err(other)?;
+                unread.remove((*uid, *nid)).map_err(other)?;
+                let Some(doc) = table.remove((*uid, *nid)).map_err(other)? else {
+                    continue;
+                };
+                let n: NotificationDoc = decode(doc.value())?;
+                drop(doc);
+                // The event may be notified again once its notice is gone,
+                // as on MongoDB, where the TTL index takes the whole document.
+                let same = notified
+                    .get((*uid, n.dedupe.as_str()))
+                    .map_err(other)?
+                    .is_some_and(|v| v.value() == *nid);
+                if same {
+                    notified.remove((*uid, n.dedupe.as_str())).map_err(other)?;
+                }
+            }
+            Ok(expired.len() as u64)
         })
         .await
     }

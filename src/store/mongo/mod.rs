@@ -124,6 +124,23 @@ impl MongoDocs {
         newest_page(self.follows(), filter, before, limit).await
     }
 
+    /// Up to which id a recipient has read their notifications (0: none).
+    async fn read_mark(&self, uid: i64) -> StoreResult<i64> {
+        #[derive(Deserialize)]
+        struct Mark {
+            #[serde(rename = "notificationsReadUpTo", default)]
+            up_to: Option<i64>,
+        }
+        let mark = self
+            .db
+            .collection::<Mark>("users")
+            .find_one(doc! { "_id": uid })
+            .projection(doc! { "notificationsReadUpTo": 1 })
+            .await
+            .map_err(classify)?;
+        Ok(mark.and_then(|m| m.up_to).unwrap_or(0))
+    }
+
     /// Moves both users' follow counters after an edge was written. Only
     /// counters that exist move: one an account does not have yet is
     /// counted from the edges on its first read (`backfill_follow_counts`).
@@ -969,51 +986,68 @@ impl DocStore for MongoDocs {
         if let Some(b) = before {
             range.insert("$lt", b);
         }
-        collect(
-            self.notifications()
-                .find(doc! { "uid": uid, "_id": range })
-                .sort(doc! { "_id": -1 })
-                .limit(limit as i64)
-                .await
-                .map_err(classify)?,
-        )
-        .await
+        let page = async {
+            collect(
+                self.notifications()
+                    .find(doc! { "uid": uid, "_id": range })
+                    .sort(doc! { "_id": -1 })
+                    .limit(limit as i64)
+                    .await
+                    .map_err(classify)?,
+            )
+            .await
+        };
+        let (mut page, mark) = tokio::try_join!(page, self.read_mark(uid))?;
+        for n in &mut page {
+            n.read = n.read || n.id <= mark;
+        }
+        Ok(page)
     }
 
-    async fn unread_notifications(&self, uid: i64, since: i64) -> StoreResult<u64> {
+    async fn unread_notifications(&self, uid: i64, since: i64, cap: u64) -> StoreResult<u64> {
+        let mark = self.read_mark(uid).await?;
+        let after = mark.max(crate::ids::first_id_at(since) - 1);
         self.notifications()
-            .count_documents(doc! {
-                "uid": uid, "read": false, "_id": { "$gte": crate::ids::first_id_at(since) }
-            })
+            .count_documents(doc! { "uid": uid, "read": false, "_id": { "$gt": after } })
+            .limit(cap)
             .await
             .map_err(classify)
     }
 
-    async fn mark_notifications_read(&self, uid: i64, up_to: Option<i64>) -> StoreResult<()> {
-        let mut filter = doc! { "uid": uid, "read": false };
-        if let Some(u) = up_to {
-            filter.insert("_id", doc! { "$lte": u });
-        }
-        // Ids first, then the update by _id (TESTING.md: multi-document
-        // writes filter on _id only).
+    async fn mark_notifications_read(&self, uid: i64, up_to: i64) -> StoreResult<()> {
+        // Only ever forward ($max): a late or repeated request never unreads.
+        self.db
+            .collection::<Document>("users")
+            .update_one(
+                doc! { "_id": uid },
+                doc! { "$max": { "notificationsReadUpTo": up_to } },
+            )
+            .await
+            .map(|_| ())
+            .map_err(classify)
+    }
+
+    async fn purge_notifications_before(&self, before: i64, limit: usize) -> StoreResult<u64> {
+        // The TTL index does this on MongoDB; the sweep keeps the promise
+        // where TTL monitors lag. Ids first, then the delete by `_id`.
         let cursor = self
             .db
             .collection::<IdOnly>("notifications")
-            .find(filter)
+            .find(doc! { "_id": { "$lt": before } })
             .projection(doc! { "_id": 1 })
+            .limit(limit as i64)
             .await
             .map_err(classify)?;
         let ids: Vec<i64> = collect(cursor).await?.into_iter().map(|d| d.id).collect();
-        for chunk in ids.chunks(1000) {
-            self.notifications()
-                .update_many(
-                    doc! { "_id": { "$in": chunk } },
-                    doc! { "$set": { "read": true } },
-                )
-                .await
-                .map_err(classify)?;
+        if ids.is_empty() {
+            return Ok(0);
         }
-        Ok(())
+        let r = self
+            .notifications()
+            .delete_many(doc! { "_id": { "$in": ids } })
+            .await
+            .map_err(classify)?;
+        Ok(r.deleted_count)
     }
 
     async fn post_ids_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<i64>> {

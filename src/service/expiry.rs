@@ -1,0 +1,54 @@
+//! Deletes what has expired, on every backend: sessions past their 30 days
+//! and notifications past theirs. Reads already ignore both; this keeps the
+//! stores from growing with them (MongoDB's TTL indexes do the same, and
+//! the sweep covers the embedded store, which has none, and lagging TTL
+//! monitors).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::ids::{first_id_at, now_ms};
+use crate::store::{DocStore, StoreResult};
+
+const EVERY: Duration = Duration::from_secs(300);
+const BATCH: usize = 1000;
+
+/// Deletes in batches of `BATCH` (each its own short write) until a batch
+/// comes back short, at most 100 a pass.
+async fn sweep<F, Fut>(what: &str, mut batch: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = StoreResult<u64>>,
+{
+    for _ in 0..100 {
+        match batch().await {
+            Ok(n) if n >= BATCH as u64 => continue,
+            Ok(_) => return,
+            Err(e) => {
+                tracing::debug!(error = %e, what, "could not delete expired records");
+                return;
+            }
+        }
+    }
+}
+
+/// One pass over everything that expires.
+pub async fn sweep_once(docs: &dyn DocStore) {
+    sweep("sessions", || docs.purge_expired_sessions(now_ms(), BATCH)).await;
+    let kept_from = first_id_at(now_ms() - super::notifications::KEEP_MS);
+    sweep("notifications", || {
+        docs.purge_notifications_before(kept_from, BATCH)
+    })
+    .await;
+}
+
+pub fn spawn(docs: Arc<dyn DocStore>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(EVERY);
+        loop {
+            tick.tick().await;
+            sweep_once(docs.as_ref()).await;
+        }
+    })
+}
