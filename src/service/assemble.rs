@@ -125,8 +125,19 @@ fn cards_of(loaded: &Loaded, into: &mut HashMap<i64, UserCard>) -> AppResult<()>
     Ok(())
 }
 
-/// "All members" for a set read.
-const ALL: usize = 1 << 40;
+/// How many of a set's newest members are read to narrow its count to what
+/// one viewer may see (WeChat's friends rule, blocks): bounded work however
+/// big the set grows.
+const NARROW_WINDOW: usize = 100;
+
+/// A set's count narrowed to what the viewer may see, from its newest
+/// members: exact whenever the set fits the window; past it, the hidden
+/// members among the newest are taken off the total, and older ones are
+/// counted as they are.
+fn narrowed_count(total: u64, newest: &[(i64, i64)], shown: impl Fn(i64) -> bool) -> u64 {
+    let hidden = newest.iter().filter(|(m, _)| !shown(*m)).count() as u64;
+    total.saturating_sub(hidden)
+}
 
 fn comment_sets(post: i64, comment: i64, viewer: Viewer, likers_top: usize) -> [SetRead; 2] {
     [
@@ -241,15 +252,16 @@ pub async fn assemble_visible(
 
     // WeChat's rule: in a friends-only post, a viewer other than the author
     // sees only the likes and comments of their own friends and their own,
-    // and the counts follow. Such posts are read whole (their audience, and
-    // so their likes and comments, is bounded by the author's friends).
+    // and the counts follow (narrowed from the newest likes and comments).
     let allowed = |x: i64| Some(x) == viewer || rel.friends.contains(&x);
     let restricted: HashSet<i64> = posts
         .iter()
         .filter(|(b, ..)| b.visibility == Visibility::Friends && viewer != Some(b.author_uid))
         .map(|(b, ..)| b.id)
         .collect();
-    let mut visible_replies: HashMap<i64, u64> = HashMap::new();
+    // Replies among a restricted post's newest comments the viewer may not
+    // see, by the comment they reply to.
+    let mut hidden_replies: HashMap<i64, u64> = HashMap::new();
     if !restricted.is_empty() {
         let whole: Vec<SetRead> = restricted
             .iter()
@@ -257,13 +269,13 @@ pub async fn assemble_visible(
                 [
                     SetRead {
                         key: SetKey::PostLikers(*p),
-                        top: ALL,
+                        top: NARROW_WINDOW,
                         probe: viewer,
                         below: None,
                     },
                     SetRead {
                         key: SetKey::PostComments(*p),
-                        top: ALL,
+                        top: NARROW_WINDOW,
                         probe: None,
                         below: None,
                     },
@@ -288,35 +300,46 @@ pub async fn assemble_visible(
             .collect();
         let bodies = loader.load(&all_comments, &[]).await?;
         let mut by_post: HashMap<i64, Vec<CommentDoc>> = HashMap::new();
+        let mut authors: HashMap<i64, i64> = HashMap::new();
         for text in bodies.blobs.values() {
             let c: CommentDoc = from_json(text)?;
-            if !c.deleted && allowed(c.author_uid) {
+            authors.insert(c.id, c.author_uid);
+            if c.deleted {
+                continue;
+            }
+            if allowed(c.author_uid) {
                 by_post.entry(c.post_id).or_default().push(c);
+            } else if let Some(r) = c.reply_to {
+                *hidden_replies.entry(r.comment_id).or_default() += 1;
             }
         }
         for (body, likers, comment_ids) in posts.iter_mut() {
             if !restricted.contains(&body.id) {
                 continue;
             }
-            let mut all_likers = everything
+            let mut newest_likers = everything
                 .sets
                 .remove(&SetKey::PostLikers(body.id))
                 .unwrap_or_default();
-            all_likers.top.retain(|(uid, _)| allowed(*uid));
+            let count = narrowed_count(newest_likers.count, &newest_likers.top, allowed);
+            newest_likers.top.retain(|(uid, _)| allowed(*uid));
             *likers = SetView {
-                count: all_likers.top.len() as u64,
-                top: all_likers.top.into_iter().take(LATEST_LIKES).collect(),
-                probe_score: all_likers.probe_score,
+                count,
+                top: newest_likers.top.into_iter().take(LATEST_LIKES).collect(),
+                probe_score: newest_likers.probe_score,
             };
+            let newest = everything
+                .sets
+                .remove(&SetKey::PostComments(body.id))
+                .unwrap_or_default();
             let mut visible = by_post.remove(&body.id).unwrap_or_default();
             visible.sort_unstable_by_key(|c| std::cmp::Reverse(c.id));
-            for c in &visible {
-                if let Some(r) = c.reply_to {
-                    *visible_replies.entry(r.comment_id).or_default() += 1;
-                }
-            }
+            // A comment whose body is gone is counted as hidden.
+            let count = narrowed_count(newest.count, &newest.top, |cid| {
+                authors.get(&cid).is_some_and(|a| allowed(*a))
+            });
             *comment_ids = SetView {
-                count: visible.len() as u64,
+                count,
                 top: visible
                     .iter()
                     .take(LATEST_COMMENTS)
@@ -332,7 +355,7 @@ pub async fn assemble_visible(
     let mut sets = Vec::new();
     for (body, _, comment_ids) in &posts {
         let likers_top = if restricted.contains(&body.id) {
-            ALL
+            NARROW_WINDOW
         } else {
             0
         };
@@ -428,9 +451,9 @@ pub async fn assemble_visible(
                         .remove(&SetKey::CommentReplies(body.id, *cid))
                         .unwrap_or_default();
                     if restricted.contains(&body.id) {
-                        likers.count =
-                            likers.top.iter().filter(|(u, _)| allowed(*u)).count() as u64;
-                        replies.count = visible_replies.get(cid).copied().unwrap_or(0);
+                        likers.count = narrowed_count(likers.count, &likers.top, allowed);
+                        let hidden = hidden_replies.get(cid).copied().unwrap_or(0);
+                        replies.count = replies.count.saturating_sub(hidden);
                     }
                     Some(CommentParts {
                         likers,
@@ -471,7 +494,7 @@ pub async fn comment_views(
         !p.rel.blocks.is_empty()
             || (p.body.visibility == Visibility::Friends && viewer != Some(p.body.author_uid))
     });
-    let whole = if narrow.is_some() { ALL } else { 0 };
+    let whole = if narrow.is_some() { NARROW_WINDOW } else { 0 };
     let mut loader = Loader::new(ctx);
     let blobs = card_keys(
         comments
@@ -528,12 +551,10 @@ pub async fn comment_views(
                 .remove(&SetKey::CommentReplies(doc.post_id, doc.id))
                 .unwrap_or_default();
             if let Some(p) = narrow {
-                likers.count = likers.top.iter().filter(|(u, _)| p.shows_actor(*u)).count() as u64;
-                replies.count = replies
-                    .top
-                    .iter()
-                    .filter(|(r, _)| reply_authors.get(r).is_some_and(|a| p.shows_actor(*a)))
-                    .count() as u64;
+                likers.count = narrowed_count(likers.count, &likers.top, |u| p.shows_actor(u));
+                replies.count = narrowed_count(replies.count, &replies.top, |r| {
+                    reply_authors.get(&r).is_some_and(|a| p.shows_actor(*a))
+                });
             }
             build_comment(
                 &CommentParts {

@@ -166,3 +166,50 @@ async fn comments_are_deleted_by_their_author_or_the_posts_author_only() {
     // The reply to a deleted comment stays and still says whom it answered.
     assert_eq!(list["items"][0]["replyTo"]["commentId"], c1);
 }
+
+#[tokio::test]
+async fn a_comment_page_narrows_counts_from_a_bounded_window() {
+    let app = spawn_app().await;
+    let author = app.user("threader").await;
+    let reader = app.user("narrower").await;
+    let friend = app.user("kindreply").await;
+    let spammer = app.user("spamreply").await;
+    let post = app.text_post(&author, "a busy thread").await;
+    let top = app.comment(&author, post, "start here", None).await["id"]
+        .as_i64()
+        .unwrap();
+    app.comment(&friend, post, "kind words", Some(top)).await;
+    for i in 0..10 {
+        app.comment(&spammer, post, &format!("spam {i}"), Some(top))
+            .await;
+    }
+    app.put(
+        &format!("/api/v1/users/{}/block", spammer.uid),
+        Some(&reader.token),
+    )
+    .await;
+    let count = || async {
+        let (_, page) = app
+            .get(
+                &format!("/api/v1/posts/{post}/comments?limit=100"),
+                Some(&reader.token),
+            )
+            .await;
+        page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == top)
+            .map(|c| c["commentCount"].as_i64().unwrap())
+            .unwrap()
+    };
+    // Within the window (the newest 100 replies), exact: only the kind one.
+    assert_eq!(count().await, 1);
+    // Past it, only the newest 100 replies are looked at: the hidden ones
+    // among them are taken off the total (106 - 100), older ones counted.
+    for i in 10..105 {
+        app.comment(&spammer, post, &format!("spam {i}"), Some(top))
+            .await;
+    }
+    assert_eq!(count().await, 6);
+}
