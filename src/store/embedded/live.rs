@@ -2,12 +2,13 @@
 //! rate-limit counters as the Redis adapter, in memory. (Sessions are
 //! documents; what is cached of them here goes with the rest.)
 //!
-//! Memory is bounded: past `max_entries` cached values the whole cache is
-//! dropped at once (it is derived state; the next reads rebuild what is hot).
-//! Generations survive a drop by restarting above every value handed out, so
-//! a rebuild that began before the drop can still never write after it.
+//! Memory is bounded: past `max_entries` cached values, the least recently
+//! used tenth is evicted (timelines among them), so what is hot stays.
+//! Generations that are dropped restart above every value handed out, so a
+//! rebuild that began before can still never write after it.
 
 use std::collections::{BTreeSet, HashMap};
+use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
 
@@ -123,16 +124,49 @@ impl Recent {
     }
 }
 
+/// A cached value and when it was last used (a tick of `State::clock`),
+/// which eviction goes by. Reads note use under the shared lock.
+struct Cached<V> {
+    value: V,
+    used: AtomicU64,
+}
+
+impl<V> Cached<V> {
+    fn new(value: V, tick: u64) -> Self {
+        Self {
+            value,
+            used: AtomicU64::new(tick),
+        }
+    }
+}
+
+impl<V> Deref for Cached<V> {
+    type Target = V;
+    fn deref(&self) -> &V {
+        &self.value
+    }
+}
+
+impl<V> DerefMut for Cached<V> {
+    fn deref_mut(&mut self) -> &mut V {
+        &mut self.value
+    }
+}
+
 #[derive(Default)]
 struct State {
-    blobs: HashMap<BlobKey, String>,
-    sets: HashMap<SetKey, ZSet>,
+    blobs: HashMap<BlobKey, Cached<String>>,
+    sets: HashMap<SetKey, Cached<ZSet>>,
+    /// Ticks for `Cached::used`.
+    clock: AtomicU64,
     gens: HashMap<Owner, u64>,
     /// The generation of an owner not in `gens`.
     gen_floor: u64,
     /// When each home timeline was last read or built: unread for a day, it
     /// is dropped and rebuilt on its owner's return, as in Redis.
     home_used: HashMap<i64, i64>,
+    /// The same, ordered by time, so expiry looks only at what expired.
+    home_order: BTreeSet<(i64, i64)>,
     /// Adds to absent last-writer-wins sets, for their rebuild to merge.
     lww_adds: HashMap<SetKey, Recent>,
     /// Removals from last-writer-wins sets.
@@ -150,12 +184,90 @@ impl State {
     fn entries(&self) -> usize {
         self.blobs.len() + self.sets.len() + self.lww_adds.len() + self.lww_gone.len()
     }
+    fn tick(&self) -> u64 {
+        self.clock.fetch_add(1, Ordering::Relaxed)
+    }
+    fn blob(&self, key: &BlobKey) -> Option<&String> {
+        self.blobs.get(key).map(|c| {
+            c.used.store(self.tick(), Ordering::Relaxed);
+            &c.value
+        })
+    }
+    fn set(&self, key: &SetKey) -> Option<&ZSet> {
+        self.sets.get(key).map(|c| {
+            c.used.store(self.tick(), Ordering::Relaxed);
+            &c.value
+        })
+    }
+    fn put_blob(&mut self, key: BlobKey, text: String) {
+        let tick = self.tick();
+        self.blobs.insert(key, Cached::new(text, tick));
+    }
+    fn put_set(&mut self, key: SetKey, set: ZSet) {
+        let tick = self.tick();
+        self.sets.insert(key, Cached::new(set, tick));
+    }
+    fn remove_set(&mut self, key: &SetKey) {
+        self.sets.remove(key);
+        if let SetKey::Home(u) = key {
+            if let Some(used) = self.home_used.remove(u) {
+                self.home_order.remove(&(used, *u));
+            }
+        }
+    }
+    fn home_used_at(&mut self, uid: i64, now: i64) {
+        if let Some(old) = self.home_used.insert(uid, now) {
+            self.home_order.remove(&(old, uid));
+        }
+        self.home_order.insert((now, uid));
+    }
+
+    /// Makes room for `incoming` more values under `max`: evicts the least
+    /// recently used, a tenth of `max` at a time, so the scan this takes is
+    /// paid once per many fills.
+    fn make_room(&mut self, incoming: usize, max: usize) {
+        if self.gens.len() > max {
+            // Too many owners remembered: forget them all above every
+            // generation handed out (sets and blobs stay).
+            self.gen_floor = self.gens.values().copied().max().unwrap_or(self.gen_floor) + 1;
+            self.gens.clear();
+        }
+        let over = (self.entries() + incoming).saturating_sub(max);
+        if over == 0 {
+            return;
+        }
+        let evict = over + max / 10;
+        let mut by_use: Vec<(u64, LiveKey)> = self
+            .blobs
+            .iter()
+            .map(|(k, c)| (c.used.load(Ordering::Relaxed), LiveKey::Blob(*k)))
+            .chain(
+                self.sets
+                    .iter()
+                    .map(|(k, c)| (c.used.load(Ordering::Relaxed), LiveKey::Set(*k))),
+            )
+            .collect();
+        if evict < by_use.len() {
+            by_use.select_nth_unstable_by_key(evict, |(used, _)| *used);
+            by_use.truncate(evict);
+        }
+        for (_, key) in by_use {
+            match key {
+                LiveKey::Blob(k) => {
+                    self.blobs.remove(&k);
+                }
+                LiveKey::Set(k) => self.remove_set(&k),
+            }
+        }
+    }
+
     fn drop_cache(&mut self) {
         self.gen_floor = self.gens.values().copied().max().unwrap_or(self.gen_floor) + 1;
         self.gens.clear();
         self.blobs.clear();
         self.sets.clear();
         self.home_used.clear();
+        self.home_order.clear();
         // Recent removals outlive the drop: a rebuild that read the
         // documents before it may still merge, and must leave them out.
         let now = now_ms();
@@ -205,7 +317,12 @@ impl State {
             .get(&key)
             .map(|g| g.live(now).collect())
             .unwrap_or_default();
-        let z = self.sets.entry(key).or_default();
+        if !self.sets.contains_key(&key) {
+            self.put_set(key, ZSet::default());
+        }
+        let Some(z) = self.sets.get_mut(&key) else {
+            return;
+        };
         for (m, id) in members.iter().chain(&adds) {
             z.add_newer(*m, *id);
         }
@@ -214,17 +331,14 @@ impl State {
         }
     }
 
-    /// Drops home timelines unread for longer than a day.
+    /// Drops home timelines unread for longer than a day: the oldest first,
+    /// stopping at the first one still in use.
     fn expire_homes(&mut self, now: i64) {
-        let stale: Vec<i64> = self
-            .home_used
-            .iter()
-            .filter(|(_, used)| now - **used > HOME_TTL_MS)
-            .map(|(u, _)| *u)
-            .collect();
-        for u in stale {
-            self.home_used.remove(&u);
-            self.sets.remove(&SetKey::Home(u));
+        while let Some(&(used, uid)) = self.home_order.first() {
+            if now - used <= HOME_TTL_MS {
+                break;
+            }
+            self.remove_set(&SetKey::Home(uid));
         }
     }
 }
@@ -276,7 +390,7 @@ impl LiveStore for MemoryLive {
             state.expire_homes(now);
             for u in homes {
                 if state.sets.contains_key(&SetKey::Home(u)) {
-                    state.home_used.insert(u, now);
+                    state.home_used_at(u, now);
                 }
             }
         }
@@ -290,16 +404,12 @@ impl LiveStore for MemoryLive {
         let state = self.state_read();
         Ok(LiveAnswer {
             limits,
-            blobs: read
-                .blobs
-                .iter()
-                .map(|b| state.blobs.get(b).cloned())
-                .collect(),
+            blobs: read.blobs.iter().map(|b| state.blob(b).cloned()).collect(),
             sets: read
                 .sets
                 .iter()
                 .map(|r| {
-                    state.sets.get(&r.key).map(|z| SetView {
+                    state.set(&r.key).map(|z| SetView {
                         count: z.scores.len() as u64,
                         top: z
                             .order
@@ -318,13 +428,10 @@ impl LiveStore for MemoryLive {
 
     async fn fill(&self, fill: &LiveFill) -> StoreResult<()> {
         let mut state = self.state_write();
-        if state.entries() + fill.blobs.len() + fill.sets.len() > self.max_entries {
-            state.drop_cache();
-            return Ok(());
-        }
+        state.make_room(fill.blobs.len() + fill.sets.len(), self.max_entries);
         for (key, text, guard) in &fill.blobs {
             if guard.is_none_or(|g| g == state.gen(key.owner())) {
-                state.blobs.insert(*key, text.clone());
+                state.put_blob(*key, text.clone());
             }
         }
         let now = now_ms();
@@ -332,9 +439,9 @@ impl LiveStore for MemoryLive {
             if key.is_last_writer_wins() {
                 state.lww_fill(*key, members, now);
             } else if *guard == state.gen(key.owner()) {
-                state.sets.insert(*key, ZSet::from_members(members));
+                state.put_set(*key, ZSet::from_members(members));
                 if let SetKey::Home(u) = key {
-                    state.home_used.insert(*u, now_ms());
+                    state.home_used_at(*u, now);
                 }
             }
         }
@@ -343,6 +450,7 @@ impl LiveStore for MemoryLive {
 
     async fn apply(&self, changes: &[Changes]) -> StoreResult<()> {
         let mut state = self.state_write();
+        state.make_room(changes.len(), self.max_entries);
         let now = now_ms();
         for batch in changes {
             let in_order = batch.expected_gen == Some(state.gen(batch.owner));
@@ -350,7 +458,7 @@ impl LiveStore for MemoryLive {
             for change in &batch.changes {
                 match change {
                     LiveChange::SetAdd(k, ..) | LiveChange::SetRemove(k, _) if !in_order => {
-                        state.sets.remove(k);
+                        state.remove_set(k);
                     }
                     LiveChange::SetAdd(k, member, score) => {
                         if let Some(z) = state.sets.get_mut(k) {
@@ -365,13 +473,13 @@ impl LiveStore for MemoryLive {
                     LiveChange::LwwAdd(k, member, id) => state.lww_add(*k, *member, *id, now),
                     LiveChange::LwwRemove(k, member, id) => state.lww_remove(*k, *member, *id, now),
                     LiveChange::PutBlob(k, text) => {
-                        state.blobs.insert(*k, text.clone());
+                        state.put_blob(*k, text.clone());
                     }
                     LiveChange::Drop(LiveKey::Blob(k)) => {
                         state.blobs.remove(k);
                     }
                     LiveChange::Drop(LiveKey::Set(k)) => {
-                        state.sets.remove(k);
+                        state.remove_set(k);
                     }
                 }
             }
@@ -517,22 +625,38 @@ mod tests {
         assert_eq!(live.read(&read).await.unwrap().sets, vec![None]);
     }
 
+    /// A write to `owner` (bumps its generation).
+    async fn touch(live: &MemoryLive, owner: Owner) {
+        live.apply(&[Changes {
+            owner,
+            expected_gen: None,
+            changes: vec![LiveChange::Drop(LiveKey::Blob(BlobKey::Card(0)))],
+        }])
+        .await
+        .unwrap();
+    }
+
     #[tokio::test]
-    async fn dropping_the_cache_keeps_old_guards_from_matching() {
+    async fn forgotten_generations_keep_old_guards_from_matching() {
         let live = MemoryLive::new(1000);
         let owner = Owner::User(1);
+        touch(&live, owner).await;
         let read = LiveRead {
             gens: vec![owner],
             ..Default::default()
         };
         let old = live.read(&read).await.unwrap().gens[0];
-        let big = LiveFill {
-            blobs: (0..1001)
-                .map(|i| (BlobKey::Card(i), "{}".to_string(), None))
-                .collect(),
-            ..Default::default()
-        };
-        live.fill(&big).await.unwrap();
+        // A write, then more owners than are remembered: the generations
+        // are forgotten, and the write must still not be overwritten by a
+        // rebuild that read before it.
+        touch(&live, owner).await;
+        for u in 2..1003 {
+            touch(&live, Owner::User(u)).await;
+        }
+        touch(&live, Owner::User(5000)).await;
+        // Counted afresh from where it was forgotten, it would be back at
+        // the old guard now.
+        touch(&live, owner).await;
         let stale = LiveFill {
             sets: vec![(SetKey::Following(1), vec![], old)],
             ..Default::default()
@@ -543,6 +667,60 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(live.read(&r).await.unwrap().sets, vec![None]);
+    }
+
+    #[test]
+    fn timelines_expire_oldest_first_and_only_those_unread_for_a_day() {
+        let mut state = State::default();
+        let now = 10 * HOME_TTL_MS;
+        for (uid, age) in [(1, HOME_TTL_MS + 5), (2, 10), (3, HOME_TTL_MS + 1), (4, 0)] {
+            state.put_set(SetKey::Home(uid), ZSet::default());
+            state.home_used_at(uid, now - age);
+        }
+        // Read again: no longer the oldest.
+        state.home_used_at(1, now);
+        state.expire_homes(now);
+        let left: Vec<bool> = (1..=4)
+            .map(|u| state.sets.contains_key(&SetKey::Home(u)))
+            .collect();
+        assert_eq!(left, vec![true, true, false, true]);
+        assert_eq!(state.home_order.len(), 3);
+        assert_eq!(state.home_used.len(), 3);
+    }
+
+    #[tokio::test]
+    async fn past_its_bound_the_cache_evicts_what_was_used_least_recently() {
+        let live = MemoryLive::new(1000);
+        let card = |i: i64| (BlobKey::Card(i), "{}".to_string(), None);
+        let first = LiveFill {
+            blobs: (0..1000).map(card).collect(),
+            ..Default::default()
+        };
+        live.fill(&first).await.unwrap();
+        // Card 7 is read: it is the hot one.
+        let hot = LiveRead {
+            blobs: vec![BlobKey::Card(7)],
+            ..Default::default()
+        };
+        assert!(live.read(&hot).await.unwrap().blobs[0].is_some());
+        let more = LiveFill {
+            blobs: (1000..1010).map(card).collect(),
+            ..Default::default()
+        };
+        live.fill(&more).await.unwrap();
+        let all = LiveRead {
+            blobs: (0..1010).map(BlobKey::Card).collect(),
+            ..Default::default()
+        };
+        let cached = live.read(&all).await.unwrap().blobs;
+        let kept = cached.iter().filter(|b| b.is_some()).count();
+        assert!(
+            (850..=1000).contains(&kept),
+            "{kept} kept: a tenth or so goes, not all"
+        );
+        assert!(cached[7].is_some(), "the hot entry stays");
+        assert!(cached[0].is_none(), "the oldest unused one goes");
+        assert!(cached[1009].is_some(), "the newest stays");
     }
 
     #[tokio::test]
