@@ -539,11 +539,33 @@ pub async fn authenticate(
             None
         }
     };
+    // The account's budget was counted on the uid the token names, which
+    // anyone can write: it is judged only once the session is verified,
+    // and a request that is not the account's gives its count back. The
+    // address's budget is judged first, before any document is read.
+    let not_theirs = |budgets: &[Budget]| {
+        let refunds = rate_limits::refunds(budgets);
+        if refunds.is_empty() {
+            return;
+        }
+        let live = ctx.live.clone();
+        tokio::spawn(async move {
+            let read = LiveRead {
+                limits: refunds,
+                ..Default::default()
+            };
+            let _ = live.read(&read).await;
+        });
+    };
     if let Some(a) = &answer {
-        rate_limits::judge(&budgets, &a.limits)?;
+        if let Err(e) = rate_limits::judge_where(&budgets, &a.limits, false) {
+            not_theirs(&budgets);
+            return Err(e);
+        }
     }
     // A user whose last live update failed (a sign-out, say) may have stale
     // cache entries until the repair task drops them.
+    let counts = answer.as_ref().map(|a| a.limits.clone());
     let trusted = answer.filter(|_| !ctx.repair.is_pending(owner));
     let cached = trusted
         .as_ref()
@@ -570,9 +592,15 @@ pub async fn authenticate(
         }
     };
     let now = now_ms();
-    let session = session
-        .filter(|s| s.uid == uid && s.expires_at > now)
-        .ok_or(AppError::Unauthorized("invalid or expired token"))?;
+    let Some(session) = session.filter(|s| s.uid == uid && s.expires_at > now) else {
+        if counts.is_some() {
+            not_theirs(&budgets);
+        }
+        return Err(AppError::Unauthorized("invalid or expired token"));
+    };
+    if let Some(counts) = &counts {
+        rate_limits::judge_where(&budgets, counts, true)?;
+    }
     note_activity(ctx, uid, session.id, now);
     Ok(Authed {
         uid,

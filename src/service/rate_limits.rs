@@ -23,6 +23,8 @@ pub struct Budget {
     pub rate: Rate,
     /// Named in the 429: "too many {what}".
     pub what: &'static str,
+    /// Counted by the account a token names, before the token is verified.
+    pub per_account: bool,
 }
 
 fn budget(name: &str, subject: &str, rate: Rate, cost: i64, what: &'static str) -> Budget {
@@ -34,7 +36,32 @@ fn budget(name: &str, subject: &str, rate: Rate, cost: i64, what: &'static str) 
         },
         rate,
         what,
+        per_account: subject.starts_with("u:"),
     }
+}
+
+/// The counts of these budgets taken back: a request that turned out not
+/// to be the account's (a forged or stale token) must not spend its budget.
+pub fn refunds(budgets: &[Budget]) -> Vec<LimitCheck> {
+    budgets
+        .iter()
+        .filter(|b| b.per_account)
+        .map(|b| LimitCheck {
+            cost: -b.check.cost,
+            ..b.check.clone()
+        })
+        .collect()
+}
+
+/// `judge` for the budgets that are (or are not) the account's.
+pub fn judge_where(budgets: &[Budget], counts: &[LimitCount], per_account: bool) -> AppResult<()> {
+    let (b, c): (Vec<Budget>, Vec<LimitCount>) = budgets
+        .iter()
+        .zip(counts)
+        .filter(|(b, _)| b.per_account == per_account)
+        .map(|(b, c)| (b.clone(), *c))
+        .unzip();
+    judge(&b, &c)
 }
 
 /// The budgets of an ordinary request: its account's (when signed in) and

@@ -161,3 +161,29 @@ async fn limits_can_be_turned_off() {
     }
     app.login("ned", "password-123").await;
 }
+
+#[tokio::test]
+async fn forged_tokens_naming_an_account_do_not_spend_its_budget() {
+    let app = spawn_app_with(limited(|l| l.reads = Rate::new(5, 60))).await;
+    let victim = app.user("victim").await;
+    let forged = format!("{}.{}", victim.uid, "f".repeat(64));
+    for _ in 0..20 {
+        assert_problem(
+            &app.get("/api/v1/me", Some(&forged)).await,
+            401,
+            "unauthorized",
+        );
+    }
+    crate::helpers::settle(&app).await;
+    for _ in 0..5 {
+        assert_eq!(
+            app.get("/api/v1/me", Some(&victim.token)).await.0.as_u16(),
+            200
+        );
+    }
+    assert_problem(
+        &app.get("/api/v1/me", Some(&victim.token)).await,
+        429,
+        "rate_limited",
+    );
+}
