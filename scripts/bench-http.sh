@@ -15,6 +15,8 @@ command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteract
 cargo build --release --locked --bin moments >&2
 DATA=$(mktemp -d)
 PORT=$(free_port)
+# Rate limits off: one account reads tens of thousands of times a second here.
+export MOMENTS_RATE_LIMITS=off
 export MOMENTS_LISTEN=127.0.0.1:$PORT MOMENTS_DATA_DIR=$DATA MOMENTS_MONGODB_DB=bench \
   MOMENTS_ADMIN_USERNAME=admin MOMENTS_ADMIN_PASSWORD=admin-password RUST_LOG=warn
 if [ "$BACKEND" = stores ]; then
