@@ -20,8 +20,8 @@ use crate::domain::user::{HeadImg, NickName, Password, Username};
 use crate::error::{AppError, AppResult};
 use crate::ids::now_ms;
 use crate::store::{
-    BlobKey, Changes, LiveChange, LiveFill, LiveKey, LiveRead, Owner, SessionDoc, StoreError,
-    TokenHash, UserCard, UserDoc,
+    BlobKey, LiveChange, LiveFill, LiveKey, LiveRead, Owner, SessionDoc, StoreError, TokenHash,
+    UserCard, UserDoc,
 };
 
 pub const SESSION_TTL_SECS: u64 = 30 * 24 * 3600;
@@ -396,14 +396,7 @@ async fn close_sessions(ctx: &Context, uid: i64, sessions: &[SessionDoc]) -> App
         .map(|h| LiveChange::Drop(LiveKey::Blob(BlobKey::Session(uid, h))))
         .collect();
     ctx.repair
-        .apply(
-            ctx.live.as_ref(),
-            vec![Changes {
-                owner: Owner::User(uid),
-                expected_gen: None,
-                changes,
-            }],
-        )
+        .apply_unordered(ctx.live.as_ref(), Owner::User(uid), changes)
         .await;
     Ok(())
 }
@@ -688,13 +681,10 @@ pub async fn update_me(ctx: &Context, uid: i64, patch: ProfilePatch) -> AppResul
         .await?
         .ok_or(AppError::Unauthorized("account no longer exists"))?;
     ctx.repair
-        .apply(
+        .apply_unordered(
             ctx.live.as_ref(),
-            vec![Changes {
-                owner: Owner::User(uid),
-                expected_gen: None,
-                changes: vec![LiveChange::Drop(LiveKey::Blob(BlobKey::Card(uid)))],
-            }],
+            Owner::User(uid),
+            vec![LiveChange::Drop(LiveKey::Blob(BlobKey::Card(uid)))],
         )
         .await;
     Ok(user.into())

@@ -107,15 +107,14 @@ impl Rebuilds {
         kind: LikeKind,
         ids: &[i64],
     ) -> StoreResult<SharedRead<Vec<LikeDoc>>> {
-        if ids.is_empty() {
-            return Ok(SharedRead::empty());
-        }
-        let (docs, owned) = (docs.clone(), ids.to_vec());
-        self.likes
-            .run((kind, ids.to_vec()), move || {
-                async move { docs.likes_of_targets(kind, &owned).await }.boxed()
-            })
-            .await
+        shared_by_ids(
+            &self.likes,
+            (kind, ids.to_vec()),
+            docs,
+            ids,
+            move |d, ids| async move { d.likes_of_targets(kind, &ids).await }.boxed(),
+        )
+        .await
     }
 
     pub async fn comment_ids_of_posts(
@@ -123,15 +122,10 @@ impl Rebuilds {
         docs: &Arc<dyn DocStore>,
         ids: &[i64],
     ) -> StoreResult<SharedRead<Vec<(i64, i64)>>> {
-        if ids.is_empty() {
-            return Ok(SharedRead::empty());
-        }
-        let (docs, owned) = (docs.clone(), ids.to_vec());
-        self.comment_ids
-            .run(ids.to_vec(), move || {
-                async move { docs.comment_ids_of_posts(&owned).await }.boxed()
-            })
-            .await
+        shared_by_ids(&self.comment_ids, ids.to_vec(), docs, ids, |d, ids| {
+            async move { d.comment_ids_of_posts(&ids).await }.boxed()
+        })
+        .await
     }
 
     pub async fn reply_ids_of_comments(
@@ -139,16 +133,30 @@ impl Rebuilds {
         docs: &Arc<dyn DocStore>,
         ids: &[i64],
     ) -> StoreResult<SharedRead<Vec<(i64, i64)>>> {
-        if ids.is_empty() {
-            return Ok(SharedRead::empty());
-        }
-        let (docs, owned) = (docs.clone(), ids.to_vec());
-        self.reply_ids
-            .run(ids.to_vec(), move || {
-                async move { docs.reply_ids_of_comments(&owned).await }.boxed()
-            })
-            .await
+        shared_by_ids(&self.reply_ids, ids.to_vec(), docs, ids, |d, ids| {
+            async move { d.reply_ids_of_comments(&ids).await }.boxed()
+        })
+        .await
     }
+}
+
+/// A read of these ids through `flight`; no read at all for none.
+async fn shared_by_ids<K, T>(
+    flight: &InFlight<K, Vec<T>>,
+    key: K,
+    docs: &Arc<dyn DocStore>,
+    ids: &[i64],
+    read: impl FnOnce(Arc<dyn DocStore>, Vec<i64>) -> BoxFuture<'static, StoreResult<Vec<T>>>,
+) -> StoreResult<SharedRead<Vec<T>>>
+where
+    K: Eq + Hash + Clone + Send + 'static,
+    T: Send + Sync + 'static,
+{
+    if ids.is_empty() {
+        return Ok(SharedRead::empty());
+    }
+    let (docs, owned) = (docs.clone(), ids.to_vec());
+    flight.run(key, move || read(docs, owned)).await
 }
 
 #[cfg(test)]

@@ -11,9 +11,7 @@ use super::{with_fresh_id, Context, Presentation, Viewer};
 use crate::domain::cursor::Cursor;
 use crate::error::{AppError, AppResult};
 use crate::ids::timestamp_of;
-use crate::store::{
-    Changes, CommentDoc, LikeDoc, LikeKind, LiveChange, LiveKey, NotificationKind, SetKey,
-};
+use crate::store::{CommentDoc, LikeDoc, LikeKind, LiveChange, LiveKey, NotificationKind, SetKey};
 
 /// Which thing is liked.
 #[derive(Debug, Clone, Copy)]
@@ -71,14 +69,7 @@ async fn resolve(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<Resol
 /// which needs no ordering against other likes (the set is last-writer-wins).
 async fn mirror(ctx: &Context, set: SetKey, change: LiveChange) {
     ctx.repair
-        .apply(
-            ctx.live.as_ref(),
-            vec![Changes {
-                owner: set.owner(),
-                expected_gen: None,
-                changes: vec![change],
-            }],
-        )
+        .apply_unordered(ctx.live.as_ref(), set.owner(), vec![change])
         .await;
 }
 
@@ -94,13 +85,10 @@ async fn settled_state(ctx: &Context, r: Resolved, uid: i64, liked: bool) -> App
     }
     tracing::info!(?r.set, uid, "likers set disagreed with the documents; dropping it");
     ctx.repair
-        .apply(
+        .apply_unordered(
             ctx.live.as_ref(),
-            vec![Changes {
-                owner: r.set.owner(),
-                expected_gen: None,
-                changes: vec![LiveChange::Drop(LiveKey::Set(r.set))],
-            }],
+            r.set.owner(),
+            vec![LiveChange::Drop(LiveKey::Set(r.set))],
         )
         .await;
     state(ctx, &r, uid).await

@@ -29,6 +29,25 @@ impl LiveRepair {
         false
     }
 
+    /// `apply` for one owner's changes that need no ordering (whole values,
+    /// drops, last-writer-wins sets).
+    pub async fn apply_unordered(
+        &self,
+        live: &dyn LiveStore,
+        owner: Owner,
+        changes: Vec<crate::store::LiveChange>,
+    ) -> bool {
+        self.apply(
+            live,
+            vec![Changes {
+                owner,
+                expected_gen: None,
+                changes,
+            }],
+        )
+        .await
+    }
+
     /// Marks these changes' keys stale without trying the store first
     /// (the caller just saw it fail): reads bypass them until they are dropped.
     pub fn defer(&self, changes: Vec<Changes>) {

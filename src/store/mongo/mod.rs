@@ -64,6 +64,36 @@ impl MongoDocs {
         Ok(r.deleted_count == 1)
     }
 
+    /// Deletes up to `limit` documents matching `filter`: their ids first,
+    /// then the delete by `_id` (TESTING.md). For the expiry sweeps, which
+    /// keep the promise where MongoDB's TTL monitor lags. How many went.
+    async fn delete_some(
+        &self,
+        collection: &str,
+        filter: Document,
+        limit: usize,
+    ) -> StoreResult<u64> {
+        let cursor = self
+            .db
+            .collection::<IdOnly>(collection)
+            .find(filter)
+            .projection(doc! { "_id": 1 })
+            .limit(limit as i64)
+            .await
+            .map_err(classify)?;
+        let ids: Vec<i64> = collect(cursor).await?.into_iter().map(|d| d.id).collect();
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let r = self
+            .db
+            .collection::<Document>(collection)
+            .delete_many(doc! { "_id": { "$in": ids } })
+            .await
+            .map_err(classify)?;
+        Ok(r.deleted_count)
+    }
+
     /// `_id`s above `after` matching `filter`, ascending: a scan in pages.
     async fn ids_after(
         &self,
@@ -514,27 +544,8 @@ impl DocStore for MongoDocs {
     }
 
     async fn purge_expired_sessions(&self, now: i64, limit: usize) -> StoreResult<u64> {
-        // The TTL index does this on MongoDB within a minute; this sweep
-        // keeps the promise where TTL monitors are slow or absent. Ids
-        // first, then the delete by `_id` (TESTING.md).
-        let cursor = self
-            .db
-            .collection::<IdOnly>("sessions")
-            .find(doc! { "expiresAt": { "$lt": now } })
-            .projection(doc! { "_id": 1 })
-            .limit(limit as i64)
+        self.delete_some("sessions", doc! { "expiresAt": { "$lt": now } }, limit)
             .await
-            .map_err(classify)?;
-        let ids: Vec<i64> = collect(cursor).await?.into_iter().map(|d| d.id).collect();
-        if ids.is_empty() {
-            return Ok(0);
-        }
-        let r = self
-            .sessions()
-            .delete_many(doc! { "_id": { "$in": ids } })
-            .await
-            .map_err(classify)?;
-        Ok(r.deleted_count)
     }
 
     async fn touch_user(&self, uid: i64, at: i64) -> StoreResult<()> {
@@ -1028,26 +1039,8 @@ impl DocStore for MongoDocs {
     }
 
     async fn purge_notifications_before(&self, before: i64, limit: usize) -> StoreResult<u64> {
-        // The TTL index does this on MongoDB; the sweep keeps the promise
-        // where TTL monitors lag. Ids first, then the delete by `_id`.
-        let cursor = self
-            .db
-            .collection::<IdOnly>("notifications")
-            .find(doc! { "_id": { "$lt": before } })
-            .projection(doc! { "_id": 1 })
-            .limit(limit as i64)
+        self.delete_some("notifications", doc! { "_id": { "$lt": before } }, limit)
             .await
-            .map_err(classify)?;
-        let ids: Vec<i64> = collect(cursor).await?.into_iter().map(|d| d.id).collect();
-        if ids.is_empty() {
-            return Ok(0);
-        }
-        let r = self
-            .notifications()
-            .delete_many(doc! { "_id": { "$in": ids } })
-            .await
-            .map_err(classify)?;
-        Ok(r.deleted_count)
     }
 
     async fn post_ids_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<i64>> {
