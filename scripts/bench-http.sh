@@ -15,8 +15,10 @@ command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteract
 cargo build --release --locked --bin moments >&2
 DATA=$(mktemp -d)
 PORT=$(free_port)
-# Rate limits off: one account reads tens of thousands of times a second here.
-export MOMENTS_RATE_LIMITS=off
+# Rate limits off unless asked for: one account reads tens of thousands of
+# times a second here (MOMENTS_RATE_LIMITS=on MOMENTS_RATE_READS=1000000000/1m
+# measures what the checks cost, with budgets too large to refuse).
+export MOMENTS_RATE_LIMITS=${MOMENTS_RATE_LIMITS:-off}
 export MOMENTS_LISTEN=127.0.0.1:$PORT MOMENTS_DATA_DIR=$DATA MOMENTS_MONGODB_DB=bench \
   MOMENTS_ADMIN_USERNAME=admin MOMENTS_ADMIN_PASSWORD=admin-password RUST_LOG=warn
 if [ "$BACKEND" = stores ]; then
@@ -65,9 +67,11 @@ PY
 )
 read -r POST TOKEN <<<"$SEED"
 URL="http://127.0.0.1:$PORT/api/v1/posts/$POST"
-echo "== $(nproc) cores, backend $BACKEND, workload $WORKLOAD, $CONNECTIONS connections, ${DURATION}s"
+echo "== $(nproc) cores, backend $BACKEND, workload $WORKLOAD, $CONNECTIONS connections, ${DURATION}s, rate limits $MOMENTS_RATE_LIMITS, at $(git rev-parse --short HEAD)"
 echo "== server RSS before: $(ps -o rss= -p $APP_PID) KiB"
 if [ "$WORKLOAD" = read ]; then
+  echo "== ceiling: GET /healthz, same tool and connections, 5s"
+  wrk -t1 -c"$CONNECTIONS" -d5s --latency "http://127.0.0.1:$PORT/healthz" | grep -E "Requests/sec|50%|99%"
   wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency -H "Authorization: Bearer $TOKEN" "$URL"
   echo "== response size: $(curl -s -H "authorization: Bearer $TOKEN" "$URL" | wc -c) bytes"
 else
