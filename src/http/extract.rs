@@ -47,13 +47,17 @@ fn bearer(req: &HttpRequest) -> Result<Option<String>, AppError> {
 /// Where the request comes from: the client's address (through trusted
 /// proxies only) and its `User-Agent`.
 pub fn origin(req: &HttpRequest, ctx: &Context) -> Origin {
-    let forwarded = req
+    // Every line, in order: a proxy may add its own line rather than
+    // append to the client's, and the nearest hops are the last ones.
+    let lines: Vec<&str> = req
         .headers()
-        .get("x-forwarded-for")
-        .and_then(|v| v.to_str().ok());
+        .get_all("x-forwarded-for")
+        .map(|v| v.to_str().unwrap_or("unreadable"))
+        .collect();
+    let forwarded = (!lines.is_empty()).then(|| lines.join(","));
     let ip = client_ip(
         req.peer_addr().map(|a| a.ip()),
-        forwarded,
+        forwarded.as_deref(),
         &ctx.settings.trusted_proxies,
     );
     Origin {

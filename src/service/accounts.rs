@@ -315,14 +315,19 @@ pub async fn login(ctx: &Context, req: LoginRequest, origin: &Origin) -> AppResu
     // Bounded before anything is hashed: a megabyte of "password" is refused
     // here, not fed to argon2.
     Password::check_length(&req.password)?;
+    let limits = ctx.settings.rate_limits.as_ref();
+    enforce(
+        ctx,
+        &rate_limits::login_address_budget(limits, origin.addr.as_deref()),
+    )
+    .await?;
     let Ok(username) = Username::parse(&req.username) else {
         dummy_verify(req.password).await?;
         return Err(denied);
     };
-    let limits = ctx.settings.rate_limits.as_ref();
     enforce(
         ctx,
-        &rate_limits::login_budgets(limits, username.as_str(), origin.addr.as_deref()),
+        &rate_limits::login_failure_budget(limits, username.as_str()),
     )
     .await?;
     let Some(user) = ctx.docs.user_by_username(username.as_str()).await? else {
@@ -332,15 +337,7 @@ pub async fn login(ctx: &Context, req: LoginRequest, origin: &Origin) -> AppResu
     if !verify_password(req.password, user.password_hash.clone()).await? {
         return Err(denied);
     }
-    if let Some(forgive) = rate_limits::forgive_failure(limits, username.as_str()) {
-        let read = LiveRead {
-            limits: vec![forgive],
-            ..Default::default()
-        };
-        if let Err(e) = ctx.live.read(&read).await {
-            tracing::debug!(error = %e, "a right password's attempt stays counted");
-        }
-    }
+    forgive_failure(ctx, username.as_str()).await;
     let device = device_name(req.device.as_deref(), origin.user_agent.as_deref());
     let (token, session) = open_session(ctx, user.uid, device).await?;
     let now = now_ms();
@@ -353,6 +350,20 @@ pub async fn login(ctx: &Context, req: LoginRequest, origin: &Origin) -> AppResu
         expires_at: session.expires_at,
         user: user.card(),
     })
+}
+
+/// Takes back the failure a right password was counted as up front.
+async fn forgive_failure(ctx: &Context, username: &str) {
+    let limits = ctx.settings.rate_limits.as_ref();
+    if let Some(forgive) = rate_limits::forgive_failure(limits, username) {
+        let read = LiveRead {
+            limits: vec![forgive],
+            ..Default::default()
+        };
+        if let Err(e) = ctx.live.read(&read).await {
+            tracing::debug!(error = %e, "a right password's attempt stays counted");
+        }
+    }
 }
 
 /// Stores a new session for `uid` and returns its token, signing out the
@@ -374,10 +385,7 @@ async fn open_session(ctx: &Context, uid: i64, device: String) -> AppResult<(Str
         async move { ctx.docs.insert_session(&session).await.map(|()| session) }
     })
     .await?;
-    let newest = ctx.docs.sessions_of_user(uid, MAX_SESSIONS + 16).await?;
-    if newest.len() > MAX_SESSIONS {
-        close_sessions(ctx, uid, &newest[MAX_SESSIONS..]).await?;
-    }
+    close_all_but(ctx, uid, MAX_SESSIONS, None).await?;
     Ok((token, session))
 }
 
@@ -449,10 +457,7 @@ pub async fn list_sessions(ctx: &Context, who: &Authed, now: i64) -> AppResult<P
 
 /// Signs out one of the caller's sessions; 404 for one that is not theirs.
 pub async fn sign_out_session(ctx: &Context, who: &Authed, session_id: i64) -> AppResult<()> {
-    let sessions = ctx
-        .docs
-        .sessions_of_user(who.uid, MAX_SESSIONS + 16)
-        .await?;
+    let sessions = ctx.docs.sessions_of_user(who.uid, 2 * MAX_SESSIONS).await?;
     let Some(found) = sessions.into_iter().find(|s| s.id == session_id) else {
         return Err(AppError::NotFound("session"));
     };
@@ -461,14 +466,31 @@ pub async fn sign_out_session(ctx: &Context, who: &Authed, session_id: i64) -> A
 
 /// Signs out every session of `uid` but `keep`.
 pub async fn sign_out_everywhere(ctx: &Context, uid: i64, keep: Option<i64>) -> AppResult<()> {
-    let sessions: Vec<SessionDoc> = ctx
-        .docs
-        .sessions_of_user(uid, MAX_SESSIONS + 16)
-        .await?
-        .into_iter()
-        .filter(|s| Some(s.id) != keep)
-        .collect();
-    close_sessions(ctx, uid, &sessions).await
+    close_all_but(ctx, uid, 0, keep).await
+}
+
+/// Signs out all of `uid`'s sessions but the newest `kept` (and `keep`),
+/// a batch at a time until none is left: however many sign-ins raced past
+/// the bound, none survives.
+async fn close_all_but(ctx: &Context, uid: i64, kept: usize, keep: Option<i64>) -> AppResult<()> {
+    const BATCH: usize = 64;
+    for _ in 0..1000 {
+        let newest = ctx.docs.sessions_of_user(uid, kept + BATCH + 1).await?;
+        let full = newest.len() == kept + BATCH + 1;
+        let closing: Vec<SessionDoc> = newest
+            .into_iter()
+            .skip(kept)
+            .filter(|s| Some(s.id) != keep)
+            .collect();
+        if closing.is_empty() {
+            return Ok(());
+        }
+        close_sessions(ctx, uid, &closing).await?;
+        if !full {
+            return Ok(());
+        }
+    }
+    Ok(())
 }
 
 /// Changes the caller's password and signs out every other session. A
@@ -484,7 +506,7 @@ pub async fn change_password(ctx: &Context, who: &Authed, req: PasswordChange) -
     let limits = ctx.settings.rate_limits.as_ref();
     enforce(
         ctx,
-        &rate_limits::login_budgets(limits, &user.username, None),
+        &rate_limits::login_failure_budget(limits, &user.username),
     )
     .await?;
     if !verify_password(req.old_password, user.password_hash.clone()).await? {
@@ -493,6 +515,7 @@ pub async fn change_password(ctx: &Context, who: &Authed, req: PasswordChange) -
             "the current password is not right",
         ));
     }
+    forgive_failure(ctx, &user.username).await;
     let hash = hash_password(new.expose().to_string()).await?;
     ctx.docs.set_password_hash(who.uid, &hash).await?;
     sign_out_everywhere(ctx, who.uid, Some(who.session_id)).await

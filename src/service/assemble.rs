@@ -596,15 +596,7 @@ impl VisiblePost {
     /// block, and in a friends-only post only the viewer's friends and the
     /// viewer (WeChat's rule; the author sees everything).
     pub fn shows_actor(&self, actor: i64) -> bool {
-        if self.rel.blocked(actor) {
-            return false;
-        }
-        if self.body.visibility == Visibility::Friends
-            && self.rel.viewer != Some(self.body.author_uid)
-        {
-            return Some(actor) == self.rel.viewer || self.rel.friends.contains(&actor);
-        }
-        true
+        super::shows_actor(&self.body, &self.rel, actor)
     }
 }
 

@@ -146,6 +146,19 @@ impl Relations {
     }
 }
 
+/// Whether the viewer sees what `actor` did on `post` (a like, a comment):
+/// not across a block, and in a friends-only post only the viewer's
+/// friends and the viewer (WeChat's rule; the author sees everything).
+pub fn shows_actor(post: &PostBody, rel: &Relations, actor: i64) -> bool {
+    if rel.blocked(actor) {
+        return false;
+    }
+    if post.visibility == Visibility::Friends && rel.viewer != Some(post.author_uid) {
+        return Some(actor) == rel.viewer || rel.friends.contains(&actor);
+    }
+    true
+}
+
 /// Whether the viewer may read `post`: its author always; nobody across a
 /// block; then by audience (anyone, followers, friends, the author alone).
 pub fn can_see(post: &PostBody, rel: &Relations) -> bool {

@@ -168,9 +168,15 @@ pub async fn list(
             }
         }
     }
+    // A comment is quoted only where the recipient would see it on its post.
     let comments: HashMap<i64, CommentSnippet> = comments
         .into_iter()
         .filter(|c| !c.deleted)
+        .filter(|c| {
+            posts
+                .get(&c.post_id)
+                .is_some_and(|p| super::shows_actor(p, rel, c.author_uid))
+        })
         .map(|c| {
             (
                 c.id,

@@ -89,38 +89,42 @@ pub fn request_budgets(
     out
 }
 
-/// A sign-in attempt's budgets: the address's attempts, and the account's
-/// failures. The attempt is counted as a failure up front, so that parallel
-/// guesses cannot all slip under the limit; `forgive_failure` takes it back
-/// when the password was right.
-pub fn login_budgets(
-    limits: Option<&RateLimits>,
-    username: &str,
-    addr: Option<&str>,
-) -> Vec<Budget> {
-    let Some(l) = limits else {
-        return Vec::new();
-    };
-    let mut out = vec![budget(
-        "login_failures",
-        &format!("name:{username}"),
-        l.login_failures,
-        1,
-        "failed sign-ins for this account",
-    )];
-    if let Some(a) = addr {
-        out.push(budget(
+/// A sign-in attempt's budget at its address: judged first, before the
+/// username is even parsed, so that nothing is hashed (and no per-account
+/// counter is made) for an address over its budget.
+pub fn login_address_budget(limits: Option<&RateLimits>, addr: Option<&str>) -> Vec<Budget> {
+    match (limits, addr) {
+        (Some(l), Some(a)) => vec![budget(
             "logins",
             &format!("ip:{a}"),
             l.logins_per_ip,
             1,
             "sign-ins from this address",
-        ));
+        )],
+        _ => Vec::new(),
     }
-    out
 }
 
-/// Takes back the failure `login_budgets` counted for a right password.
+/// A password check's budget on the account, whatever the address. The
+/// attempt is counted as a failure up front, so that parallel guesses
+/// cannot all slip under the limit; `forgive_failure` takes it back when
+/// the password was right.
+pub fn login_failure_budget(limits: Option<&RateLimits>, username: &str) -> Vec<Budget> {
+    limits
+        .map(|l| {
+            budget(
+                "login_failures",
+                &format!("name:{username}"),
+                l.login_failures,
+                1,
+                "failed sign-ins for this account",
+            )
+        })
+        .into_iter()
+        .collect()
+}
+
+/// Takes back the failure `login_failure_budget` counted for a right password.
 pub fn forgive_failure(limits: Option<&RateLimits>, username: &str) -> Option<LimitCheck> {
     limits.map(|l| LimitCheck {
         key: format!("login_failures:name:{username}"),

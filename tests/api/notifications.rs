@@ -314,3 +314,53 @@ async fn a_notification_about_a_post_one_can_no_longer_see_quotes_nothing() {
         .await;
     assert_eq!(quoted(&page), (json!("like"), true, true), "{page}");
 }
+
+#[tokio::test]
+async fn a_quoted_reply_follows_the_friends_rule_of_today() {
+    let app = spawn_app().await;
+    let author = app.user("circle").await;
+    let b = app.user("bestie").await;
+    let c = app.user("acquaint").await;
+    for (x, y) in [
+        (&author, &b),
+        (&b, &author),
+        (&author, &c),
+        (&c, &author),
+        (&b, &c),
+        (&c, &b),
+    ] {
+        app.put(&format!("/api/v1/users/{}/follow", y.uid), Some(&x.token))
+            .await;
+    }
+    let (_, post) = app
+        .post(
+            "/api/v1/posts",
+            Some(&author.token),
+            json!({"category": "TEXT", "content": "friends", "visibility": "friends"}),
+        )
+        .await;
+    let post = post["id"].as_i64().unwrap();
+    let mine = app.comment(&b, post, "b speaks", None).await["id"]
+        .as_i64()
+        .unwrap();
+    app.comment(&c, post, "c answers b", Some(mine)).await;
+    assert_eq!(quoted_reply(&app, &b).await["content"], "c answers b");
+    // No longer friends: c's reply is hidden from b on the post, and so in
+    // b's notification.
+    app.delete(&format!("/api/v1/users/{}/follow", c.uid), Some(&b.token))
+        .await;
+    assert!(quoted_reply(&app, &b).await.is_null());
+}
+
+/// The comment quoted by `who`'s reply notification.
+async fn quoted_reply(app: &TestApp, who: &User) -> serde_json::Value {
+    let (_, page) = app.get("/api/v1/notifications", Some(&who.token)).await;
+    let reply = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["kind"] == "reply")
+        .cloned()
+        .unwrap();
+    reply["comment"].clone()
+}

@@ -187,3 +187,46 @@ async fn forged_tokens_naming_an_account_do_not_spend_its_budget() {
         "rate_limited",
     );
 }
+
+#[tokio::test]
+async fn malformed_usernames_spend_the_address_budget_before_any_hash() {
+    let app = spawn_app_with(limited(|l| l.logins_per_ip = Rate::new(2, 900))).await;
+    let mut statuses = Vec::new();
+    for _ in 0..3 {
+        let (s, _) = app
+            .post(
+                "/api/v1/sessions",
+                None,
+                json!({"username": "!!", "password": "whatever-it-is"}),
+            )
+            .await;
+        statuses.push(s.as_u16());
+    }
+    assert_eq!(statuses, [401, 401, 429]);
+}
+
+#[tokio::test]
+async fn every_forwarded_for_line_is_read() {
+    let mut settings = limited(|l| l.signups_per_ip = Rate::new(2, 3600));
+    settings.trusted_proxies = vec![IpBlock::parse("127.0.0.1").unwrap()];
+    let app = spawn_app_with(settings).await;
+    let mut statuses = Vec::new();
+    for i in 0..3 {
+        // The client forges a line; the proxy adds its own with the truth.
+        let forged = format!("9.9.9.{i}");
+        let (s, _, _) = app
+            .call_with(
+                Method::POST,
+                "/api/v1/users",
+                None,
+                &[
+                    ("x-forwarded-for", forged.as_str()),
+                    ("x-forwarded-for", "1.2.3.4"),
+                ],
+                Some(json!({"username": format!("line{i}"), "password": "password-123"})),
+            )
+            .await;
+        statuses.push(s.as_u16());
+    }
+    assert_eq!(statuses, [201, 201, 429]);
+}

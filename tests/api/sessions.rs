@@ -251,3 +251,48 @@ async fn the_admin_bootstrap_never_promotes_an_existing_account() {
     let message = format!("{:#}", built.err().expect("start-up must fail"));
     assert!(message.contains("MOMENTS_ADMIN_USERNAME"), "{message}");
 }
+
+#[tokio::test]
+async fn a_password_change_signs_out_every_other_session_however_many() {
+    let app = spawn_app().await;
+    let gus = app.user("manydevices").await;
+    let now = now_ms();
+    let mut tokens = Vec::new();
+    for i in 0..120 {
+        let token = format!("{}.{:064x}", gus.uid, i + 1);
+        let s = SessionDoc {
+            id: moments::ids::next_id(),
+            uid: gus.uid,
+            token_hash: token_hash(&token).hex(),
+            device: format!("device {i}"),
+            created_at: now,
+            last_seen_at: now,
+            expires_at: now + 86_400_000,
+        };
+        app.ctx.docs.insert_session(&s).await.unwrap();
+        tokens.push(token);
+    }
+    let keep = app.login("manydevices", "password-123").await;
+    let (s, body) = app
+        .call(
+            reqwest::Method::PUT,
+            "/api/v1/me/password",
+            Some(&keep),
+            Some(json!({"oldPassword": "password-123", "newPassword": "a-new-password-7"})),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 204, "{body}");
+    for t in tokens.iter().chain([&gus.token]) {
+        assert_problem(&app.get("/api/v1/me", Some(t)).await, 401, "unauthorized");
+    }
+    assert_eq!(app.get("/api/v1/me", Some(&keep)).await.0.as_u16(), 200);
+    assert_eq!(
+        app.ctx
+            .docs
+            .sessions_of_user(gus.uid, 200)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+}

@@ -21,28 +21,58 @@ use crate::store::{
 };
 
 const HOME_TTL_MS: i64 = 24 * 3600 * 1000;
-/// Rate-limit counters kept before the expired ones are swept out. Keys are
-/// per account and per address, so a client rotating addresses grows this;
-/// past twice the bound every counter is forgotten rather than memory grown.
-const MAX_LIMIT_COUNTERS: usize = 200_000;
+/// Rate-limit counters kept at most (about 100 bytes each). Keys are per
+/// account and per address, so clients rotating addresses grow this.
+const MAX_LIMIT_COUNTERS: usize = 500_000;
 
 /// Fixed-window counters: key → (count, window end in epoch ms).
 #[derive(Default)]
-struct Counters(HashMap<String, (i64, i64)>);
+struct Counters {
+    windows: HashMap<String, (i64, i64)>,
+    /// When the expired counters were last swept out.
+    swept_at: i64,
+}
 
 impl Counters {
     fn check(&mut self, c: &LimitCheck, now: i64) -> LimitCount {
-        if self.0.len() >= MAX_LIMIT_COUNTERS {
-            self.0.retain(|_, (_, end)| *end > now);
-            if self.0.len() >= MAX_LIMIT_COUNTERS {
-                self.0.clear();
+        let open = |e: &(i64, i64)| e.1 > now;
+        if c.cost < 0 {
+            // A refund never makes a counter nor takes one below zero; one
+            // back at zero is gone (as good as absent).
+            let Some(e) = self.windows.get_mut(&c.key).filter(|e| open(e)) else {
+                return LimitCount::default();
+            };
+            e.0 = (e.0 + c.cost).max(0);
+            let left = LimitCount {
+                count: e.0,
+                resets_in_ms: (e.1 - now).max(0) as u64,
+            };
+            if e.0 == 0 {
+                self.windows.remove(&c.key);
+            }
+            return left;
+        }
+        if !self.windows.contains_key(&c.key) && self.windows.len() >= MAX_LIMIT_COUNTERS {
+            // Swept at most once a second: a full table must not make
+            // every request walk it.
+            if now - self.swept_at >= 1000 {
+                self.swept_at = now;
+                self.windows.retain(|_, e| e.1 > now);
+            }
+            if self.windows.len() >= MAX_LIMIT_COUNTERS {
+                // Full of live counters: a new one is refused rather than
+                // old ones forgotten, which would lift every lockout.
+                return LimitCount {
+                    count: i64::MAX,
+                    resets_in_ms: 1000,
+                };
             }
         }
         let entry = self
-            .0
+            .windows
             .entry(c.key.clone())
             .or_insert((0, now + c.window_ms as i64));
-        if entry.1 <= now {
+        if !open(entry) {
             *entry = (0, now + c.window_ms as i64);
         }
         entry.0 += c.cost;
@@ -735,6 +765,8 @@ mod tests {
             limits: vec![check(cost)],
             ..Default::default()
         };
+        // A refund of nothing makes nothing.
+        assert_eq!(live.read(&read(-1)).await.unwrap().limits[0].count, 0);
         assert_eq!(live.read(&read(1)).await.unwrap().limits[0].count, 1);
         assert_eq!(live.read(&read(1)).await.unwrap().limits[0].count, 2);
         assert_eq!(live.read(&read(-1)).await.unwrap().limits[0].count, 1);
@@ -748,7 +780,38 @@ mod tests {
             ..check(1)
         };
         counters.check(&over, now);
-        // A window that has ended starts over at the next hit.
+        // A window that has ended starts over at the next hit, and a
+        // refund into an ended window does not open one below zero.
         assert_eq!(counters.check(&over, now + 70_000).count, 1);
+        let refund = LimitCheck {
+            cost: -1,
+            ..over.clone()
+        };
+        assert_eq!(counters.check(&refund, now + 200_000).count, 0);
+        assert_eq!(counters.check(&over, now + 200_000).count, 1);
+    }
+
+    #[test]
+    fn a_full_counter_table_refuses_new_counters_and_forgets_no_lockout() {
+        let mut counters = Counters::default();
+        let now = now_ms();
+        let hit = |key: String| LimitCheck {
+            key,
+            cost: 1,
+            window_ms: 900_000,
+        };
+        for _ in 0..11 {
+            counters.check(&hit("login_failures:name:victim".into()), now);
+        }
+        for i in 0..MAX_LIMIT_COUNTERS {
+            counters.check(&hit(format!("logins:ip:{i}")), now);
+        }
+        assert_eq!(
+            counters.check(&hit("logins:ip:fresh".into()), now).count,
+            i64::MAX,
+            "a new counter is refused"
+        );
+        let victim = counters.check(&hit("login_failures:name:victim".into()), now);
+        assert_eq!(victim.count, 12, "the lockout is remembered");
     }
 }

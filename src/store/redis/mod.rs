@@ -165,9 +165,18 @@ return 0
 
 /// Moves one rate-limit counter and reads it back. The window starts with
 /// its first hit and is not stretched by later ones (PEXPIRE only where none
-/// is set). KEYS: the counter. ARGV: cost, window in ms. Returns the count
-/// and the milliseconds left in the window.
+/// is set). A refund (negative cost) never makes a counter nor takes one
+/// below zero; one back at zero is deleted. KEYS: the counter. ARGV: cost,
+/// window in ms. Returns the count and the milliseconds left in the window.
 const LIMIT_SCRIPT: &str = r#"
+if tonumber(ARGV[1]) < 0 then
+  local cur = redis.call('GET', KEYS[1])
+  if not cur then return {0, 0} end
+  local n = math.max(tonumber(cur) + tonumber(ARGV[1]), 0)
+  local left = redis.call('PTTL', KEYS[1])
+  if n == 0 then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], n, 'KEEPTTL') end
+  return {n, math.max(left, 0)}
+end
 local n = redis.call('INCRBY', KEYS[1], ARGV[1])
 local left = redis.call('PTTL', KEYS[1])
 if left < 0 then
@@ -176,6 +185,11 @@ if left < 0 then
 end
 return {n, left}
 "#;
+
+/// How long a cached session lives unread. A sign-out drops it at once;
+/// this bounds how long one could outlive a sign-out whose cache drop
+/// failed on an instance that then died before retrying it.
+const SESSION_CACHE_SECS: u64 = 600;
 
 /// Followers per push script call: about a millisecond of Redis time.
 const PUSH_CHUNK: usize = 500;
@@ -500,6 +514,10 @@ impl LiveStore for RedisLive {
         let mut pipe = redis::pipe();
         for (key, text, gen) in &fill.blobs {
             let (rkey, field) = self.blob_key(*key);
+            let ttl = match key {
+                BlobKey::Session(..) => SESSION_CACHE_SECS.min(self.ttl_secs),
+                _ => self.ttl_secs,
+            };
             let cmd = pipe
                 .cmd("EVAL")
                 .arg(FILL_SCRIPT)
@@ -507,7 +525,7 @@ impl LiveStore for RedisLive {
                 .arg(self.gen_key(key.owner()))
                 .arg(rkey)
                 .arg(gen.map(|g| g.to_string()).unwrap_or_default())
-                .arg(self.ttl_secs);
+                .arg(ttl);
             match field {
                 Some(f) => cmd.arg("field").arg(f).arg(text),
                 None => cmd.arg("blob").arg(text),
