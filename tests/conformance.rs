@@ -892,7 +892,7 @@ async fn a_duplicate_id_is_told_apart_from_a_duplicate_unique_key() {
 #[tokio::test]
 async fn follow_counts_are_kept_on_the_user_and_backfilled_once() {
     use moments::store::mongo::MongoDocs;
-    use moments::store::{DocStore, FollowDoc, UserDoc};
+    use moments::store::{AccountDocs, DocStore, FollowDoc, SocialDocs, UserDoc};
     let name = format!("conf_counts_{}", random_suffix());
     let uri = std::env::var("MOMENTS_TEST_MONGODB_URI").unwrap();
     let docs = MongoDocs::connect(&uri, &name).await.unwrap();

@@ -302,45 +302,56 @@ pub struct DeviceModelDoc {
     pub updated_by: i64,
 }
 
-/// The documents: the truth. Every method is one store round trip, and every
-/// batch method takes all the ids of a page at once, so a page of N items
-/// costs a constant number of calls.
+/// Accounts and their sessions. Part of `DocStore`.
 #[async_trait]
-pub trait DocStore: Send + Sync {
-    async fn ping(&self) -> StoreResult<()>;
-    /// Creates collections, validators and indexes; idempotent.
-    async fn apply_schemas(&self) -> StoreResult<()>;
-
+pub trait AccountDocs: Send + Sync {
     /// `Duplicate("username")` when the name is taken.
     async fn insert_user(&self, user: &UserDoc) -> StoreResult<()>;
+
     async fn user_by_username(&self, username: &str) -> StoreResult<Option<UserDoc>>;
+
     async fn users_by_ids(&self, uids: &[i64]) -> StoreResult<Vec<UserDoc>>;
+
     async fn update_profile(
         &self,
         uid: i64,
         nick_name: Option<&str>,
         head_img: Option<&str>,
     ) -> StoreResult<Option<UserDoc>>;
+
     async fn set_password_hash(&self, uid: i64, password_hash: &str) -> StoreResult<()>;
+
     async fn touch_user(&self, uid: i64, at: i64) -> StoreResult<()>;
 
     /// `Duplicate("session")` if its id or token hash exists already.
     async fn insert_session(&self, session: &SessionDoc) -> StoreResult<()>;
+
     /// The session behind a token hash, expired or not: the caller decides.
     async fn session_by_token_hash(&self, token_hash: &str) -> StoreResult<Option<SessionDoc>>;
+
     /// Up to `limit` of a user's sessions, newest first.
     async fn sessions_of_user(&self, uid: i64, limit: usize) -> StoreResult<Vec<SessionDoc>>;
+
     /// Deletes those of these sessions that belong to `uid`; how many went.
     async fn delete_sessions(&self, uid: i64, ids: &[i64]) -> StoreResult<u64>;
+
     async fn touch_session(&self, id: i64, at: i64) -> StoreResult<()>;
+
     /// Deletes up to `limit` sessions that expired before `now`; how many went.
     async fn purge_expired_sessions(&self, now: i64, limit: usize) -> StoreResult<u64>;
+}
 
+/// Posts with their comments and likes. Part of `DocStore`.
+#[async_trait]
+pub trait PostDocs: Send + Sync {
     async fn insert_post(&self, post: &PostDoc) -> StoreResult<()>;
+
     /// Deleted posts included, flagged: the caller decides.
     async fn posts_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<PostDoc>>;
+
     /// True when this call deleted it.
     async fn delete_post(&self, id: i64) -> StoreResult<bool>;
+
     /// Ids of an author's live posts below `before`, newest first.
     async fn post_ids_by_author(
         &self,
@@ -352,9 +363,12 @@ pub trait DocStore: Send + Sync {
     /// Inserts the comment and records its id first in the post's
     /// `comments_postid`, keeping the newest `cap`.
     async fn insert_comment(&self, comment: &CommentDoc, cap: usize) -> StoreResult<()>;
+
     async fn comments_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<CommentDoc>>;
+
     /// Flags it deleted and drops its id from the post; true when this call did.
     async fn delete_comment(&self, comment: &CommentDoc) -> StoreResult<bool>;
+
     /// A post's live comments below `before`, newest first.
     async fn comments_page(
         &self,
@@ -362,14 +376,17 @@ pub trait DocStore: Send + Sync {
         before: Option<i64>,
         limit: usize,
     ) -> StoreResult<Vec<CommentDoc>>;
+
     /// `(post_id, comment_id)` of every live comment on these posts.
     async fn comment_ids_of_posts(&self, post_ids: &[i64]) -> StoreResult<Vec<(i64, i64)>>;
+
     /// `(parent_comment_id, reply_id)` of every live reply to these comments.
     async fn reply_ids_of_comments(&self, comment_ids: &[i64]) -> StoreResult<Vec<(i64, i64)>>;
 
     /// Inserts the like, and for a post records its id in `likes_postid`.
     /// `Ok(false)` when this user already liked it: liking twice is one like.
     async fn insert_like(&self, like: &LikeDoc, cap: usize) -> StoreResult<bool>;
+
     /// Removes the like if there is one, returning it.
     async fn delete_like(
         &self,
@@ -377,12 +394,14 @@ pub trait DocStore: Send + Sync {
         target_id: i64,
         uid: i64,
     ) -> StoreResult<Option<LikeDoc>>;
+
     /// Every like of these targets.
     async fn likes_of_targets(
         &self,
         kind: LikeKind,
         target_ids: &[i64],
     ) -> StoreResult<Vec<LikeDoc>>;
+
     async fn likes_page(
         &self,
         kind: LikeKind,
@@ -391,33 +410,6 @@ pub trait DocStore: Send + Sync {
         limit: usize,
     ) -> StoreResult<Vec<LikeDoc>>;
 
-    /// `Ok(false)` when the edge exists already.
-    async fn insert_follow(&self, follow: &FollowDoc) -> StoreResult<bool>;
-    /// True when this call removed the edge.
-    async fn delete_follow(&self, follower: i64, followee: i64) -> StoreResult<bool>;
-    /// Edges into `uid` (its followers) below `before`, newest first.
-    async fn followers_page(
-        &self,
-        uid: i64,
-        before: Option<i64>,
-        limit: usize,
-    ) -> StoreResult<Vec<FollowDoc>>;
-    /// Edges out of `uid` (whom it follows) below `before`, newest first.
-    async fn following_page(
-        &self,
-        uid: i64,
-        before: Option<i64>,
-        limit: usize,
-    ) -> StoreResult<Vec<FollowDoc>>;
-    /// (followers, following) of `uid`.
-    async fn follow_counts(&self, uid: i64) -> StoreResult<(u64, u64)>;
-    /// Of `others`: those `uid` follows, and those who follow `uid`.
-    async fn follow_edges(&self, uid: i64, others: &[i64]) -> StoreResult<(Vec<i64>, Vec<i64>)>;
-    /// `Ok(false)` when the block exists already.
-    async fn insert_block(&self, block: &BlockDoc) -> StoreResult<bool>;
-    async fn delete_block(&self, blocker: i64, blocked: i64) -> StoreResult<bool>;
-    /// Of `others`: those `uid` blocked or who blocked `uid`.
-    async fn blocks_between(&self, uid: i64, others: &[i64]) -> StoreResult<Vec<i64>>;
     /// Ids of these authors' live posts below `before`, newest first, merged:
     /// what a home timeline holds, read from the documents.
     async fn post_ids_by_authors(
@@ -426,6 +418,47 @@ pub trait DocStore: Send + Sync {
         before: Option<i64>,
         limit: usize,
     ) -> StoreResult<Vec<i64>>;
+}
+
+/// The social graph: follows and blocks. Part of `DocStore`.
+#[async_trait]
+pub trait SocialDocs: Send + Sync {
+    /// `Ok(false)` when the edge exists already.
+    async fn insert_follow(&self, follow: &FollowDoc) -> StoreResult<bool>;
+
+    /// True when this call removed the edge.
+    async fn delete_follow(&self, follower: i64, followee: i64) -> StoreResult<bool>;
+
+    /// Edges into `uid` (its followers) below `before`, newest first.
+    async fn followers_page(
+        &self,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<FollowDoc>>;
+
+    /// Edges out of `uid` (whom it follows) below `before`, newest first.
+    async fn following_page(
+        &self,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<FollowDoc>>;
+
+    /// (followers, following) of `uid`.
+    async fn follow_counts(&self, uid: i64) -> StoreResult<(u64, u64)>;
+
+    /// Of `others`: those `uid` follows, and those who follow `uid`.
+    async fn follow_edges(&self, uid: i64, others: &[i64]) -> StoreResult<(Vec<i64>, Vec<i64>)>;
+
+    /// `Ok(false)` when the block exists already.
+    async fn insert_block(&self, block: &BlockDoc) -> StoreResult<bool>;
+
+    async fn delete_block(&self, blocker: i64, blocked: i64) -> StoreResult<bool>;
+
+    /// Of `others`: those `uid` blocked or who blocked `uid`.
+    async fn blocks_between(&self, uid: i64, others: &[i64]) -> StoreResult<Vec<i64>>;
+
     /// One page of `uid`'s followers, newest follow first, below the edge
     /// id `before`: those active since `since` (epoch ms), whom a post is
     /// pushed to, and where the next page starts (`None`: this was the last).
@@ -436,15 +469,23 @@ pub trait DocStore: Send + Sync {
         before: Option<i64>,
         limit: usize,
     ) -> StoreResult<(Vec<i64>, Option<i64>)>;
+
     /// (uid, followers) for each of these users.
     async fn follower_counts(&self, uids: &[i64]) -> StoreResult<Vec<(i64, u64)>>;
+
     /// Every edge out of these users (whom they follow).
     async fn follows_from(&self, uids: &[i64]) -> StoreResult<Vec<FollowDoc>>;
+
     /// Every block these users made or received.
     async fn blocks_involving(&self, uids: &[i64]) -> StoreResult<Vec<BlockDoc>>;
+}
 
+/// Notifications and their read marks. Part of `DocStore`.
+#[async_trait]
+pub trait NotificationDocs: Send + Sync {
     /// `Ok(false)` when this event was notified already (same `dedupe`).
     async fn insert_notification(&self, n: &NotificationDoc) -> StoreResult<bool>;
+
     /// A recipient's notifications made at or after `since` and below
     /// `before`, newest first, `read` set for those up to their read mark.
     async fn notifications_page(
@@ -454,18 +495,42 @@ pub trait DocStore: Send + Sync {
         before: Option<i64>,
         limit: usize,
     ) -> StoreResult<Vec<NotificationDoc>>;
+
     /// How many of a recipient's notifications made at or after `since` are
     /// unread, counted up to `cap` at most.
     async fn unread_notifications(&self, uid: i64, since: i64, cap: u64) -> StoreResult<u64>;
+
     /// Moves a recipient's read mark up to `up_to`: every notification with
     /// an id at or below it is read. One write, however many there are.
     async fn mark_notifications_read(&self, uid: i64, up_to: i64) -> StoreResult<()>;
+
     /// Deletes up to `limit` notifications with ids below `before` (older
     /// than they are kept); how many went.
     async fn purge_notifications_before(&self, before: i64, limit: usize) -> StoreResult<u64>;
+}
 
+/// The device-model table. Part of `DocStore`.
+#[async_trait]
+pub trait DeviceModelDocs: Send + Sync {
     async fn device_models(&self) -> StoreResult<Vec<DeviceModelDoc>>;
 
+    async fn upsert_device_models(&self, models: &[DeviceModelDoc]) -> StoreResult<()>;
+
+    async fn delete_device_model(&self, key: &str) -> StoreResult<bool>;
+}
+
+/// The documents: the truth, one port per aggregate (accounts, posts,
+/// the social graph, notifications, device models) and the store-wide
+/// operations here. Every method is one store round trip, and every batch
+/// method takes all the ids of a page at once, so a page of N items costs a
+/// constant number of calls.
+#[async_trait]
+pub trait DocStore:
+    AccountDocs + PostDocs + SocialDocs + NotificationDocs + DeviceModelDocs + Send + Sync
+{
+    async fn ping(&self) -> StoreResult<()>;
+    /// Creates collections, validators and indexes; idempotent.
+    async fn apply_schemas(&self) -> StoreResult<()>;
     /// Takes an instance id (0 to `MAX_INSTANCE`) that nobody holds, or
     /// whose lease ended before `now`, for `holder` until `until`; `None`
     /// when every one is held.
@@ -477,7 +542,6 @@ pub trait DocStore: Send + Sync {
     ) -> StoreResult<Option<u16>>;
     /// Extends `holder`'s lease of `id`; false when it was lost to another.
     async fn renew_instance_id(&self, id: u16, holder: &str, until: i64) -> StoreResult<bool>;
-
     /// Ids of live posts above `after`, ascending: a full scan in pages, for
     /// the repair tools.
     async fn post_ids_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<i64>>;
@@ -485,8 +549,6 @@ pub trait DocStore: Send + Sync {
     async fn user_ids_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<i64>>;
     /// (live posts, users), for progress bars.
     async fn totals(&self) -> StoreResult<(u64, u64)>;
-    async fn upsert_device_models(&self, models: &[DeviceModelDoc]) -> StoreResult<()>;
-    async fn delete_device_model(&self, key: &str) -> StoreResult<bool>;
 }
 
 /// Whose keys these are: one post's or one user's live keys share a Redis

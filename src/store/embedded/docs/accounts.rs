@@ -1,0 +1,228 @@
+//! `AccountDocs` on redb: accounts and their sessions.
+
+use super::*;
+use crate::store::AccountDocs;
+
+#[async_trait]
+impl AccountDocs for EmbeddedDocs {
+    async fn insert_user(&self, user: &UserDoc) -> StoreResult<()> {
+        let user = user.clone();
+        self.write(move |txn| {
+            let mut names = txn.open_table(USERNAMES).map_err(other)?;
+            if names.get(user.username.as_str()).map_err(other)?.is_some() {
+                return Err(StoreError::Duplicate("username"));
+            }
+            if txn
+                .open_table(USERS)
+                .map_err(other)?
+                .get(id(user.uid))
+                .map_err(other)?
+                .is_some()
+            {
+                return Err(StoreError::IdTaken);
+            }
+            names
+                .insert(user.username.as_str(), id(user.uid))
+                .map_err(other)?;
+            let mut users = txn.open_table(USERS).map_err(other)?;
+            users
+                .insert(id(user.uid), encode(&user)?.as_slice())
+                .map_err(other)?;
+            txn.open_table(LAST_ACTIVE)
+                .map_err(other)?
+                .insert(id(user.uid), user.last_active_at)
+                .map_err(other)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn user_by_username(&self, username: &str) -> StoreResult<Option<UserDoc>> {
+        let username = username.to_string();
+        self.read(move |txn| {
+            let names = txn.open_table(USERNAMES).map_err(other)?;
+            let Some(uid) = names
+                .get(username.as_str())
+                .map_err(other)?
+                .map(|v| v.value())
+            else {
+                return Ok(None);
+            };
+            get_doc(&txn.open_table(USERS).map_err(other)?, uid)
+        })
+        .await
+    }
+
+    async fn users_by_ids(&self, uids: &[i64]) -> StoreResult<Vec<UserDoc>> {
+        let uids = uids.to_vec();
+        self.read(move |txn| docs_by_ids(txn, USERS, &uids)).await
+    }
+
+    async fn update_profile(
+        &self,
+        uid: i64,
+        nick_name: Option<&str>,
+        head_img: Option<&str>,
+    ) -> StoreResult<Option<UserDoc>> {
+        let (nick, head) = (nick_name.map(String::from), head_img.map(String::from));
+        self.write(move |txn| {
+            let mut users = txn.open_table(USERS).map_err(other)?;
+            let Some(mut user) = get_doc::<UserDoc>(&users, id(uid))? else {
+                return Ok(None);
+            };
+            if let Some(n) = nick.clone() {
+                user.nick_name = n;
+            }
+            if let Some(h) = head.clone() {
+                user.head_img = h;
+            }
+            users
+                .insert(id(uid), encode(&user)?.as_slice())
+                .map_err(other)?;
+            Ok(Some(user))
+        })
+        .await
+    }
+
+    async fn set_password_hash(&self, uid: i64, password_hash: &str) -> StoreResult<()> {
+        let hash = password_hash.to_string();
+        self.write(move |txn| {
+            let mut users = txn.open_table(USERS).map_err(other)?;
+            if let Some(mut user) = get_doc::<UserDoc>(&users, id(uid))? {
+                user.password_hash = hash.clone();
+                users
+                    .insert(id(uid), encode(&user)?.as_slice())
+                    .map_err(other)?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn insert_session(&self, session: &SessionDoc) -> StoreResult<()> {
+        let session = session.clone();
+        self.write(move |txn| {
+            let mut by_hash = txn.open_table(SESSION_BY_HASH).map_err(other)?;
+            let mut sessions = txn.open_table(SESSIONS).map_err(other)?;
+            if sessions.get(id(session.id)).map_err(other)?.is_some() {
+                return Err(StoreError::IdTaken);
+            }
+            if by_hash
+                .get(session.token_hash.as_str())
+                .map_err(other)?
+                .is_some()
+            {
+                return Err(StoreError::Duplicate("session"));
+            }
+            by_hash
+                .insert(session.token_hash.as_str(), id(session.id))
+                .map_err(other)?;
+            sessions
+                .insert(id(session.id), encode(&session)?.as_slice())
+                .map_err(other)?;
+            txn.open_table(SESSIONS_BY_USER)
+                .map_err(other)?
+                .insert((id(session.uid), id(session.id)), ())
+                .map_err(other)?;
+            txn.open_table(SESSION_EXPIRY)
+                .map_err(other)?
+                .insert((session.expires_at, id(session.id)), ())
+                .map_err(other)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn session_by_token_hash(&self, token_hash: &str) -> StoreResult<Option<SessionDoc>> {
+        let hash = token_hash.to_string();
+        self.read(move |txn| {
+            let by_hash = txn.open_table(SESSION_BY_HASH).map_err(other)?;
+            let Some(sid) = by_hash
+                .get(hash.as_str())
+                .map_err(other)?
+                .map(|v| v.value())
+            else {
+                return Ok(None);
+            };
+            get_doc(&txn.open_table(SESSIONS).map_err(other)?, sid)
+        })
+        .await
+    }
+
+    async fn sessions_of_user(&self, uid: i64, limit: usize) -> StoreResult<Vec<SessionDoc>> {
+        self.read(move |txn| {
+            let ids = newest_below(
+                &txn.open_table(SESSIONS_BY_USER).map_err(other)?,
+                id(uid),
+                None,
+                limit,
+            )?;
+            let sessions = txn.open_table(SESSIONS).map_err(other)?;
+            let mut out = Vec::with_capacity(ids.len());
+            for sid in ids {
+                if let Some(s) = get_doc(&sessions, sid)? {
+                    out.push(s);
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn delete_sessions(&self, uid: i64, ids: &[i64]) -> StoreResult<u64> {
+        let ids = ids.to_vec();
+        self.write(move |txn| delete_sessions_in(txn, Some(uid), &ids))
+            .await
+    }
+
+    async fn touch_session(&self, session_id: i64, at: i64) -> StoreResult<()> {
+        self.write(move |txn| {
+            let mut sessions = txn.open_table(SESSIONS).map_err(other)?;
+            if let Some(mut s) = get_doc::<SessionDoc>(&sessions, id(session_id))? {
+                s.last_seen_at = at;
+                sessions
+                    .insert(id(session_id), encode(&s)?.as_slice())
+                    .map_err(other)?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn purge_expired_sessions(&self, now: i64, limit: usize) -> StoreResult<u64> {
+        self.write(move |txn| {
+            let expired: Vec<i64> = {
+                let expiry = txn.open_table(SESSION_EXPIRY).map_err(other)?;
+                let mut out = Vec::new();
+                for entry in expiry
+                    .range((i64::MIN, 0)..(now, 0))
+                    .map_err(other)?
+                    .take(limit)
+                {
+                    out.push(entry.map_err(other)?.0.value().1 as i64);
+                }
+                out
+            };
+            delete_sessions_in(txn, None, &expired)
+        })
+        .await
+    }
+
+    async fn touch_user(&self, uid: i64, at: i64) -> StoreResult<()> {
+        self.write(move |txn| {
+            let mut users = txn.open_table(USERS).map_err(other)?;
+            if let Some(mut user) = get_doc::<UserDoc>(&users, id(uid))? {
+                user.last_active_at = at;
+                users
+                    .insert(id(uid), encode(&user)?.as_slice())
+                    .map_err(other)?;
+                txn.open_table(LAST_ACTIVE)
+                    .map_err(other)?
+                    .insert(id(uid), at)
+                    .map_err(other)?;
+            }
+            Ok(())
+        })
+        .await
+    }
+}

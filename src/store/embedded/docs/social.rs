@@ -1,0 +1,247 @@
+//! `SocialDocs` on redb: the social graph, follows and blocks.
+
+use super::*;
+use crate::store::SocialDocs;
+
+#[async_trait]
+impl SocialDocs for EmbeddedDocs {
+    async fn insert_follow(&self, follow: &FollowDoc) -> StoreResult<bool> {
+        let f = follow.clone();
+        self.write(move |txn| {
+            let (a, b, e) = (id(f.follower), id(f.followee), id(f.id));
+            let mut pairs = txn.open_table(FOLLOW_PAIRS).map_err(other)?;
+            if pairs.get((a, b)).map_err(other)?.is_some() {
+                return Ok(false);
+            }
+            pairs.insert((a, b), (e, f.created_at)).map_err(other)?;
+            txn.open_table(FOLLOWERS)
+                .map_err(other)?
+                .insert((b, e), a)
+                .map_err(other)?;
+            txn.open_table(FOLLOWING)
+                .map_err(other)?
+                .insert((a, e), b)
+                .map_err(other)?;
+            drop(pairs);
+            adjust_counts(txn, a, b, 1)?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn delete_follow(&self, follower: i64, followee: i64) -> StoreResult<bool> {
+        self.write(move |txn| {
+            let (a, b) = (id(follower), id(followee));
+            let mut pairs = txn.open_table(FOLLOW_PAIRS).map_err(other)?;
+            let Some((e, _)) = pairs.remove((a, b)).map_err(other)?.map(|v| v.value()) else {
+                return Ok(false);
+            };
+            txn.open_table(FOLLOWERS)
+                .map_err(other)?
+                .remove((b, e))
+                .map_err(other)?;
+            txn.open_table(FOLLOWING)
+                .map_err(other)?
+                .remove((a, e))
+                .map_err(other)?;
+            drop(pairs);
+            adjust_counts(txn, a, b, -1)?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn followers_page(
+        &self,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<FollowDoc>> {
+        self.read(move |txn| edge_page(txn, FOLLOWERS, uid, before, limit, true))
+            .await
+    }
+
+    async fn following_page(
+        &self,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<FollowDoc>> {
+        self.read(move |txn| edge_page(txn, FOLLOWING, uid, before, limit, false))
+            .await
+    }
+
+    async fn follow_counts(&self, uid: i64) -> StoreResult<(u64, u64)> {
+        self.read(move |txn| {
+            let counts = txn.open_table(FOLLOW_COUNTS).map_err(other)?;
+            Ok(counts
+                .get(id(uid))
+                .map_err(other)?
+                .map(|v| v.value())
+                .unwrap_or((0, 0)))
+        })
+        .await
+    }
+
+    async fn follow_edges(&self, uid: i64, others: &[i64]) -> StoreResult<(Vec<i64>, Vec<i64>)> {
+        let others = others.to_vec();
+        self.read(move |txn| {
+            let pairs = txn.open_table(FOLLOW_PAIRS).map_err(other)?;
+            let mut out = (Vec::new(), Vec::new());
+            for o in others {
+                if pairs.get((id(uid), id(o))).map_err(other)?.is_some() {
+                    out.0.push(o);
+                }
+                if pairs.get((id(o), id(uid))).map_err(other)?.is_some() {
+                    out.1.push(o);
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn insert_block(&self, block: &BlockDoc) -> StoreResult<bool> {
+        let b = block.clone();
+        self.write(move |txn| {
+            let mut blocks = txn.open_table(BLOCKS).map_err(other)?;
+            if blocks
+                .get((id(b.blocker), id(b.blocked)))
+                .map_err(other)?
+                .is_some()
+            {
+                return Ok(false);
+            }
+            blocks
+                .insert((id(b.blocker), id(b.blocked)), id(b.id))
+                .map_err(other)?;
+            txn.open_table(BLOCKED_BY)
+                .map_err(other)?
+                .insert((id(b.blocked), id(b.blocker)), id(b.id))
+                .map_err(other)?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn delete_block(&self, blocker: i64, blocked: i64) -> StoreResult<bool> {
+        self.write(move |txn| {
+            let mut blocks = txn.open_table(BLOCKS).map_err(other)?;
+            let removed = blocks
+                .remove((id(blocker), id(blocked)))
+                .map_err(other)?
+                .is_some();
+            txn.open_table(BLOCKED_BY)
+                .map_err(other)?
+                .remove((id(blocked), id(blocker)))
+                .map_err(other)?;
+            Ok(removed)
+        })
+        .await
+    }
+
+    async fn blocks_between(&self, uid: i64, others: &[i64]) -> StoreResult<Vec<i64>> {
+        let others = others.to_vec();
+        self.read(move |txn| {
+            let blocks = txn.open_table(BLOCKS).map_err(other)?;
+            let mut out = Vec::new();
+            for o in others {
+                if blocks.get((id(uid), id(o))).map_err(other)?.is_some()
+                    || blocks.get((id(o), id(uid))).map_err(other)?.is_some()
+                {
+                    out.push(o);
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn active_followers(
+        &self,
+        uid: i64,
+        since: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<(Vec<i64>, Option<i64>)> {
+        self.read(move |txn| {
+            let edges = edge_page(txn, FOLLOWERS, uid, before, limit, true)?;
+            let next = edges.last().map(|e| e.id).filter(|_| edges.len() == limit);
+            let active = txn.open_table(LAST_ACTIVE).map_err(other)?;
+            let mut out = Vec::with_capacity(edges.len());
+            for edge in edges {
+                let last = active
+                    .get(id(edge.follower))
+                    .map_err(other)?
+                    .map(|v| v.value());
+                if last.is_some_and(|t| t >= since) {
+                    out.push(edge.follower);
+                }
+            }
+            Ok((out, next))
+        })
+        .await
+    }
+
+    async fn follower_counts(&self, uids: &[i64]) -> StoreResult<Vec<(i64, u64)>> {
+        let uids = uids.to_vec();
+        self.read(move |txn| {
+            let counts = txn.open_table(FOLLOW_COUNTS).map_err(other)?;
+            uids.into_iter()
+                .map(|u| {
+                    let n = counts
+                        .get(id(u))
+                        .map_err(other)?
+                        .map(|v| v.value().0)
+                        .unwrap_or(0);
+                    Ok((u, n))
+                })
+                .collect()
+        })
+        .await
+    }
+
+    async fn follows_from(&self, uids: &[i64]) -> StoreResult<Vec<FollowDoc>> {
+        let uids = uids.to_vec();
+        self.read(move |txn| {
+            let mut out = Vec::new();
+            for u in uids {
+                out.extend(edge_page(txn, FOLLOWING, u, None, usize::MAX, false)?);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn blocks_involving(&self, uids: &[i64]) -> StoreResult<Vec<BlockDoc>> {
+        let uids = uids.to_vec();
+        self.read(move |txn| {
+            let made = txn.open_table(BLOCKS).map_err(other)?;
+            let received = txn.open_table(BLOCKED_BY).map_err(other)?;
+            let mut out = Vec::new();
+            for u in uids {
+                let u = id(u);
+                for (table, mine_first) in [(&made, true), (&received, false)] {
+                    for entry in table.range((u, 0)..=(u, u64::MAX)).map_err(other)? {
+                        let (key, block_id) = entry.map_err(other)?;
+                        let other_uid = key.value().1;
+                        let (blocker, blocked) = if mine_first {
+                            (u, other_uid)
+                        } else {
+                            (other_uid, u)
+                        };
+                        let block_id = block_id.value() as i64;
+                        out.push(BlockDoc {
+                            id: block_id,
+                            blocker: blocker as i64,
+                            blocked: blocked as i64,
+                            created_at: crate::ids::timestamp_of(block_id),
+                        });
+                    }
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+}

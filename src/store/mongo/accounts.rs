@@ -1,0 +1,128 @@
+//! `AccountDocs` on MongoDB: accounts and their sessions.
+
+use super::*;
+use crate::store::AccountDocs;
+
+#[async_trait]
+impl AccountDocs for MongoDocs {
+    async fn insert_user(&self, user: &UserDoc) -> StoreResult<()> {
+        let mut d = mongodb::bson::to_document(user).map_err(|e| StoreError::Other(e.into()))?;
+        // Counted from the start; see `count_follow`.
+        d.insert("followersCount", 0_i64);
+        d.insert("followingCount", 0_i64);
+        match self.db.collection::<Document>("users").insert_one(d).await {
+            Ok(_) => Ok(()),
+            Err(e) => Err(insert_error(e, "username")),
+        }
+    }
+
+    async fn user_by_username(&self, username: &str) -> StoreResult<Option<UserDoc>> {
+        self.users()
+            .find_one(doc! { "username": username })
+            .await
+            .map_err(classify)
+    }
+
+    async fn users_by_ids(&self, uids: &[i64]) -> StoreResult<Vec<UserDoc>> {
+        by_ids(self.users(), uids).await
+    }
+
+    async fn update_profile(
+        &self,
+        uid: i64,
+        nick_name: Option<&str>,
+        head_img: Option<&str>,
+    ) -> StoreResult<Option<UserDoc>> {
+        let mut set = Document::new();
+        if let Some(n) = nick_name {
+            set.insert("nickName", n);
+        }
+        if let Some(h) = head_img {
+            set.insert("headImg", h);
+        }
+        if !set.is_empty() {
+            self.users()
+                .update_one(doc! { "_id": uid }, doc! { "$set": set })
+                .await
+                .map_err(classify)?;
+        }
+        self.users()
+            .find_one(doc! { "_id": uid })
+            .await
+            .map_err(classify)
+    }
+
+    async fn set_password_hash(&self, uid: i64, password_hash: &str) -> StoreResult<()> {
+        self.users()
+            .update_one(
+                doc! { "_id": uid },
+                doc! { "$set": { "passwordHash": password_hash } },
+            )
+            .await
+            .map(|_| ())
+            .map_err(classify)
+    }
+
+    async fn insert_session(&self, session: &SessionDoc) -> StoreResult<()> {
+        let mut d = mongodb::bson::to_document(session).map_err(|e| StoreError::Other(e.into()))?;
+        // The TTL index that purges expired sessions reads a BSON date.
+        d.insert(
+            "expireAt",
+            mongodb::bson::DateTime::from_millis(session.expires_at),
+        );
+        match self
+            .db
+            .collection::<Document>("sessions")
+            .insert_one(d)
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) => Err(insert_error(e, "session")),
+        }
+    }
+
+    async fn session_by_token_hash(&self, token_hash: &str) -> StoreResult<Option<SessionDoc>> {
+        self.sessions()
+            .find_one(doc! { "tokenHash": token_hash })
+            .await
+            .map_err(classify)
+    }
+
+    async fn sessions_of_user(&self, uid: i64, limit: usize) -> StoreResult<Vec<SessionDoc>> {
+        newest_page(self.sessions(), doc! { "uid": uid }, None, limit).await
+    }
+
+    async fn delete_sessions(&self, uid: i64, ids: &[i64]) -> StoreResult<u64> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        // By `_id` (TESTING.md); `uid` too, so nobody deletes another's.
+        let r = self
+            .sessions()
+            .delete_many(doc! { "_id": { "$in": ids }, "uid": uid })
+            .await
+            .map_err(classify)?;
+        Ok(r.deleted_count)
+    }
+
+    async fn touch_session(&self, id: i64, at: i64) -> StoreResult<()> {
+        self.sessions()
+            .update_one(doc! { "_id": id }, doc! { "$set": { "lastSeenAt": at } })
+            .await
+            .map(|_| ())
+            .map_err(classify)
+    }
+
+    async fn purge_expired_sessions(&self, now: i64, limit: usize) -> StoreResult<u64> {
+        self.delete_some("sessions", doc! { "expiresAt": { "$lt": now } }, limit)
+            .await
+    }
+
+    async fn touch_user(&self, uid: i64, at: i64) -> StoreResult<()> {
+        self.users()
+            .update_one(doc! { "_id": uid }, doc! { "$set": { "lastActiveAt": at } })
+            .await
+            .map(|_| ())
+            .map_err(classify)
+    }
+}
