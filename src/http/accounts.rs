@@ -7,7 +7,8 @@ use super::problem::Problem;
 use crate::error::AppError;
 use crate::ids::now_ms;
 use crate::service::accounts::{
-    self, LoginRequest, Me, PasswordChange, ProfilePatch, RegisterRequest, Session, SessionView,
+    self, AccountDeletion, LoginRequest, Me, PasswordChange, ProfilePatch, RegisterRequest,
+    Session, SessionView,
 };
 use crate::service::Context;
 use crate::store::UserCard;
@@ -21,6 +22,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/sessions/{id}", web::delete().to(sign_out_session))
         .route("/me", web::get().to(me))
         .route("/me", web::patch().to(update_me))
+        .route("/me", web::delete().to(delete_account))
         .route("/me/password", web::put().to(change_password));
 }
 
@@ -114,5 +116,18 @@ pub async fn change_password(
     JsonBody(req): JsonBody<PasswordChange>,
 ) -> Result<HttpResponse, AppError> {
     accounts::change_password(&ctx, &user.session, req).await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// Deletes the caller's account and erases what it did from every read.
+#[utoipa::path(delete, path = "/api/v1/me", tag = "accounts", request_body = AccountDeletion,
+    responses((status = 204), (status = 400, body = Problem), (status = 401, body = Problem),
+        (status = 429, body = Problem)), security(("bearer" = [])))]
+pub async fn delete_account(
+    ctx: web::Data<Context>,
+    user: AuthUser,
+    JsonBody(req): JsonBody<AccountDeletion>,
+) -> Result<HttpResponse, AppError> {
+    accounts::delete_account(&ctx, &user.session, req).await?;
     Ok(HttpResponse::NoContent().finish())
 }

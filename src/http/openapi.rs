@@ -23,6 +23,7 @@ impl Modify for BearerAuth {
         super::accounts::register, super::accounts::login, super::accounts::logout,
         super::accounts::list_sessions, super::accounts::sign_out_everywhere,
         super::accounts::sign_out_session, super::accounts::change_password,
+        super::accounts::delete_account,
         super::accounts::me, super::accounts::update_me,
         super::social::profile, super::social::follow, super::social::unfollow,
         super::social::block, super::social::unblock, super::social::followers,

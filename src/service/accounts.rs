@@ -53,6 +53,12 @@ pub struct LoginRequest {
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub struct AccountDeletion {
+    /// The account's password, asked again.
+    pub password: String,
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PasswordChange {
     pub old_password: String,
@@ -519,6 +525,43 @@ pub async fn change_password(ctx: &Context, who: &Authed, req: PasswordChange) -
     let hash = hash_password(new.expose().to_string()).await?;
     ctx.docs.set_password_hash(who.uid, &hash).await?;
     sign_out_everywhere(ctx, who.uid, Some(who.session_id)).await
+}
+
+/// Traces a deletion request erases itself before answering; an account
+/// with more is finished in the background.
+const ERASED_IN_REQUEST: usize = 2000;
+
+/// Deletes the caller's account. From the answer on, nobody can sign in
+/// with it, its sessions are gone, its username is free, and what it did is
+/// erased from every read (`service::erasure`). A wrong password counts as
+/// a failed sign-in and changes nothing.
+pub async fn delete_account(ctx: &Context, who: &Authed, req: AccountDeletion) -> AppResult<()> {
+    let wrong = || AppError::invalid("password", "the password is not right");
+    Password::check_length(&req.password).map_err(|_| wrong())?;
+    let user = me_doc(ctx, who.uid).await?;
+    let limits = ctx.settings.rate_limits.as_ref();
+    enforce(
+        ctx,
+        &rate_limits::login_failure_budget(limits, &user.username),
+    )
+    .await?;
+    if !verify_password(req.password, user.password_hash.clone()).await? {
+        return Err(wrong());
+    }
+    forgive_failure(ctx, &user.username).await;
+    ctx.docs.erase_user(who.uid).await?;
+    sign_out_everywhere(ctx, who.uid, None).await?;
+    ctx.repair
+        .apply_unordered(
+            ctx.live.as_ref(),
+            Owner::User(who.uid),
+            vec![LiveChange::Drop(LiveKey::Blob(BlobKey::Card(who.uid)))],
+        )
+        .await;
+    if !super::erasure::erase_traces(ctx, who.uid, ERASED_IN_REQUEST).await? {
+        super::erasure::finish_in_background(ctx, who.uid);
+    }
+    Ok(())
 }
 
 /// Who a bearer token signs in, with this request's rate limits checked in

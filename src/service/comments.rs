@@ -168,7 +168,14 @@ pub async fn delete_comment(ctx: &Context, id: i64, uid: i64) -> AppResult<()> {
             "only the comment's author or the post's author may delete it",
         ));
     }
-    ctx.docs.delete_comment(&comment).await?;
+    remove_comment(ctx, &comment).await
+}
+
+/// Deletes a comment and takes it out of its post's sets (last-writer-wins:
+/// no ordering needed).
+pub async fn remove_comment(ctx: &Context, comment: &CommentDoc) -> AppResult<()> {
+    let id = comment.id;
+    ctx.docs.delete_comment(comment).await?;
     let mut changes = vec![LiveChange::LwwRemove(
         SetKey::PostComments(comment.post_id),
         id,
@@ -182,14 +189,7 @@ pub async fn delete_comment(ctx: &Context, id: i64, uid: i64) -> AppResult<()> {
         ));
     }
     ctx.repair
-        .apply(
-            ctx.live.as_ref(),
-            vec![Changes {
-                owner: Owner::Post(comment.post_id),
-                expected_gen: post.gen,
-                changes,
-            }],
-        )
+        .apply_unordered(ctx.live.as_ref(), Owner::Post(comment.post_id), changes)
         .await;
     Ok(())
 }

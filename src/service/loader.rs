@@ -297,7 +297,9 @@ impl<'a> Loader<'a> {
                 put(key, to_json(&c)?, None, out);
             }
         }
-        for u in users {
+        // An erased account has no card: reads leave out what it did, and
+        // its profile is not found.
+        for u in users.into_iter().filter(|u| !u.is_erased()) {
             let key = BlobKey::Card(u.uid);
             match self.gens.get(&key.owner()).copied() {
                 Some(g) => put(key, to_json(&u.card())?, Some(g), out),

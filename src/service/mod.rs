@@ -4,6 +4,7 @@ pub mod accounts;
 pub mod assemble;
 pub mod comments;
 pub mod device_names;
+pub mod erasure;
 pub mod expiry;
 pub mod in_flight;
 pub mod instance_lease;

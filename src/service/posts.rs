@@ -80,25 +80,28 @@ pub async fn delete_post(ctx: &Context, id: i64, uid: i64) -> AppResult<()> {
     if body.author_uid != uid {
         return Err(AppError::Forbidden("only the author may delete a post"));
     }
+    remove_post(ctx, body).await
+}
+
+/// Deletes a post and makes every read see it gone: its body becomes a
+/// tombstone, its sets are dropped.
+pub async fn remove_post(ctx: &Context, body: PostBody) -> AppResult<()> {
+    let id = body.id;
     ctx.docs.delete_post(id).await?;
-    ctx.celebrity_cache.forget_posts_of(uid);
+    ctx.celebrity_cache.forget_posts_of(body.author_uid);
     let tomb = PostBody {
         deleted: true,
         ..body
     };
     ctx.repair
-        .apply(
+        .apply_unordered(
             ctx.live.as_ref(),
-            vec![Changes {
-                owner: Owner::Post(id),
-                // A deleted post's sets are dropped whatever came before.
-                expected_gen: None,
-                changes: vec![
-                    LiveChange::PutBlob(BlobKey::PostBody(id), to_json(&tomb)?),
-                    LiveChange::Drop(crate::store::LiveKey::Set(SetKey::PostLikers(id))),
-                    LiveChange::Drop(crate::store::LiveKey::Set(SetKey::PostComments(id))),
-                ],
-            }],
+            Owner::Post(id),
+            vec![
+                LiveChange::PutBlob(BlobKey::PostBody(id), to_json(&tomb)?),
+                LiveChange::Drop(crate::store::LiveKey::Set(SetKey::PostLikers(id))),
+                LiveChange::Drop(crate::store::LiveKey::Set(SetKey::PostComments(id))),
+            ],
         )
         .await;
     Ok(())

@@ -252,6 +252,30 @@ pub async fn unblock(ctx: &Context, me: i64, them: i64) -> AppResult<BlockState>
     Ok(BlockState { blocked: false })
 }
 
+/// Removes everything between `a` and `b` for good (one of them is being
+/// erased): follows and blocks both ways, and both users' live sets of
+/// them, rebuilt on the next read.
+pub async fn sever(ctx: &Context, a: i64, b: i64) -> AppResult<()> {
+    for (x, y) in [(a, b), (b, a)] {
+        ctx.docs.delete_follow(x, y).await?;
+        ctx.docs.delete_block(x, y).await?;
+    }
+    let drops = |u: i64| Changes {
+        owner: Owner::User(u),
+        expected_gen: None,
+        changes: vec![
+            LiveChange::Drop(LiveKey::Set(SetKey::Following(u))),
+            drop_friends(u),
+            LiveChange::Drop(LiveKey::Set(SetKey::Blocks(u))),
+            forget_timeline(u),
+        ],
+    };
+    ctx.repair
+        .apply(ctx.live.as_ref(), vec![drops(a), drops(b)])
+        .await;
+    Ok(())
+}
+
 /// A user's card with follower counts, and how the viewer relates to them.
 pub async fn profile(ctx: &Context, uid: i64, viewer: Viewer) -> AppResult<Profile> {
     let mut loader = Loader::new(ctx);

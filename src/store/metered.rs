@@ -187,6 +187,10 @@ impl AccountDocs for MeteredDocs {
         self.inner.touch_session(id, at).await
     }
 
+    async fn erase_user(&self, uid: i64) -> StoreResult<bool> {
+        self.tick();
+        self.inner.erase_user(uid).await
+    }
     async fn purge_expired_sessions(&self, now: i64, limit: usize) -> StoreResult<u64> {
         // The background sweep, not a request's round trip.
         self.inner.purge_expired_sessions(now, limit).await
@@ -203,6 +207,14 @@ impl PostDocs for MeteredDocs {
     async fn insert_post(&self, post: &PostDoc) -> StoreResult<()> {
         self.tick();
         self.inner.insert_post(post).await
+    }
+    async fn comments_by_author(&self, uid: i64, limit: usize) -> StoreResult<Vec<CommentDoc>> {
+        self.tick();
+        self.inner.comments_by_author(uid, limit).await
+    }
+    async fn likes_by_user(&self, uid: i64, limit: usize) -> StoreResult<Vec<LikeDoc>> {
+        self.tick();
+        self.inner.likes_by_user(uid, limit).await
     }
 
     async fn posts_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<PostDoc>> {
@@ -442,6 +454,10 @@ impl NotificationDocs for MeteredDocs {
         self.inner.mark_notifications_read(uid, up_to).await
     }
 
+    async fn delete_notifications_involving(&self, uid: i64, limit: usize) -> StoreResult<u64> {
+        self.tick();
+        self.inner.delete_notifications_involving(uid, limit).await
+    }
     async fn purge_notifications_before(&self, before: i64, limit: usize) -> StoreResult<u64> {
         // The background sweep, not a request's round trip.
         self.inner.purge_notifications_before(before, limit).await

@@ -71,6 +71,16 @@ pub struct UserDoc {
 }
 
 impl UserDoc {
+    /// What a deleted account's username becomes: not a name anyone can
+    /// register or sign in with (`#` is not allowed in usernames).
+    pub fn erased_username(uid: i64) -> String {
+        format!("deleted#{uid}")
+    }
+
+    pub fn is_erased(&self) -> bool {
+        self.username.starts_with("deleted#")
+    }
+
     pub fn card(&self) -> UserCard {
         UserCard {
             uid: self.uid,
@@ -339,12 +349,25 @@ pub trait AccountDocs: Send + Sync {
 
     /// Deletes up to `limit` sessions that expired before `now`; how many went.
     async fn purge_expired_sessions(&self, now: i64, limit: usize) -> StoreResult<u64>;
+
+    /// Turns a deleted account into its tombstone: the username becomes
+    /// `UserDoc::erased_username(uid)` (so the name is free, and nobody can
+    /// sign in with it), the card, password and roles are emptied. False if
+    /// there was no such account.
+    async fn erase_user(&self, uid: i64) -> StoreResult<bool>;
 }
 
 /// Posts with their comments and likes. Part of `DocStore`.
 #[async_trait]
 pub trait PostDocs: Send + Sync {
     async fn insert_post(&self, post: &PostDoc) -> StoreResult<()>;
+
+    /// Up to `limit` of a user's live comments, newest first (for erasing
+    /// an account: each call sees what the last did not delete).
+    async fn comments_by_author(&self, uid: i64, limit: usize) -> StoreResult<Vec<CommentDoc>>;
+
+    /// Up to `limit` of the likes a user gave, newest first.
+    async fn likes_by_user(&self, uid: i64, limit: usize) -> StoreResult<Vec<LikeDoc>>;
 
     /// Deleted posts included, flagged: the caller decides.
     async fn posts_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<PostDoc>>;
@@ -507,6 +530,9 @@ pub trait NotificationDocs: Send + Sync {
     /// Deletes up to `limit` notifications with ids below `before` (older
     /// than they are kept); how many went.
     async fn purge_notifications_before(&self, before: i64, limit: usize) -> StoreResult<u64>;
+
+    /// Deletes up to `limit` notifications to or by `uid`; how many went.
+    async fn delete_notifications_involving(&self, uid: i64, limit: usize) -> StoreResult<u64>;
 }
 
 /// The device-model table. Part of `DocStore`.

@@ -2,6 +2,7 @@
 //! servers (started by scripts/test.sh).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod account_deletion;
 mod accounts;
 mod authorization;
 mod comments;

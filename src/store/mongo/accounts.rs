@@ -125,4 +125,22 @@ impl AccountDocs for MongoDocs {
             .map(|_| ())
             .map_err(classify)
     }
+
+    async fn erase_user(&self, uid: i64) -> StoreResult<bool> {
+        let r = self
+            .users()
+            .update_one(
+                doc! { "_id": uid },
+                doc! { "$set": {
+                    "username": UserDoc::erased_username(uid),
+                    "nickName": "",
+                    "headImg": "",
+                    "passwordHash": "",
+                    "roles": [],
+                } },
+            )
+            .await
+            .map_err(classify)?;
+        Ok(r.matched_count == 1)
+    }
 }

@@ -71,4 +71,9 @@ impl NotificationDocs for MongoDocs {
         self.delete_some("notifications", doc! { "_id": { "$lt": before } }, limit)
             .await
     }
+
+    async fn delete_notifications_involving(&self, uid: i64, limit: usize) -> StoreResult<u64> {
+        let filter = doc! { "$or": [ { "uid": uid }, { "actor": uid } ] };
+        self.delete_some("notifications", filter, limit).await
+    }
 }

@@ -228,4 +228,13 @@ impl PostDocs for MongoDocs {
             .map_err(classify)?;
         Ok(collect(cursor).await?.into_iter().map(|d| d.id).collect())
     }
+
+    async fn comments_by_author(&self, uid: i64, limit: usize) -> StoreResult<Vec<CommentDoc>> {
+        let filter = doc! { "author_uid": uid, "deleted": false };
+        newest_page(self.comments(), filter, None, limit).await
+    }
+
+    async fn likes_by_user(&self, uid: i64, limit: usize) -> StoreResult<Vec<LikeDoc>> {
+        newest_page(self.likes(), doc! { "uid": uid }, None, limit).await
+    }
 }

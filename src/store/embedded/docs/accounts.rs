@@ -225,4 +225,32 @@ impl AccountDocs for EmbeddedDocs {
         })
         .await
     }
+
+    async fn erase_user(&self, uid: i64) -> StoreResult<bool> {
+        self.write(move |txn| {
+            let mut users = txn.open_table(USERS).map_err(other)?;
+            let Some(mut user) = get_doc::<UserDoc>(&users, id(uid))? else {
+                return Ok(false);
+            };
+            let mut names = txn.open_table(USERNAMES).map_err(other)?;
+            names.remove(user.username.as_str()).map_err(other)?;
+            user.username = UserDoc::erased_username(uid);
+            user.nick_name.clear();
+            user.head_img.clear();
+            user.password_hash.clear();
+            user.roles.clear();
+            names
+                .insert(user.username.as_str(), id(uid))
+                .map_err(other)?;
+            users
+                .insert(id(uid), encode(&user)?.as_slice())
+                .map_err(other)?;
+            txn.open_table(LAST_ACTIVE)
+                .map_err(other)?
+                .remove(id(uid))
+                .map_err(other)?;
+            Ok(true)
+        })
+        .await
+    }
 }

@@ -68,6 +68,16 @@ const UNREAD: TableDefinition<(u64, u64), ()> = TableDefinition::new("unread");
 /// Notification id → recipient: every notification in id order, so the
 /// expired ones are found without a scan.
 const NOTIFICATION_IDS: TableDefinition<u64, u64> = TableDefinition::new("notification_ids");
+/// (actor, notification id) → recipient: what an account caused, for
+/// erasing it.
+const NOTIFICATIONS_BY_ACTOR: TableDefinition<(u64, u64), u64> =
+    TableDefinition::new("notifications_by_actor");
+/// (author, comment id) of live comments, for erasing an account.
+const COMMENTS_BY_AUTHOR: TableDefinition<(u64, u64), ()> =
+    TableDefinition::new("comments_by_author");
+/// (liker, like id) → (kind, target): the likes an account gave.
+const LIKES_BY_LIKER: TableDefinition<(u64, u64), (u8, u64)> =
+    TableDefinition::new("likes_by_liker");
 /// Recipient → the id up to which they read their notifications.
 const READ_MARKS: TableDefinition<u64, u64> = TableDefinition::new("notification_read_marks");
 /// Session id → the session.
@@ -230,6 +240,38 @@ fn adjust_counts(
     Ok(())
 }
 
+/// Removes these notifications ((recipient, id) pairs) with every entry
+/// that points at them; how many there were.
+fn remove_notifications(txn: &WriteTransaction, which: &[(u64, u64)]) -> StoreResult<u64> {
+    let mut table = txn.open_table(NOTIFICATIONS).map_err(other)?;
+    let mut by_id = txn.open_table(NOTIFICATION_IDS).map_err(other)?;
+    let mut by_actor = txn.open_table(NOTIFICATIONS_BY_ACTOR).map_err(other)?;
+    let mut notified = txn.open_table(NOTIFIED).map_err(other)?;
+    let mut unread = txn.open_table(UNREAD).map_err(other)?;
+    let mut removed = 0;
+    for (uid, nid) in which {
+        by_id.remove(*nid).map_err(other)?;
+        unread.remove((*uid, *nid)).map_err(other)?;
+        let Some(doc) = table.remove((*uid, *nid)).map_err(other)? else {
+            continue;
+        };
+        let n: NotificationDoc = decode(doc.value())?;
+        drop(doc);
+        removed += 1;
+        by_actor.remove((id(n.actor), *nid)).map_err(other)?;
+        // The event may be notified again once its notice is gone, as on
+        // MongoDB, where the TTL index takes the whole document.
+        let same = notified
+            .get((*uid, n.dedupe.as_str()))
+            .map_err(other)?
+            .is_some_and(|v| v.value() == *nid);
+        if same {
+            notified.remove((*uid, n.dedupe.as_str())).map_err(other)?;
+        }
+    }
+    Ok(removed)
+}
+
 /// Up to which id `uid` has read their notifications (0: none).
 fn read_mark(txn: &ReadTransaction, uid: i64) -> StoreResult<u64> {
     Ok(txn
@@ -373,6 +415,40 @@ impl DocStore for EmbeddedDocs {
                 for entry in all.iter().map_err(other)? {
                     let (uid, nid) = entry.map_err(other)?.0.value();
                     by_id.insert(nid, uid).map_err(other)?;
+                }
+            }
+            // Indexes newer than the data they cover: built once from it.
+            let mut by_actor = txn.open_table(NOTIFICATIONS_BY_ACTOR).map_err(other)?;
+            if by_actor.is_empty().map_err(other)? {
+                let all = txn.open_table(NOTIFICATIONS).map_err(other)?;
+                for entry in all.iter().map_err(other)? {
+                    let (key, value) = entry.map_err(other)?;
+                    let (uid, nid) = key.value();
+                    let n: NotificationDoc = decode(value.value())?;
+                    by_actor.insert((id(n.actor), nid), uid).map_err(other)?;
+                }
+            }
+            let mut by_author = txn.open_table(COMMENTS_BY_AUTHOR).map_err(other)?;
+            if by_author.is_empty().map_err(other)? {
+                let all = txn.open_table(COMMENTS).map_err(other)?;
+                for entry in all.iter().map_err(other)? {
+                    let c: CommentDoc = decode(entry.map_err(other)?.1.value())?;
+                    if !c.deleted {
+                        by_author
+                            .insert((id(c.author_uid), id(c.id)), ())
+                            .map_err(other)?;
+                    }
+                }
+            }
+            let mut by_liker = txn.open_table(LIKES_BY_LIKER).map_err(other)?;
+            if by_liker.is_empty().map_err(other)? {
+                let all = txn.open_table(LIKES).map_err(other)?;
+                for entry in all.iter().map_err(other)? {
+                    let (key, value) = entry.map_err(other)?;
+                    let (kind, target, like) = key.value();
+                    by_liker
+                        .insert((value.value().0, like), (kind, target))
+                        .map_err(other)?;
                 }
             }
             // Raw tokens must not outlive the upgrade that stopped storing them.

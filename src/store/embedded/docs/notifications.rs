@@ -27,6 +27,10 @@ impl NotificationDocs for EmbeddedDocs {
                 .map_err(other)?
                 .insert(id(n.id), id(n.uid))
                 .map_err(other)?;
+            txn.open_table(NOTIFICATIONS_BY_ACTOR)
+                .map_err(other)?
+                .insert((id(n.actor), id(n.id)), id(n.uid))
+                .map_err(other)?;
             if !n.read {
                 txn.open_table(UNREAD)
                     .map_err(other)?
@@ -105,37 +109,37 @@ impl NotificationDocs for EmbeddedDocs {
 
     async fn purge_notifications_before(&self, before: i64, limit: usize) -> StoreResult<u64> {
         self.write(move |txn| {
-            let mut by_id = txn.open_table(NOTIFICATION_IDS).map_err(other)?;
             let expired: Vec<(u64, u64)> = {
+                let by_id = txn.open_table(NOTIFICATION_IDS).map_err(other)?;
                 let mut out = Vec::new();
                 for entry in by_id.range(..id(before)).map_err(other)?.take(limit) {
                     let (nid, uid) = entry.map_err(other)?;
-                    out.push((nid.value(), uid.value()));
+                    out.push((uid.value(), nid.value()));
                 }
                 out
             };
-            let mut table = txn.open_table(NOTIFICATIONS).map_err(other)?;
-            let mut notified = txn.open_table(NOTIFIED).map_err(other)?;
-            let mut unread = txn.open_table(UNREAD).map_err(other)?;
-            for (nid, uid) in &expired {
-                by_id.remove(*nid).map_err(other)?;
-                unread.remove((*uid, *nid)).map_err(other)?;
-                let Some(doc) = table.remove((*uid, *nid)).map_err(other)? else {
-                    continue;
-                };
-                let n: NotificationDoc = decode(doc.value())?;
-                drop(doc);
-                // The event may be notified again once its notice is gone,
-                // as on MongoDB, where the TTL index takes the whole document.
-                let same = notified
-                    .get((*uid, n.dedupe.as_str()))
-                    .map_err(other)?
-                    .is_some_and(|v| v.value() == *nid);
-                if same {
-                    notified.remove((*uid, n.dedupe.as_str())).map_err(other)?;
+            remove_notifications(txn, &expired).map(|_| expired.len() as u64)
+        })
+        .await
+    }
+
+    async fn delete_notifications_involving(&self, uid: i64, limit: usize) -> StoreResult<u64> {
+        self.write(move |txn| {
+            let u = id(uid);
+            let mut which = Vec::new();
+            {
+                let to = txn.open_table(NOTIFICATIONS).map_err(other)?;
+                for entry in to.range((u, 0)..=(u, u64::MAX)).map_err(other)?.take(limit) {
+                    which.push(entry.map_err(other)?.0.value());
+                }
+                let by = txn.open_table(NOTIFICATIONS_BY_ACTOR).map_err(other)?;
+                let room = limit.saturating_sub(which.len());
+                for entry in by.range((u, 0)..=(u, u64::MAX)).map_err(other)?.take(room) {
+                    let (key, recipient) = entry.map_err(other)?;
+                    which.push((recipient.value(), key.value().1));
                 }
             }
-            Ok(expired.len() as u64)
+            remove_notifications(txn, &which)
         })
         .await
     }

@@ -91,6 +91,10 @@ impl PostDocs for EmbeddedDocs {
                 .map_err(other)?
                 .insert((id(c.post_id), id(c.id)), ())
                 .map_err(other)?;
+            txn.open_table(COMMENTS_BY_AUTHOR)
+                .map_err(other)?
+                .insert((id(c.author_uid), id(c.id)), ())
+                .map_err(other)?;
             if let Some(r) = c.reply_to {
                 txn.open_table(REPLIES)
                     .map_err(other)?
@@ -124,6 +128,10 @@ impl PostDocs for EmbeddedDocs {
             txn.open_table(COMMENTS_BY_POST)
                 .map_err(other)?
                 .remove((id(c.post_id), id(cid)))
+                .map_err(other)?;
+            txn.open_table(COMMENTS_BY_AUTHOR)
+                .map_err(other)?
+                .remove((id(c.author_uid), id(cid)))
                 .map_err(other)?;
             if let Some(r) = c.reply_to {
                 txn.open_table(REPLIES)
@@ -197,6 +205,10 @@ impl PostDocs for EmbeddedDocs {
                 .map_err(other)?
                 .insert((k, id(l.target_id), id(l.id)), (id(l.uid), l.create_time))
                 .map_err(other)?;
+            txn.open_table(LIKES_BY_LIKER)
+                .map_err(other)?
+                .insert((id(l.uid), id(l.id)), (k, id(l.target_id)))
+                .map_err(other)?;
             Ok(true)
         })
         .await
@@ -219,6 +231,10 @@ impl PostDocs for EmbeddedDocs {
                 return Ok(None);
             };
             drop(mine);
+            txn.open_table(LIKES_BY_LIKER)
+                .map_err(other)?
+                .remove((id(uid), like_id))
+                .map_err(other)?;
             let create_time = txn
                 .open_table(LIKES)
                 .map_err(other)?
@@ -316,6 +332,49 @@ impl PostDocs for EmbeddedDocs {
             all.sort_unstable_by(|x, y| y.cmp(x));
             all.truncate(limit);
             Ok(all.into_iter().map(|p| p as i64).collect())
+        })
+        .await
+    }
+
+    async fn comments_by_author(&self, uid: i64, limit: usize) -> StoreResult<Vec<CommentDoc>> {
+        self.read(move |txn| {
+            let index = txn.open_table(COMMENTS_BY_AUTHOR).map_err(other)?;
+            let ids: Vec<i64> = newest_below(&index, id(uid), None, limit)?
+                .into_iter()
+                .map(|c| c as i64)
+                .collect();
+            docs_by_ids(txn, COMMENTS, &ids)
+        })
+        .await
+    }
+
+    async fn likes_by_user(&self, uid: i64, limit: usize) -> StoreResult<Vec<LikeDoc>> {
+        self.read(move |txn| {
+            let index = txn.open_table(LIKES_BY_LIKER).map_err(other)?;
+            let u = id(uid);
+            let mut out = Vec::new();
+            for entry in index
+                .range((u, 0)..=(u, u64::MAX))
+                .map_err(other)?
+                .rev()
+                .take(limit)
+            {
+                let (key, value) = entry.map_err(other)?;
+                let (kind, target) = value.value();
+                let like = key.value().1;
+                out.push(LikeDoc {
+                    id: like as i64,
+                    kind: if kind == kind_code(LikeKind::Post) {
+                        LikeKind::Post
+                    } else {
+                        LikeKind::Comment
+                    },
+                    target_id: target as i64,
+                    uid,
+                    create_time: crate::ids::timestamp_of(like as i64),
+                });
+            }
+            Ok(out)
         })
         .await
     }

@@ -1,0 +1,162 @@
+//! Erasing a deleted account's traces, so that every other user's reads
+//! show none of it: its posts (tombstoned, so every read drops them), its
+//! comments and likes (taken out of their posts' sets and counts), every
+//! follow and block it had (both sides' sets rebuilt), and every
+//! notification to or by it. Work goes in batches; a request does a
+//! bounded share and the rest continues in the background.
+
+use super::{comments, posts, social, Context};
+use crate::error::AppResult;
+use crate::store::{LikeKind, LiveChange, Owner, PostBody, SetKey};
+
+const BATCH: usize = 200;
+
+/// Erases up to about `budget` of `uid`'s traces; true when none is left.
+pub async fn erase_traces(ctx: &Context, uid: i64, budget: usize) -> AppResult<bool> {
+    let mut spent = 0;
+    macro_rules! spend {
+        ($n:expr) => {
+            spent += $n;
+            if spent >= budget {
+                return Ok(false);
+            }
+        };
+    }
+    loop {
+        let ids = ctx.docs.post_ids_by_author(uid, None, BATCH).await?;
+        if ids.is_empty() {
+            break;
+        }
+        for doc in ctx.docs.posts_by_ids(&ids).await? {
+            posts::remove_post(ctx, PostBody::from(doc)).await?;
+        }
+        spend!(ids.len());
+    }
+    loop {
+        let mine = ctx.docs.comments_by_author(uid, BATCH).await?;
+        if mine.is_empty() {
+            break;
+        }
+        for c in &mine {
+            comments::remove_comment(ctx, c).await?;
+        }
+        spend!(mine.len());
+    }
+    loop {
+        let likes = ctx.docs.likes_by_user(uid, BATCH).await?;
+        if likes.is_empty() {
+            break;
+        }
+        // A comment's likers are kept under its post.
+        let liked_comments: Vec<i64> = likes
+            .iter()
+            .filter(|l| l.kind == LikeKind::Comment)
+            .map(|l| l.target_id)
+            .collect();
+        let post_of: std::collections::HashMap<i64, i64> = ctx
+            .docs
+            .comments_by_ids(&liked_comments)
+            .await?
+            .into_iter()
+            .map(|c| (c.id, c.post_id))
+            .collect();
+        for l in &likes {
+            if ctx
+                .docs
+                .delete_like(l.kind, l.target_id, uid)
+                .await?
+                .is_none()
+            {
+                continue;
+            }
+            let set = match l.kind {
+                LikeKind::Post => Some(SetKey::PostLikers(l.target_id)),
+                LikeKind::Comment => post_of
+                    .get(&l.target_id)
+                    .map(|p| SetKey::CommentLikers(*p, l.target_id)),
+            };
+            if let Some(set) = set {
+                ctx.repair
+                    .apply_unordered(
+                        ctx.live.as_ref(),
+                        set.owner(),
+                        vec![LiveChange::LwwRemove(set, uid, l.id)],
+                    )
+                    .await;
+            }
+        }
+        spend!(likes.len());
+    }
+    loop {
+        let mut others: Vec<i64> = ctx
+            .docs
+            .following_page(uid, None, BATCH)
+            .await?
+            .into_iter()
+            .map(|e| e.followee)
+            .collect();
+        others.extend(
+            ctx.docs
+                .followers_page(uid, None, BATCH)
+                .await?
+                .into_iter()
+                .map(|e| e.follower),
+        );
+        others.extend(
+            ctx.docs
+                .blocks_involving(&[uid])
+                .await?
+                .into_iter()
+                .take(BATCH)
+                .map(|b| {
+                    if b.blocker == uid {
+                        b.blocked
+                    } else {
+                        b.blocker
+                    }
+                }),
+        );
+        others.sort_unstable();
+        others.dedup();
+        if others.is_empty() {
+            break;
+        }
+        for other in &others {
+            social::sever(ctx, uid, *other).await?;
+        }
+        spend!(others.len());
+    }
+    loop {
+        let n = ctx.docs.delete_notifications_involving(uid, BATCH).await?;
+        if n == 0 {
+            break;
+        }
+        spend!(n as usize);
+    }
+    // Its own timeline and sets go too (derived, but nobody will read them).
+    ctx.repair
+        .apply_unordered(
+            ctx.live.as_ref(),
+            Owner::User(uid),
+            vec![super::timeline::forget_timeline(uid)],
+        )
+        .await;
+    Ok(true)
+}
+
+/// Erases the rest in the background, retrying after store failures.
+pub fn finish_in_background(ctx: &Context, uid: i64) {
+    let ctx = ctx.clone();
+    tokio::spawn(async move {
+        loop {
+            match erase_traces(&ctx, uid, 10_000).await {
+                Ok(true) => return,
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(uid, error = %e, "erasing a deleted account paused");
+                    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+                }
+            }
+        }
+    });
+}

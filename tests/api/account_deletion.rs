@@ -1,0 +1,173 @@
+//! Deleting an account: from the answer on, nothing it did shows in any
+//! other user's read, its sessions are gone, and its name is free.
+
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::helpers::{assert_problem, follow, settle, spawn_app, whole_feed, TestApp, User};
+
+async fn ids_in(app: &TestApp, path: &str, who: &User, field: &str) -> Vec<i64> {
+    let (s, page) = app.get(path, Some(&who.token)).await;
+    assert_eq!(s.as_u16(), 200, "{path}: {page}");
+    page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            let v: &Value = field.split('.').fold(i, |v, k| &v[k]);
+            v.as_i64().unwrap()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_deleted_account_is_gone_from_every_read_of_everyone_else() {
+    let app = spawn_app().await;
+    let gone = app.user("leaving").await;
+    let bea = app.user("staying").await;
+    let cal = app.user("watching").await;
+    for (a, b) in [(&gone, &bea), (&bea, &gone), (&cal, &gone), (&cal, &bea)] {
+        follow(&app, a, b).await;
+    }
+    let theirs = app.text_post(&gone, "soon gone").await;
+    let hers = app.text_post(&bea, "stays").await;
+    app.comment(&bea, theirs, "on their post", None).await;
+    let her_comment = app.comment(&bea, hers, "her own", None).await["id"]
+        .as_i64()
+        .unwrap();
+    let their_comment = app
+        .comment(&gone, hers, "their words", Some(her_comment))
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    app.put(&format!("/api/v1/posts/{hers}/like"), Some(&gone.token))
+        .await;
+    app.put(
+        &format!("/api/v1/comments/{her_comment}/like"),
+        Some(&gone.token),
+    )
+    .await;
+    settle(&app).await;
+    // Everyone's reads, warm, before.
+    let (_, post) = app
+        .get(&format!("/api/v1/posts/{hers}"), Some(&bea.token))
+        .await;
+    assert_eq!(
+        (post["likeCount"].as_i64(), post["commentCount"].as_i64()),
+        (Some(1), Some(2))
+    );
+    assert!(whole_feed(&app, &cal, 20).await.contains(&theirs));
+
+    // A wrong password changes nothing.
+    let wrong = app
+        .call(
+            Method::DELETE,
+            "/api/v1/me",
+            Some(&gone.token),
+            Some(json!({"password": "not-it-at-all"})),
+        )
+        .await;
+    assert_eq!(
+        assert_problem(&wrong, 400, "invalid_input")["field"],
+        "password"
+    );
+    assert_eq!(
+        app.get("/api/v1/me", Some(&gone.token)).await.0.as_u16(),
+        200
+    );
+
+    let (s, body) = app
+        .call(
+            Method::DELETE,
+            "/api/v1/me",
+            Some(&gone.token),
+            Some(json!({"password": "password-123"})),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 204, "{body}");
+
+    // Signed out, and no way back in.
+    assert_problem(
+        &app.get("/api/v1/me", Some(&gone.token)).await,
+        401,
+        "unauthorized",
+    );
+    let again = app
+        .post(
+            "/api/v1/sessions",
+            None,
+            json!({"username": "leaving", "password": "password-123"}),
+        )
+        .await;
+    assert_problem(&again, 401, "unauthorized");
+    // Its posts, comments and likes, counts included.
+    assert_problem(
+        &app.get(&format!("/api/v1/posts/{theirs}"), Some(&bea.token))
+            .await,
+        404,
+        "not_found",
+    );
+    let (_, post) = app
+        .get(&format!("/api/v1/posts/{hers}"), Some(&bea.token))
+        .await;
+    assert_eq!(
+        (post["likeCount"].as_i64(), post["commentCount"].as_i64()),
+        (Some(0), Some(1)),
+        "{post}"
+    );
+    assert_eq!(post["comments"][0]["id"], her_comment);
+    assert_eq!(post["comments"][0]["likeCount"], 0);
+    assert_eq!(post["comments"][0]["commentCount"], 0);
+    assert!(
+        ids_in(&app, &format!("/api/v1/posts/{hers}/comments"), &bea, "id")
+            .await
+            .iter()
+            .all(|c| *c != their_comment)
+    );
+    assert!(ids_in(
+        &app,
+        &format!("/api/v1/posts/{hers}/likes"),
+        &bea,
+        "user.uid"
+    )
+    .await
+    .is_empty());
+    // Its follows, on every list and timeline.
+    assert!(!whole_feed(&app, &cal, 20).await.contains(&theirs));
+    for (who, list) in [
+        (&bea, "followers"),
+        (&bea, "following"),
+        (&bea, "friends"),
+        (&cal, "following"),
+    ] {
+        let uids = ids_in(
+            &app,
+            &format!("/api/v1/users/{}/{list}", who.uid),
+            who,
+            "uid",
+        )
+        .await;
+        assert!(!uids.contains(&gone.uid), "{list} of {}: {uids:?}", who.uid);
+    }
+    let (_, profile) = app
+        .get(&format!("/api/v1/users/{}", bea.uid), Some(&bea.token))
+        .await;
+    assert_eq!(
+        (
+            profile["followersCount"].as_i64(),
+            profile["followingCount"].as_i64()
+        ),
+        (Some(1), Some(0))
+    );
+    assert_problem(
+        &app.get(&format!("/api/v1/users/{}", gone.uid), Some(&bea.token))
+            .await,
+        404,
+        "not_found",
+    );
+    // The notifications it caused.
+    let actors = ids_in(&app, "/api/v1/notifications", &bea, "actor.uid").await;
+    assert!(!actors.contains(&gone.uid), "{actors:?}");
+    // And its name is free.
+    app.user("leaving").await;
+}
