@@ -508,3 +508,48 @@ impl DocStore for MongoDocs {
         Ok(r.matched_count == 1)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mongodb::error::CommandError;
+
+    fn command_error(code: i32, name: &str) -> MongoError {
+        let e: CommandError = mongodb::bson::from_document(
+            doc! { "code": code, "codeName": name, "errmsg": format!("injected {name}") },
+        )
+        .unwrap();
+        MongoError::from(ErrorKind::Command(e))
+    }
+
+    #[test]
+    fn what_a_retry_may_cure_is_unavailable_and_the_rest_is_not() {
+        for (code, name) in [
+            (10107, "NotWritablePrimary"),
+            (13435, "NotPrimaryNoSecondaryOk"),
+            (11602, "InterruptedDueToReplStateChange"),
+            (189, "PrimarySteppedDown"),
+            (112, "WriteConflict"),
+            (91, "ShutdownInProgress"),
+            (6, "HostUnreachable"),
+            (89, "NetworkTimeout"),
+        ] {
+            assert!(
+                matches!(
+                    classify(command_error(code, name)),
+                    StoreError::Unavailable(_)
+                ),
+                "{name}"
+            );
+        }
+        let io = MongoError::from(ErrorKind::Io(std::sync::Arc::new(std::io::Error::from(
+            std::io::ErrorKind::ConnectionReset,
+        ))));
+        assert!(matches!(classify(io), StoreError::Unavailable(_)));
+        // A bad query is not cured by waiting: the caller sees it as it is.
+        assert!(matches!(
+            classify(command_error(2, "BadValue")),
+            StoreError::Other(_)
+        ));
+    }
+}
