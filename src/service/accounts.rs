@@ -502,29 +502,33 @@ async fn close_all_but(ctx: &Context, uid: i64, kept: usize, keep: Option<i64>) 
 /// Changes the caller's password and signs out every other session. A
 /// wrong old password counts as a failed sign-in.
 pub async fn change_password(ctx: &Context, who: &Authed, req: PasswordChange) -> AppResult<()> {
-    Password::check_length(&req.old_password)
-        .map_err(|_| AppError::invalid("oldPassword", "the current password is not right"))?;
     let new = Password::parse(&req.new_password).map_err(|e| match e {
         AppError::InvalidInput { reason, .. } => AppError::invalid("newPassword", reason),
         other => other,
     })?;
-    let user = me_doc(ctx, who.uid).await?;
+    confirm_password(ctx, who.uid, req.old_password, "oldPassword").await?;
+    let hash = hash_password(new.expose().to_string()).await?;
+    ctx.docs.set_password_hash(who.uid, &hash).await?;
+    sign_out_everywhere(ctx, who.uid, Some(who.session_id)).await
+}
+
+/// Checks the signed-in account's password again before a change that
+/// needs it; a wrong one is a failed sign-in (400 naming `field`).
+async fn confirm_password(ctx: &Context, uid: i64, password: String, field: &str) -> AppResult<()> {
+    let wrong = || AppError::invalid(field, "the password is not right");
+    Password::check_length(&password).map_err(|_| wrong())?;
+    let user = me_doc(ctx, uid).await?;
     let limits = ctx.settings.rate_limits.as_ref();
     enforce(
         ctx,
         &rate_limits::login_failure_budget(limits, &user.username),
     )
     .await?;
-    if !verify_password(req.old_password, user.password_hash.clone()).await? {
-        return Err(AppError::invalid(
-            "oldPassword",
-            "the current password is not right",
-        ));
+    if !verify_password(password, user.password_hash.clone()).await? {
+        return Err(wrong());
     }
     forgive_failure(ctx, &user.username).await;
-    let hash = hash_password(new.expose().to_string()).await?;
-    ctx.docs.set_password_hash(who.uid, &hash).await?;
-    sign_out_everywhere(ctx, who.uid, Some(who.session_id)).await
+    Ok(())
 }
 
 /// Traces a deletion request erases itself before answering; an account
@@ -536,19 +540,7 @@ const ERASED_IN_REQUEST: usize = 2000;
 /// erased from every read (`service::erasure`). A wrong password counts as
 /// a failed sign-in and changes nothing.
 pub async fn delete_account(ctx: &Context, who: &Authed, req: AccountDeletion) -> AppResult<()> {
-    let wrong = || AppError::invalid("password", "the password is not right");
-    Password::check_length(&req.password).map_err(|_| wrong())?;
-    let user = me_doc(ctx, who.uid).await?;
-    let limits = ctx.settings.rate_limits.as_ref();
-    enforce(
-        ctx,
-        &rate_limits::login_failure_budget(limits, &user.username),
-    )
-    .await?;
-    if !verify_password(req.password, user.password_hash.clone()).await? {
-        return Err(wrong());
-    }
-    forgive_failure(ctx, &user.username).await;
+    confirm_password(ctx, who.uid, req.password, "password").await?;
     ctx.docs.erase_user(who.uid).await?;
     sign_out_everywhere(ctx, who.uid, None).await?;
     ctx.repair
