@@ -135,7 +135,7 @@ impl Application {
                 Duration::from_millis(settings.device_refresh_ms),
             ),
             repair.spawn(live.clone()),
-            expiry::spawn(docs.clone()),
+            expiry::spawn(context.clone()),
         ];
         if let Some(lease) = lease {
             tasks.push(instance_lease::spawn_renewal(docs.clone(), lease));

@@ -3,7 +3,9 @@
 //! comments and likes (taken out of their posts' sets and counts), every
 //! follow and block it had (both sides' sets rebuilt), and every
 //! notification to or by it. Work goes in batches; a request does a
-//! bounded share and the rest continues in the background.
+//! bounded share and the rest continues in the background. The account
+//! stays marked until nothing is left, and the periodic sweep resumes
+//! marked accounts, so an erasure cut short by a restart still finishes.
 
 use super::{comments, posts, social, Context};
 use crate::error::AppResult;
@@ -141,7 +143,19 @@ pub async fn erase_traces(ctx: &Context, uid: i64, budget: usize) -> AppResult<b
             vec![super::timeline::forget_timeline(uid)],
         )
         .await;
+    ctx.docs.erasure_done(uid).await?;
     Ok(true)
+}
+
+/// Finishes the erasures an instance left unfinished (it stopped while one
+/// ran in the background): part of the periodic sweep, on every instance.
+/// Erasing twice at once is harmless: every step is a delete.
+pub async fn resume_unfinished(ctx: &Context) -> AppResult<usize> {
+    let waiting = ctx.docs.accounts_being_erased(16).await?;
+    for uid in &waiting {
+        erase_traces(ctx, *uid, 10_000).await?;
+    }
+    Ok(waiting.len())
 }
 
 /// Erases the rest in the background, retrying after store failures.

@@ -5,7 +5,6 @@
 //! monitors).
 
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::ids::{first_id_at, now_ms};
@@ -43,12 +42,17 @@ pub async fn sweep_once(docs: &dyn DocStore) {
     .await;
 }
 
-pub fn spawn(docs: Arc<dyn DocStore>) -> tokio::task::JoinHandle<()> {
+/// Every few minutes: the expired, and the account erasures an instance
+/// left unfinished.
+pub fn spawn(ctx: super::Context) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(EVERY);
         loop {
             tick.tick().await;
-            sweep_once(docs.as_ref()).await;
+            sweep_once(ctx.docs.as_ref()).await;
+            if let Err(e) = super::erasure::resume_unfinished(&ctx).await {
+                tracing::warn!(error = %e, "could not resume erasing deleted accounts");
+            }
         }
     })
 }

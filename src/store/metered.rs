@@ -191,6 +191,14 @@ impl AccountDocs for MeteredDocs {
         self.tick();
         self.inner.erase_user(uid).await
     }
+    async fn accounts_being_erased(&self, limit: usize) -> StoreResult<Vec<i64>> {
+        // The background sweep, not a request's round trip.
+        self.inner.accounts_being_erased(limit).await
+    }
+    async fn erasure_done(&self, uid: i64) -> StoreResult<()> {
+        self.tick();
+        self.inner.erasure_done(uid).await
+    }
     async fn purge_expired_sessions(&self, now: i64, limit: usize) -> StoreResult<u64> {
         // The background sweep, not a request's round trip.
         self.inner.purge_expired_sessions(now, limit).await

@@ -352,9 +352,16 @@ pub trait AccountDocs: Send + Sync {
 
     /// Turns a deleted account into its tombstone: the username becomes
     /// `UserDoc::erased_username(uid)` (so the name is free, and nobody can
-    /// sign in with it), the card, password and roles are emptied. False if
+    /// sign in with it), the card, password and roles are emptied, and the
+    /// account is marked as being erased until `erasure_done`. False if
     /// there was no such account.
     async fn erase_user(&self, uid: i64) -> StoreResult<bool>;
+
+    /// Up to `limit` accounts marked as being erased.
+    async fn accounts_being_erased(&self, limit: usize) -> StoreResult<Vec<i64>>;
+
+    /// Clears the mark: nothing of the account is left to erase.
+    async fn erasure_done(&self, uid: i64) -> StoreResult<()>;
 }
 
 /// Posts with their comments and likes. Part of `DocStore`.

@@ -171,3 +171,40 @@ async fn a_deleted_account_is_gone_from_every_read_of_everyone_else() {
     // And its name is free.
     app.user("leaving").await;
 }
+
+#[tokio::test]
+async fn an_erasure_cut_short_is_finished_by_the_sweep() {
+    let app = spawn_app().await;
+    let gone = app.user("cutshort").await;
+    let bea = app.user("bystand").await;
+    let post = app.text_post(&bea, "liked by the leaver").await;
+    app.put(&format!("/api/v1/posts/{post}/like"), Some(&gone.token))
+        .await;
+    // As if the instance stopped right after the tombstone was written.
+    assert!(app.ctx.docs.erase_user(gone.uid).await.unwrap());
+    assert_eq!(
+        app.ctx.docs.accounts_being_erased(10).await.unwrap(),
+        vec![gone.uid]
+    );
+    let (_, seen) = app
+        .get(&format!("/api/v1/posts/{post}"), Some(&bea.token))
+        .await;
+    assert_eq!(seen["likeCount"], 1, "not erased yet");
+    assert_eq!(
+        moments::service::erasure::resume_unfinished(&app.ctx)
+            .await
+            .unwrap(),
+        1
+    );
+    let (_, seen) = app
+        .get(&format!("/api/v1/posts/{post}"), Some(&bea.token))
+        .await;
+    assert_eq!(seen["likeCount"], 0, "{seen}");
+    assert!(app
+        .ctx
+        .docs
+        .accounts_being_erased(10)
+        .await
+        .unwrap()
+        .is_empty());
+}

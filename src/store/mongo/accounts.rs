@@ -137,10 +137,31 @@ impl AccountDocs for MongoDocs {
                     "headImg": "",
                     "passwordHash": "",
                     "roles": [],
+                    "erasing": true,
                 } },
             )
             .await
             .map_err(classify)?;
         Ok(r.matched_count == 1)
+    }
+
+    async fn accounts_being_erased(&self, limit: usize) -> StoreResult<Vec<i64>> {
+        let cursor = self
+            .db
+            .collection::<IdOnly>("users")
+            .find(doc! { "erasing": true })
+            .projection(doc! { "_id": 1 })
+            .limit(limit as i64)
+            .await
+            .map_err(classify)?;
+        Ok(collect(cursor).await?.into_iter().map(|d| d.id).collect())
+    }
+
+    async fn erasure_done(&self, uid: i64) -> StoreResult<()> {
+        self.users()
+            .update_one(doc! { "_id": uid }, doc! { "$unset": { "erasing": "" } })
+            .await
+            .map(|_| ())
+            .map_err(classify)
     }
 }

@@ -249,7 +249,34 @@ impl AccountDocs for EmbeddedDocs {
                 .map_err(other)?
                 .remove(id(uid))
                 .map_err(other)?;
+            txn.open_table(ERASING)
+                .map_err(other)?
+                .insert(id(uid), ())
+                .map_err(other)?;
             Ok(true)
+        })
+        .await
+    }
+
+    async fn accounts_being_erased(&self, limit: usize) -> StoreResult<Vec<i64>> {
+        self.read(move |txn| {
+            let table = txn.open_table(ERASING).map_err(other)?;
+            let mut out = Vec::new();
+            for entry in table.iter().map_err(other)?.take(limit) {
+                out.push(entry.map_err(other)?.0.value() as i64);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn erasure_done(&self, uid: i64) -> StoreResult<()> {
+        self.write(move |txn| {
+            txn.open_table(ERASING)
+                .map_err(other)?
+                .remove(id(uid))
+                .map_err(other)?;
+            Ok(())
         })
         .await
     }

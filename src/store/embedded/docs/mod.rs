@@ -68,6 +68,8 @@ const UNREAD: TableDefinition<(u64, u64), ()> = TableDefinition::new("unread");
 /// Notification id → recipient: every notification in id order, so the
 /// expired ones are found without a scan.
 const NOTIFICATION_IDS: TableDefinition<u64, u64> = TableDefinition::new("notification_ids");
+/// Accounts deleted whose traces are still being erased.
+const ERASING: TableDefinition<u64, ()> = TableDefinition::new("accounts_being_erased");
 /// (actor, notification id) → recipient: what an account caused, for
 /// erasing it.
 const NOTIFICATIONS_BY_ACTOR: TableDefinition<(u64, u64), u64> =
@@ -408,6 +410,7 @@ impl DocStore for EmbeddedDocs {
             txn.open_table(SESSION_EXPIRY).map_err(other)?;
             txn.open_table(INSTANCE_LEASES).map_err(other)?;
             txn.open_table(READ_MARKS).map_err(other)?;
+            txn.open_table(ERASING).map_err(other)?;
             // Notifications from before the id index: indexed once.
             let mut by_id = txn.open_table(NOTIFICATION_IDS).map_err(other)?;
             if by_id.is_empty().map_err(other)? {
