@@ -149,27 +149,37 @@ impl Application {
         let mut server = HttpServer::new(move || {
             App::new()
                 .wrap_fn(|req, srv| {
-                    let span = tracing::debug_span!(
+                    let request_id =
+                        http::request_id::id_for(req.headers().get(http::request_id::HEADER));
+                    let span = tracing::info_span!(
                         "request",
+                        request_id = %request_id,
                         method = %req.method(),
                         path = %req.path()
                     );
                     let started = std::time::Instant::now();
                     let fut = srv.call(req);
-                    async move {
-                        let (res, (docs, live)) = count_request_trips(fut).await;
-                        if let Ok(r) = &res {
-                            tracing::debug!(
-                                status = r.status().as_u16(),
-                                micros = started.elapsed().as_micros() as u64,
-                                doc_round_trips = docs,
-                                live_round_trips = live,
-                                "done"
-                            );
+                    let header = actix_web::http::header::HeaderValue::from_str(&request_id).ok();
+                    http::request_id::scope(
+                        request_id,
+                        async move {
+                            let (mut res, (docs, live)) = count_request_trips(fut).await;
+                            if let Ok(r) = &mut res {
+                                if let Some(h) = header {
+                                    r.headers_mut().insert(http::request_id::HEADER, h);
+                                }
+                                tracing::debug!(
+                                    status = r.status().as_u16(),
+                                    micros = started.elapsed().as_micros() as u64,
+                                    doc_round_trips = docs,
+                                    live_round_trips = live,
+                                    "done"
+                                );
+                            }
+                            res
                         }
-                        res
-                    }
-                    .instrument(span)
+                        .instrument(span),
+                    )
                 })
                 .app_data(data.clone())
                 .configure(http::api)

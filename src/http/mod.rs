@@ -12,6 +12,7 @@ pub mod openapi;
 pub mod ops;
 pub mod posts;
 pub mod problem;
+pub mod request_id;
 pub mod social;
 
 use actix_web::web;

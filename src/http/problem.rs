@@ -18,6 +18,9 @@ pub struct Problem {
     /// For `invalid_input`: the JSON path of the offending field.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
+    /// This occurrence: the request's id (also its `X-Request-Id`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instance: Option<String>,
 }
 
 impl AppError {
@@ -84,6 +87,7 @@ impl ResponseError for AppError {
             detail: self.to_string(),
             code,
             field,
+            instance: super::request_id::current(),
         };
         let mut resp = HttpResponse::build(status);
         resp.content_type("application/problem+json");

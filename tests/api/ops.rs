@@ -33,3 +33,38 @@ async fn health_readiness_and_the_api_description() {
         assert!(post.get(field).is_some(), "ExpandedPost.{field} missing");
     }
 }
+
+#[tokio::test]
+async fn every_answer_carries_its_request_id_and_problems_name_it() {
+    let app = crate::helpers::spawn_app().await;
+    let (s, headers, body) = app
+        .call_with(
+            reqwest::Method::GET,
+            "/api/v1/posts/1247009346221440",
+            None,
+            &[("x-request-id", "client-req-42")],
+            None,
+        )
+        .await;
+    assert_eq!(s.as_u16(), 404);
+    assert_eq!(headers["x-request-id"], "client-req-42");
+    assert_eq!(body["instance"], "client-req-42");
+    // Made up when absent (or not sane), and the same in both places.
+    let (s, headers, body) = app
+        .call_with(
+            reqwest::Method::GET,
+            "/api/v1/me",
+            None,
+            &[("x-request-id", "no spaces allowed")],
+            None,
+        )
+        .await;
+    assert_eq!(s.as_u16(), 401);
+    let id = headers["x-request-id"].to_str().unwrap().to_string();
+    assert_eq!(id.len(), 16);
+    assert_eq!(body["instance"], id.as_str());
+    let (_, headers, _) = app
+        .call_with(reqwest::Method::GET, "/healthz", None, &[], None)
+        .await;
+    assert!(headers.contains_key("x-request-id"));
+}
