@@ -16,7 +16,6 @@
 
 use std::time::Instant;
 
-use moments::config::Settings;
 use moments::ids::{next_id, now_ms, timestamp_of};
 use moments::service::{timeline, Presentation};
 use moments::startup::Application;
@@ -24,23 +23,12 @@ use moments::store::{LiveFill, Owner, SetKey};
 
 #[path = "support/mod.rs"]
 mod support;
-use support::{follow, ms, post, user};
+use support::{bench_settings, follow, ms, post, user};
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let dir = std::env::temp_dir().join(format!("moments-bench-{}", std::process::id()));
-    let mut settings = Settings::from_env().unwrap();
-    settings.listen = "127.0.0.1:0".into();
-    settings.mongodb_uri = None;
-    settings.data_dir = dir.clone();
-    settings.redis_prefix = format!("bench{}:", std::process::id());
-    settings.admin = None;
+    let (mut settings, dir, backend) = bench_settings("bench");
     settings.celebrity_followers = 1_000_000;
-    let backend = if settings.redis_url.is_some() {
-        "Redis"
-    } else {
-        "in-process"
-    };
     let app = Application::build(settings).await.unwrap();
     let ctx = app.context().clone();
 

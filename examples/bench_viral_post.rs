@@ -17,7 +17,6 @@
 
 use std::time::{Duration, Instant};
 
-use moments::config::Settings;
 use moments::ids::{next_id, now_ms, timestamp_of};
 use moments::service::likes::{like, unlike, LikeTarget};
 use moments::service::{posts, Context, Presentation};
@@ -26,7 +25,7 @@ use moments::store::{LikeDoc, LikeKind};
 
 #[path = "support/mod.rs"]
 mod support;
-use support::{percentile, post, user};
+use support::{bench_settings, percentile, post, user};
 
 const CLIENTS: usize = 8;
 const ROUNDS: usize = 150;
@@ -122,19 +121,8 @@ async fn seed_likes(ctx: &Context, post: i64, n: usize) {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let dir = std::env::temp_dir().join(format!("moments-viral-{}", std::process::id()));
-    let mut settings = Settings::from_env().unwrap();
-    settings.listen = "127.0.0.1:0".into();
-    settings.mongodb_uri = None;
-    settings.data_dir = dir.clone();
-    settings.redis_prefix = format!("viral{}:", std::process::id());
-    settings.admin = None;
+    let (mut settings, dir, backend) = bench_settings("viral");
     settings.rate_limits = None;
-    let backend = if settings.redis_url.is_some() {
-        "Redis"
-    } else {
-        "in-process"
-    };
     let app = Application::build(settings).await.unwrap();
     let ctx = app.context().clone();
 

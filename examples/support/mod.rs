@@ -2,6 +2,7 @@
 //! this file with `#[path]`, so it is not an example of its own).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+use moments::config::Settings;
 use moments::ids::{next_id, now_ms, timestamp_of};
 use moments::startup::Application;
 use moments::store::{FollowDoc, PostDoc, UserDoc};
@@ -62,4 +63,23 @@ pub fn percentile(sorted: &[std::time::Duration], p: f64) -> f64 {
     }
     let i = ((sorted.len() - 1) as f64 * p / 100.0).round() as usize;
     ms(sorted[i])
+}
+
+/// Settings for an in-process bench: the environment's, with documents on
+/// the embedded store in a temp dir of its own (returned, to remove after),
+/// a Redis prefix of its own, no admin; and what the live state runs on.
+pub fn bench_settings(tag: &str) -> (Settings, std::path::PathBuf, &'static str) {
+    let dir = std::env::temp_dir().join(format!("moments-{tag}-{}", std::process::id()));
+    let mut settings = Settings::from_env().unwrap();
+    settings.listen = "127.0.0.1:0".into();
+    settings.mongodb_uri = None;
+    settings.data_dir = dir.clone();
+    settings.redis_prefix = format!("{tag}{}:", std::process::id());
+    settings.admin = None;
+    let backend = if settings.redis_url.is_some() {
+        "Redis"
+    } else {
+        "in-process"
+    };
+    (settings, dir, backend)
 }

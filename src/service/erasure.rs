@@ -104,12 +104,12 @@ pub async fn erase_traces(ctx: &Context, uid: i64, budget: usize) -> AppResult<b
                 .into_iter()
                 .map(|e| e.follower),
         );
+        // Every block at once: each is severed here, so each is read once.
         others.extend(
             ctx.docs
                 .blocks_involving(&[uid])
                 .await?
                 .into_iter()
-                .take(BATCH)
                 .map(|b| {
                     if b.blocker == uid {
                         b.blocked
