@@ -30,6 +30,18 @@ need_nx() {
   NX_PY="$venv/bin/python"
 }
 
+# Schemathesis, for scripts/contract.sh, in the same venv.
+SCHEMATHESIS_VERSION=4.32.5
+need_schemathesis() {
+  need_nx
+  local venv="$STATE_DIR/venv"
+  if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"; then
+    echo "== installing schemathesis $SCHEMATHESIS_VERSION (pip, into $venv)" >&2
+    "$venv/bin/pip" install -q "schemathesis==$SCHEMATHESIS_VERSION" >&2
+  fi
+  ST_BIN="$venv/bin/schemathesis"
+}
+
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }

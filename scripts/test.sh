@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test: starts redis-server and nx-27017 on free ports
 # (installing them if needed), runs the whole suite with the API tests on the
-# embedded default, runs the API tests again on MongoDB + Redis, stops them.
+# embedded default, runs the API tests again on MongoDB + Redis, checks the
+# running service against its OpenAPI document on both (schemathesis), stops
+# the stores.
 # Extra arguments go to `cargo test` (e.g. a test name filter).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,3 +14,9 @@ start_stores
 cargo test --all-targets --locked "$@"
 # ...and the API suite again on MongoDB (wire) + Redis.
 MOMENTS_TEST_BACKEND=stores cargo test --locked --test api "$@"
+# ...and the API contract, on both (scripts/contract.sh). Skipped only when
+# a test filter was given: a filter means "run these tests", not the fuzzer.
+if [ $# -eq 0 ]; then
+  scripts/contract.sh embedded
+  scripts/contract.sh stores
+fi

@@ -17,6 +17,10 @@ pub enum AppError {
     /// 404 `not_found`: also for things the viewer may not see.
     #[error("{0} not found")]
     NotFound(&'static str),
+    /// 405 `method_not_allowed`: the path is there, the method is not; the
+    /// methods it does answer.
+    #[error("this resource answers {0}")]
+    MethodNotAllowed(String),
     /// 409 `conflict`.
     #[error("{0}")]
     Conflict(String),

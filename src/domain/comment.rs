@@ -2,7 +2,7 @@
 
 use serde::Deserialize;
 
-use super::{char_len, check_text};
+use super::{parse_text, text_schema};
 use crate::error::AppError;
 
 pub const MAX_COMMENT_CHARS: usize = 2000;
@@ -10,9 +10,15 @@ pub const MAX_COMMENT_CHARS: usize = 2000;
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NewCommentRequest {
+    #[schema(schema_with = comment_content_schema)]
     pub content: String,
-    #[serde(default)]
+    /// A comment on the same post to reply to.
+    #[serde(default, deserialize_with = "super::optional_id")]
     pub reply_to_comment_id: Option<i64>,
+}
+
+fn comment_content_schema() -> utoipa::openapi::Object {
+    text_schema(MAX_COMMENT_CHARS, true, false)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,16 +26,7 @@ pub struct CommentContent(String);
 
 impl CommentContent {
     pub fn parse(raw: &str) -> Result<Self, AppError> {
-        let s = raw.trim();
-        let n = char_len(s);
-        if n == 0 || n > MAX_COMMENT_CHARS {
-            return Err(AppError::invalid(
-                "content",
-                format!("must be 1 to {MAX_COMMENT_CHARS} characters"),
-            ));
-        }
-        check_text("content", s)?;
-        Ok(Self(s.to_string()))
+        parse_text("content", raw, MAX_COMMENT_CHARS, true).map(Self)
     }
     pub fn into_inner(self) -> String {
         self.0

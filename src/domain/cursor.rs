@@ -8,6 +8,12 @@ use crate::error::AppError;
 pub const DEFAULT_LIMIT: usize = 20;
 pub const MAX_LIMIT: usize = 100;
 
+/// What `Cursor::parse` accepts, for the OpenAPI document: twelve base-36
+/// digits cover every positive `i64` id this service mints (below 36^12),
+/// so any string of this shape is a cursor, and none other is. Empty is
+/// the first page.
+pub const CURSOR_PATTERN: &str = "^(v[0-9a-z]{1,12})?$";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cursor(pub i64);
 
@@ -26,9 +32,15 @@ impl Cursor {
     pub fn parse(raw: &str) -> Result<Self, AppError> {
         let bad = || AppError::invalid("cursor", "is not a cursor this service issued");
         let body = raw.strip_prefix('v').ok_or_else(bad)?;
-        if body.is_empty() || body.len() > 13 {
+        if body.is_empty()
+            || body.len() > 12
+            || !body
+                .bytes()
+                .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
+        {
             return Err(bad());
         }
+        // 12 base-36 digits are below 2^63: no overflow, every one an id.
         let n = u64::from_str_radix(body, 36).map_err(|_| bad())?;
         i64::try_from(n).map(Cursor).map_err(|_| bad())
     }
@@ -52,16 +64,18 @@ pub fn paginate<T>(
     (items, next)
 }
 
-/// A page size: 1 to 100, default 20.
+/// A page size: 1 to 100, default 20. Digits only (no sign, no spaces), as
+/// the document's integer says.
 pub fn parse_limit(raw: Option<&str>) -> Result<usize, AppError> {
+    let bad = || AppError::invalid("limit", "must be a whole number from 1 to 100");
     match raw {
         None => Ok(DEFAULT_LIMIT),
-        Some(s) => match s.trim().parse::<usize>() {
+        Some(s) if s.is_empty() || s.len() > 3 || !s.bytes().all(|b| b.is_ascii_digit()) => {
+            Err(bad())
+        }
+        Some(s) => match s.parse::<usize>() {
             Ok(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
-            _ => Err(AppError::invalid(
-                "limit",
-                "must be a whole number from 1 to 100",
-            )),
+            _ => Err(bad()),
         },
     }
 }
@@ -79,8 +93,34 @@ mod tests {
 
     #[test]
     fn foreign_cursors_are_invalid_input() {
-        for bad in ["", "v", "123", "v!!", "vzzzzzzzzzzzzzzz"] {
+        for bad in [
+            "",
+            "v",
+            "123",
+            "v!!",
+            "vzzzzzzzzzzzzzzz",
+            "vABC",
+            "vzzzzzzzzzzzzz",
+            "v+1",
+        ] {
             assert!(Cursor::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn every_string_of_the_documented_shape_is_a_cursor() {
+        let shape = regex::Regex::new(CURSOR_PATTERN).unwrap();
+        for raw in [
+            "vzzzzzzzzzzzz",
+            "v0",
+            "v1",
+            "vzzzzzzzzzzzzz",
+            "vZ",
+            "x1",
+            "v-1",
+        ] {
+            let shaped = shape.is_match(raw) && !raw.is_empty();
+            assert_eq!(shaped, Cursor::parse(raw).is_ok(), "{raw}");
         }
     }
 
@@ -100,5 +140,9 @@ mod tests {
         assert!(parse_limit(Some("0")).is_err());
         assert!(parse_limit(Some("101")).is_err());
         assert!(parse_limit(Some("ten")).is_err());
+        for bad in ["+5", " 5", "5 ", "", "0100"] {
+            assert!(parse_limit(Some(bad)).is_err(), "{bad:?}");
+        }
+        assert_eq!(parse_limit(Some("007")).unwrap(), 7);
     }
 }

@@ -2,7 +2,21 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{char_len, check_text};
+use super::{parse_text, text_schema};
+
+pub const MAX_MODEL_CHARS: usize = 100;
+pub const MAX_DISPLAY_NAME_CHARS: usize = 64;
+
+/// A raw model as a client may send it (a path segment, an import row).
+pub fn model_schema() -> utoipa::openapi::Object {
+    text_schema(MAX_MODEL_CHARS, true, false)
+}
+fn display_name_schema() -> utoipa::openapi::Object {
+    text_schema(MAX_DISPLAY_NAME_CHARS, true, false)
+}
+fn brand_schema() -> utoipa::openapi::Object {
+    text_schema(MAX_DISPLAY_NAME_CHARS, false, true)
+}
 use crate::error::AppError;
 
 /// The lookup key of a raw model: trimmed, lower-case, runs of whitespace
@@ -19,15 +33,8 @@ impl DeviceKey {
     }
 
     pub fn parse(field: &str, raw: &str) -> Result<Self, AppError> {
-        let key = Self::normalize(raw);
-        if key.is_empty() || char_len(&key) > 100 {
-            return Err(AppError::invalid(
-                field,
-                "a device model must be 1 to 100 characters",
-            ));
-        }
-        check_text(field, &key)?;
-        Ok(Self(key))
+        parse_text(field, raw, MAX_MODEL_CHARS, true)?;
+        Ok(Self(Self::normalize(raw)))
     }
 
     pub fn as_str(&self) -> &str {
@@ -37,7 +44,9 @@ impl DeviceKey {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DisplayName {
+    #[schema(schema_with = display_name_schema)]
     pub zh: String,
+    #[schema(schema_with = display_name_schema)]
     pub en: String,
 }
 
@@ -47,6 +56,7 @@ pub struct DisplayName {
 pub struct DeviceModelRequest {
     pub display_name: DisplayName,
     #[serde(default)]
+    #[schema(schema_with = brand_schema)]
     pub brand: Option<String>,
 }
 
@@ -61,26 +71,24 @@ impl DeviceModel {
     /// `prefix` locates the row in error messages ("[3]." in an import).
     pub fn parse(prefix: &str, model: &str, req: DeviceModelRequest) -> Result<Self, AppError> {
         let key = DeviceKey::parse(&format!("{prefix}model"), model)?;
-        let name = |field: &str, v: &str| -> Result<String, AppError> {
-            let v = v.trim();
-            let f = format!("{prefix}displayName.{field}");
-            if !(1..=64).contains(&char_len(v)) {
-                return Err(AppError::invalid(f, "must be 1 to 64 characters"));
-            }
-            check_text(&f, v)?;
-            Ok(v.to_string())
+        let name = |field: &str, v: &str| {
+            parse_text(
+                &format!("{prefix}displayName.{field}"),
+                v,
+                MAX_DISPLAY_NAME_CHARS,
+                true,
+            )
         };
         let display_name = DisplayName {
             zh: name("zh", &req.display_name.zh)?,
             en: name("en", &req.display_name.en)?,
         };
-        let brand = req.brand.unwrap_or_default().trim().to_string();
-        if char_len(&brand) > 64 {
-            return Err(AppError::invalid(
-                format!("{prefix}brand"),
-                "must be at most 64 characters",
-            ));
-        }
+        let brand = parse_text(
+            &format!("{prefix}brand"),
+            req.brand.as_deref().unwrap_or_default(),
+            MAX_DISPLAY_NAME_CHARS,
+            false,
+        )?;
         Ok(Self {
             key,
             display_name,

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{char_len, check_text, parse_http_url};
+use super::{parse_http_url, parse_text, text_schema, url_schema};
 use crate::error::AppError;
 
 pub const MAX_CONTENT_CHARS: usize = 5000;
@@ -30,22 +30,49 @@ pub enum Visibility {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Geo {
+    #[schema(minimum = -90, maximum = 90)]
     pub lat: f64,
+    #[schema(minimum = -180, maximum = 180)]
     pub lon: f64,
+    /// A place name; blank is the same as none.
     #[serde(default)]
+    #[schema(schema_with = geo_name_schema)]
     pub name: Option<String>,
 }
 
-/// The body of `POST /posts` as a client sends it.
+pub const MAX_GEO_NAME_CHARS: usize = 100;
+
+fn geo_name_schema() -> utoipa::openapi::Object {
+    text_schema(MAX_GEO_NAME_CHARS, false, true)
+}
+fn content_schema() -> utoipa::openapi::Object {
+    text_schema(MAX_CONTENT_CHARS, false, false)
+}
+fn device_schema() -> utoipa::openapi::Object {
+    text_schema(MAX_DEVICE_CHARS, false, true)
+}
+fn picture_urls_schema() -> utoipa::openapi::Array {
+    utoipa::openapi::ArrayBuilder::new()
+        .items(url_schema(false, false))
+        .max_items(Some(MAX_PICTURES))
+        .build()
+}
+
+/// The body of `POST /posts` as a client sends it. A post needs content
+/// that is not blank or at least one picture; a PICTURE post needs a picture.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NewPostRequest {
     pub category: Category,
     #[serde(default)]
+    #[schema(schema_with = content_schema)]
     pub content: String,
     #[serde(default)]
+    #[schema(schema_with = picture_urls_schema)]
     pub picture_urls: Vec<String>,
+    /// The raw device model, as the phone reports it ("ONEPLUS A6000").
     #[serde(default)]
+    #[schema(schema_with = device_schema)]
     pub device: Option<String>,
     #[serde(default)]
     pub geo: Option<Geo>,
@@ -66,14 +93,7 @@ pub struct NewPost {
 
 impl NewPost {
     pub fn parse(req: NewPostRequest) -> Result<Self, AppError> {
-        let content = req.content.trim().to_string();
-        if char_len(&content) > MAX_CONTENT_CHARS {
-            return Err(AppError::invalid(
-                "content",
-                format!("must be at most {MAX_CONTENT_CHARS} characters"),
-            ));
-        }
-        check_text("content", &content)?;
+        let content = parse_text("content", &req.content, MAX_CONTENT_CHARS, false)?;
         if req.picture_urls.len() > MAX_PICTURES {
             return Err(AppError::invalid(
                 "pictureUrls",
@@ -84,7 +104,7 @@ impl NewPost {
             .picture_urls
             .iter()
             .enumerate()
-            .map(|(i, u)| parse_http_url(&format!("pictureUrls[{i}]"), u, 2048))
+            .map(|(i, u)| parse_http_url(&format!("pictureUrls[{i}]"), u))
             .collect::<Result<Vec<_>, _>>()?;
         match req.category {
             Category::Picture if picture_urls.is_empty() => {
@@ -101,14 +121,12 @@ impl NewPost {
             }
             _ => {}
         }
-        let device = req.device.unwrap_or_default().trim().to_string();
-        if char_len(&device) > MAX_DEVICE_CHARS {
-            return Err(AppError::invalid(
-                "device",
-                format!("must be at most {MAX_DEVICE_CHARS} characters"),
-            ));
-        }
-        check_text("device", &device)?;
+        let device = parse_text(
+            "device",
+            req.device.as_deref().unwrap_or_default(),
+            MAX_DEVICE_CHARS,
+            false,
+        )?;
         let geo = req.geo.map(parse_geo).transpose()?;
         Ok(Self {
             category: req.category,
@@ -130,17 +148,9 @@ fn parse_geo(g: Geo) -> Result<Geo, AppError> {
     }
     let name = g
         .name
-        .map(|n| n.trim().to_string())
+        .map(|n| parse_text("geo.name", &n, MAX_GEO_NAME_CHARS, false))
+        .transpose()?
         .filter(|n| !n.is_empty());
-    if let Some(n) = &name {
-        if char_len(n) > 100 {
-            return Err(AppError::invalid(
-                "geo.name",
-                "must be at most 100 characters",
-            ));
-        }
-        check_text("geo.name", n)?;
-    }
     Ok(Geo {
         lat: g.lat,
         lon: g.lon,

@@ -12,15 +12,28 @@ pub enum Lang {
     En,
 }
 
+/// What `Lang::parse` accepts: the two languages, bare or with the regions
+/// phones report. Empty is the default (no text).
+pub const LANG_PATTERN: &str = "^(zh|zh-CN|zh-Hans|en|en-US|en-GB)?$";
+
 impl Lang {
     pub fn parse(raw: &str) -> Result<Self, AppError> {
-        match raw.trim().to_ascii_lowercase().as_str() {
-            "zh" | "zh-cn" | "zh-hans" => Ok(Lang::Zh),
-            "en" | "en-us" | "en-gb" => Ok(Lang::En),
-            _ => Err(AppError::invalid("lang", "must be zh or en")),
+        match raw {
+            "zh" | "zh-CN" | "zh-Hans" => Ok(Lang::Zh),
+            "en" | "en-US" | "en-GB" => Ok(Lang::En),
+            _ => Err(AppError::invalid(
+                "lang",
+                "must be zh or en (or zh-CN, zh-Hans, en-US, en-GB)",
+            )),
         }
     }
 }
+
+/// What `TzOffset::parse` accepts: `Z`, `UTC`, or a sign (`+`, `-`, or the
+/// space an unescaped `+` decodes to; none means `+`) and hours 0 to 14,
+/// with minutes after a colon, or four digits. Empty is the default, UTC+8.
+pub const TZ_PATTERN: &str =
+    "^(Z|UTC|[-+ ]?((0?[0-9]|1[0-4])(:[0-5][0-9])?|(0[0-9]|1[0-4])[0-5][0-9]))?$";
 
 /// A fixed UTC offset in minutes, as `+08:00`, `-0530`, `+8` or `Z`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,33 +52,30 @@ impl TzOffset {
 
     pub fn parse(raw: &str) -> Result<Self, AppError> {
         let bad = || AppError::invalid("tz", "must be an offset such as +08:00 or -05:30");
-        // A literal '+' in a query string decodes to a space; read it back as '+'.
-        let s = raw.trim_end();
-        let s = if s.starts_with(' ') {
-            s.trim_start()
-        } else {
-            s
-        };
-        if s.eq_ignore_ascii_case("z") || s.eq_ignore_ascii_case("utc") {
+        if raw == "Z" || raw == "UTC" {
             return Ok(TzOffset(0));
         }
-        let (sign, rest) = match s.as_bytes().first() {
-            Some(b'-') => (-1, &s[1..]),
-            Some(b'+') => (1, &s[1..]),
-            Some(b) if b.is_ascii_digit() => (1, s),
-            _ => return Err(bad()),
+        let (sign, rest) = match raw.as_bytes().first() {
+            Some(b'-') => (-1, &raw[1..]),
+            Some(b'+' | b' ') => (1, &raw[1..]),
+            _ => (1, raw),
         };
+        // Byte offsets below must fall on character boundaries.
         if !rest.is_ascii() {
             return Err(bad());
         }
+        let two_digits = |s: &str| s.len() == 2 && s.bytes().all(|b| b.is_ascii_digit());
         let (h, m) = match rest.split_once(':') {
-            Some((h, m)) => (h, m),
+            Some((h, m)) if two_digits(m) => (h, m),
+            Some(_) => return Err(bad()),
             None if rest.len() == 4 => rest.split_at(2),
-            None => (rest, "0"),
+            None => (rest, "00"),
         };
-        let h: i32 = h.parse().map_err(|_| bad())?;
-        let m: i32 = m.parse().map_err(|_| bad())?;
-        if !(0..=14).contains(&h) || !(0..60).contains(&m) || h.to_string().len() > 2 {
+        if h.is_empty() || h.len() > 2 || !h.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
+        let (h, m): (i32, i32) = (h.parse().map_err(|_| bad())?, m.parse().map_err(|_| bad())?);
+        if h > 14 || m > 59 || (rest.len() == 4 && !two_digits(&rest[2..])) {
             return Err(bad());
         }
         Ok(TzOffset(sign * (h * 60 + m)))
@@ -197,11 +207,37 @@ mod tests {
         assert_eq!(TzOffset::parse("+8").unwrap().minutes(), 480);
         assert_eq!(TzOffset::parse("Z").unwrap().minutes(), 0);
         for bad in [
-            "+15:00", "+08:60", "abc", "", "+123:00", "1€", "+€1", "+0８:00",
+            "+15:00", "+08:60", "abc", "", "+123:00", "1€", "+€1", "+0８:00", "008:00", "+8:0",
         ] {
             assert!(TzOffset::parse(bad).is_err(), "{bad}");
         }
-        assert_eq!(Lang::parse("EN").unwrap(), Lang::En);
+        assert_eq!(Lang::parse("en-GB").unwrap(), Lang::En);
         assert!(Lang::parse("fr").is_err());
+        assert!(Lang::parse("EN").is_err());
+    }
+
+    #[test]
+    fn the_documented_shapes_are_exactly_what_parses() {
+        let tz = regex::Regex::new(TZ_PATTERN).unwrap();
+        let chars = ["", "+", "-", " ", "0", "1", "4", "5", "9", ":", "Z", "x"];
+        let mut samples = vec![String::from("UTC"), "utc".into(), "z".into()];
+        for a in chars {
+            for b in chars {
+                for c in chars {
+                    for d in ["", "0", "9", ":", "5"] {
+                        for e in ["", "0", "9"] {
+                            samples.push(format!("{a}{b}{c}{d}{e}"));
+                        }
+                    }
+                }
+            }
+        }
+        for s in samples.iter().filter(|s| !s.is_empty()) {
+            assert_eq!(tz.is_match(s), TzOffset::parse(s).is_ok(), "tz {s:?}");
+        }
+        let lang = regex::Regex::new(LANG_PATTERN).unwrap();
+        for s in ["zh", "zh-CN", "en-US", "EN", "zh-cn", "en ", "fr"] {
+            assert_eq!(lang.is_match(s), Lang::parse(s).is_ok(), "lang {s:?}");
+        }
     }
 }

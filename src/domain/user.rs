@@ -1,6 +1,32 @@
 //! Account fields: usernames are the login key, nick names and avatars are what others see.
 
-use super::{char_len, check_text, parse_http_url};
+use super::{char_len, parse_http_url, parse_text, text_schema, url_schema};
+
+/// What `Username::parse` accepts; letters are stored lower-case.
+pub const USERNAME_PATTERN: &str = "^[A-Za-z0-9_.-]{3,32}$";
+pub const MAX_NICK_NAME_CHARS: usize = 32;
+
+pub fn username_schema() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .min_length(Some(3))
+        .max_length(Some(32))
+        .pattern(Some(USERNAME_PATTERN))
+        .build()
+}
+pub fn password_schema() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .min_length(Some(8))
+        .max_length(Some(Password::MAX_CHARS))
+        .build()
+}
+pub fn nick_name_schema() -> utoipa::openapi::Object {
+    text_schema(MAX_NICK_NAME_CHARS, true, true)
+}
+pub fn head_img_schema() -> utoipa::openapi::Object {
+    url_schema(true, true)
+}
 use crate::error::AppError;
 
 /// Lower-case ASCII letters, digits, `_`, `.` and `-`, 3 to 32 long: safe in
@@ -10,21 +36,21 @@ pub struct Username(String);
 
 impl Username {
     pub fn parse(raw: &str) -> Result<Self, AppError> {
-        let s = raw.trim().to_lowercase();
-        let len = s.len();
-        if !(3..=32).contains(&len) {
+        // Checked before lower-casing: some non-ASCII letters (the Kelvin
+        // sign) lower-case to ASCII ones, and would pass for another name.
+        if !(3..=32).contains(&raw.len()) {
             return Err(AppError::invalid("username", "must be 3 to 32 characters"));
         }
-        if !s
+        if !raw
             .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '.' | '-'))
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
         {
             return Err(AppError::invalid(
                 "username",
                 "may contain only letters, digits, '_', '.' and '-'",
             ));
         }
-        Ok(Self(s))
+        Ok(Self(raw.to_ascii_lowercase()))
     }
     pub fn as_str(&self) -> &str {
         &self.0
@@ -68,12 +94,7 @@ pub struct NickName(String);
 
 impl NickName {
     pub fn parse(raw: &str) -> Result<Self, AppError> {
-        let s = raw.trim();
-        if !(1..=32).contains(&char_len(s)) {
-            return Err(AppError::invalid("nickName", "must be 1 to 32 characters"));
-        }
-        check_text("nickName", s)?;
-        Ok(Self(s.to_string()))
+        parse_text("nickName", raw, MAX_NICK_NAME_CHARS, true).map(Self)
     }
     pub fn into_inner(self) -> String {
         self.0
@@ -86,10 +107,10 @@ pub struct HeadImg(String);
 
 impl HeadImg {
     pub fn parse(raw: &str) -> Result<Self, AppError> {
-        if raw.trim().is_empty() {
+        if raw.is_empty() {
             return Ok(Self(String::new()));
         }
-        Ok(Self(parse_http_url("headImg", raw, 2048)?))
+        Ok(Self(parse_http_url("headImg", raw)?))
     }
     pub fn into_inner(self) -> String {
         self.0
@@ -102,8 +123,16 @@ mod tests {
 
     #[test]
     fn usernames_are_normalized_and_checked() {
-        assert_eq!(Username::parse(" Alice_1 ").unwrap().as_str(), "alice_1");
-        for bad in ["ab", "has space", "名字名字", &"a".repeat(33), "a$b"] {
+        assert_eq!(Username::parse("Alice_1").unwrap().as_str(), "alice_1");
+        for bad in [
+            "ab",
+            "has space",
+            " alice",
+            "名字名字",
+            &"a".repeat(33),
+            "a$b",
+            "\u{212a}elvin",
+        ] {
             assert!(Username::parse(bad).is_err(), "{bad}");
         }
     }

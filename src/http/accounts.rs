@@ -1,34 +1,56 @@
 //! Accounts and sessions.
 
+use actix_web::http::Method;
 use actix_web::{web, HttpResponse};
 
 use super::extract::{path_id, AuthUser, JsonBody, RequestOrigin};
-use super::problem::Problem;
 use crate::error::AppError;
 use crate::ids::now_ms;
 use crate::service::accounts::{
     self, AccountDeletion, LoginRequest, Me, PasswordChange, ProfilePatch, RegisterRequest,
     Session, SessionView,
 };
+use crate::service::views::Page;
 use crate::service::Context;
 use crate::store::UserCard;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.route("/users", web::post().to(register))
-        .route("/sessions", web::post().to(login))
-        .route("/sessions", web::get().to(list_sessions))
-        .route("/sessions", web::delete().to(sign_out_everywhere))
-        .route("/sessions/current", web::delete().to(logout))
-        .route("/sessions/{id}", web::delete().to(sign_out_session))
-        .route("/me", web::get().to(me))
-        .route("/me", web::patch().to(update_me))
-        .route("/me", web::delete().to(delete_account))
-        .route("/me/password", web::put().to(change_password));
+    cfg.service(super::resource(
+        "/users",
+        [(Method::POST, web::to(register))],
+    ));
+    cfg.service(super::resource(
+        "/sessions",
+        [
+            (Method::POST, web::to(login)),
+            (Method::GET, web::to(list_sessions)),
+            (Method::DELETE, web::to(sign_out_everywhere)),
+        ],
+    ));
+    cfg.service(super::resource(
+        "/sessions/current",
+        [(Method::DELETE, web::to(logout))],
+    ));
+    cfg.service(super::resource(
+        "/sessions/{id}",
+        [(Method::DELETE, web::to(sign_out_session))],
+    ));
+    cfg.service(super::resource(
+        "/me",
+        [
+            (Method::GET, web::to(me)),
+            (Method::PATCH, web::to(update_me)),
+            (Method::DELETE, web::to(delete_account)),
+        ],
+    ));
+    cfg.service(super::resource(
+        "/me/password",
+        [(Method::PUT, web::to(change_password))],
+    ));
 }
 
 #[utoipa::path(post, path = "/api/v1/users", tag = "accounts", request_body = RegisterRequest,
-    responses((status = 201, body = UserCard), (status = 400, body = Problem), (status = 409, body = Problem),
-        (status = 429, body = Problem), (status = 503, body = Problem)))]
+    responses((status = 201, body = UserCard), (status = 409, description = "the username is taken")))]
 pub async fn register(
     ctx: web::Data<Context>,
     RequestOrigin(origin): RequestOrigin,
@@ -38,8 +60,8 @@ pub async fn register(
 }
 
 #[utoipa::path(post, path = "/api/v1/sessions", tag = "accounts", request_body = LoginRequest,
-    responses((status = 201, body = Session), (status = 400, body = Problem), (status = 401, body = Problem),
-        (status = 429, body = Problem), (status = 503, body = Problem)))]
+    responses((status = 201, body = Session),
+        (status = 401, description = "wrong username or password")))]
 pub async fn login(
     ctx: web::Data<Context>,
     RequestOrigin(origin): RequestOrigin,
@@ -50,7 +72,7 @@ pub async fn login(
 
 /// The caller's signed-in devices, newest first (`{items, nextCursor, serverTime}`).
 #[utoipa::path(get, path = "/api/v1/sessions", tag = "accounts",
-    responses((status = 200, body = [SessionView]), (status = 401, body = Problem)), security(("bearer" = [])))]
+    responses((status = 200, body = Page<SessionView>, description = "the caller's signed-in devices, newest first")), security(("bearer" = [])))]
 pub async fn list_sessions(
     ctx: web::Data<Context>,
     user: AuthUser,
@@ -60,7 +82,7 @@ pub async fn list_sessions(
 
 /// Signs out every session of the caller, this one included.
 #[utoipa::path(delete, path = "/api/v1/sessions", tag = "accounts",
-    responses((status = 204), (status = 401, body = Problem)), security(("bearer" = [])))]
+    responses((status = 204, description = "every session of the account is signed out")), security(("bearer" = [])))]
 pub async fn sign_out_everywhere(
     ctx: web::Data<Context>,
     user: AuthUser,
@@ -70,7 +92,7 @@ pub async fn sign_out_everywhere(
 }
 
 #[utoipa::path(delete, path = "/api/v1/sessions/current", tag = "accounts",
-    responses((status = 204), (status = 401, body = Problem)), security(("bearer" = [])))]
+    responses((status = 204, description = "this session is signed out")), security(("bearer" = [])))]
 pub async fn logout(ctx: web::Data<Context>, user: AuthUser) -> Result<HttpResponse, AppError> {
     accounts::logout(&ctx, &user.session).await?;
     Ok(HttpResponse::NoContent().finish())
@@ -78,8 +100,8 @@ pub async fn logout(ctx: web::Data<Context>, user: AuthUser) -> Result<HttpRespo
 
 /// Signs out one of the caller's sessions.
 #[utoipa::path(delete, path = "/api/v1/sessions/{id}", tag = "accounts",
-    params(("id" = i64, Path, description = "a session id from GET /sessions")),
-    responses((status = 204), (status = 401, body = Problem), (status = 404, body = Problem)), security(("bearer" = [])))]
+    params(("id" = i64, Path, minimum = 1, description = "a session id from GET /sessions")),
+    responses((status = 204, description = "signed out"), (status = 404, description = "no such session of the caller's")), security(("bearer" = [])))]
 pub async fn sign_out_session(
     ctx: web::Data<Context>,
     user: AuthUser,
@@ -91,13 +113,13 @@ pub async fn sign_out_session(
 }
 
 #[utoipa::path(get, path = "/api/v1/me", tag = "accounts",
-    responses((status = 200, body = Me), (status = 401, body = Problem)), security(("bearer" = [])))]
+    responses((status = 200, body = Me)), security(("bearer" = [])))]
 pub async fn me(ctx: web::Data<Context>, user: AuthUser) -> Result<HttpResponse, AppError> {
     Ok(HttpResponse::Ok().json(accounts::me(&ctx, user.uid).await?))
 }
 
 #[utoipa::path(patch, path = "/api/v1/me", tag = "accounts", request_body = ProfilePatch,
-    responses((status = 200, body = Me), (status = 400, body = Problem)), security(("bearer" = [])))]
+    responses((status = 200, body = Me)), security(("bearer" = [])))]
 pub async fn update_me(
     ctx: web::Data<Context>,
     user: AuthUser,
@@ -108,8 +130,8 @@ pub async fn update_me(
 
 /// Changes the password and signs out every other session.
 #[utoipa::path(put, path = "/api/v1/me/password", tag = "accounts", request_body = PasswordChange,
-    responses((status = 204), (status = 400, body = Problem), (status = 401, body = Problem),
-        (status = 429, body = Problem)), security(("bearer" = [])))]
+    responses((status = 204, description = "changed; every other session is signed out"),
+        (status = 403, description = "the old password is not right")), security(("bearer" = [])))]
 pub async fn change_password(
     ctx: web::Data<Context>,
     user: AuthUser,
@@ -121,8 +143,8 @@ pub async fn change_password(
 
 /// Deletes the caller's account and erases what it did from every read.
 #[utoipa::path(delete, path = "/api/v1/me", tag = "accounts", request_body = AccountDeletion,
-    responses((status = 204), (status = 400, body = Problem), (status = 401, body = Problem),
-        (status = 429, body = Problem)), security(("bearer" = [])))]
+    responses((status = 204, description = "the account is gone; what it did is being erased"),
+        (status = 403, description = "the password is not right")), security(("bearer" = [])))]
 pub async fn delete_account(
     ctx: web::Data<Context>,
     user: AuthUser,

@@ -1,27 +1,98 @@
 //! The device-model table, for admins.
 
+use actix_web::http::Method;
 use actix_web::{web, HttpRequest, HttpResponse};
-use serde_json::json;
 
-use super::extract::{parse_json, AdminUser, Body};
+use super::extract::{parse_json, read_body, AdminUser, Body};
 use crate::domain::device::DeviceModelRequest;
 use crate::error::AppError;
 use crate::ids::now_ms;
-use crate::service::device_names::{self, DeviceModelView, ImportFormat};
+use crate::service::device_names::{self, DeviceModelView, ImportFormat, ImportRow};
 use crate::service::live_tools::{self, CheckReport, RebuildReport};
+use crate::service::views::Page;
 use crate::service::Context;
 
+/// `{model}` in a path: a raw model, any case and spacing.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+#[allow(dead_code)] // read by utoipa only: handlers take the segment as a string
+struct ModelPath {
+    /// A raw device model as phones report it, any case and spacing.
+    #[param(schema_with = crate::domain::device::model_schema)]
+    model: String,
+}
+
+/// The JSON way to write an import: 1 to 10,000 rows. (A schema only: the
+/// import parses rows one by one, to name the bad one.)
+struct ImportRows;
+
+impl utoipa::PartialSchema for ImportRows {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ArrayBuilder::new()
+            .items(utoipa::openapi::Ref::from_schema_name("ImportRow"))
+            .min_items(Some(1))
+            .max_items(Some(device_names::MAX_IMPORT_ROWS))
+            .into()
+    }
+}
+impl utoipa::ToSchema for ImportRows {
+    fn schemas(
+        schemas: &mut Vec<(
+            String,
+            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+        )>,
+    ) {
+        schemas.push((
+            "ImportRow".into(),
+            <ImportRow as utoipa::PartialSchema>::schema(),
+        ));
+    }
+}
+
+/// The CSV way to write an import (a schema only).
+struct ImportCsv;
+
+impl utoipa::PartialSchema for ImportCsv {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        device_names::csv_import_schema().into()
+    }
+}
+impl utoipa::ToSchema for ImportCsv {}
+
+#[derive(serde::Serialize, utoipa::ToSchema)]
+struct Imported {
+    /// Rows written (added or replaced).
+    imported: usize,
+}
+
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.route("/admin/device-models", web::get().to(list))
-        .route("/admin/device-models/import", web::post().to(import))
-        .route("/admin/device-models/{model}", web::put().to(upsert))
-        .route("/admin/device-models/{model}", web::delete().to(delete))
-        .route("/admin/live/rebuild", web::post().to(rebuild_live))
-        .route("/admin/live/check", web::get().to(check_live));
+    cfg.service(super::resource(
+        "/admin/device-models",
+        [(Method::GET, web::to(list))],
+    ));
+    cfg.service(super::resource(
+        "/admin/device-models/import",
+        [(Method::POST, web::to(import))],
+    ));
+    cfg.service(super::resource(
+        "/admin/device-models/{model}",
+        [
+            (Method::PUT, web::to(upsert)),
+            (Method::DELETE, web::to(delete)),
+        ],
+    ));
+    cfg.service(super::resource(
+        "/admin/live/rebuild",
+        [(Method::POST, web::to(rebuild_live))],
+    ));
+    cfg.service(super::resource(
+        "/admin/live/check",
+        [(Method::GET, web::to(check_live))],
+    ));
 }
 
 #[utoipa::path(post, path = "/api/v1/admin/live/rebuild", tag = "admin",
-    responses((status = 200, body = RebuildReport), (status = 403, body = super::problem::Problem)),
+    responses((status = 200, body = RebuildReport)),
     security(("bearer" = [])))]
 pub async fn rebuild_live(
     ctx: web::Data<Context>,
@@ -32,7 +103,7 @@ pub async fn rebuild_live(
 }
 
 #[utoipa::path(get, path = "/api/v1/admin/live/check", tag = "admin",
-    responses((status = 200, body = CheckReport), (status = 403, body = super::problem::Problem)),
+    responses((status = 200, body = CheckReport)),
     security(("bearer" = [])))]
 pub async fn check_live(
     ctx: web::Data<Context>,
@@ -43,19 +114,21 @@ pub async fn check_live(
 }
 
 #[utoipa::path(get, path = "/api/v1/admin/device-models", tag = "admin",
-    responses((status = 200, description = "{items: [DeviceModelView], nextCursor: null, serverTime}"),
-              (status = 403, body = super::problem::Problem)), security(("bearer" = [])))]
+    responses((status = 200, body = Page<DeviceModelView>, description = "the whole table, on one page")),
+    security(("bearer" = [])))]
 pub async fn list(ctx: web::Data<Context>, _admin: AdminUser) -> Result<HttpResponse, AppError> {
-    let items = device_names::list(&ctx).await?;
-    Ok(HttpResponse::Ok()
-        .json(json!({ "items": items, "nextCursor": null, "serverTime": now_ms() })))
+    Ok(HttpResponse::Ok().json(Page {
+        items: device_names::list(&ctx).await?,
+        next_cursor: None,
+        server_time: now_ms(),
+    }))
 }
 
 #[utoipa::path(put, path = "/api/v1/admin/device-models/{model}", tag = "admin",
-    params(("model" = String, Path, description = "raw model, any case and spacing")),
+    params(ModelPath),
     request_body = DeviceModelRequest,
-    responses((status = 200, body = DeviceModelView), (status = 400, body = super::problem::Problem),
-              (status = 403, body = super::problem::Problem)), security(("bearer" = [])))]
+    responses((status = 200, body = DeviceModelView, description = "added or replaced")),
+    security(("bearer" = [])))]
 pub async fn upsert(
     ctx: web::Data<Context>,
     admin: AdminUser,
@@ -67,8 +140,8 @@ pub async fn upsert(
 }
 
 #[utoipa::path(delete, path = "/api/v1/admin/device-models/{model}", tag = "admin",
-    params(("model" = String, Path)),
-    responses((status = 204), (status = 404, body = super::problem::Problem), (status = 403, body = super::problem::Problem)),
+    params(ModelPath),
+    responses((status = 204, description = "removed"), (status = 404, description = "not in the table")),
     security(("bearer" = [])))]
 pub async fn delete(
     ctx: web::Data<Context>,
@@ -80,15 +153,18 @@ pub async fn delete(
 }
 
 #[utoipa::path(post, path = "/api/v1/admin/device-models/import", tag = "admin",
-    request_body(content = String, description = "A JSON array of {model, displayName: {zh, en}, brand} (application/json), or CSV with a header row model,zh,en[,brand] (text/csv)"),
-    responses((status = 200, description = "{imported: N}"), (status = 400, body = super::problem::Problem),
-              (status = 403, body = super::problem::Problem)), security(("bearer" = [])))]
+    request_body(description = "all rows or none: one bad row refuses the import, naming the row",
+        content((ImportRows = "application/json"), (ImportCsv = "text/csv"))),
+    responses((status = 200, body = Imported)), security(("bearer" = [])))]
 pub async fn import(
     ctx: web::Data<Context>,
     admin: AdminUser,
     req: HttpRequest,
-    Body(body): Body,
+    payload: web::Payload,
 ) -> Result<HttpResponse, AppError> {
+    // A whole table is bigger than any other body; only an admin may send
+    // one, so it is read after the role is checked.
+    let body = read_body(payload, device_names::MAX_IMPORT_BYTES).await?;
     let content_type = req
         .headers()
         .get(actix_web::http::header::CONTENT_TYPE)
@@ -107,5 +183,5 @@ pub async fn import(
     };
     let models = device_names::parse_import(&body, format)?;
     let imported = device_names::import(&ctx, admin.0, models).await?;
-    Ok(HttpResponse::Ok().json(json!({ "imported": imported })))
+    Ok(HttpResponse::Ok().json(Imported { imported }))
 }

@@ -1,38 +1,53 @@
 //! Comments and replies.
 
+use actix_web::http::Method;
 use actix_web::{web, HttpResponse};
 
-use super::extract::{path_id, AuthUser, JsonBody, MaybeAuthUser, ReadParams};
+use super::extract::{
+    path_id, AuthUser, JsonBody, MaybeAuthUser, PageQuery, PresentationParams, PresentationQuery,
+    ReadParams,
+};
 use crate::domain::comment::NewCommentRequest;
 use crate::error::AppError;
-use crate::service::views::CommentView;
+use crate::service::views::{CommentView, Page};
 use crate::service::{comments, Context};
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.route("/posts/{id}/comments", web::post().to(create))
-        .route("/posts/{id}/comments", web::get().to(list))
-        .route("/comments/{id}", web::delete().to(delete));
+    cfg.service(super::resource(
+        "/posts/{id}/comments",
+        [
+            (Method::POST, web::to(create)),
+            (Method::GET, web::to(list)),
+        ],
+    ));
+    cfg.service(super::resource(
+        "/comments/{id}",
+        [(Method::DELETE, web::to(delete))],
+    ));
 }
 
-#[utoipa::path(post, path = "/api/v1/posts/{id}/comments", tag = "comments", params(("id" = i64, Path)),
+#[utoipa::path(post, path = "/api/v1/posts/{id}/comments", tag = "comments",
+    params(("id" = i64, Path, minimum = 1), PresentationQuery),
     request_body = NewCommentRequest,
-    responses((status = 201, body = CommentView), (status = 400, body = super::problem::Problem), (status = 404, body = super::problem::Problem)),
+    responses((status = 201, body = CommentView),
+              (status = 404, description = "no such post, or no such comment to reply to, for this viewer")),
     security(("bearer" = [])))]
 pub async fn create(
     ctx: web::Data<Context>,
     user: AuthUser,
     id: web::Path<String>,
-    params: ReadParams,
+    PresentationParams(pres): PresentationParams,
     JsonBody(req): JsonBody<NewCommentRequest>,
 ) -> Result<HttpResponse, AppError> {
     let post = path_id(&id, "post")?;
-    let view = comments::create_comment(&ctx, post, user.uid, req, &params.pres).await?;
+    let view = comments::create_comment(&ctx, post, user.uid, req, &pres).await?;
     Ok(HttpResponse::Created().json(view))
 }
 
 #[utoipa::path(get, path = "/api/v1/posts/{id}/comments", tag = "comments",
-    params(("id" = i64, Path), ("cursor" = Option<String>, Query), ("limit" = Option<usize>, Query)),
-    responses((status = 200, description = "{items: [CommentView], nextCursor, serverTime}")))]
+    params(("id" = i64, Path, minimum = 1), PageQuery, PresentationQuery),
+    responses((status = 200, body = Page<CommentView>, description = "the comments the viewer may see, newest first")),
+    security((), ("bearer" = [])))]
 pub async fn list(
     ctx: web::Data<Context>,
     viewer: MaybeAuthUser,
@@ -52,8 +67,9 @@ pub async fn list(
     Ok(HttpResponse::Ok().json(page))
 }
 
-#[utoipa::path(delete, path = "/api/v1/comments/{id}", tag = "comments", params(("id" = i64, Path)),
-    responses((status = 204), (status = 403, body = super::problem::Problem), (status = 404, body = super::problem::Problem)),
+#[utoipa::path(delete, path = "/api/v1/comments/{id}", tag = "comments", params(("id" = i64, Path, minimum = 1)),
+    responses((status = 204, description = "deleted"),
+              (status = 403, description = "neither the comment's author nor the post's")),
     security(("bearer" = [])))]
 pub async fn delete(
     ctx: web::Data<Context>,

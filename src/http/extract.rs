@@ -190,22 +190,31 @@ impl FromRequest for Body {
             .get(actix_web::http::header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<usize>().ok());
-        let mut payload = payload.take();
+        let payload = payload.take();
         Box::pin(async move {
             if declared.is_some_and(|n| n > limit) {
                 return Err(AppError::PayloadTooLarge { limit });
             }
-            let mut body = web::BytesMut::new();
-            while let Some(chunk) = payload.next().await {
-                let chunk = chunk.map_err(|e| AppError::invalid("body", e.to_string()))?;
-                if body.len() + chunk.len() > limit {
-                    return Err(AppError::PayloadTooLarge { limit });
-                }
-                body.extend_from_slice(&chunk);
-            }
-            Ok(Body(body.freeze()))
+            read_body(payload, limit).await.map(Body)
         })
     }
+}
+
+/// Reads a body of at most `limit` bytes; 413 past it, without reading on.
+pub async fn read_body(
+    mut payload: impl futures_util::Stream<Item = Result<web::Bytes, actix_web::error::PayloadError>>
+        + Unpin,
+    limit: usize,
+) -> Result<web::Bytes, AppError> {
+    let mut body = web::BytesMut::new();
+    while let Some(chunk) = payload.next().await {
+        let chunk = chunk.map_err(|e| AppError::invalid("body", e.to_string()))?;
+        if body.len() + chunk.len() > limit {
+            return Err(AppError::PayloadTooLarge { limit });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body.freeze())
 }
 
 /// A JSON body whose errors name the field (`pictureUrls[3]`, `geo.lat`),
@@ -250,20 +259,117 @@ impl<T: DeserializeOwned + 'static> FromRequest for JsonBody<T> {
         let body = Body::from_request(req, payload);
         Box::pin(async move {
             let Body(bytes) = body.await?;
+            // Every such body is an object; serde would also read a struct
+            // from an array of its fields in order, which no client means.
+            let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+            if first.is_some_and(|b| *b != b'{') {
+                return Err(AppError::invalid("body", "a JSON object is required"));
+            }
             parse_json(&bytes).map(JsonBody)
         })
     }
 }
 
-#[derive(Deserialize, Default)]
-struct RawReadParams {
+fn pattern_schema(pattern: &str) -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .pattern(Some(pattern))
+        .build()
+}
+fn cursor_schema() -> utoipa::openapi::Object {
+    pattern_schema(crate::domain::cursor::CURSOR_PATTERN)
+}
+fn limit_schema() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::Integer)
+        .minimum(Some(1))
+        .maximum(Some(crate::domain::cursor::MAX_LIMIT as u32))
+        .default(Some(crate::domain::cursor::DEFAULT_LIMIT.into()))
+        .build()
+}
+fn lang_schema() -> utoipa::openapi::Object {
+    pattern_schema(crate::domain::time_text::LANG_PATTERN)
+}
+fn tz_schema() -> utoipa::openapi::Object {
+    pattern_schema(crate::domain::time_text::TZ_PATTERN)
+}
+
+/// `?cursor=&limit=` on every list.
+#[derive(Deserialize, Default, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PageQuery {
+    /// The previous page's `nextCursor`; absent or empty for the first page.
+    #[param(schema_with = cursor_schema)]
     cursor: Option<String>,
+    /// Items per page, 1 to 100.
+    #[param(schema_with = limit_schema)]
     limit: Option<String>,
+}
+
+/// `?lang=&tz=` on every answer that shows posts, comments or likes.
+#[derive(Deserialize, Default, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PresentationQuery {
+    /// Adds `createtimeText` ("5分钟前", "5 min ago") in this language.
+    #[param(schema_with = lang_schema)]
     lang: Option<String>,
+    /// The reader's UTC offset for dates older than a day; +08:00 when absent.
+    #[param(schema_with = tz_schema)]
     tz: Option<String>,
 }
 
-/// `?cursor=&limit=&lang=&tz=` on every read.
+fn query<T: DeserializeOwned>(req: &HttpRequest) -> Result<T, AppError> {
+    web::Query::<T>::from_query(req.query_string())
+        .map(|q| q.into_inner())
+        .map_err(|e| AppError::invalid("query", e.to_string()))
+}
+
+impl PresentationQuery {
+    fn parse(self) -> Result<Presentation, AppError> {
+        let given = |v: Option<String>| v.filter(|v| !v.is_empty());
+        Ok(Presentation {
+            lang: given(self.lang).as_deref().map(Lang::parse).transpose()?,
+            tz: given(self.tz)
+                .as_deref()
+                .map(TzOffset::parse)
+                .transpose()?
+                .unwrap_or_default(),
+            now: now_ms(),
+        })
+    }
+}
+
+/// A list's page (`PageQuery`).
+pub struct PageParams {
+    pub cursor: Option<Cursor>,
+    pub limit: usize,
+}
+
+impl PageParams {
+    fn parse(req: &HttpRequest) -> Result<Self, AppError> {
+        let page: PageQuery = query(req)?;
+        Ok(PageParams {
+            cursor: page
+                .cursor
+                .as_deref()
+                .filter(|c| !c.is_empty())
+                .map(Cursor::parse)
+                .transpose()?,
+            limit: parse_limit(page.limit.as_deref())?,
+        })
+    }
+}
+
+impl FromRequest for PageParams {
+    type Error = AppError;
+    type Future = std::future::Ready<Result<Self, AppError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        std::future::ready(PageParams::parse(req))
+    }
+}
+
+/// A list's page (`PageQuery`) and how to show it (`PresentationQuery`).
 pub struct ReadParams {
     pub cursor: Option<Cursor>,
     pub limit: usize,
@@ -276,29 +382,27 @@ impl FromRequest for ReadParams {
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         std::future::ready((|| {
-            let raw = web::Query::<RawReadParams>::from_query(req.query_string())
-                .map(|q| q.into_inner())
-                .map_err(|e| AppError::invalid("query", e.to_string()))?;
+            let page = PageParams::parse(req)?;
             Ok(ReadParams {
-                cursor: raw
-                    .cursor
-                    .as_deref()
-                    .filter(|c| !c.is_empty())
-                    .map(Cursor::parse)
-                    .transpose()?,
-                limit: parse_limit(raw.limit.as_deref())?,
-                pres: Presentation {
-                    lang: raw.lang.as_deref().map(Lang::parse).transpose()?,
-                    tz: raw
-                        .tz
-                        .as_deref()
-                        .map(TzOffset::parse)
-                        .transpose()?
-                        .unwrap_or_default(),
-                    now: now_ms(),
-                },
+                cursor: page.cursor,
+                limit: page.limit,
+                pres: query::<PresentationQuery>(req)?.parse()?,
             })
         })())
+    }
+}
+
+/// How to show a single post or comment (`PresentationQuery`).
+pub struct PresentationParams(pub Presentation);
+
+impl FromRequest for PresentationParams {
+    type Error = AppError;
+    type Future = std::future::Ready<Result<Self, AppError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        std::future::ready(
+            query::<PresentationQuery>(req).and_then(|q| q.parse().map(PresentationParams)),
+        )
     }
 }
 

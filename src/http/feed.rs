@@ -1,20 +1,20 @@
 //! The home timeline.
 
+use actix_web::http::Method;
 use actix_web::{web, HttpResponse};
 
-use super::extract::{AuthUser, ReadParams};
+use super::extract::{AuthUser, PageQuery, PresentationQuery, ReadParams};
 use crate::error::AppError;
 use crate::service::{timeline, Context};
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.route("/feed", web::get().to(feed));
+    cfg.service(super::resource("/feed", [(Method::GET, web::to(feed))]));
 }
 
 #[utoipa::path(get, path = "/api/v1/feed", tag = "feed",
-    params(("cursor" = Option<String>, Query), ("limit" = Option<usize>, Query),
-           ("lang" = Option<String>, Query), ("tz" = Option<String>, Query)),
-    responses((status = 200, description = "{items: [ExpandedPost], nextCursor, serverTime}: the home timeline, newest first, own posts included"),
-              (status = 401, body = super::problem::Problem)),
+    params(PageQuery, PresentationQuery),
+    responses((status = 200, body = crate::service::views::Page<crate::service::views::ExpandedPost>,
+               description = "the home timeline, newest first, own posts included")),
     security(("bearer" = [])))]
 pub async fn feed(
     ctx: web::Data<Context>,

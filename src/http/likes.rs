@@ -1,23 +1,38 @@
 //! Likes on posts and comments; doing again what is done is not an error.
 
+use actix_web::http::Method;
 use actix_web::{web, HttpResponse};
 
-use super::extract::{path_id, AuthUser, MaybeAuthUser, ReadParams};
+use super::extract::{path_id, AuthUser, MaybeAuthUser, PageQuery, PresentationQuery, ReadParams};
 use crate::error::AppError;
 use crate::service::likes::{self, LikeTarget};
-use crate::service::views::LikeState;
+use crate::service::views::{LikeState, LikeView, Page};
 use crate::service::Context;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.route("/posts/{id}/like", web::put().to(like_post))
-        .route("/posts/{id}/like", web::delete().to(unlike_post))
-        .route("/comments/{id}/like", web::put().to(like_comment))
-        .route("/comments/{id}/like", web::delete().to(unlike_comment))
-        .route("/posts/{id}/likes", web::get().to(list));
+    cfg.service(super::resource(
+        "/posts/{id}/like",
+        [
+            (Method::PUT, web::to(like_post)),
+            (Method::DELETE, web::to(unlike_post)),
+        ],
+    ));
+    cfg.service(super::resource(
+        "/comments/{id}/like",
+        [
+            (Method::PUT, web::to(like_comment)),
+            (Method::DELETE, web::to(unlike_comment)),
+        ],
+    ));
+    cfg.service(super::resource(
+        "/posts/{id}/likes",
+        [(Method::GET, web::to(list))],
+    ));
 }
 
-#[utoipa::path(put, path = "/api/v1/posts/{id}/like", tag = "likes", params(("id" = i64, Path)),
-    responses((status = 200, body = LikeState), (status = 404, body = super::problem::Problem)), security(("bearer" = [])))]
+#[utoipa::path(put, path = "/api/v1/posts/{id}/like", tag = "likes", params(("id" = i64, Path, minimum = 1)),
+    responses((status = 200, body = LikeState, description = "the like state after the change; repeating it changes nothing")),
+    security(("bearer" = [])))]
 pub async fn like_post(
     ctx: web::Data<Context>,
     user: AuthUser,
@@ -27,8 +42,9 @@ pub async fn like_post(
     Ok(HttpResponse::Ok().json(likes::like(&ctx, target, user.uid).await?))
 }
 
-#[utoipa::path(delete, path = "/api/v1/posts/{id}/like", tag = "likes", params(("id" = i64, Path)),
-    responses((status = 200, body = LikeState), (status = 404, body = super::problem::Problem)), security(("bearer" = [])))]
+#[utoipa::path(delete, path = "/api/v1/posts/{id}/like", tag = "likes", params(("id" = i64, Path, minimum = 1)),
+    responses((status = 200, body = LikeState, description = "the like state after the change; repeating it changes nothing")),
+    security(("bearer" = [])))]
 pub async fn unlike_post(
     ctx: web::Data<Context>,
     user: AuthUser,
@@ -38,8 +54,9 @@ pub async fn unlike_post(
     Ok(HttpResponse::Ok().json(likes::unlike(&ctx, target, user.uid).await?))
 }
 
-#[utoipa::path(put, path = "/api/v1/comments/{id}/like", tag = "likes", params(("id" = i64, Path)),
-    responses((status = 200, body = LikeState), (status = 404, body = super::problem::Problem)), security(("bearer" = [])))]
+#[utoipa::path(put, path = "/api/v1/comments/{id}/like", tag = "likes", params(("id" = i64, Path, minimum = 1)),
+    responses((status = 200, body = LikeState, description = "the like state after the change; repeating it changes nothing")),
+    security(("bearer" = [])))]
 pub async fn like_comment(
     ctx: web::Data<Context>,
     user: AuthUser,
@@ -49,8 +66,9 @@ pub async fn like_comment(
     Ok(HttpResponse::Ok().json(likes::like(&ctx, target, user.uid).await?))
 }
 
-#[utoipa::path(delete, path = "/api/v1/comments/{id}/like", tag = "likes", params(("id" = i64, Path)),
-    responses((status = 200, body = LikeState), (status = 404, body = super::problem::Problem)), security(("bearer" = [])))]
+#[utoipa::path(delete, path = "/api/v1/comments/{id}/like", tag = "likes", params(("id" = i64, Path, minimum = 1)),
+    responses((status = 200, body = LikeState, description = "the like state after the change; repeating it changes nothing")),
+    security(("bearer" = [])))]
 pub async fn unlike_comment(
     ctx: web::Data<Context>,
     user: AuthUser,
@@ -61,8 +79,9 @@ pub async fn unlike_comment(
 }
 
 #[utoipa::path(get, path = "/api/v1/posts/{id}/likes", tag = "likes",
-    params(("id" = i64, Path), ("cursor" = Option<String>, Query), ("limit" = Option<usize>, Query)),
-    responses((status = 200, description = "{items: [LikeView], nextCursor, serverTime}")))]
+    params(("id" = i64, Path, minimum = 1), PageQuery, PresentationQuery),
+    responses((status = 200, body = Page<LikeView>, description = "the likes the viewer may see, newest first")),
+    security((), ("bearer" = [])))]
 pub async fn list(
     ctx: web::Data<Context>,
     viewer: MaybeAuthUser,

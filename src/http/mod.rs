@@ -15,7 +15,8 @@ pub mod problem;
 pub mod request_id;
 pub mod social;
 
-use actix_web::web;
+use actix_web::http::Method;
+use actix_web::{web, Resource, Route};
 
 use crate::error::AppError;
 
@@ -33,6 +34,22 @@ pub fn api(cfg: &mut web::ServiceConfig) {
             .configure(admin::routes),
     )
     .configure(ops::routes);
+}
+
+/// One path and the methods it answers; any other method gets 405 with an
+/// `Allow` header naming these (RFC 9110), not a 404 that says the path is
+/// not there.
+pub fn resource<const N: usize>(path: &str, routes: [(Method, Route); N]) -> Resource {
+    let allow: Vec<&str> = routes.iter().map(|(m, _)| m.as_str()).collect();
+    let allow = allow.join(", ");
+    let mut resource = web::resource(path).default_service(web::to(move || {
+        let allow = allow.clone();
+        async move { Err::<actix_web::HttpResponse, _>(AppError::MethodNotAllowed(allow)) }
+    }));
+    for (method, route) in routes {
+        resource = resource.route(route.method(method));
+    }
+    resource
 }
 
 /// Unknown paths answer a problem too, not an empty body.

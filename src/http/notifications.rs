@@ -1,23 +1,33 @@
 //! The signed-in user's notifications.
 
+use actix_web::http::Method;
 use actix_web::{web, HttpResponse};
 
-use super::extract::{parse_json, AuthUser, Body, ReadParams};
+use super::extract::{parse_json, AuthUser, Body, PageQuery, PresentationQuery, ReadParams};
 use crate::error::AppError;
 use crate::ids::now_ms;
-use crate::service::notifications::{self, MarkRead, Unread};
+use crate::service::notifications::{self, MarkRead, NotificationView, Unread};
+use crate::service::views::Page;
 use crate::service::Context;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.route("/notifications", web::get().to(list))
-        .route("/notifications/unread", web::get().to(unread))
-        .route("/notifications/read", web::post().to(mark_read));
+    cfg.service(super::resource(
+        "/notifications",
+        [(Method::GET, web::to(list))],
+    ));
+    cfg.service(super::resource(
+        "/notifications/unread",
+        [(Method::GET, web::to(unread))],
+    ));
+    cfg.service(super::resource(
+        "/notifications/read",
+        [(Method::POST, web::to(mark_read))],
+    ));
 }
 
 #[utoipa::path(get, path = "/api/v1/notifications", tag = "notifications",
-    params(("cursor" = Option<String>, Query), ("limit" = Option<usize>, Query)),
-    responses((status = 200, description = "{items: [NotificationView], nextCursor, serverTime}, newest first, the last 30 days"),
-              (status = 401, body = super::problem::Problem)),
+    params(PageQuery, PresentationQuery),
+    responses((status = 200, body = Page<NotificationView>, description = "newest first, the last 30 days")),
     security(("bearer" = [])))]
 pub async fn list(
     ctx: web::Data<Context>,
@@ -35,18 +45,19 @@ pub async fn unread(ctx: web::Data<Context>, user: AuthUser) -> Result<HttpRespo
     Ok(HttpResponse::Ok().json(notifications::unread(&ctx, user.uid, now_ms()).await?))
 }
 
-#[utoipa::path(post, path = "/api/v1/notifications/read", tag = "notifications", request_body = MarkRead,
-    responses((status = 200, body = Unread)), security(("bearer" = [])))]
+#[utoipa::path(post, path = "/api/v1/notifications/read", tag = "notifications", 
+    request_body(content = Option<MarkRead>, description = "optional: without a body, everything is marked read"),
+    responses((status = 200, body = Unread, description = "what is still unread")), security(("bearer" = [])))]
 pub async fn mark_read(
     ctx: web::Data<Context>,
     user: AuthUser,
     Body(body): Body,
 ) -> Result<HttpResponse, AppError> {
-    // An empty body marks everything read.
+    // No body (or `null`) marks everything read.
     let req: MarkRead = if body.iter().all(|b| b.is_ascii_whitespace()) {
         MarkRead { up_to: None }
     } else {
-        parse_json(&body)?
+        parse_json::<Option<MarkRead>>(&body)?.unwrap_or(MarkRead { up_to: None })
     };
     Ok(HttpResponse::Ok().json(notifications::mark_read(&ctx, user.uid, req, now_ms()).await?))
 }

@@ -38,14 +38,170 @@ impl Modify for BearerAuth {
     ),
     components(schemas(
         crate::service::views::LikeView, crate::service::device_names::DeviceModelView,
-        crate::service::notifications::NotificationView,
+        crate::service::notifications::NotificationView, crate::service::device_names::ImportRow,
+        super::problem::Problem,
     )),
     modifiers(&BearerAuth)
 )]
 pub struct ApiDoc;
 
-pub fn document() -> String {
-    ApiDoc::openapi()
-        .to_pretty_json()
-        .unwrap_or_else(|_| "{}".to_string())
+/// The document, built once: it is the same for the life of the process.
+pub fn document() -> &'static str {
+    static DOCUMENT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DOCUMENT.get_or_init(|| {
+        let mut doc = serde_json::to_value(ApiDoc::openapi()).unwrap_or_default();
+        complete_errors(&mut doc);
+        require_something_to_post(&mut doc);
+        link_created_to_their_uses(&mut doc);
+        serde_json::to_string_pretty(&doc).unwrap_or_else(|_| "{}".to_string())
+    })
+}
+
+const METHODS: [&str; 5] = ["get", "put", "post", "delete", "patch"];
+
+/// The statuses any operation of a kind can answer, whatever its handler
+/// says, because the extractors and the middleware answer them:
+/// - 400 where there is a query or a body to get wrong;
+/// - 401 where a bearer token is read (a bad token is never anonymous);
+/// - 404 where the path names a resource (a malformed id names nothing);
+/// - 413 where there is a body;
+/// - 429 everywhere (the budgets), 503 everywhere (overload, a store down).
+///
+/// Every error is a problem document (RFC 9457), so each error response is
+/// given that media type and schema here, with its headers.
+fn complete_errors(doc: &mut serde_json::Value) {
+    use serde_json::{json, Value};
+    let problem = json!({ "application/problem+json": {
+        "schema": { "$ref": "#/components/schemas/Problem" } } });
+    let retry_after = json!({ "Retry-After": {
+        "description": "seconds to wait before trying again",
+        "schema": { "type": "integer", "minimum": 1 } } });
+    let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for (path, item) in paths.iter_mut() {
+        for method in METHODS {
+            let Some(op) = item.get_mut(method).and_then(Value::as_object_mut) else {
+                continue;
+            };
+            let params = op.get("parameters").and_then(Value::as_array);
+            let has = |place: &str| params.is_some_and(|ps| ps.iter().any(|p| p["in"] == place));
+            let (query, in_path) = (has("query"), has("path") || path.contains('{'));
+            // A malformed id names nothing (404), but a text segment can be
+            // malformed (400).
+            let text_in_path = params.is_some_and(|ps| {
+                ps.iter()
+                    .any(|p| p["in"] == "path" && p["schema"]["type"] == "string")
+            });
+            let body = op.contains_key("requestBody");
+            let bearer = op
+                .get("security")
+                .and_then(Value::as_array)
+                .is_some_and(|reqs| reqs.iter().any(|r| r.get("bearer").is_some()));
+            let implied = [
+                (
+                    "400",
+                    query || body || text_in_path,
+                    "invalid input: `field` names the parameter or body member",
+                ),
+                (
+                    "401",
+                    bearer,
+                    "no valid bearer token: missing, unknown, expired or signed out",
+                ),
+                ("404", in_path, "not found, or not visible to the caller"),
+                ("413", body, "the body is over the size limit"),
+                ("429", true, "over a rate limit"),
+                ("503", true, "overloaded, or a store is unavailable"),
+            ];
+            let responses = op
+                .entry("responses")
+                .or_insert_with(|| json!({}))
+                .as_object_mut();
+            let Some(responses) = responses else { continue };
+            for (status, applies, description) in implied {
+                if applies && !responses.contains_key(status) {
+                    responses.insert(status.into(), json!({ "description": description }));
+                }
+            }
+            for (status, response) in responses.iter_mut() {
+                if !(status.starts_with('4') || status.starts_with('5')) {
+                    continue;
+                }
+                response["content"] = problem.clone();
+                if status == "429" || status == "503" {
+                    response["headers"] = retry_after.clone();
+                }
+            }
+        }
+    }
+}
+
+/// A post needs content that is not blank or a picture, and a PICTURE post
+/// a picture (`NewPost::parse`): rules across fields, which the derive cannot
+/// say, so they are added to the schema it made.
+fn require_something_to_post(doc: &mut serde_json::Value) {
+    use crate::domain::VISIBLE_TEXT_PATTERN;
+    let with_picture = serde_json::json!({
+        "required": ["pictureUrls"], "properties": { "pictureUrls": { "minItems": 1 } } });
+    if let Some(schema) = doc.pointer_mut("/components/schemas/NewPostRequest") {
+        schema["allOf"] = serde_json::json!([
+            { "anyOf": [
+                { "required": ["content"],
+                  "properties": { "content": { "pattern": VISIBLE_TEXT_PATTERN } } },
+                with_picture.clone(),
+            ] },
+            { "anyOf": [
+                { "properties": { "category": { "not": { "const": "PICTURE" } } } },
+                with_picture,
+            ] },
+        ]);
+    }
+}
+
+/// OpenAPI links from the answers that name a resource to the operations on
+/// it, so clients and stateful checkers (schemathesis) can follow them:
+/// a comment just made can be liked and deleted, a listed session signed out.
+fn link_created_to_their_uses(doc: &mut serde_json::Value) {
+    let links = [
+        (
+            "/api/v1/posts/{id}/comments",
+            "post",
+            "201",
+            "$response.body#/id",
+            [
+                ("DeleteComment", "/api/v1/comments/{id}", "delete"),
+                ("LikeComment", "/api/v1/comments/{id}/like", "put"),
+                ("UnlikeComment", "/api/v1/comments/{id}/like", "delete"),
+            ]
+            .as_slice(),
+        ),
+        (
+            "/api/v1/sessions",
+            "get",
+            "200",
+            "$response.body#/items/0/id",
+            [("SignOutSession", "/api/v1/sessions/{id}", "delete")].as_slice(),
+        ),
+    ];
+    for (path, method, status, value, targets) in links {
+        let pointer = format!(
+            "/paths/{}/{method}/responses/{status}",
+            escape_pointer(path)
+        );
+        let Some(response) = doc.pointer_mut(&pointer) else {
+            continue;
+        };
+        for (name, target, target_method) in targets {
+            response["links"][*name] = serde_json::json!({
+                "operationRef": format!("#/paths/{}/{target_method}", escape_pointer(target)),
+                "parameters": { "id": value },
+            });
+        }
+    }
+}
+
+/// A JSON pointer's escaping of one key (RFC 6901).
+fn escape_pointer(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
 }

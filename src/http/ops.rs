@@ -1,14 +1,21 @@
 //! Liveness, readiness and the API description, outside `/api/v1`.
 
+use actix_web::http::Method;
 use actix_web::{web, HttpResponse};
 use serde_json::json;
 
 use crate::service::Context;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.route("/healthz", web::get().to(healthz))
-        .route("/readyz", web::get().to(readyz))
-        .route("/openapi.json", web::get().to(openapi));
+    cfg.service(super::resource(
+        "/healthz",
+        [(Method::GET, web::to(healthz))],
+    ));
+    cfg.service(super::resource("/readyz", [(Method::GET, web::to(readyz))]));
+    cfg.service(super::resource(
+        "/openapi.json",
+        [(Method::GET, web::to(openapi))],
+    ));
 }
 
 /// The process is up and serving.

@@ -32,6 +32,11 @@ impl AppError {
             AppError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized", "Unauthorized"),
             AppError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden", "Forbidden"),
             AppError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found", "Not found"),
+            AppError::MethodNotAllowed(_) => (
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "Method not allowed",
+            ),
             AppError::Conflict(_) => (StatusCode::CONFLICT, "conflict", "Conflict"),
             AppError::PayloadTooLarge { .. } => (
                 StatusCode::PAYLOAD_TOO_LARGE,
@@ -95,6 +100,9 @@ impl ResponseError for AppError {
             resp.insert_header(("WWW-Authenticate", "Bearer"));
         }
         match self {
+            AppError::MethodNotAllowed(allow) => {
+                resp.insert_header(("Allow", allow.as_str()));
+            }
             AppError::RateLimited {
                 retry_after_secs, ..
             } => {

@@ -16,7 +16,7 @@ use super::loader::{from_json, to_json};
 use super::rate_limits::{self, Budget, Traffic};
 use super::views::Page;
 use super::{password_pool, with_fresh_id, Context};
-use crate::domain::user::{HeadImg, NickName, Password, Username};
+use crate::domain::user::{self, HeadImg, NickName, Password, Username};
 use crate::error::{AppError, AppResult};
 use crate::ids::now_ms;
 use crate::store::{
@@ -34,17 +34,34 @@ const DEVICE_CHARS: usize = 128;
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RegisterRequest {
+    /// Letters (stored lower-case), digits, `_`, `.`, `-`.
+    #[schema(schema_with = user::username_schema)]
     pub username: String,
+    #[schema(schema_with = user::password_schema)]
     pub password: String,
+    /// The username when absent.
     #[serde(default)]
+    #[schema(schema_with = user::nick_name_schema)]
     pub nick_name: Option<String>,
+    /// An http(s) URL, or empty for none.
     #[serde(default)]
+    #[schema(schema_with = user::head_img_schema)]
     pub head_img: Option<String>,
+}
+
+/// A password as a sign-in or a confirmation may send it: any string up to
+/// the longest a password can be (longer ones are refused before hashing).
+fn password_attempt_schema() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .max_length(Some(Password::MAX_CHARS))
+        .build()
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct LoginRequest {
     pub username: String,
+    #[schema(schema_with = password_attempt_schema)]
     pub password: String,
     /// What to call this device in the account's list of sessions; the
     /// `User-Agent` when absent.
@@ -55,13 +72,16 @@ pub struct LoginRequest {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct AccountDeletion {
     /// The account's password, asked again.
+    #[schema(schema_with = password_attempt_schema)]
     pub password: String,
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PasswordChange {
+    #[schema(schema_with = password_attempt_schema)]
     pub old_password: String,
+    #[schema(schema_with = user::password_schema)]
     pub new_password: String,
 }
 
@@ -98,8 +118,11 @@ pub struct Authed {
 #[serde(rename_all = "camelCase")]
 pub struct ProfilePatch {
     #[serde(default)]
+    #[schema(schema_with = user::nick_name_schema)]
     pub nick_name: Option<String>,
+    /// An http(s) URL, or empty to remove the picture.
     #[serde(default)]
+    #[schema(schema_with = user::head_img_schema)]
     pub head_img: Option<String>,
 }
 
@@ -513,10 +536,17 @@ pub async fn change_password(ctx: &Context, who: &Authed, req: PasswordChange) -
 }
 
 /// Checks the signed-in account's password again before a change that
-/// needs it; a wrong one is a failed sign-in (400 naming `field`).
+/// needs it. A wrong one is a failed sign-in, and 403: the request is well
+/// formed (a 400 would tell a client to fix its input), the caller is just
+/// not allowed to make the change.
 async fn confirm_password(ctx: &Context, uid: i64, password: String, field: &str) -> AppResult<()> {
-    let wrong = || AppError::invalid(field, "the password is not right");
-    Password::check_length(&password).map_err(|_| wrong())?;
+    let wrong = || AppError::Forbidden("the password is not right");
+    Password::check_length(&password).map_err(|_| {
+        AppError::invalid(
+            field,
+            format!("must be at most {} characters", Password::MAX_CHARS),
+        )
+    })?;
     let user = me_doc(ctx, uid).await?;
     let limits = ctx.settings.rate_limits.as_ref();
     enforce(

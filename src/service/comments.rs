@@ -36,12 +36,9 @@ pub async fn create_comment(
                         uid: p.author_uid,
                     })
                 }
-                _ => {
-                    return Err(AppError::invalid(
-                        "replyToCommentId",
-                        "no such comment on this post",
-                    ))
-                }
+                // 404, not 400: the request is well formed, the comment it
+                // names is not there (for this viewer, on this post).
+                _ => return Err(AppError::NotFound("reply-to comment")),
             }
         }
     };

@@ -19,6 +19,8 @@ use crate::ids::now_ms;
 use crate::store::{DeviceModelDoc, DocStore, LiveStore};
 
 pub const MAX_IMPORT_ROWS: usize = 10_000;
+/// Enough for `MAX_IMPORT_ROWS` rows of typical length.
+pub const MAX_IMPORT_BYTES: usize = 4 * 1024 * 1024;
 
 #[derive(Default)]
 pub struct DeviceNames {
@@ -174,11 +176,14 @@ pub async fn delete(ctx: &Context, model: &str) -> AppResult<()> {
     announce(ctx).await
 }
 
-#[derive(Deserialize)]
+/// One row of a JSON import.
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct ImportRow {
+pub struct ImportRow {
+    #[schema(schema_with = crate::domain::device::model_schema)]
     model: String,
     #[serde(flatten)]
+    #[schema(inline)]
     rest: DeviceModelRequest,
 }
 
@@ -270,9 +275,66 @@ pub async fn import(ctx: &Context, admin: i64, models: Vec<DeviceModel>) -> AppR
     Ok(docs.len())
 }
 
+/// What a CSV import may look like, for the OpenAPI document: the header
+/// row, then rows with as many fields, each without commas, quotes or line
+/// breaks, names and models starting with a visible character, within
+/// their lengths. The parser also takes quoted fields and any column order;
+/// this is the plain form every spreadsheet writes.
+pub fn csv_import_schema() -> utoipa::openapi::Object {
+    const FIELD: &str = r#"[^,"\u0000-\u001F\u007F-\u009F]"#;
+    const VISIBLE: &str =
+        r#"[^,"\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"#;
+    let model = format!(
+        "{VISIBLE}{FIELD}{{0,{}}}",
+        crate::domain::device::MAX_MODEL_CHARS - 1
+    );
+    let name = format!(
+        "{VISIBLE}{FIELD}{{0,{}}}",
+        crate::domain::device::MAX_DISPLAY_NAME_CHARS - 1
+    );
+    let brand = format!(
+        "{FIELD}{{0,{}}}",
+        crate::domain::device::MAX_DISPLAY_NAME_CHARS
+    );
+    let pattern = format!(
+        "^(model,zh,en(\\r?\\n{model},{name},{name})+|model,zh,en,brand(\\r?\\n{model},{name},{name},{brand})+)(\\r?\\n)?$"
+    );
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .pattern(Some(pattern))
+        // The row limit is not in the pattern: a bounded repeat of a
+        // group this size is past what regex engines will compile.
+        .description(Some(format!("at most {MAX_IMPORT_ROWS} rows")))
+        .build()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_csv_of_the_documented_shape_imports() {
+        let schema = serde_json::to_value(csv_import_schema()).unwrap();
+        let shape = regex::Regex::new(schema["pattern"].as_str().unwrap()).unwrap();
+        let samples = [
+            "model,zh,en\nONEPLUS A6000,一加 6,OnePlus 6",
+            "model,zh,en\r\nx,y,z\r\n",
+            "model,zh,en,brand\nSM-G9910,三星 S21 ,Galaxy S21,\nM2004,红米,Redmi,Xiaomi\n",
+            "model,zh,en\nx\u{3000},y ,z",
+        ];
+        for csv in samples {
+            assert!(shape.is_match(csv), "{csv:?}");
+            parse_import(csv.as_bytes(), ImportFormat::Csv).unwrap();
+        }
+        for not_shaped in [
+            "model,zh,en",
+            "model,zh,en\n,y,z",
+            "model,zh,en\n\"a\",y,z",
+            "zh,en,model\nx,y,z",
+        ] {
+            assert!(!shape.is_match(not_shaped), "{not_shaped:?}");
+        }
+    }
 
     #[test]
     fn unmapped_models_show_raw_and_mapped_ones_by_language() {

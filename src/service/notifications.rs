@@ -111,7 +111,7 @@ pub struct Unread {
 #[serde(rename_all = "camelCase")]
 pub struct MarkRead {
     /// Marks notifications up to this id read; all of them when absent.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::domain::optional_id")]
     pub up_to: Option<i64>,
 }
 

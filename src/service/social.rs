@@ -75,7 +75,7 @@ async fn before_write(ctx: &Context, me: i64, them: i64) -> AppResult<Before> {
 /// The target must exist, not be the actor, and not be hidden by a block.
 async fn target(ctx: &Context, me: i64, them: i64) -> AppResult<UserCard> {
     if me == them {
-        return Err(AppError::invalid("uid", "that is you"));
+        return Err(AppError::Conflict("that is you".into()));
     }
     load_cards(ctx, &[them])
         .await?
@@ -234,7 +234,7 @@ pub async fn block(ctx: &Context, me: i64, them: i64) -> AppResult<BlockState> {
 #[tracing::instrument(skip(ctx))]
 pub async fn unblock(ctx: &Context, me: i64, them: i64) -> AppResult<BlockState> {
     if me == them {
-        return Err(AppError::invalid("uid", "that is you"));
+        return Err(AppError::Conflict("that is you".into()));
     }
     let before = before_write(ctx, me, them).await?;
     ctx.docs.delete_block(me, them).await?;

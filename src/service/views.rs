@@ -75,11 +75,13 @@ pub struct LikeState {
 }
 
 /// One page of a list; `nextCursor` is null on the last page.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Page<T> {
     pub items: Vec<T>,
+    /// Pass as `cursor` for the next page; null on the last one.
     pub next_cursor: Option<String>,
+    /// The server's clock (ms since the epoch), for relative times.
     pub server_time: i64,
 }
 

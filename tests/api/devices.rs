@@ -203,3 +203,33 @@ async fn every_instance_sees_a_device_change_within_a_second() {
     }
     assert_eq!(shown, "谷歌 Pixel 8");
 }
+
+/// A whole table is larger than the body limit of every other request; an
+/// admin may send one, anybody else is refused before it is read.
+#[tokio::test]
+async fn a_table_larger_than_other_bodies_imports_for_an_admin_only() {
+    let app = spawn_app().await;
+    let admin = app.admin().await;
+    let mut csv = String::from("model,zh,en\n");
+    for i in 0..3000 {
+        csv.push_str(&format!(
+            "PHONE-MODEL-{i:05},手机型号 {i},Phone model number {i}\n"
+        ));
+    }
+    assert!(csv.len() > 64 * 1024, "{}", csv.len());
+    let send = |token: String, body: String| {
+        app.client
+            .post(format!("{}/api/v1/admin/device-models/import", app.base))
+            .bearer_auth(token)
+            .header("content-type", "text/csv")
+            .body(body)
+            .send()
+    };
+    let user = app.user("notadmin").await;
+    let refused = send(user.token.clone(), csv.clone()).await.unwrap();
+    assert_eq!(refused.status().as_u16(), 403);
+    let resp = send(admin.token.clone(), csv).await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(body["imported"], 3000);
+}

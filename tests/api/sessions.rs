@@ -126,10 +126,7 @@ async fn a_password_change_signs_out_every_other_session() {
         json!({"oldPassword": "not-my-password", "newPassword": "a-new-password-9"}),
     )
     .await;
-    assert_eq!(
-        assert_problem(&wrong, 400, "invalid_input")["field"],
-        "oldPassword"
-    );
+    assert_problem(&wrong, 403, "forbidden");
     let short = put(
         laptop.clone(),
         json!({"oldPassword": "password-123", "newPassword": "short"}),

@@ -87,7 +87,7 @@ async fn following_is_idempotent_and_counted_and_listed() {
     let r = app
         .put(&format!("/api/v1/users/{}/follow", a.uid), Some(&a.token))
         .await;
-    assert_problem(&r, 400, "invalid_input");
+    assert_problem(&r, 409, "conflict");
     assert_problem(
         &app.put("/api/v1/users/1000000000000001/follow", Some(&a.token))
             .await,
@@ -320,7 +320,7 @@ async fn blocking_cuts_follows_both_ways_and_hides_each_from_the_other() {
             None,
         )
         .await;
-    assert_problem(&r, 400, "invalid_input");
+    assert_problem(&r, 409, "conflict");
 }
 
 async fn befriend(app: &TestApp, a: &User, b: &User) {

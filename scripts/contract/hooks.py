@@ -1,0 +1,68 @@
+"""Schemathesis hooks for scripts/contract.sh: signs the fuzzer in.
+
+Every operation runs signed in as an ordinary user, admin routes as the
+admin. The fuzzer may sign its own session out (DELETE /sessions/current,
+DELETE /sessions, DELETE /sessions/{id} with its own id); schemathesis then
+sees a 401, drops the cached token and asks `get` again, which signs in
+anew. If the account is gone or its password changed, a new one is made.
+"""
+
+import itertools
+import os
+
+import requests
+import schemathesis
+
+BASE = os.environ["CONTRACT_BASE_URL"].rstrip("/")
+ADMIN = (os.environ["CONTRACT_ADMIN_USERNAME"], os.environ["CONTRACT_ADMIN_PASSWORD"])
+PASSWORD = "contract-password-1"
+_accounts = itertools.count(1)
+_user = {"name": None}
+
+
+def _sign_in(username, password):
+    r = requests.post(
+        f"{BASE}/api/v1/sessions",
+        json={"username": username, "password": password, "device": "schemathesis"},
+        timeout=30,
+    )
+    return r.json()["token"] if r.status_code == 201 else None
+
+
+def _user_token():
+    if _user["name"]:
+        token = _sign_in(_user["name"], PASSWORD)
+        if token:
+            return token
+    # First use, or the account was deleted or its password changed.
+    name = f"contract{os.getpid()}n{next(_accounts)}"
+    r = requests.post(
+        f"{BASE}/api/v1/users",
+        json={"username": name, "password": PASSWORD, "nickName": "Contract"},
+        timeout=30,
+    )
+    r.raise_for_status()
+    _user["name"] = name
+    token = _sign_in(name, PASSWORD)
+    if token is None:
+        raise RuntimeError("a just-registered account could not sign in")
+    return token
+
+
+def _role(case, ctx):
+    return "admin" if "/admin/" in ctx.operation.path else "user"
+
+
+@schemathesis.auth(cache_by_key=_role)
+class SignedIn:
+    def get(self, case, ctx):
+        if _role(case, ctx) == "admin":
+            token = _sign_in(*ADMIN)
+            if token is None:
+                raise RuntimeError("the admin could not sign in")
+            return token
+        return _user_token()
+
+    def set(self, case, data, ctx):
+        case.headers = case.headers or {}
+        case.headers["Authorization"] = f"Bearer {data}"
