@@ -1,9 +1,15 @@
-//! Typed settings read from the environment (DESIGN.md's table), validated once at start-up.
+//! Typed settings read from the environment, validated once at start-up.
+//!
+//! [`VARIABLES`] is the one list of settings: `from_lookup` reads exactly the
+//! variables in it, `moments --help` and the README's table are generated
+//! from it, and any other `MOMENTS_*` variable is warned about at start-up as
+//! a likely typo.
 
 use std::fmt;
 use std::path::PathBuf;
 
 use crate::domain::addr::IpBlock;
+use crate::domain::user::{Password, Username};
 
 #[derive(Clone)]
 pub struct Secret(String);
@@ -100,6 +106,16 @@ impl Default for RateLimits {
     }
 }
 
+/// How log lines are written (`MOMENTS_LOG_FORMAT`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LogFormat {
+    /// One readable line per event.
+    #[default]
+    Text,
+    /// One JSON object per line, for log collectors.
+    Json,
+}
+
 #[derive(Clone, Debug)]
 pub struct Settings {
     pub listen: String,
@@ -140,6 +156,12 @@ pub struct Settings {
     pub instance_id: Option<u16>,
     /// Accounts one account may follow.
     pub max_following: u64,
+    /// Where `/metrics` is served without a token; `None`: on the main
+    /// port, to an admin's token.
+    pub metrics_listen: Option<String>,
+    /// How long a stopping server waits for in-flight requests and fan-outs.
+    pub shutdown_timeout_secs: u64,
+    pub log_format: LogFormat,
 }
 
 impl Default for Settings {
@@ -165,13 +187,575 @@ impl Default for Settings {
             trusted_proxies: Vec::new(),
             instance_id: None,
             max_following: 5000,
+            metrics_listen: None,
+            shutdown_timeout_secs: 20,
+            log_format: LogFormat::Text,
         }
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-#[error("configuration: {0}")]
-pub struct ConfigError(String);
+/// Every setting refused, each message naming its variable and what it
+/// allows.
+#[derive(Debug)]
+pub struct ConfigError(Vec<String>);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.as_slice() {
+            [one] => f.write_str(one),
+            many => {
+                write!(f, "{} settings are invalid:", many.len())?;
+                for m in many {
+                    write!(f, "\n  {m}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// A setting's value when its variable is unset.
+#[derive(Clone, Copy, Debug)]
+pub enum DefaultValue {
+    /// A value one could set the variable to, with the same effect.
+    Literal(&'static str),
+    /// No value; what the service does instead ("unset", "one per core").
+    Described(&'static str),
+}
+
+impl DefaultValue {
+    pub fn text(&self) -> &'static str {
+        match self {
+            DefaultValue::Literal(s) | DefaultValue::Described(s) => s,
+        }
+    }
+}
+
+/// How a refused value is quoted back: some carry credentials.
+#[derive(Clone, Copy, Debug)]
+enum Echo {
+    Plain,
+    /// A URL, shown without the user and password before its `@`.
+    Credentials,
+    /// Only its length.
+    Secret,
+}
+
+/// Why a value was refused, beyond what [`Variable::allowed`] says.
+#[derive(Debug, Default)]
+struct Refused(Option<String>);
+
+type Apply = fn(&mut Draft, &str) -> Result<(), Refused>;
+
+/// One `MOMENTS_*` setting.
+#[derive(Debug)]
+pub struct Variable {
+    pub name: &'static str,
+    pub default: DefaultValue,
+    /// What a value must be, worded to follow "must be".
+    pub allowed: &'static str,
+    /// What the setting does.
+    pub meaning: &'static str,
+    echo: Echo,
+    apply: Apply,
+}
+
+impl Variable {
+    fn refusal(&self, raw: &str, why: Refused) -> String {
+        let got = match self.echo {
+            Echo::Plain => format!("{raw:?}"),
+            Echo::Credentials => format!("{:?}", without_credentials(raw)),
+            Echo::Secret => format!("{} characters", raw.chars().count()),
+        };
+        match why.0 {
+            None => format!("{} must be {}; got {got}", self.name, self.allowed),
+            Some(detail) => format!(
+                "{} must be {}; got {got} ({detail})",
+                self.name, self.allowed
+            ),
+        }
+    }
+}
+
+/// Settings being read. The admin pair and the rate budgets are only
+/// settled once every variable has been seen.
+struct Draft {
+    settings: Settings,
+    rate_limits_on: bool,
+    rates: RateLimits,
+    admin_username: Option<String>,
+    admin_password: Option<Secret>,
+}
+
+const RATE: &str = "COUNT/WINDOW, such as 10/15m (the window in s, m, h or d)";
+const HOST_PORT: &str =
+    "HOST:PORT, such as 0.0.0.0:8080 (an IPv6 host in brackets; port 0 picks a \
+                         free port)";
+
+/// Every setting, in the order `--help` and the README list them.
+pub const VARIABLES: &[Variable] = &[
+    Variable {
+        name: "MOMENTS_LISTEN",
+        default: DefaultValue::Literal("127.0.0.1:8080"),
+        allowed: HOST_PORT,
+        meaning: "the address the API is served on",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.listen = host_port(v)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_MONGODB_URI",
+        default: DefaultValue::Described("unset"),
+        allowed: "a mongodb:// or mongodb+srv:// URI",
+        meaning: "MongoDB, for the documents; unset, they are kept in the embedded store under \
+                  MOMENTS_DATA_DIR",
+        echo: Echo::Credentials,
+        apply: |d, v| {
+            d.settings.mongodb_uri = Some(url(v, &["mongodb://", "mongodb+srv://"])?);
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_MONGODB_DB",
+        default: DefaultValue::Literal("moments"),
+        allowed: "a database name of at most 63 bytes, without spaces or any of / \\ . \" $",
+        meaning: "the MongoDB database",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            let ok = v.len() <= 63
+                && !v
+                    .chars()
+                    .any(|c| c.is_whitespace() || c.is_control() || "/\\.\"$".contains(c));
+            if !ok {
+                return Err(Refused::default());
+            }
+            d.settings.mongodb_db = v.to_string();
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_REDIS_URL",
+        default: DefaultValue::Described("unset"),
+        allowed: "a redis://, rediss://, redis+unix:// or unix:// URL",
+        meaning: "Redis, for the live state; unset, it is kept in process (one instance only)",
+        echo: Echo::Credentials,
+        apply: |d, v| {
+            d.settings.redis_url = Some(url(
+                v,
+                &["redis://", "rediss://", "redis+unix://", "unix://"],
+            )?);
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_REDIS_PREFIX",
+        default: DefaultValue::Described("empty"),
+        allowed: "any text",
+        meaning: "prepended to every Redis key, so several deployments can share one Redis",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.redis_prefix = v.to_string();
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_DATA_DIR",
+        default: DefaultValue::Literal("./data"),
+        allowed: "a directory path",
+        meaning: "where the embedded store keeps its file (when MOMENTS_MONGODB_URI is unset)",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.data_dir = PathBuf::from(v);
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_ADMIN_USERNAME",
+        default: DefaultValue::Described("unset"),
+        allowed: "3 to 32 letters, digits, '_', '.' or '-'",
+        meaning: "with MOMENTS_ADMIN_PASSWORD (both or neither): that admin account exists after \
+                  start-up; an existing account without the admin role is never promoted",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            Username::parse(v).map_err(|_| Refused::default())?;
+            d.admin_username = Some(v.to_string());
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_ADMIN_PASSWORD",
+        default: DefaultValue::Described("unset"),
+        allowed: "8 to 128 characters",
+        meaning: "the admin's password (with MOMENTS_ADMIN_USERNAME); changing it signs out the \
+                  admin's sessions",
+        echo: Echo::Secret,
+        apply: |d, v| {
+            Password::parse(v).map_err(|_| Refused::default())?;
+            d.admin_password = Some(Secret::new(v));
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_BODY_LIMIT",
+        default: DefaultValue::Literal("65536"),
+        allowed: "a whole number of bytes, at least 1",
+        meaning: "request bodies above this many bytes get 413",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.body_limit = whole_usize(v, 1, usize::MAX)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_LIVE_TTL_SECS",
+        default: DefaultValue::Literal("259200"),
+        allowed: "a whole number of seconds, at least 60",
+        meaning: "how long derived Redis keys live without being rebuilt",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.live_ttl_secs = whole(v, 60, u64::MAX)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_LIVE_MAX_ENTRIES",
+        default: DefaultValue::Literal("1000000"),
+        allowed: "a whole number, at least 1000",
+        meaning: "cached values the in-process live state holds; past it the least recently used \
+                  tenth is evicted",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.live_max_entries = whole_usize(v, 1000, usize::MAX)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_POST_ID_ARRAY_CAP",
+        default: DefaultValue::Literal("10000"),
+        allowed: "a whole number, at least 1",
+        meaning: "newest ids kept in a post's comments_postid and likes_postid",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.post_id_array_cap = whole_usize(v, 1, usize::MAX)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_DEVICE_REFRESH_MS",
+        default: DefaultValue::Literal("500"),
+        allowed: "a whole number of milliseconds, at least 50",
+        meaning: "how often each instance checks whether an admin changed the device table",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.device_refresh_ms = whole(v, 50, u64::MAX)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_ACTIVE_DAYS",
+        default: DefaultValue::Literal("7"),
+        allowed: "a whole number of days",
+        meaning:
+            "followers inactive for longer are not pushed new posts (0: push to nobody, build \
+                  every timeline on read)",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.active_days = whole(v, 0, u64::MAX)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_CELEBRITY_FOLLOWERS",
+        default: DefaultValue::Literal("10000"),
+        allowed: "a whole number",
+        meaning: "authors with more followers are pulled at read time, never pushed",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.celebrity_followers = whole(v, 0, u64::MAX)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_TIMELINE_MAX",
+        default: DefaultValue::Literal("800"),
+        allowed: "a whole number, at least 1",
+        meaning: "entries a cached home timeline keeps; older pages come from the documents",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.timeline_max = whole_usize(v, 1, usize::MAX)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_WORKERS",
+        default: DefaultValue::Described("one per core"),
+        allowed: "a whole number, at least 1",
+        meaning: "HTTP worker threads",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.workers = Some(whole_usize(v, 1, usize::MAX)?);
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_INSTANCE_ID",
+        default: DefaultValue::Described("leased"),
+        allowed: "a whole number from 0 to 31",
+        meaning: "the instance bits of generated ids, distinct per instance; unset, each instance \
+                  leases a free one from the documents (and renews it every 15 s)",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            let id = whole(v, 0, u64::from(crate::ids::MAX_INSTANCE))?;
+            d.settings.instance_id = Some(u16::try_from(id).map_err(|_| Refused::default())?);
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_MAX_FOLLOWING",
+        default: DefaultValue::Literal("5000"),
+        allowed: "a whole number, at least 1",
+        meaning: "accounts one account may follow (one more: 409)",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.max_following = whole(v, 1, u64::MAX)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_RATE_LIMITS",
+        default: DefaultValue::Literal("on"),
+        allowed: "on or off",
+        meaning: "off turns every rate limit off (load tests, trusted networks)",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.rate_limits_on = one_of(v, &[("on", true), ("off", false)])?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_RATE_LOGIN_FAILURES",
+        default: DefaultValue::Literal("10/15m"),
+        allowed: RATE,
+        meaning: "failed sign-ins per account, whatever the address",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.rates.login_failures = rate(v)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_RATE_LOGINS_PER_IP",
+        default: DefaultValue::Literal("300/15m"),
+        allowed: RATE,
+        meaning: "sign-in attempts per client address",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.rates.logins_per_ip = rate(v)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_RATE_SIGNUPS_PER_IP",
+        default: DefaultValue::Literal("300/1h"),
+        allowed: RATE,
+        meaning: "registrations per client address (enough for a school or office behind one \
+                  address)",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.rates.signups_per_ip = rate(v)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_RATE_WRITES",
+        default: DefaultValue::Literal("120/1m"),
+        allowed: RATE,
+        meaning: "writes (posts, comments, likes, follows, blocks...) per account",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.rates.writes = rate(v)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_RATE_WRITES_PER_IP",
+        default: DefaultValue::Literal("1200/1m"),
+        allowed: RATE,
+        meaning: "writes per client address",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.rates.writes_per_ip = rate(v)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_RATE_READS",
+        default: DefaultValue::Literal("1200/1m"),
+        allowed: RATE,
+        meaning: "reads per account",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.rates.reads = rate(v)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_RATE_READS_PER_IP",
+        default: DefaultValue::Literal("6000/1m"),
+        allowed: RATE,
+        meaning: "reads per client address, signed in or not",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.rates.reads_per_ip = rate(v)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_TRUSTED_PROXIES",
+        default: DefaultValue::Described("none"),
+        allowed: "comma-separated addresses or blocks, such as 10.0.0.0/8,::1",
+        meaning: "peers whose X-Forwarded-For names the client",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.trusted_proxies = v
+                .split(',')
+                .filter(|p| !p.trim().is_empty())
+                .map(IpBlock::parse)
+                .collect::<Result<_, _>>()
+                .map_err(|e| Refused(Some(e)))?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_METRICS_LISTEN",
+        default: DefaultValue::Described("unset"),
+        allowed: HOST_PORT,
+        meaning: "serve /metrics on this address without a token, instead of on the main port to \
+                  an admin's token",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.metrics_listen = Some(host_port(v)?);
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_SHUTDOWN_TIMEOUT_SECS",
+        default: DefaultValue::Literal("20"),
+        allowed: "a whole number of seconds, 1 to 600",
+        meaning: "how long a stopping server waits for in-flight requests and fan-outs",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.shutdown_timeout_secs = whole(v, 1, 600)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_LOG_FORMAT",
+        default: DefaultValue::Literal("text"),
+        allowed: "text or json",
+        meaning: "text: one readable line per event; json: one JSON object per line, with the \
+                  fields of its spans (such as the request id)",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.log_format =
+                one_of(v, &[("text", LogFormat::Text), ("json", LogFormat::Json)])?;
+            Ok(())
+        },
+    },
+];
+
+/// The setting named exactly `name`, if there is one.
+pub fn variable(name: &str) -> Option<&'static Variable> {
+    VARIABLES.iter().find(|v| v.name == name)
+}
+
+/// Digits only: `u64::from_str` would also take `+5`.
+fn whole(v: &str, min: u64, max: u64) -> Result<u64, Refused> {
+    let v = v.trim();
+    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(Refused::default());
+    }
+    let n: u64 = v.parse().map_err(|_| Refused::default())?;
+    if (min..=max).contains(&n) {
+        Ok(n)
+    } else {
+        Err(Refused::default())
+    }
+}
+
+fn whole_usize(v: &str, min: usize, max: usize) -> Result<usize, Refused> {
+    let n = whole(v, min as u64, max as u64)?;
+    usize::try_from(n).map_err(|_| Refused::default())
+}
+
+/// One of `choices`, in any case.
+fn one_of<T: Copy>(v: &str, choices: &[(&str, T)]) -> Result<T, Refused> {
+    let v = v.trim();
+    choices
+        .iter()
+        .find(|(word, _)| word.eq_ignore_ascii_case(v))
+        .map(|(_, value)| *value)
+        .ok_or_else(Refused::default)
+}
+
+fn rate(v: &str) -> Result<Rate, Refused> {
+    Rate::parse(v).map_err(|_| Refused::default())
+}
+
+/// `HOST:PORT`; whether the host resolves is left to binding it.
+fn host_port(v: &str) -> Result<String, Refused> {
+    let v = v.trim();
+    let (host, port) = v.rsplit_once(':').ok_or_else(Refused::default)?;
+    let port_ok =
+        !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) && port.parse::<u16>().is_ok();
+    let host_ok = match host.strip_prefix('[') {
+        Some(inner) => inner
+            .strip_suffix(']')
+            .is_some_and(|ip| ip.parse::<std::net::Ipv6Addr>().is_ok()),
+        None => {
+            !host.is_empty()
+                && host
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+        }
+    };
+    if port_ok && host_ok {
+        Ok(v.to_string())
+    } else {
+        Err(Refused::default())
+    }
+}
+
+/// A URL in one of `schemes`, with something after the scheme.
+fn url(v: &str, schemes: &[&str]) -> Result<String, Refused> {
+    let v = v.trim();
+    let ok = !v.contains(char::is_whitespace)
+        && schemes.iter().any(|s| {
+            v.get(..s.len()).is_some_and(|p| p.eq_ignore_ascii_case(s)) && v.len() > s.len()
+        });
+    if ok {
+        Ok(v.to_string())
+    } else {
+        Err(Refused::default())
+    }
+}
+
+/// `v` with whatever precedes its last `@` (after the scheme, if any)
+/// hidden, so an error never prints a store's password.
+fn without_credentials(v: &str) -> String {
+    let Some(at) = v.rfind('@') else {
+        return v.to_string();
+    };
+    let start = v.find("://").map_or(0, |i| i + 3);
+    if start > at {
+        return v.to_string();
+    }
+    format!("{}***{}", &v[..start], &v[at..])
+}
 
 impl Settings {
     /// Reads `MOMENTS_*` variables over the defaults.
@@ -179,126 +763,181 @@ impl Settings {
         Self::from_lookup(|k| std::env::var(k).ok())
     }
 
+    /// Reads each variable in [`VARIABLES`] through `get`, and no other.
+    /// Every refused value is reported, not just the first. An empty value
+    /// counts as unset (`docker compose` passes `${X:-}` as empty).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let mut s = Settings::default();
-        let non_empty = |k: &str| get(k).filter(|v| !v.trim().is_empty());
-        if let Some(v) = non_empty("MOMENTS_LISTEN") {
-            s.listen = v;
-        }
-        s.mongodb_uri = non_empty("MOMENTS_MONGODB_URI");
-        if let Some(v) = non_empty("MOMENTS_MONGODB_DB") {
-            s.mongodb_db = v;
-        }
-        s.redis_url = non_empty("MOMENTS_REDIS_URL");
-        if let Some(v) = non_empty("MOMENTS_REDIS_PREFIX") {
-            s.redis_prefix = v;
-        }
-        if let Some(v) = non_empty("MOMENTS_DATA_DIR") {
-            s.data_dir = PathBuf::from(v);
-        }
-        match (
-            non_empty("MOMENTS_ADMIN_USERNAME"),
-            non_empty("MOMENTS_ADMIN_PASSWORD"),
-        ) {
-            (Some(u), Some(p)) => s.admin = Some((u, Secret::new(p))),
-            (None, None) => {}
-            _ => {
-                return Err(ConfigError(
-                    "set both MOMENTS_ADMIN_USERNAME and MOMENTS_ADMIN_PASSWORD (8 to 128 \
-                     characters), or neither"
-                        .into(),
-                ))
-            }
-        }
-        let number = |k: &str| -> Result<Option<u64>, ConfigError> {
-            non_empty(k)
-                .map(|v| {
-                    v.trim()
-                        .parse::<u64>()
-                        .map_err(|_| ConfigError(format!("{k} must be a whole number, got {v:?}")))
-                })
-                .transpose()
+        let mut draft = Draft {
+            settings: Settings::default(),
+            rate_limits_on: true,
+            rates: RateLimits::default(),
+            admin_username: None,
+            admin_password: None,
         };
-        if let Some(v) = number("MOMENTS_BODY_LIMIT")? {
-            s.body_limit = v as usize;
-        }
-        if let Some(v) = number("MOMENTS_LIVE_TTL_SECS")? {
-            s.live_ttl_secs = v.max(60);
-        }
-        if let Some(v) = number("MOMENTS_POST_ID_ARRAY_CAP")? {
-            s.post_id_array_cap = (v as usize).max(1);
-        }
-        if let Some(v) = number("MOMENTS_DEVICE_REFRESH_MS")? {
-            s.device_refresh_ms = v.max(50);
-        }
-        if let Some(v) = number("MOMENTS_LIVE_MAX_ENTRIES")? {
-            s.live_max_entries = v as usize;
-        }
-        if let Some(v) = number("MOMENTS_ACTIVE_DAYS")? {
-            s.active_days = v;
-        }
-        if let Some(v) = number("MOMENTS_CELEBRITY_FOLLOWERS")? {
-            s.celebrity_followers = v;
-        }
-        if let Some(v) = number("MOMENTS_TIMELINE_MAX")? {
-            s.timeline_max = (v as usize).max(1);
-        }
-        if let Some(v) = number("MOMENTS_WORKERS")? {
-            s.workers = Some((v as usize).max(1));
-        }
-        if let Some(v) = number("MOMENTS_MAX_FOLLOWING")? {
-            s.max_following = v.max(1);
-        }
-        if let Some(v) = number("MOMENTS_INSTANCE_ID")? {
-            let max = u64::from(crate::ids::MAX_INSTANCE);
-            if v > max {
-                return Err(ConfigError(format!(
-                    "MOMENTS_INSTANCE_ID must be 0 to {max}, got {v}; or leave it unset to lease one"
-                )));
-            }
-            s.instance_id = Some(v as u16);
-        }
-        if let Some(v) = non_empty("MOMENTS_TRUSTED_PROXIES") {
-            s.trusted_proxies = v
-                .split(',')
-                .filter(|p| !p.trim().is_empty())
-                .map(IpBlock::parse)
-                .collect::<Result<_, _>>()
-                .map_err(|e| ConfigError(format!("MOMENTS_TRUSTED_PROXIES: {e}")))?;
-        }
-        match non_empty("MOMENTS_RATE_LIMITS").map(|v| v.trim().to_lowercase()) {
-            None => {}
-            Some(v) if v == "on" => {}
-            Some(v) if v == "off" => s.rate_limits = None,
-            Some(v) => {
-                return Err(ConfigError(format!(
-                    "MOMENTS_RATE_LIMITS must be on or off, got {v:?}"
-                )))
+        let mut errors = Vec::new();
+        let mut set = Vec::new();
+        for var in VARIABLES {
+            let Some(raw) = get(var.name).filter(|v| !v.trim().is_empty()) else {
+                continue;
+            };
+            set.push(var.name);
+            if let Err(why) = (var.apply)(&mut draft, &raw) {
+                errors.push(var.refusal(&raw, why));
             }
         }
-        if let Some(limits) = s.rate_limits.as_mut() {
-            let rates: [(&str, &mut Rate); 7] = [
-                ("MOMENTS_RATE_LOGIN_FAILURES", &mut limits.login_failures),
-                ("MOMENTS_RATE_LOGINS_PER_IP", &mut limits.logins_per_ip),
-                ("MOMENTS_RATE_SIGNUPS_PER_IP", &mut limits.signups_per_ip),
-                ("MOMENTS_RATE_WRITES", &mut limits.writes),
-                ("MOMENTS_RATE_WRITES_PER_IP", &mut limits.writes_per_ip),
-                ("MOMENTS_RATE_READS", &mut limits.reads),
-                ("MOMENTS_RATE_READS_PER_IP", &mut limits.reads_per_ip),
-            ];
-            for (name, rate) in rates {
-                if let Some(v) = non_empty(name) {
-                    *rate = Rate::parse(&v).map_err(|e| ConfigError(format!("{name}: {e}")))?;
-                }
-            }
+        let mut s = draft.settings;
+        let admin_set =
+            ["MOMENTS_ADMIN_USERNAME", "MOMENTS_ADMIN_PASSWORD"].map(|n| set.contains(&n));
+        if admin_set[0] != admin_set[1] {
+            errors.push(
+                "set both MOMENTS_ADMIN_USERNAME and MOMENTS_ADMIN_PASSWORD (8 to 128 \
+                 characters), or neither"
+                    .into(),
+            );
         }
-        Ok(s)
+        if let (Some(u), Some(p)) = (draft.admin_username, draft.admin_password) {
+            s.admin = Some((u, p));
+        }
+        s.rate_limits = draft.rate_limits_on.then_some(draft.rates);
+        if errors.is_empty() {
+            Ok(s)
+        } else {
+            Err(ConfigError(errors))
+        }
     }
+}
+
+/// A `MOMENTS_*` variable that is not a setting: most likely a typo, which
+/// would otherwise leave the default silently in force.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownVariable {
+    pub name: String,
+    /// The closest setting's name, if one is close.
+    pub suggestion: Option<&'static str>,
+}
+
+impl fmt::Display for UnknownVariable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} is not a moments setting and is ignored", self.name)?;
+        match self.suggestion {
+            Some(s) => write!(f, "; did you mean {s}?"),
+            None => f.write_str(" (moments --help lists the settings)"),
+        }
+    }
+}
+
+/// The names among `names` (an environment's) that look like settings but
+/// are none, sorted, each with the closest setting within 3 edits.
+pub fn unknown_variables<S: AsRef<str>>(
+    names: impl IntoIterator<Item = S>,
+) -> Vec<UnknownVariable> {
+    let mut unknown: Vec<UnknownVariable> = names
+        .into_iter()
+        .filter_map(|name| {
+            let name = name.as_ref();
+            // Case-blind, so `moments_listen` is caught too.
+            let upper = name.to_ascii_uppercase();
+            // MOMENTS_TEST_* (MOMENTS_TEST_BACKEND, MOMENTS_TEST_MONGODB_URI…)
+            // belong to the test harness, which shares its environment with
+            // the apps and binaries it starts.
+            if !upper.starts_with("MOMENTS_")
+                || upper.starts_with("MOMENTS_TEST_")
+                || variable(name).is_some()
+            {
+                return None;
+            }
+            let suggestion = VARIABLES
+                .iter()
+                .map(|v| (edit_distance(&upper, v.name), v.name))
+                .filter(|(d, _)| *d <= 3)
+                .min_by_key(|(d, _)| *d)
+                .map(|(_, n)| n);
+            Some(UnknownVariable {
+                name: name.to_string(),
+                suggestion,
+            })
+        })
+        .collect();
+    unknown.sort_by(|a, b| a.name.cmp(&b.name));
+    unknown
+}
+
+/// Edits (insert, delete, substitute, or swap two neighbours) from `a` to
+/// `b`; the swap counts as one because it is the commonest typo.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    // Three rows of the table are all the swap needs.
+    let mut before: Vec<usize> = vec![0; b.len() + 1];
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut row: Vec<usize> = vec![0; b.len() + 1];
+    for i in 1..=a.len() {
+        row[0] = i;
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            row[j] = (prev[j] + 1).min(row[j - 1] + 1).min(prev[j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                row[j] = row[j].min(before[j - 2] + 1);
+            }
+        }
+        std::mem::swap(&mut before, &mut prev);
+        std::mem::swap(&mut prev, &mut row);
+    }
+    prev[b.len()]
+}
+
+/// The settings part of `moments --help`, from [`VARIABLES`], in lines of
+/// at most [`HELP_WIDTH`] characters.
+pub fn help_settings() -> String {
+    let mut out = String::from(
+        "Settings, from environment variables read at start-up (an empty value counts as\n\
+         unset; a misspelt MOMENTS_ variable is warned about, not obeyed):\n",
+    );
+    for v in VARIABLES {
+        out.push('\n');
+        out.push_str(&format!("  {}  (default: {})\n", v.name, v.default.text()));
+        wrap_into(&mut out, v.meaning, "      ");
+        wrap_into(&mut out, &format!("allowed: {}", v.allowed), "      ");
+    }
+    out.push('\n');
+    wrap_into(
+        &mut out,
+        "RUST_LOG sets the log filter (default info; moments=debug logs each request's store \
+         round trips).",
+        "",
+    );
+    out
+}
+
+pub const HELP_WIDTH: usize = 100;
+
+fn wrap_into(out: &mut String, text: &str, indent: &str) {
+    let mut line = String::from(indent);
+    let mut width = indent.chars().count();
+    let bare = width;
+    for word in text.split_whitespace() {
+        let w = word.chars().count();
+        if width > bare && width + 1 + w > HELP_WIDTH {
+            out.push_str(&line);
+            out.push('\n');
+            line = String::from(indent);
+            width = bare;
+        }
+        if width > bare {
+            line.push(' ');
+            width += 1;
+        }
+        line.push_str(word);
+        width += w;
+    }
+    out.push_str(&line);
+    out.push('\n');
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::RefCell;
     use std::collections::HashMap;
 
     fn settings(pairs: &[(&str, &str)]) -> Result<Settings, ConfigError> {
@@ -309,6 +948,17 @@ mod tests {
         Settings::from_lookup(|k| map.get(k).cloned())
     }
 
+    fn refusal(name: &str, value: &str) -> String {
+        match settings(&[(name, value)]) {
+            Ok(_) => panic!("{name}={value:?} was accepted"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    fn accepted(name: &str, value: &str) -> Settings {
+        settings(&[(name, value)]).unwrap_or_else(|e| panic!("{name}={value:?}: {e}"))
+    }
+
     #[test]
     fn defaults_match_the_design_table() {
         let s = settings(&[]).unwrap();
@@ -316,17 +966,88 @@ mod tests {
         assert_eq!(s.mongodb_db, "moments");
         assert!(s.mongodb_uri.is_none() && s.redis_url.is_none() && s.admin.is_none());
         assert_eq!(s.data_dir, PathBuf::from("./data"));
+        assert!(s.metrics_listen.is_none());
+        assert_eq!(s.shutdown_timeout_secs, 20);
+        assert_eq!(s.log_format, LogFormat::Text);
+    }
+
+    #[test]
+    fn from_lookup_asks_for_exactly_the_listed_variables() {
+        let asked = RefCell::new(Vec::new());
+        Settings::from_lookup(|k| {
+            asked.borrow_mut().push(k.to_string());
+            None
+        })
+        .unwrap();
+        let listed: Vec<String> = VARIABLES.iter().map(|v| v.name.to_string()).collect();
+        assert_eq!(asked.into_inner(), listed);
+    }
+
+    #[test]
+    fn the_table_names_each_setting_once_and_as_a_setting() {
+        let mut names: Vec<&str> = VARIABLES.iter().map(|v| v.name).collect();
+        for n in &names {
+            assert!(
+                n.starts_with("MOMENTS_") && !n.starts_with("MOMENTS_TEST_"),
+                "{n}"
+            );
+            assert!(
+                n.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'),
+                "{n}"
+            );
+        }
+        names.sort_unstable();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(names.len(), before, "a name is listed twice");
+    }
+
+    #[test]
+    fn each_literal_default_shown_is_the_default_in_force() {
+        let default = format!("{:?}", Settings::default());
+        for v in VARIABLES {
+            if let DefaultValue::Literal(shown) = v.default {
+                let set = format!("{:?}", accepted(v.name, shown));
+                assert_eq!(set, default, "{}={shown} is not the default", v.name);
+            }
+        }
     }
 
     #[test]
     fn admin_needs_both_variables() {
         assert!(settings(&[("MOMENTS_ADMIN_USERNAME", "root")]).is_err());
+        assert!(settings(&[("MOMENTS_ADMIN_PASSWORD", "password-1")]).is_err());
         let s = settings(&[
             ("MOMENTS_ADMIN_USERNAME", "root"),
-            ("MOMENTS_ADMIN_PASSWORD", "pw"),
+            ("MOMENTS_ADMIN_PASSWORD", "password-1"),
         ])
         .unwrap();
-        assert_eq!(s.admin.unwrap().1.expose(), "pw");
+        let (user, password) = s.admin.unwrap();
+        assert_eq!((user.as_str(), password.expose()), ("root", "password-1"));
+    }
+
+    #[test]
+    fn a_bad_admin_password_is_refused_without_being_printed() {
+        let err = settings(&[
+            ("MOMENTS_ADMIN_USERNAME", "root"),
+            ("MOMENTS_ADMIN_PASSWORD", "hunter2"),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            err,
+            "MOMENTS_ADMIN_PASSWORD must be 8 to 128 characters; got 7 characters"
+        );
+        let err = settings(&[
+            ("MOMENTS_ADMIN_USERNAME", "a b"),
+            ("MOMENTS_ADMIN_PASSWORD", "password-1"),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("MOMENTS_ADMIN_USERNAME must be 3 to 32"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -345,40 +1066,364 @@ mod tests {
         for bad in ["10", "x/1m", "10/0m", "10/1y", "10/m5"] {
             assert!(Rate::parse(bad).is_err(), "{bad}");
         }
-        let s = settings(&[("MOMENTS_RATE_WRITES", "3/1m")]).unwrap();
+        let s = accepted("MOMENTS_RATE_WRITES", "3/1m");
         assert_eq!(s.rate_limits.unwrap().writes, Rate::new(3, 60));
-        assert!(settings(&[("MOMENTS_RATE_LIMITS", "off")])
-            .unwrap()
-            .rate_limits
-            .is_none());
-        let err = settings(&[("MOMENTS_RATE_READS", "lots")]).unwrap_err();
-        assert!(err.to_string().contains("MOMENTS_RATE_READS"), "{err}");
+        for off in ["off", "OFF", " off "] {
+            assert!(accepted("MOMENTS_RATE_LIMITS", off).rate_limits.is_none());
+        }
+        for on in ["on", "On"] {
+            assert!(accepted("MOMENTS_RATE_LIMITS", on).rate_limits.is_some());
+        }
+        assert_eq!(
+            refusal("MOMENTS_RATE_READS", "lots"),
+            format!("MOMENTS_RATE_READS must be {RATE}; got \"lots\"")
+        );
+    }
+
+    #[test]
+    fn a_bad_rate_is_refused_even_with_limits_off() {
+        let err = settings(&[
+            ("MOMENTS_RATE_LIMITS", "off"),
+            ("MOMENTS_RATE_WRITES", "often"),
+        ])
+        .unwrap_err();
+        assert!(
+            err.to_string().starts_with("MOMENTS_RATE_WRITES must be"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn booleans_and_enums_take_only_their_words() {
+        for bad in ["yes", "true", "1", "no", "of"] {
+            assert_eq!(
+                refusal("MOMENTS_RATE_LIMITS", bad),
+                format!("MOMENTS_RATE_LIMITS must be on or off; got {bad:?}")
+            );
+        }
+        assert_eq!(
+            accepted("MOMENTS_LOG_FORMAT", "json").log_format,
+            LogFormat::Json
+        );
+        assert_eq!(
+            accepted("MOMENTS_LOG_FORMAT", "text").log_format,
+            LogFormat::Text
+        );
+        assert_eq!(
+            refusal("MOMENTS_LOG_FORMAT", "xml"),
+            "MOMENTS_LOG_FORMAT must be text or json; got \"xml\""
+        );
     }
 
     #[test]
     fn an_instance_id_out_of_range_is_refused_not_masked() {
-        let err = settings(&[("MOMENTS_INSTANCE_ID", "32")]).unwrap_err();
-        assert!(err.to_string().contains("MOMENTS_INSTANCE_ID"), "{err}");
         assert_eq!(
-            settings(&[("MOMENTS_INSTANCE_ID", "31")])
-                .unwrap()
-                .instance_id,
-            Some(31)
+            refusal("MOMENTS_INSTANCE_ID", "32"),
+            "MOMENTS_INSTANCE_ID must be a whole number from 0 to 31; got \"32\""
         );
+        assert_eq!(accepted("MOMENTS_INSTANCE_ID", "31").instance_id, Some(31));
+        assert_eq!(accepted("MOMENTS_INSTANCE_ID", "0").instance_id, Some(0));
         assert_eq!(settings(&[]).unwrap().instance_id, None);
     }
 
     #[test]
     fn trusted_proxies_are_parsed_and_none_by_default() {
         assert!(settings(&[]).unwrap().trusted_proxies.is_empty());
-        let s = settings(&[("MOMENTS_TRUSTED_PROXIES", "10.0.0.0/8, 127.0.0.1")]).unwrap();
+        let s = accepted("MOMENTS_TRUSTED_PROXIES", "10.0.0.0/8, 127.0.0.1");
         assert_eq!(s.trusted_proxies.len(), 2);
-        assert!(settings(&[("MOMENTS_TRUSTED_PROXIES", "10.0.0.0/99")]).is_err());
+        let err = refusal("MOMENTS_TRUSTED_PROXIES", "10.0.0.0/8,10.0.0.0/99");
+        assert!(
+            err.starts_with("MOMENTS_TRUSTED_PROXIES must be comma-separated")
+                && err.contains("the prefix must be 0 to 32"),
+            "{err}"
+        );
     }
 
     #[test]
     fn bad_numbers_are_reported_by_name() {
-        let err = settings(&[("MOMENTS_BODY_LIMIT", "lots")]).unwrap_err();
-        assert!(err.to_string().contains("MOMENTS_BODY_LIMIT"));
+        assert_eq!(
+            refusal("MOMENTS_BODY_LIMIT", "lots"),
+            "MOMENTS_BODY_LIMIT must be a whole number of bytes, at least 1; got \"lots\""
+        );
+        for bad in [
+            "-1",
+            "1.5",
+            "+5",
+            "65_536",
+            "1e6",
+            "99999999999999999999999",
+        ] {
+            assert!(
+                refusal("MOMENTS_BODY_LIMIT", bad).starts_with("MOMENTS_BODY_LIMIT must be"),
+                "{bad}"
+            );
+        }
+        assert_eq!(accepted("MOMENTS_BODY_LIMIT", " 1024 ").body_limit, 1024);
+    }
+
+    #[test]
+    fn values_once_clamped_are_refused_at_the_limits() {
+        assert_eq!(
+            refusal("MOMENTS_LIVE_TTL_SECS", "5"),
+            "MOMENTS_LIVE_TTL_SECS must be a whole number of seconds, at least 60; got \"5\""
+        );
+        // (variable, lowest refused, lowest accepted)
+        let limits = [
+            ("MOMENTS_BODY_LIMIT", "0", "1"),
+            ("MOMENTS_LIVE_TTL_SECS", "59", "60"),
+            ("MOMENTS_LIVE_MAX_ENTRIES", "999", "1000"),
+            ("MOMENTS_POST_ID_ARRAY_CAP", "0", "1"),
+            ("MOMENTS_DEVICE_REFRESH_MS", "49", "50"),
+            ("MOMENTS_TIMELINE_MAX", "0", "1"),
+            ("MOMENTS_WORKERS", "0", "1"),
+            ("MOMENTS_MAX_FOLLOWING", "0", "1"),
+            ("MOMENTS_SHUTDOWN_TIMEOUT_SECS", "0", "1"),
+        ];
+        for (name, refused, ok) in limits {
+            let err = refusal(name, refused);
+            assert!(err.starts_with(&format!("{name} must be")), "{err}");
+            assert!(err.ends_with(&format!("got {refused:?}")), "{err}");
+            accepted(name, ok);
+        }
+        let s = settings(&[
+            ("MOMENTS_LIVE_TTL_SECS", "60"),
+            ("MOMENTS_WORKERS", "3"),
+            ("MOMENTS_SHUTDOWN_TIMEOUT_SECS", "600"),
+            ("MOMENTS_ACTIVE_DAYS", "0"),
+        ])
+        .unwrap();
+        assert_eq!(s.live_ttl_secs, 60);
+        assert_eq!(s.workers, Some(3));
+        assert_eq!(s.shutdown_timeout_secs, 600);
+        assert_eq!(s.active_days, 0);
+        assert!(refusal("MOMENTS_SHUTDOWN_TIMEOUT_SECS", "601").contains("1 to 600"));
+    }
+
+    #[test]
+    fn listen_addresses_need_a_host_and_a_port() {
+        for ok in [
+            "127.0.0.1:8080",
+            "0.0.0.0:0",
+            "[::1]:8080",
+            "[::]:65535",
+            "localhost:9000",
+            "moments_app-1.internal:80",
+        ] {
+            assert_eq!(accepted("MOMENTS_LISTEN", ok).listen, ok);
+            assert_eq!(
+                accepted("MOMENTS_METRICS_LISTEN", ok)
+                    .metrics_listen
+                    .as_deref(),
+                Some(ok)
+            );
+        }
+        for bad in [
+            "8080",
+            ":8080",
+            "127.0.0.1:",
+            "127.0.0.1:65536",
+            "127.0.0.1:+80",
+            "::1:8080",
+            "[::1:8080",
+            "[nope]:80",
+            "my host:80",
+            "http://127.0.0.1:80",
+        ] {
+            assert_eq!(
+                refusal("MOMENTS_LISTEN", bad),
+                format!("MOMENTS_LISTEN must be {HOST_PORT}; got {bad:?}")
+            );
+            assert!(
+                refusal("MOMENTS_METRICS_LISTEN", bad).starts_with("MOMENTS_METRICS_LISTEN"),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn store_urls_need_their_schemes_and_keep_their_passwords_out_of_errors() {
+        for ok in [
+            "mongodb://db1,db2/?replicaSet=rs",
+            "mongodb+srv://cluster.example",
+        ] {
+            assert_eq!(
+                accepted("MOMENTS_MONGODB_URI", ok).mongodb_uri.as_deref(),
+                Some(ok)
+            );
+        }
+        for ok in [
+            "redis://127.0.0.1:6379",
+            "rediss://cache:6380/0",
+            "redis+unix:///run/redis.sock",
+            "unix:///run/redis.sock",
+        ] {
+            assert_eq!(
+                accepted("MOMENTS_REDIS_URL", ok).redis_url.as_deref(),
+                Some(ok)
+            );
+        }
+        for bad in ["localhost:27017", "mongodb://", "http://db", "mongo://db"] {
+            assert!(
+                refusal("MOMENTS_MONGODB_URI", bad)
+                    .starts_with("MOMENTS_MONGODB_URI must be a mongodb:// or mongodb+srv:// URI"),
+                "{bad}"
+            );
+        }
+        for bad in ["127.0.0.1:6379", "redis:/x", "redis://", "memcached://m"] {
+            assert!(
+                refusal("MOMENTS_REDIS_URL", bad).starts_with("MOMENTS_REDIS_URL must be"),
+                "{bad}"
+            );
+        }
+        let err = refusal("MOMENTS_MONGODB_URI", "mongo://app:s3cret@db");
+        assert!(err.ends_with("got \"mongo://***@db\""), "{err}");
+        let err = refusal("MOMENTS_REDIS_URL", "http//:s3cret@cache");
+        assert!(!err.contains("s3cret"), "{err}");
+    }
+
+    #[test]
+    fn database_names_mongodb_would_refuse_are_refused_here() {
+        assert_eq!(
+            accepted("MOMENTS_MONGODB_DB", "t_ab12-x").mongodb_db,
+            "t_ab12-x"
+        );
+        for bad in ["a.b", "a/b", "a b", "a$b", &"x".repeat(64)] {
+            assert!(
+                refusal("MOMENTS_MONGODB_DB", bad).starts_with("MOMENTS_MONGODB_DB must be"),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_refused_value_is_reported_at_once() {
+        let err = settings(&[
+            ("MOMENTS_BODY_LIMIT", "lots"),
+            ("MOMENTS_LOG_FORMAT", "xml"),
+        ])
+        .unwrap_err()
+        .to_string();
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 3, "{err}");
+        assert_eq!(lines[0], "2 settings are invalid:");
+        assert!(
+            lines[1].trim_start().starts_with("MOMENTS_BODY_LIMIT"),
+            "{err}"
+        );
+        assert!(
+            lines[2].trim_start().starts_with("MOMENTS_LOG_FORMAT"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn empty_values_count_as_unset() {
+        let s = settings(&[("MOMENTS_LISTEN", "  "), ("MOMENTS_ADMIN_PASSWORD", "")]).unwrap();
+        assert_eq!(s.listen, "127.0.0.1:8080");
+        assert!(s.admin.is_none());
+    }
+
+    #[test]
+    fn unknown_variables_are_found_with_the_closest_setting() {
+        let env = [
+            "PATH",
+            "RUST_LOG",
+            "MOMENTS_LISTEN",
+            "MOMENTS_TEST_BACKEND",
+            "MOMENTS_TEST_MONGODB_URI",
+            "MOMENTS_BODY_LIMTI",
+            "MOMENTS_REDIS_URI",
+            "moments_listen",
+            "MOMENTS_FROBNICATE",
+        ];
+        let found = unknown_variables(env);
+        let pairs: Vec<(&str, Option<&str>)> = found
+            .iter()
+            .map(|u| (u.name.as_str(), u.suggestion))
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                ("MOMENTS_BODY_LIMTI", Some("MOMENTS_BODY_LIMIT")),
+                ("MOMENTS_FROBNICATE", None),
+                ("MOMENTS_REDIS_URI", Some("MOMENTS_REDIS_URL")),
+                ("moments_listen", Some("MOMENTS_LISTEN")),
+            ]
+        );
+        assert_eq!(
+            found[0].to_string(),
+            "MOMENTS_BODY_LIMTI is not a moments setting and is ignored; did you mean \
+             MOMENTS_BODY_LIMIT?"
+        );
+        assert!(
+            found[1].to_string().contains("moments --help"),
+            "{}",
+            found[1]
+        );
+        let listed: Vec<&str> = VARIABLES.iter().map(|v| v.name).collect();
+        assert!(unknown_variables(listed).is_empty());
+    }
+
+    #[test]
+    fn edit_distance_counts_insertions_deletions_substitutions_and_swaps() {
+        assert_eq!(edit_distance("", ""), 0);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("abc", ""), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("LIMIT", "LIMTI"), 1);
+        assert_eq!(edit_distance("ab", "ba"), 1);
+        assert_eq!(edit_distance("ca", "abc"), 3);
+        assert_eq!(edit_distance("MOMENTS_WORKER", "MOMENTS_WORKERS"), 1);
+    }
+
+    #[test]
+    fn help_lists_every_setting_within_the_width() {
+        let help = help_settings();
+        for v in VARIABLES {
+            let header = format!("  {}  (default: {})", v.name, v.default.text());
+            assert!(help.lines().any(|l| l == header), "{header}");
+        }
+        for line in help.lines() {
+            assert!(line.chars().count() <= HELP_WIDTH, "too wide: {line}");
+        }
+        assert!(help.contains("RUST_LOG"));
+    }
+
+    /// The README's settings table, as it must read.
+    fn readme_table() -> String {
+        let cell = |s: &str| s.replace('|', "\\|");
+        let mut out =
+            String::from("| variable | default | allowed | meaning |\n|---|---|---|---|\n");
+        for v in VARIABLES {
+            let default = match v.default {
+                DefaultValue::Literal(x) => format!("`{x}`"),
+                DefaultValue::Described(x) => x.to_string(),
+            };
+            out.push_str(&format!(
+                "| `{}` | {} | {} | {} |\n",
+                v.name,
+                cell(&default),
+                cell(v.allowed),
+                cell(v.meaning)
+            ));
+        }
+        out
+    }
+
+    #[test]
+    fn the_readme_table_is_the_table() {
+        let readme = include_str!("../README.md");
+        let want = readme_table();
+        let header = want.lines().next().unwrap_or_default();
+        let got: String = readme
+            .lines()
+            .skip_while(|l| *l != header)
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert!(
+            got == want,
+            "README.md's settings table differs from config::VARIABLES; it should be:\n\n{want}"
+        );
     }
 }

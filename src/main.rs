@@ -1,16 +1,14 @@
 //! The `moments` binary: `moments serve` (the default) runs the service.
 
-use moments::config::Settings;
+use moments::config::{self, ConfigError, Settings};
 use moments::startup::Application;
 
-const USAGE: &str = "usage: moments [serve | rebuild-live | check]
+const USAGE: &str = "usage: moments [serve | rebuild-live | check | help]
 
   serve          run the service (the default)
   rebuild-live   recompute every live (Redis) key from the documents; safe while serving
   check          compare the live state with the documents; exits 1 on any mismatch
-
-Configuration comes from MOMENTS_* environment variables (see README.md);
-RUST_LOG sets the log filter.";
+  help           print this, and every setting with its default (also -h, --help)";
 
 /// Pins glibc's mmap threshold at its default 128 KiB. Left dynamic, glibc
 /// raises it to the size of the largest block freed, so every 19 MiB argon2
@@ -35,13 +33,12 @@ fn main() -> std::process::ExitCode {
 }
 
 async fn serve() -> std::process::ExitCode {
-    moments::telemetry::init("info,moments=info");
     let command = std::env::args().nth(1);
     match command.as_deref() {
         None | Some("serve") => {}
         Some(tool @ ("rebuild-live" | "check")) => return repair_tool(tool).await,
         Some("-h" | "--help" | "help") => {
-            println!("{USAGE}");
+            println!("{USAGE}\n\n{}", config::help_settings());
             return std::process::ExitCode::SUCCESS;
         }
         Some(other) => {
@@ -49,8 +46,14 @@ async fn serve() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     }
+    let settings = match settings_and_logging() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("moments: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
     let result = async {
-        let settings = Settings::from_env()?;
         let app = Application::build(settings).await?;
         app.run_until_stopped().await?;
         anyhow::Ok(())
@@ -65,12 +68,25 @@ async fn serve() -> std::process::ExitCode {
     }
 }
 
+/// Reads the settings before any log line, since they choose the log
+/// format; a refusal is for the caller to print, plainly, to stderr. Then
+/// warns of each `MOMENTS_*` variable that is no setting.
+fn settings_and_logging() -> Result<Settings, ConfigError> {
+    let settings = Settings::from_env()?;
+    moments::telemetry::init_as("info", settings.log_format);
+    let names = std::env::vars_os().map(|(name, _)| name.to_string_lossy().into_owned());
+    for unknown in config::unknown_variables(names) {
+        tracing::warn!(variable = %unknown.name, "{unknown}");
+    }
+    Ok(settings)
+}
+
 /// `moments rebuild-live` and `moments check`, with a progress bar.
 async fn repair_tool(tool: &str) -> std::process::ExitCode {
     use moments::service::live_tools;
     use std::process::ExitCode;
 
-    let settings = match Settings::from_env() {
+    let settings = match settings_and_logging() {
         Ok(s) => s,
         Err(e) => {
             eprintln!("moments: {e}");
