@@ -140,6 +140,9 @@ pub struct Settings {
     pub instance_id: Option<u16>,
     /// Accounts one account may follow.
     pub max_following: u64,
+    /// Where a second listener serves `/metrics` to anyone who can reach
+    /// it; `None`: the main port serves it to admins only.
+    pub metrics_listen: Option<String>,
 }
 
 impl Default for Settings {
@@ -165,6 +168,7 @@ impl Default for Settings {
             trusted_proxies: Vec::new(),
             instance_id: None,
             max_following: 5000,
+            metrics_listen: None,
         }
     }
 }
@@ -190,6 +194,7 @@ impl Settings {
             s.mongodb_db = v;
         }
         s.redis_url = non_empty("MOMENTS_REDIS_URL");
+        s.metrics_listen = non_empty("MOMENTS_METRICS_LISTEN");
         if let Some(v) = non_empty("MOMENTS_REDIS_PREFIX") {
             s.redis_prefix = v;
         }

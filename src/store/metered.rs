@@ -2,12 +2,14 @@
 //! so these counters are how the "a page of N posts costs a constant number
 //! of round trips" promise is checked, in tests and in production.
 //!
-//! One generic layer: `Metered::measured` does the counting, and the
-//! `metered!` list below states each port method once, with how it counts.
+//! One generic layer: `Metered::measured` does the counting (and feeds
+//! the store metrics of `/metrics`), and the `metered!` list below states
+//! each port method once, with how it counts.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use async_trait::async_trait;
 
@@ -105,8 +107,16 @@ impl MeteredLive {
 }
 
 impl<S: ?Sized> Metered<S> {
-    /// Runs one call to the wrapped port, accounted as `trip` says.
-    async fn measured<T>(&self, trip: Trip, call: impl Future<Output = T>) -> T {
+    /// Runs one call to `port`'s method `op`, accounted as `trip` says.
+    /// Every call that reaches the store is timed for `/metrics`, a
+    /// request's or not: a slow sweep is as worth seeing as a slow read.
+    async fn measured<T>(
+        &self,
+        port: &'static str,
+        op: &'static str,
+        trip: Trip,
+        call: impl Future<Output = T>,
+    ) -> T {
         match (trip, self.side) {
             (Trip::Counted, Side::Documents) => {
                 self.trips.docs.fetch_add(1, Ordering::Relaxed);
@@ -119,9 +129,13 @@ impl<S: ?Sized> Metered<S> {
             (Trip::Writeback, _) => {
                 self.trips.live_writebacks.fetch_add(1, Ordering::Relaxed);
             }
-            (Trip::Background | Trip::Skipped, _) => {}
+            (Trip::Background, _) => {}
+            (Trip::Skipped, _) => return call.await,
         }
-        call.await
+        let started = Instant::now();
+        let out = call.await;
+        crate::metrics::store_round_trip(port, op, started.elapsed());
+        out
     }
 }
 
@@ -143,7 +157,8 @@ macro_rules! metered {
             $(
                 async fn $op(&self, $($arg: $ty),*) -> StoreResult<$out> {
                     let trip = metered!(@trip $how $(($batch))?);
-                    self.measured(trip, self.inner.$op($($arg),*)).await
+                    let call = self.inner.$op($($arg),*);
+                    self.measured(stringify!($port), stringify!($op), trip, call).await
                 }
             )*
         }
