@@ -9,6 +9,7 @@ pub mod domain;
 pub mod error;
 pub mod http;
 pub mod ids;
+pub mod metrics;
 pub mod service;
 pub mod startup;
 pub mod store;

@@ -1,6 +1,7 @@
 //! Builds the application: connects the stores, applies schemas, bootstraps
-//! the admin, loads the device table, binds the listener. Tests build it on
-//! port 0 and read the port back.
+//! the admin, loads the device table, binds the listeners (the API's and,
+//! when `MOMENTS_METRICS_LISTEN` is set, the metrics one). Tests build it on
+//! port 0 and read the ports back.
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -25,6 +26,8 @@ use crate::store::{DocStore, LiveStore};
 pub struct Application {
     port: u16,
     server: Server,
+    /// The `MOMENTS_METRICS_LISTEN` listener's port and server.
+    metrics: Option<(u16, Server)>,
     context: Context,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -87,6 +90,7 @@ impl Application {
         docs: Arc<dyn DocStore>,
         live: Arc<dyn LiveStore>,
     ) -> anyhow::Result<Self> {
+        crate::metrics::install();
         docs.apply_schemas().await.context("applying schemas/")?;
         let lease = match settings.instance_id {
             Some(id) => {
@@ -144,8 +148,17 @@ impl Application {
         let listener = TcpListener::bind(&settings.listen)
             .with_context(|| format!("binding {}", settings.listen))?;
         let port = listener.local_addr()?.port();
+        let metrics_listener = match &settings.metrics_listen {
+            Some(addr) => Some(
+                TcpListener::bind(addr)
+                    .with_context(|| format!("binding MOMENTS_METRICS_LISTEN {addr}"))?,
+            ),
+            None => None,
+        };
+        let metrics_on_main_port = metrics_listener.is_none();
         let data = web::Data::new(context.clone());
         let workers = settings.workers;
+        let api_data = data.clone();
         let mut server = HttpServer::new(move || {
             App::new()
                 .wrap_fn(|req, srv| {
@@ -158,12 +171,19 @@ impl Application {
                         path = %req.path()
                     );
                     let started = std::time::Instant::now();
+                    let route = req.match_pattern();
+                    let method = req.method().clone();
                     let fut = srv.call(req);
                     let header = actix_web::http::header::HeaderValue::from_str(&request_id).ok();
                     http::request_id::scope(
                         request_id,
                         async move {
                             let (mut res, (docs, live)) = count_request_trips(fut).await;
+                            let status = match &res {
+                                Ok(r) => r.status(),
+                                Err(e) => e.as_response_error().status_code(),
+                            };
+                            crate::metrics::http_request(route, &method, status, started.elapsed());
                             if let Ok(r) = &mut res {
                                 if let Some(h) = header {
                                     r.headers_mut().insert(http::request_id::HEADER, h);
@@ -181,8 +201,13 @@ impl Application {
                         .instrument(span),
                     )
                 })
-                .app_data(data.clone())
+                .app_data(api_data.clone())
                 .configure(http::api)
+                .configure(|cfg| {
+                    if metrics_on_main_port {
+                        http::ops::admin_metrics_route(cfg);
+                    }
+                })
                 .default_service(web::to(http::not_found))
         })
         .listen(listener)?
@@ -190,11 +215,33 @@ impl Application {
         if let Some(n) = workers {
             server = server.workers(n);
         }
+        let metrics = match metrics_listener {
+            Some(listener) => {
+                let metrics_port = listener.local_addr()?.port();
+                let metrics_server = HttpServer::new(move || {
+                    App::new()
+                        .app_data(data.clone())
+                        .route("/metrics", web::get().to(http::ops::metrics))
+                        .default_service(web::to(http::not_found))
+                })
+                .listen(listener)?
+                .workers(1)
+                // It stops with the API server (`run_until_stopped`), never
+                // before it on a signal of its own.
+                .disable_signals()
+                .shutdown_timeout(1)
+                .run();
+                tracing::info!(port = metrics_port, "serving /metrics");
+                Some((metrics_port, metrics_server))
+            }
+            None => None,
+        };
         let server = server.run();
         tracing::info!(port, "serving");
         Ok(Self {
             port,
             server,
+            metrics,
             context,
             tasks,
         })
@@ -204,13 +251,41 @@ impl Application {
         self.port
     }
 
+    /// The port of the `MOMENTS_METRICS_LISTEN` listener, when there is one.
+    pub fn metrics_port(&self) -> Option<u16> {
+        self.metrics.as_ref().map(|(port, _)| *port)
+    }
+
     pub fn context(&self) -> &Context {
         &self.context
     }
 
+    /// Serves until the API server stops (a signal, or its handle), then
+    /// stops the metrics listener and the background tasks.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        let r = self.server.await;
-        for t in self.tasks {
+        let Self {
+            server,
+            metrics,
+            tasks,
+            ..
+        } = self;
+        let r = match metrics {
+            Some((_, metrics_server)) => {
+                let stop_metrics = metrics_server.handle();
+                let api = async {
+                    let r = server.await;
+                    stop_metrics.stop(true).await;
+                    r
+                };
+                let (r, metrics_result) = futures_util::future::join(api, metrics_server).await;
+                if let Err(e) = metrics_result {
+                    tracing::warn!(error = %e, "the metrics listener failed");
+                }
+                r
+            }
+            None => server.await,
+        };
+        for t in tasks {
             t.abort();
         }
         r

@@ -1,9 +1,10 @@
-//! Liveness, readiness and the API description, outside `/api/v1`.
+//! Liveness, readiness, metrics and the API description, outside `/api/v1`.
 
 use actix_web::http::Method;
 use actix_web::{web, HttpResponse};
 use serde_json::json;
 
+use super::extract::AdminUser;
 use crate::service::Context;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -47,4 +48,25 @@ pub async fn openapi() -> HttpResponse {
     HttpResponse::Ok()
         .content_type("application/json")
         .body(super::openapi::document())
+}
+
+/// `GET /metrics` on the main port, for admins: the scrape shows every
+/// route's traffic and errors, which is no business of the public.
+pub fn admin_metrics_route(cfg: &mut web::ServiceConfig) {
+    cfg.service(super::resource(
+        "/metrics",
+        [(Method::GET, web::to(metrics_for_admin))],
+    ));
+}
+
+async fn metrics_for_admin(_admin: AdminUser, ctx: web::Data<Context>) -> HttpResponse {
+    metrics(ctx).await
+}
+
+/// The Prometheus scrape. Unguarded: served as is only on
+/// `MOMENTS_METRICS_LISTEN`, an address meant for the scraper alone.
+pub async fn metrics(ctx: web::Data<Context>) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4; charset=utf-8")
+        .body(crate::metrics::render(ctx.repair.pending_count()))
 }

@@ -651,6 +651,17 @@ pub async fn authenticate(
     let cached = trusted
         .as_ref()
         .and_then(|a| a.blobs.first().cloned().flatten());
+    let mut lookups = crate::metrics::LiveLookups::default();
+    match (&cached, &trusted) {
+        (Some(_), _) => lookups.hit(key.kind()),
+        (None, Some(_)) => {
+            lookups.miss(key.kind());
+            lookups.rebuilt(key.kind());
+        }
+        // The live store failed, or this user awaits repair.
+        (None, None) => lookups.rebuilt(key.kind()),
+    }
+    lookups.record();
     let session: Option<SessionDoc> = match cached {
         Some(text) => Some(from_json(&text)?),
         None => {

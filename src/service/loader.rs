@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use super::Context;
 use crate::error::AppResult;
+use crate::metrics::LiveLookups;
 use crate::store::{
     BlobKey, LikeDoc, LikeKind, LiveAnswer, LiveFill, LiveRead, LiveStore, Owner, PostBody, SetKey,
     SetRead, SetView, StoreResult,
@@ -72,21 +73,24 @@ impl<'a> Loader<'a> {
             gens: owners.clone(),
             ..Default::default()
         };
-        let answer = if read.blobs.is_empty() && read.sets.is_empty() {
-            LiveAnswer::default()
+        // Whether the live store answered this read: only then is an
+        // absent value a miss.
+        let (answer, answered) = if read.blobs.is_empty() && read.sets.is_empty() {
+            (LiveAnswer::default(), false)
         } else {
             self.live_round_trips += 1;
             match self.ctx.live.read(&read).await {
-                Ok(a) => a,
+                Ok(a) => (a, true),
                 Err(e) => {
                     tracing::warn!(error = %e, "live read failed; answering from the documents");
                     self.live_ok = false;
-                    LiveAnswer {
+                    let nothing = LiveAnswer {
                         blobs: vec![None; blobs.len()],
                         sets: vec![None; sets.len()],
                         gens: vec![0; owners.len()],
                         ..Default::default()
-                    }
+                    };
+                    (nothing, false)
                 }
             }
         };
@@ -99,18 +103,27 @@ impl<'a> Loader<'a> {
         let stale = |o: Owner| self.ctx.repair.is_pending(o);
         let mut stale_owners = Vec::new();
         let mut out = Loaded::default();
+        let mut lookups = LiveLookups::default();
         let mut missing_blobs = Vec::new();
         for (key, value) in blobs.iter().zip(answer.blobs) {
             if stale(key.owner()) {
                 stale_owners.push(key.owner());
                 missing_blobs.push(*key);
+                lookups.rebuilt(key.kind());
                 continue;
             }
             match value {
                 Some(v) => {
+                    lookups.hit(key.kind());
                     out.blobs.insert(*key, v);
                 }
-                None => missing_blobs.push(*key),
+                None => {
+                    if answered {
+                        lookups.miss(key.kind());
+                    }
+                    lookups.rebuilt(key.kind());
+                    missing_blobs.push(*key)
+                }
             }
         }
         let mut missing_sets = Vec::new();
@@ -118,15 +131,24 @@ impl<'a> Loader<'a> {
             if stale(read.key.owner()) {
                 stale_owners.push(read.key.owner());
                 missing_sets.push(*read);
+                lookups.rebuilt(read.key.kind());
                 continue;
             }
             match view {
                 Some(v) => {
+                    lookups.hit(read.key.kind());
                     out.sets.insert(read.key, v);
                 }
-                None => missing_sets.push(*read),
+                None => {
+                    if answered {
+                        lookups.miss(read.key.kind());
+                    }
+                    lookups.rebuilt(read.key.kind());
+                    missing_sets.push(*read)
+                }
             }
         }
+        lookups.record();
         if !missing_blobs.is_empty() || !missing_sets.is_empty() {
             self.rebuild(&missing_blobs, &missing_sets, &mut out)
                 .await?;

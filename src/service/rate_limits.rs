@@ -23,11 +23,21 @@ pub struct Budget {
     pub rate: Rate,
     /// Named in the 429: "too many {what}".
     pub what: &'static str,
+    /// The setting that holds this budget, `MOMENTS_RATE_*` lowercased
+    /// without its prefix (`writes_per_ip`): the label of its rejections.
+    pub setting: &'static str,
     /// Counted by the account a token names, before the token is verified.
     pub per_account: bool,
 }
 
-fn budget(name: &str, subject: &str, rate: Rate, cost: i64, what: &'static str) -> Budget {
+fn budget(
+    name: &str,
+    subject: &str,
+    rate: Rate,
+    cost: i64,
+    what: &'static str,
+    setting: &'static str,
+) -> Budget {
     Budget {
         check: LimitCheck {
             key: format!("{name}:{subject}"),
@@ -36,6 +46,7 @@ fn budget(name: &str, subject: &str, rate: Rate, cost: i64, what: &'static str) 
         },
         rate,
         what,
+        setting,
         per_account: subject.starts_with("u:"),
     }
 }
@@ -75,16 +86,29 @@ pub fn request_budgets(
     let Some(l) = limits else {
         return Vec::new();
     };
-    let (name, mine, per_ip, what) = match traffic {
-        Traffic::Read => ("reads", l.reads, l.reads_per_ip, "reads"),
-        Traffic::Write => ("writes", l.writes, l.writes_per_ip, "writes"),
+    let (name, mine, per_ip, what, per_ip_setting) = match traffic {
+        Traffic::Read => ("reads", l.reads, l.reads_per_ip, "reads", "reads_per_ip"),
+        Traffic::Write => (
+            "writes",
+            l.writes,
+            l.writes_per_ip,
+            "writes",
+            "writes_per_ip",
+        ),
     };
     let mut out = Vec::new();
     if let Some(u) = uid {
-        out.push(budget(name, &format!("u:{u}"), mine, 1, what));
+        out.push(budget(name, &format!("u:{u}"), mine, 1, what, name));
     }
     if let Some(a) = addr {
-        out.push(budget(name, &format!("ip:{a}"), per_ip, 1, what));
+        out.push(budget(
+            name,
+            &format!("ip:{a}"),
+            per_ip,
+            1,
+            what,
+            per_ip_setting,
+        ));
     }
     out
 }
@@ -100,6 +124,7 @@ pub fn login_address_budget(limits: Option<&RateLimits>, addr: Option<&str>) -> 
             l.logins_per_ip,
             1,
             "sign-ins from this address",
+            "logins_per_ip",
         )],
         _ => Vec::new(),
     }
@@ -118,6 +143,7 @@ pub fn login_failure_budget(limits: Option<&RateLimits>, username: &str) -> Vec<
                 l.login_failures,
                 1,
                 "failed sign-ins for this account",
+                "login_failures",
             )
         })
         .into_iter()
@@ -141,6 +167,7 @@ pub fn signup_budgets(limits: Option<&RateLimits>, addr: Option<&str>) -> Vec<Bu
             l.signups_per_ip,
             1,
             "registrations from this address",
+            "signups_per_ip",
         )],
         _ => Vec::new(),
     }
@@ -154,6 +181,7 @@ pub fn checks(budgets: &[Budget]) -> Vec<LimitCheck> {
 pub fn judge(budgets: &[Budget], counts: &[LimitCount]) -> AppResult<()> {
     for (b, c) in budgets.iter().zip(counts) {
         if c.count > i64::from(b.rate.count) {
+            crate::metrics::rate_limited(b.setting);
             return Err(AppError::RateLimited {
                 what: b.what,
                 retry_after_secs: c.resets_in_ms.div_ceil(1000).max(1),
@@ -177,6 +205,7 @@ mod tests {
         assert_eq!(b.len(), 2);
         assert_eq!(b[0].check.key, "writes:u:7");
         assert_eq!(b[1].check.key, "writes:ip:1.2.3.4");
+        assert_eq!((b[0].setting, b[1].setting), ("writes", "writes_per_ip"));
         let count = |n, ms| LimitCount {
             count: n,
             resets_in_ms: ms,

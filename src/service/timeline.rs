@@ -28,6 +28,7 @@ use crate::domain::cursor::Cursor;
 use crate::domain::post::Visibility;
 use crate::error::AppResult;
 use crate::ids::now_ms;
+use crate::metrics::LiveLookups;
 use crate::store::{Changes, LiveFill, LiveRead, Owner, PostBody, SetKey, SetRead, StoreResult};
 
 const DAY_MS: i64 = 24 * 3600 * 1000;
@@ -185,8 +186,11 @@ impl CelebrityCache {
 pub fn spawn_fan_out(ctx: &Context, post: &PostBody) {
     let ctx = ctx.clone();
     let (post_id, author, audience) = (post.id, post.author_uid, post.visibility);
+    let in_flight = crate::metrics::FanOutInFlight::start();
     tokio::spawn(async move {
+        let _in_flight = in_flight;
         if let Err(e) = fan_out(&ctx, post_id, author, audience).await {
+            crate::metrics::fan_out_failed();
             tracing::warn!(post_id, error = %e, "fan-out stopped: the followers not yet reached will see the post once their timelines are rebuilt");
         }
     });
@@ -218,8 +222,9 @@ pub async fn fan_out_in_pages(
     if days == 0 {
         return Ok(0);
     }
-    if let Err(e) = ctx.live.push_to_timelines(post_id, &[author], max).await {
-        missed(ctx, post_id, vec![author], &e.to_string());
+    match ctx.live.push_to_timelines(post_id, &[author], max).await {
+        Ok(()) => crate::metrics::fan_out_pushed(1),
+        Err(e) => missed(ctx, post_id, vec![author], &e.to_string()),
     }
     if audience == Visibility::Private {
         return Ok(1);
@@ -276,7 +281,10 @@ struct Push {
 impl Push {
     async fn settle(self, ctx: &Context, post_id: i64) {
         let error = match self.task.await {
-            Ok(Ok(())) => return,
+            Ok(Ok(())) => {
+                crate::metrics::fan_out_pushed(self.uids.len());
+                return;
+            }
             Ok(Err(e)) => e.to_string(),
             Err(e) => e.to_string(),
         };
@@ -287,6 +295,7 @@ impl Push {
 /// Some of these timelines may lack the post: have them dropped, now or
 /// when the live store answers again, and read from the documents until then.
 fn missed(ctx: &Context, post_id: i64, uids: Vec<i64>, error: &str) {
+    crate::metrics::fan_out_missed(uids.len());
     tracing::warn!(
         post_id,
         timelines = uids.len(),
@@ -403,8 +412,19 @@ async fn home_ids(
         Some(a) => (a.sets.first().cloned().flatten(), a.gens.first().copied()),
         None => (None, None),
     };
+    // The followees' misses and rebuilds are the loader's to count.
+    let mut lookups = LiveLookups::default();
+    if answer.is_some() {
+        match &cached {
+            Some(_) => lookups.hit(home_key.kind()),
+            None => lookups.miss(home_key.kind()),
+        }
+    }
     let following = match answer.and_then(|a| a.sets.get(1).cloned().flatten()) {
-        Some(view) => view,
+        Some(view) => {
+            lookups.hit(SetKey::Following(viewer).kind());
+            view
+        }
         None => {
             let loaded = loader.load(&[], &[read.sets[1]]).await?;
             loaded
@@ -442,6 +462,7 @@ async fn home_ids(
             }
         }
         None => {
+            lookups.rebuilt(home_key.kind());
             let mut newest = ctx.docs.post_ids_by_authors(&authors, None, max).await?;
             if let (Some(g), true) = (gen, ctx.settings.active_days > 0) {
                 let fill = LiveFill {
@@ -490,6 +511,7 @@ async fn home_ids(
         .filter(|p| before.is_none_or(|b| *p < b))
         .take(want)
         .collect();
+    lookups.record();
     loader.finish("home_timeline");
     Ok(newest_first)
 }

@@ -1,9 +1,15 @@
 //! Round-trip counters around the ports. Every store call is one round trip,
 //! so these counters are how the "a page of N posts costs a constant number
 //! of round trips" promise is checked, in tests and in production.
+//!
+//! One generic layer: `Metered::measured` does the counting (and feeds
+//! the store metrics of `/metrics`), and the `metered!` list below states
+//! each port method once, with how it counts.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use async_trait::async_trait;
 
@@ -49,482 +55,278 @@ impl RoundTrips {
     }
 }
 
-pub struct MeteredDocs {
-    inner: Arc<dyn DocStore>,
-    trips: Arc<RoundTrips>,
+/// Which store a metered port reaches, and so which counter it ticks.
+#[derive(Debug, Clone, Copy)]
+enum Side {
+    Documents,
+    Live,
 }
 
-pub struct MeteredLive {
-    inner: Arc<dyn LiveStore>,
-    trips: Arc<RoundTrips>,
+/// How one call is accounted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trip {
+    /// A round trip of the request (or of the work it started).
+    Counted,
+    /// Start-up, heartbeats, sweeps and polls: not a request's round trip,
+    /// so the promise about requests is not blurred by them.
+    Background,
+    /// Rebuilt state written back off the request's path, counted apart.
+    Writeback,
+    /// An empty batch: the adapters answer it without a round trip.
+    Skipped,
 }
+
+/// A port wrapped so that each call is counted.
+pub struct Metered<S: ?Sized> {
+    inner: Arc<S>,
+    trips: Arc<RoundTrips>,
+    side: Side,
+}
+
+pub type MeteredDocs = Metered<dyn DocStore>;
+pub type MeteredLive = Metered<dyn LiveStore>;
 
 impl MeteredDocs {
     pub fn new(inner: Arc<dyn DocStore>, trips: Arc<RoundTrips>) -> Self {
-        Self { inner, trips }
-    }
-    fn tick(&self) {
-        self.trips.docs.fetch_add(1, Ordering::Relaxed);
-        note_request_trip(1, 0);
+        Self {
+            inner,
+            trips,
+            side: Side::Documents,
+        }
     }
 }
 
 impl MeteredLive {
     pub fn new(inner: Arc<dyn LiveStore>, trips: Arc<RoundTrips>) -> Self {
-        Self { inner, trips }
-    }
-    fn tick(&self) {
-        self.trips.live.fetch_add(1, Ordering::Relaxed);
-        note_request_trip(0, 1);
+        Self {
+            inner,
+            trips,
+            side: Side::Live,
+        }
     }
 }
 
-/// Empty batches are answered without a round trip by the adapters, so they
-/// are not counted either.
-fn counts<T>(items: &[T]) -> bool {
-    !items.is_empty()
-}
-
-#[async_trait]
-impl DocStore for MeteredDocs {
-    async fn ping(&self) -> StoreResult<()> {
-        self.tick();
-        self.inner.ping().await
-    }
-
-    async fn apply_schemas(&self) -> StoreResult<()> {
-        self.inner.apply_schemas().await
-    }
-
-    async fn post_ids_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<i64>> {
-        self.tick();
-        self.inner.post_ids_after(after, limit).await
-    }
-
-    async fn user_ids_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<i64>> {
-        self.tick();
-        self.inner.user_ids_after(after, limit).await
-    }
-
-    async fn totals(&self) -> StoreResult<(u64, u64)> {
-        self.tick();
-        self.inner.totals().await
-    }
-
-    async fn lease_instance_id(
+impl<S: ?Sized> Metered<S> {
+    /// Runs one call to `port`'s method `op`, accounted as `trip` says.
+    /// Every call that reaches the store is timed for `/metrics`, a
+    /// request's or not: a slow sweep is as worth seeing as a slow read.
+    async fn measured<T>(
         &self,
-        holder: &str,
-        now: i64,
-        until: i64,
-    ) -> StoreResult<Option<u16>> {
+        port: &'static str,
+        op: &'static str,
+        trip: Trip,
+        call: impl Future<Output = T>,
+    ) -> T {
+        match (trip, self.side) {
+            (Trip::Counted, Side::Documents) => {
+                self.trips.docs.fetch_add(1, Ordering::Relaxed);
+                note_request_trip(1, 0);
+            }
+            (Trip::Counted, Side::Live) => {
+                self.trips.live.fetch_add(1, Ordering::Relaxed);
+                note_request_trip(0, 1);
+            }
+            (Trip::Writeback, _) => {
+                self.trips.live_writebacks.fetch_add(1, Ordering::Relaxed);
+            }
+            (Trip::Background, _) => {}
+            (Trip::Skipped, _) => return call.await,
+        }
+        let started = Instant::now();
+        let out = call.await;
+        crate::metrics::store_round_trip(port, op, started.elapsed());
+        out
+    }
+}
+
+/// Writes the delegating impls: each entry is `HOW fn name(args) -> T;`,
+/// where HOW is `counted`, `background`, `writeback`, or `batch(arg)`
+/// (counted unless `arg` is empty), and the method returns `StoreResult<T>`.
+macro_rules! metered {
+    (@trip counted) => { Trip::Counted };
+    (@trip background) => { Trip::Background };
+    (@trip writeback) => { Trip::Writeback };
+    (@trip batch($items:ident)) => {
+        if $items.is_empty() { Trip::Skipped } else { Trip::Counted }
+    };
+    ($(impl $port:ident for $metered:ty {
+        $($how:ident $(($batch:ident))? fn $op:ident($($arg:ident: $ty:ty),* $(,)?) -> $out:ty;)*
+    })*) => {$(
+        #[async_trait]
+        impl $port for $metered {
+            $(
+                async fn $op(&self, $($arg: $ty),*) -> StoreResult<$out> {
+                    let trip = metered!(@trip $how $(($batch))?);
+                    let call = self.inner.$op($($arg),*);
+                    self.measured(stringify!($port), stringify!($op), trip, call).await
+                }
+            )*
+        }
+    )*};
+}
+
+metered! {
+    impl DocStore for MeteredDocs {
+        counted fn ping() -> ();
         // Start-up and its heartbeat, not a request's round trips.
-        self.inner.lease_instance_id(holder, now, until).await
+        background fn apply_schemas() -> ();
+        background fn lease_instance_id(holder: &str, now: i64, until: i64) -> Option<u16>;
+        background fn renew_instance_id(id: u16, holder: &str, until: i64) -> bool;
+        counted fn post_ids_after(after: Option<i64>, limit: usize) -> Vec<i64>;
+        counted fn user_ids_after(after: Option<i64>, limit: usize) -> Vec<i64>;
+        counted fn totals() -> (u64, u64);
     }
 
-    async fn renew_instance_id(&self, id: u16, holder: &str, until: i64) -> StoreResult<bool> {
-        self.inner.renew_instance_id(id, holder, until).await
-    }
-}
-
-#[async_trait]
-impl AccountDocs for MeteredDocs {
-    async fn insert_user(&self, user: &UserDoc) -> StoreResult<()> {
-        self.tick();
-        self.inner.insert_user(user).await
-    }
-
-    async fn user_by_username(&self, username: &str) -> StoreResult<Option<UserDoc>> {
-        self.tick();
-        self.inner.user_by_username(username).await
-    }
-
-    async fn users_by_ids(&self, uids: &[i64]) -> StoreResult<Vec<UserDoc>> {
-        if counts(uids) {
-            self.tick();
-        }
-        self.inner.users_by_ids(uids).await
-    }
-
-    async fn update_profile(
-        &self,
-        uid: i64,
-        nick_name: Option<&str>,
-        head_img: Option<&str>,
-    ) -> StoreResult<Option<UserDoc>> {
-        self.tick();
-        self.inner.update_profile(uid, nick_name, head_img).await
-    }
-
-    async fn set_password_hash(&self, uid: i64, password_hash: &str) -> StoreResult<()> {
-        self.tick();
-        self.inner.set_password_hash(uid, password_hash).await
-    }
-
-    async fn insert_session(&self, session: &SessionDoc) -> StoreResult<()> {
-        self.tick();
-        self.inner.insert_session(session).await
-    }
-
-    async fn session_by_token_hash(&self, token_hash: &str) -> StoreResult<Option<SessionDoc>> {
-        self.tick();
-        self.inner.session_by_token_hash(token_hash).await
-    }
-
-    async fn sessions_of_user(&self, uid: i64, limit: usize) -> StoreResult<Vec<SessionDoc>> {
-        self.tick();
-        self.inner.sessions_of_user(uid, limit).await
-    }
-
-    async fn delete_sessions(&self, uid: i64, ids: &[i64]) -> StoreResult<u64> {
-        if counts(ids) {
-            self.tick();
-        }
-        self.inner.delete_sessions(uid, ids).await
-    }
-
-    async fn touch_session(&self, id: i64, at: i64) -> StoreResult<()> {
-        self.tick();
-        self.inner.touch_session(id, at).await
-    }
-
-    async fn erase_user(&self, uid: i64) -> StoreResult<bool> {
-        self.tick();
-        self.inner.erase_user(uid).await
-    }
-    async fn accounts_being_erased(&self, limit: usize) -> StoreResult<Vec<i64>> {
+    impl AccountDocs for MeteredDocs {
+        counted fn insert_user(user: &UserDoc) -> ();
+        counted fn user_by_username(username: &str) -> Option<UserDoc>;
+        batch(uids) fn users_by_ids(uids: &[i64]) -> Vec<UserDoc>;
+        counted fn update_profile(
+            uid: i64,
+            nick_name: Option<&str>,
+            head_img: Option<&str>,
+        ) -> Option<UserDoc>;
+        counted fn set_password_hash(uid: i64, password_hash: &str) -> ();
+        counted fn touch_user(uid: i64, at: i64) -> ();
+        counted fn insert_session(session: &SessionDoc) -> ();
+        counted fn session_by_token_hash(token_hash: &str) -> Option<SessionDoc>;
+        counted fn sessions_of_user(uid: i64, limit: usize) -> Vec<SessionDoc>;
+        batch(ids) fn delete_sessions(uid: i64, ids: &[i64]) -> u64;
+        counted fn touch_session(id: i64, at: i64) -> ();
         // The background sweep, not a request's round trip.
-        self.inner.accounts_being_erased(limit).await
-    }
-    async fn erasure_done(&self, uid: i64) -> StoreResult<()> {
-        self.tick();
-        self.inner.erasure_done(uid).await
-    }
-    async fn purge_expired_sessions(&self, now: i64, limit: usize) -> StoreResult<u64> {
+        background fn purge_expired_sessions(now: i64, limit: usize) -> u64;
+        counted fn erase_user(uid: i64) -> bool;
         // The background sweep, not a request's round trip.
-        self.inner.purge_expired_sessions(now, limit).await
+        background fn accounts_being_erased(limit: usize) -> Vec<i64>;
+        counted fn erasure_done(uid: i64) -> ();
     }
 
-    async fn touch_user(&self, uid: i64, at: i64) -> StoreResult<()> {
-        self.tick();
-        self.inner.touch_user(uid, at).await
-    }
-}
-
-#[async_trait]
-impl PostDocs for MeteredDocs {
-    async fn insert_post(&self, post: &PostDoc) -> StoreResult<()> {
-        self.tick();
-        self.inner.insert_post(post).await
-    }
-    async fn comments_by_author(&self, uid: i64, limit: usize) -> StoreResult<Vec<CommentDoc>> {
-        self.tick();
-        self.inner.comments_by_author(uid, limit).await
-    }
-    async fn likes_by_user(&self, uid: i64, limit: usize) -> StoreResult<Vec<LikeDoc>> {
-        self.tick();
-        self.inner.likes_by_user(uid, limit).await
-    }
-
-    async fn posts_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<PostDoc>> {
-        if counts(ids) {
-            self.tick();
-        }
-        self.inner.posts_by_ids(ids).await
-    }
-
-    async fn delete_post(&self, id: i64) -> StoreResult<bool> {
-        self.tick();
-        self.inner.delete_post(id).await
-    }
-
-    async fn post_ids_by_author(
-        &self,
-        uid: i64,
-        before: Option<i64>,
-        limit: usize,
-    ) -> StoreResult<Vec<i64>> {
-        self.tick();
-        self.inner.post_ids_by_author(uid, before, limit).await
+    impl PostDocs for MeteredDocs {
+        counted fn insert_post(post: &PostDoc) -> ();
+        counted fn comments_by_author(uid: i64, limit: usize) -> Vec<CommentDoc>;
+        counted fn likes_by_user(uid: i64, limit: usize) -> Vec<LikeDoc>;
+        batch(ids) fn posts_by_ids(ids: &[i64]) -> Vec<PostDoc>;
+        counted fn delete_post(id: i64) -> bool;
+        counted fn post_ids_by_author(uid: i64, before: Option<i64>, limit: usize) -> Vec<i64>;
+        counted fn insert_comment(comment: &CommentDoc, cap: usize) -> ();
+        batch(ids) fn comments_by_ids(ids: &[i64]) -> Vec<CommentDoc>;
+        counted fn delete_comment(comment: &CommentDoc) -> bool;
+        counted fn comments_page(
+            post_id: i64,
+            before: Option<i64>,
+            limit: usize,
+        ) -> Vec<CommentDoc>;
+        batch(post_ids) fn comment_ids_of_posts(post_ids: &[i64]) -> Vec<(i64, i64)>;
+        batch(comment_ids) fn reply_ids_of_comments(comment_ids: &[i64]) -> Vec<(i64, i64)>;
+        counted fn insert_like(like: &LikeDoc, cap: usize) -> bool;
+        counted fn delete_like(kind: LikeKind, target_id: i64, uid: i64) -> Option<LikeDoc>;
+        batch(target_ids) fn likes_of_targets(kind: LikeKind, target_ids: &[i64]) -> Vec<LikeDoc>;
+        counted fn likes_page(
+            kind: LikeKind,
+            target_id: i64,
+            before: Option<i64>,
+            limit: usize,
+        ) -> Vec<LikeDoc>;
+        batch(authors) fn post_ids_by_authors(
+            authors: &[i64],
+            before: Option<i64>,
+            limit: usize,
+        ) -> Vec<i64>;
     }
 
-    async fn insert_comment(&self, comment: &CommentDoc, cap: usize) -> StoreResult<()> {
-        self.tick();
-        self.inner.insert_comment(comment, cap).await
+    impl SocialDocs for MeteredDocs {
+        counted fn insert_follow(follow: &FollowDoc) -> bool;
+        counted fn delete_follow(follower: i64, followee: i64) -> bool;
+        counted fn followers_page(uid: i64, before: Option<i64>, limit: usize) -> Vec<FollowDoc>;
+        counted fn following_page(uid: i64, before: Option<i64>, limit: usize) -> Vec<FollowDoc>;
+        counted fn follow_counts(uid: i64) -> (u64, u64);
+        batch(others) fn follow_edges(uid: i64, others: &[i64]) -> (Vec<i64>, Vec<i64>);
+        counted fn insert_block(block: &BlockDoc) -> bool;
+        counted fn delete_block(blocker: i64, blocked: i64) -> bool;
+        batch(others) fn blocks_between(uid: i64, others: &[i64]) -> Vec<i64>;
+        counted fn active_followers(
+            uid: i64,
+            since: i64,
+            before: Option<i64>,
+            limit: usize,
+        ) -> (Vec<i64>, Option<i64>);
+        batch(uids) fn follower_counts(uids: &[i64]) -> Vec<(i64, u64)>;
+        batch(uids) fn follows_from(uids: &[i64]) -> Vec<FollowDoc>;
+        batch(uids) fn blocks_involving(uids: &[i64]) -> Vec<BlockDoc>;
     }
 
-    async fn comments_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<CommentDoc>> {
-        if counts(ids) {
-            self.tick();
-        }
-        self.inner.comments_by_ids(ids).await
-    }
-
-    async fn delete_comment(&self, comment: &CommentDoc) -> StoreResult<bool> {
-        self.tick();
-        self.inner.delete_comment(comment).await
-    }
-
-    async fn comments_page(
-        &self,
-        post_id: i64,
-        before: Option<i64>,
-        limit: usize,
-    ) -> StoreResult<Vec<CommentDoc>> {
-        self.tick();
-        self.inner.comments_page(post_id, before, limit).await
-    }
-
-    async fn comment_ids_of_posts(&self, post_ids: &[i64]) -> StoreResult<Vec<(i64, i64)>> {
-        if counts(post_ids) {
-            self.tick();
-        }
-        self.inner.comment_ids_of_posts(post_ids).await
-    }
-
-    async fn reply_ids_of_comments(&self, comment_ids: &[i64]) -> StoreResult<Vec<(i64, i64)>> {
-        if counts(comment_ids) {
-            self.tick();
-        }
-        self.inner.reply_ids_of_comments(comment_ids).await
-    }
-
-    async fn insert_like(&self, like: &LikeDoc, cap: usize) -> StoreResult<bool> {
-        self.tick();
-        self.inner.insert_like(like, cap).await
-    }
-
-    async fn delete_like(
-        &self,
-        kind: LikeKind,
-        target_id: i64,
-        uid: i64,
-    ) -> StoreResult<Option<LikeDoc>> {
-        self.tick();
-        self.inner.delete_like(kind, target_id, uid).await
-    }
-
-    async fn likes_of_targets(
-        &self,
-        kind: LikeKind,
-        target_ids: &[i64],
-    ) -> StoreResult<Vec<LikeDoc>> {
-        if counts(target_ids) {
-            self.tick();
-        }
-        self.inner.likes_of_targets(kind, target_ids).await
-    }
-
-    async fn likes_page(
-        &self,
-        kind: LikeKind,
-        target_id: i64,
-        before: Option<i64>,
-        limit: usize,
-    ) -> StoreResult<Vec<LikeDoc>> {
-        self.tick();
-        self.inner.likes_page(kind, target_id, before, limit).await
-    }
-
-    async fn post_ids_by_authors(
-        &self,
-        authors: &[i64],
-        before: Option<i64>,
-        limit: usize,
-    ) -> StoreResult<Vec<i64>> {
-        if counts(authors) {
-            self.tick();
-        }
-        self.inner.post_ids_by_authors(authors, before, limit).await
-    }
-}
-
-#[async_trait]
-impl SocialDocs for MeteredDocs {
-    async fn insert_follow(&self, follow: &FollowDoc) -> StoreResult<bool> {
-        self.tick();
-        self.inner.insert_follow(follow).await
-    }
-
-    async fn delete_follow(&self, follower: i64, followee: i64) -> StoreResult<bool> {
-        self.tick();
-        self.inner.delete_follow(follower, followee).await
-    }
-
-    async fn followers_page(
-        &self,
-        uid: i64,
-        before: Option<i64>,
-        limit: usize,
-    ) -> StoreResult<Vec<FollowDoc>> {
-        self.tick();
-        self.inner.followers_page(uid, before, limit).await
-    }
-
-    async fn following_page(
-        &self,
-        uid: i64,
-        before: Option<i64>,
-        limit: usize,
-    ) -> StoreResult<Vec<FollowDoc>> {
-        self.tick();
-        self.inner.following_page(uid, before, limit).await
-    }
-
-    async fn follow_counts(&self, uid: i64) -> StoreResult<(u64, u64)> {
-        self.tick();
-        self.inner.follow_counts(uid).await
-    }
-
-    async fn follow_edges(&self, uid: i64, others: &[i64]) -> StoreResult<(Vec<i64>, Vec<i64>)> {
-        if counts(others) {
-            self.tick();
-        }
-        self.inner.follow_edges(uid, others).await
-    }
-
-    async fn insert_block(&self, block: &BlockDoc) -> StoreResult<bool> {
-        self.tick();
-        self.inner.insert_block(block).await
-    }
-
-    async fn delete_block(&self, blocker: i64, blocked: i64) -> StoreResult<bool> {
-        self.tick();
-        self.inner.delete_block(blocker, blocked).await
-    }
-
-    async fn blocks_between(&self, uid: i64, others: &[i64]) -> StoreResult<Vec<i64>> {
-        if counts(others) {
-            self.tick();
-        }
-        self.inner.blocks_between(uid, others).await
-    }
-
-    async fn active_followers(
-        &self,
-        uid: i64,
-        since: i64,
-        before: Option<i64>,
-        limit: usize,
-    ) -> StoreResult<(Vec<i64>, Option<i64>)> {
-        self.tick();
-        self.inner.active_followers(uid, since, before, limit).await
-    }
-
-    async fn follower_counts(&self, uids: &[i64]) -> StoreResult<Vec<(i64, u64)>> {
-        if counts(uids) {
-            self.tick();
-        }
-        self.inner.follower_counts(uids).await
-    }
-
-    async fn follows_from(&self, uids: &[i64]) -> StoreResult<Vec<FollowDoc>> {
-        if counts(uids) {
-            self.tick();
-        }
-        self.inner.follows_from(uids).await
-    }
-
-    async fn blocks_involving(&self, uids: &[i64]) -> StoreResult<Vec<BlockDoc>> {
-        if counts(uids) {
-            self.tick();
-        }
-        self.inner.blocks_involving(uids).await
-    }
-}
-
-#[async_trait]
-impl NotificationDocs for MeteredDocs {
-    async fn insert_notification(&self, n: &NotificationDoc) -> StoreResult<bool> {
-        self.tick();
-        self.inner.insert_notification(n).await
-    }
-
-    async fn notifications_page(
-        &self,
-        uid: i64,
-        since: i64,
-        before: Option<i64>,
-        limit: usize,
-    ) -> StoreResult<Vec<NotificationDoc>> {
-        self.tick();
-        self.inner
-            .notifications_page(uid, since, before, limit)
-            .await
-    }
-
-    async fn unread_notifications(&self, uid: i64, since: i64, cap: u64) -> StoreResult<u64> {
-        self.tick();
-        self.inner.unread_notifications(uid, since, cap).await
-    }
-
-    async fn mark_notifications_read(&self, uid: i64, up_to: i64) -> StoreResult<()> {
-        self.tick();
-        self.inner.mark_notifications_read(uid, up_to).await
-    }
-
-    async fn delete_notifications_involving(&self, uid: i64, limit: usize) -> StoreResult<u64> {
-        self.tick();
-        self.inner.delete_notifications_involving(uid, limit).await
-    }
-    async fn purge_notifications_before(&self, before: i64, limit: usize) -> StoreResult<u64> {
+    impl NotificationDocs for MeteredDocs {
+        counted fn insert_notification(n: &NotificationDoc) -> bool;
+        counted fn notifications_page(
+            uid: i64,
+            since: i64,
+            before: Option<i64>,
+            limit: usize,
+        ) -> Vec<NotificationDoc>;
+        counted fn unread_notifications(uid: i64, since: i64, cap: u64) -> u64;
+        counted fn mark_notifications_read(uid: i64, up_to: i64) -> ();
         // The background sweep, not a request's round trip.
-        self.inner.purge_notifications_before(before, limit).await
-    }
-}
-
-#[async_trait]
-impl DeviceModelDocs for MeteredDocs {
-    async fn device_models(&self) -> StoreResult<Vec<DeviceModelDoc>> {
-        self.tick();
-        self.inner.device_models().await
+        background fn purge_notifications_before(before: i64, limit: usize) -> u64;
+        counted fn delete_notifications_involving(uid: i64, limit: usize) -> u64;
     }
 
-    async fn upsert_device_models(&self, models: &[DeviceModelDoc]) -> StoreResult<()> {
-        self.tick();
-        self.inner.upsert_device_models(models).await
+    impl DeviceModelDocs for MeteredDocs {
+        counted fn device_models() -> Vec<DeviceModelDoc>;
+        counted fn upsert_device_models(models: &[DeviceModelDoc]) -> ();
+        counted fn delete_device_model(key: &str) -> bool;
     }
 
-    async fn delete_device_model(&self, key: &str) -> StoreResult<bool> {
-        self.tick();
-        self.inner.delete_device_model(key).await
-    }
-}
-
-#[async_trait]
-impl LiveStore for MeteredLive {
-    async fn ping(&self) -> StoreResult<()> {
-        self.tick();
-        self.inner.ping().await
-    }
-    async fn read(&self, read: &LiveRead) -> StoreResult<LiveAnswer> {
-        self.tick();
-        self.inner.read(read).await
-    }
-    async fn fill(&self, fill: &LiveFill) -> StoreResult<()> {
-        self.trips.live_writebacks.fetch_add(1, Ordering::Relaxed);
-        self.inner.fill(fill).await
-    }
-    async fn apply(&self, changes: &[Changes]) -> StoreResult<()> {
-        self.tick();
-        self.inner.apply(changes).await
-    }
-    async fn drop_keys(&self, owner: Owner, keys: &[LiveKey]) -> StoreResult<()> {
-        self.tick();
-        self.inner.drop_keys(owner, keys).await
-    }
-    async fn push_to_timelines(&self, post_id: i64, uids: &[i64], max: usize) -> StoreResult<()> {
-        self.tick();
-        self.inner.push_to_timelines(post_id, uids, max).await
-    }
-    async fn clear_derived(&self) -> StoreResult<usize> {
-        self.inner.clear_derived().await
-    }
-    async fn device_table_version(&self) -> StoreResult<u64> {
+    impl LiveStore for MeteredLive {
+        counted fn ping() -> ();
+        counted fn read(read: &LiveRead) -> LiveAnswer;
+        writeback fn fill(fill: &LiveFill) -> ();
+        counted fn apply(changes: &[Changes]) -> ();
+        counted fn drop_keys(owner: Owner, keys: &[LiveKey]) -> ();
+        counted fn push_to_timelines(post_id: i64, uids: &[i64], max: usize) -> ();
+        // The repair tools and tests, not a request's round trip.
+        background fn clear_derived() -> usize;
         // The background poll, not a request's round trip.
-        self.inner.device_table_version().await
+        background fn device_table_version() -> u64;
+        counted fn bump_device_table_version() -> u64;
     }
-    async fn bump_device_table_version(&self) -> StoreResult<u64> {
-        self.tick();
-        self.inner.bump_device_table_version().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::embedded::{self, docs::EmbeddedDocs, live::MemoryLive};
+
+    #[tokio::test]
+    async fn requests_count_their_round_trips_and_nothing_else() {
+        let dir = std::env::temp_dir().join(format!("moments-metered-{}", crate::ids::next_id()));
+        let trips = Arc::new(RoundTrips::default());
+        let docs = MeteredDocs::new(
+            Arc::new(EmbeddedDocs::new(embedded::open(&dir).unwrap(), 10)),
+            trips.clone(),
+        );
+        let live = MeteredLive::new(Arc::new(MemoryLive::new(100)), trips.clone());
+        let ((), per_request) = count_request_trips(async {
+            // Start-up, not counted.
+            docs.apply_schemas().await.unwrap();
+            docs.users_by_ids(&[1, 2]).await.unwrap();
+            docs.follow_counts(1).await.unwrap();
+            live.ping().await.unwrap();
+            // Empty batches, background calls and write-backs are no
+            // request's round trips.
+            docs.users_by_ids(&[]).await.unwrap();
+            docs.follows_from(&[]).await.unwrap();
+            docs.purge_expired_sessions(0, 10).await.unwrap();
+            docs.accounts_being_erased(10).await.unwrap();
+            live.device_table_version().await.unwrap();
+            live.fill(&LiveFill::default()).await.unwrap();
+        })
+        .await;
+        assert_eq!(per_request, (2, 1));
+        assert_eq!(trips.snapshot(), (2, 1));
+        assert_eq!(trips.live_writebacks.load(Ordering::Relaxed), 1);
+        // Outside a request only the totals move.
+        docs.totals().await.unwrap();
+        assert_eq!(trips.snapshot(), (3, 1));
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

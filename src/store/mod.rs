@@ -610,6 +610,17 @@ pub enum BlobKey {
 }
 
 impl BlobKey {
+    /// What kind of value this is, without whose: a label for metrics.
+    pub fn kind(self) -> &'static str {
+        match self {
+            BlobKey::PostBody(_) => "post_body",
+            BlobKey::CommentBody(..) => "comment_body",
+            BlobKey::Card(_) => "card",
+            BlobKey::CommentPeople(_) => "comment_people",
+            BlobKey::Session(..) => "session",
+        }
+    }
+
     pub fn owner(self) -> Owner {
         match self {
             BlobKey::PostBody(p) | BlobKey::CommentBody(p, _) | BlobKey::CommentPeople(p) => {
@@ -657,6 +668,20 @@ impl SetKey {
                 | SetKey::CommentLikers(..)
                 | SetKey::CommentReplies(..)
         )
+    }
+
+    /// What kind of set this is, without whose: a label for metrics.
+    pub fn kind(self) -> &'static str {
+        match self {
+            SetKey::PostLikers(_) => "post_likers",
+            SetKey::PostComments(_) => "post_comments",
+            SetKey::CommentLikers(..) => "comment_likers",
+            SetKey::CommentReplies(..) => "comment_replies",
+            SetKey::Following(_) => "following",
+            SetKey::Home(_) => "home",
+            SetKey::Friends(_) => "friends",
+            SetKey::Blocks(_) => "blocks",
+        }
     }
 
     pub fn owner(self) -> Owner {

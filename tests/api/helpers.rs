@@ -18,6 +18,8 @@ pub struct TestApp {
     pub client: reqwest::Client,
     pub ctx: Context,
     pub settings: Settings,
+    /// The `metrics_listen` listener's port, when the settings asked for one.
+    pub metrics_port: Option<u16>,
 }
 
 pub struct User {
@@ -83,12 +85,14 @@ pub async fn spawn_app_on(
         .expect("build app");
     let base = format!("http://127.0.0.1:{}", app.port());
     let ctx = app.context().clone();
+    let metrics_port = app.metrics_port();
     tokio::spawn(app.run_until_stopped());
     TestApp {
         base,
         client: reqwest::Client::new(),
         ctx,
         settings,
+        metrics_port,
     }
 }
 

@@ -13,6 +13,7 @@ mod helpers;
 mod instances;
 mod likes;
 mod live_state;
+mod metrics;
 mod notifications;
 mod ops;
 mod posts;
