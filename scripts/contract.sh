@@ -64,7 +64,8 @@ keep_logs=1
 CONTRACT_BASE_URL="$base" \
 CONTRACT_ADMIN_USERNAME=contractadmin CONTRACT_ADMIN_PASSWORD="$admin_password" \
 PYTHONPATH="$MOMENTS_ROOT/scripts/contract" SCHEMATHESIS_HOOKS=hooks \
-  "$ST_BIN" run "$base/openapi.json" \
+  "$ST_BIN" --config-file "$MOMENTS_ROOT/scripts/contract/schemathesis.toml" \
+    run "$base/openapi.json" \
     --checks all --mode all \
     --phases examples,coverage,fuzzing,stateful \
     --seed "${CONTRACT_SEED:-9}" --max-examples "${CONTRACT_EXAMPLES:-25}" \

@@ -21,6 +21,12 @@ pub enum AppError {
     /// methods it does answer.
     #[error("this resource answers {0}")]
     MethodNotAllowed(String),
+    /// 422 `idempotency_key_reused`: this `Idempotency-Key` was first sent
+    /// with a different request.
+    #[error(
+        "this Idempotency-Key was used for a different request; use a new key for a new request"
+    )]
+    KeyReused,
     /// 409 `conflict`.
     #[error("{0}")]
     Conflict(String),

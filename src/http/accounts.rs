@@ -1,9 +1,10 @@
 //! Accounts and sessions.
 
 use actix_web::http::Method;
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 
-use super::extract::{path_id, AuthUser, JsonBody, RequestOrigin};
+use super::extract::{parse_json_object, path_id, AuthUser, Body, JsonBody, RequestOrigin};
+use super::idempotency::{self, IdempotencyKeyHeader};
 use crate::error::AppError;
 use crate::ids::now_ms;
 use crate::service::accounts::{
@@ -50,13 +51,23 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 }
 
 #[utoipa::path(post, path = "/api/v1/users", tag = "accounts", request_body = RegisterRequest,
-    responses((status = 201, body = UserCard), (status = 409, description = "the username is taken")))]
+    params(IdempotencyKeyHeader),
+    responses((status = 201, body = UserCard),
+              (status = 409, description = "the username is taken, or the first request with this \
+                 Idempotency-Key is still running"),
+              (status = 422, description = "this Idempotency-Key was used for a different request")))]
 pub async fn register(
     ctx: web::Data<Context>,
     RequestOrigin(origin): RequestOrigin,
-    JsonBody(req): JsonBody<RegisterRequest>,
+    req: HttpRequest,
+    Body(body): Body,
 ) -> Result<HttpResponse, AppError> {
-    Ok(HttpResponse::Created().json(accounts::register(&ctx, req, &origin).await?))
+    let registration: RegisterRequest = parse_json_object(&body)?;
+    // Nobody is signed in yet: keys are scoped to the client's address.
+    let scope = format!("a{}", origin.addr.as_deref().unwrap_or("-"));
+    let make = ctx.clone();
+    let create = async move { accounts::register(&make, registration, &origin).await };
+    idempotency::once(&ctx, &req, scope, &body, create).await
 }
 
 #[utoipa::path(post, path = "/api/v1/sessions", tag = "accounts", request_body = LoginRequest,

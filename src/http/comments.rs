@@ -1,12 +1,13 @@
 //! Comments and replies.
 
 use actix_web::http::Method;
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::extract::{
-    path_id, AuthUser, JsonBody, MaybeAuthUser, PageQuery, PresentationParams, PresentationQuery,
-    ReadParams,
+    parse_json_object, path_id, AuthUser, Body, MaybeAuthUser, PageQuery, PresentationParams,
+    PresentationQuery, ReadParams,
 };
+use super::idempotency::{self, IdempotencyKeyHeader};
 use crate::domain::comment::NewCommentRequest;
 use crate::error::AppError;
 use crate::service::views::{CommentView, Page};
@@ -27,21 +28,26 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 }
 
 #[utoipa::path(post, path = "/api/v1/posts/{id}/comments", tag = "comments",
-    params(("id" = i64, Path, minimum = 1), PresentationQuery),
+    params(("id" = i64, Path, minimum = 1), PresentationQuery, IdempotencyKeyHeader),
     request_body = NewCommentRequest,
     responses((status = 201, body = CommentView),
-              (status = 404, description = "no such post, or no such comment to reply to, for this viewer")),
+              (status = 404, description = "no such post, or no such comment to reply to, for this viewer"),
+              (status = 409, description = "the first request with this Idempotency-Key is still running"),
+              (status = 422, description = "this Idempotency-Key was used for a different request")),
     security(("bearer" = [])))]
 pub async fn create(
     ctx: web::Data<Context>,
     user: AuthUser,
     id: web::Path<String>,
     PresentationParams(pres): PresentationParams,
-    JsonBody(req): JsonBody<NewCommentRequest>,
+    req: HttpRequest,
+    Body(body): Body,
 ) -> Result<HttpResponse, AppError> {
     let post = path_id(&id, "post")?;
-    let view = comments::create_comment(&ctx, post, user.uid, req, &pres).await?;
-    Ok(HttpResponse::Created().json(view))
+    let comment: NewCommentRequest = parse_json_object(&body)?;
+    let (make, uid) = (ctx.clone(), user.uid);
+    let create = async move { comments::create_comment(&make, post, uid, comment, &pres).await };
+    idempotency::once(&ctx, &req, format!("u{uid}"), &body, create).await
 }
 
 #[utoipa::path(get, path = "/api/v1/posts/{id}/comments", tag = "comments",

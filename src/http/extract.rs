@@ -251,6 +251,16 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AppError> {
     })
 }
 
+/// A body that must be a JSON object: serde would also read a struct from
+/// an array of its fields in order, which no client means.
+pub fn parse_json_object<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AppError> {
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first.is_some_and(|b| *b != b'{') {
+        return Err(AppError::invalid("body", "a JSON object is required"));
+    }
+    parse_json(bytes)
+}
+
 impl<T: DeserializeOwned + 'static> FromRequest for JsonBody<T> {
     type Error = AppError;
     type Future = Boxed<Self>;
@@ -259,13 +269,7 @@ impl<T: DeserializeOwned + 'static> FromRequest for JsonBody<T> {
         let body = Body::from_request(req, payload);
         Box::pin(async move {
             let Body(bytes) = body.await?;
-            // Every such body is an object; serde would also read a struct
-            // from an array of its fields in order, which no client means.
-            let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-            if first.is_some_and(|b| *b != b'{') {
-                return Err(AppError::invalid("body", "a JSON object is required"));
-            }
-            parse_json(&bytes).map(JsonBody)
+            parse_json_object(&bytes).map(JsonBody)
         })
     }
 }

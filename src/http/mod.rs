@@ -6,6 +6,7 @@ pub mod admin;
 pub mod comments;
 pub mod extract;
 pub mod feed;
+pub mod idempotency;
 pub mod likes;
 pub mod notifications;
 pub mod openapi;

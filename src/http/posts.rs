@@ -1,12 +1,13 @@
 //! Posts: publish, the expanded read, delete, a user's list.
 
 use actix_web::http::Method;
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::extract::{
-    path_id, AuthUser, JsonBody, MaybeAuthUser, PageQuery, PresentationParams, PresentationQuery,
-    ReadParams,
+    parse_json_object, path_id, AuthUser, Body, MaybeAuthUser, PageQuery, PresentationParams,
+    PresentationQuery, ReadParams,
 };
+use super::idempotency::{self, IdempotencyKeyHeader};
 use crate::domain::post::{NewPost, NewPostRequest};
 use crate::error::AppError;
 use crate::service::views::{ExpandedPost, Page};
@@ -28,17 +29,23 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 }
 
 #[utoipa::path(post, path = "/api/v1/posts", tag = "posts", request_body = NewPostRequest,
-    params(PresentationQuery),
-    responses((status = 201, body = ExpandedPost, description = "published, as its author sees it")),
+    params(PresentationQuery, IdempotencyKeyHeader),
+    responses((status = 201, body = ExpandedPost, description = "published, as its author sees it; \
+                 a retry with the same Idempotency-Key answers the same, with Idempotent-Replayed: true"),
+              (status = 409, description = "the first request with this Idempotency-Key is still running"),
+              (status = 422, description = "this Idempotency-Key was used for a different request")),
     security(("bearer" = [])))]
 pub async fn create(
     ctx: web::Data<Context>,
     user: AuthUser,
     PresentationParams(pres): PresentationParams,
-    JsonBody(req): JsonBody<NewPostRequest>,
+    req: HttpRequest,
+    Body(body): Body,
 ) -> Result<HttpResponse, AppError> {
-    let post = NewPost::parse(req)?;
-    Ok(HttpResponse::Created().json(posts::create_post(&ctx, user.uid, post, &pres).await?))
+    let post = NewPost::parse(parse_json_object::<NewPostRequest>(&body)?)?;
+    let (make, uid) = (ctx.clone(), user.uid);
+    let create = async move { posts::create_post(&make, uid, post, &pres).await };
+    idempotency::once(&ctx, &req, format!("u{uid}"), &body, create).await
 }
 
 #[utoipa::path(get, path = "/api/v1/posts/{id}", tag = "posts",

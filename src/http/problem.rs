@@ -38,6 +38,11 @@ impl AppError {
                 "Method not allowed",
             ),
             AppError::Conflict(_) => (StatusCode::CONFLICT, "conflict", "Conflict"),
+            AppError::KeyReused => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "idempotency_key_reused",
+                "Idempotency key reused",
+            ),
             AppError::PayloadTooLarge { .. } => (
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "payload_too_large",

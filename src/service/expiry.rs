@@ -35,6 +35,10 @@ where
 /// One pass over everything that expires.
 pub async fn sweep_once(docs: &dyn DocStore) {
     sweep("sessions", || docs.purge_expired_sessions(now_ms(), BATCH)).await;
+    sweep("idempotency keys", || {
+        docs.purge_expired_idempotency_keys(now_ms(), BATCH)
+    })
+    .await;
     let kept_from = first_id_at(now_ms() - super::notifications::KEEP_MS);
     sweep("notifications", || {
         docs.purge_notifications_before(kept_from, BATCH)

@@ -6,6 +6,7 @@ pub mod comments;
 pub mod device_names;
 pub mod erasure;
 pub mod expiry;
+pub mod idempotency;
 pub mod in_flight;
 pub mod instance_lease;
 pub mod likes;

@@ -552,14 +552,76 @@ pub trait DeviceModelDocs: Send + Sync {
     async fn delete_device_model(&self, key: &str) -> StoreResult<bool>;
 }
 
+/// A create request remembered under its `Idempotency-Key`, so that a retry
+/// gets the first answer instead of making the thing twice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdempotencyDoc {
+    /// `{scope}:{hex SHA-256 of the key}`: the scope is the account (or the
+    /// client address, for sign-ups), so one client's keys never meet
+    /// another's.
+    #[serde(rename = "_id")]
+    pub id: String,
+    /// Hex SHA-256 of the method, path, query and body of the first request.
+    pub fingerprint: String,
+    #[serde(rename = "startedAt")]
+    pub started_at: i64,
+    /// The answer, once the first request finished: status and JSON text.
+    /// Absent while it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    /// Epoch ms after which the key is forgotten.
+    #[serde(rename = "expiresAt")]
+    pub expires_at: i64,
+}
+
+/// Remembered `Idempotency-Key`s. Part of `DocStore`.
+#[async_trait]
+pub trait IdempotencyDocs: Send + Sync {
+    /// Stores `key` unless a record with its id is there; then answers that
+    /// one instead. A record that expired before `now`, or whose request
+    /// started before `stale_before` and never finished (its instance
+    /// died), is replaced as if absent.
+    async fn claim_idempotency_key(
+        &self,
+        key: &IdempotencyDoc,
+        now: i64,
+        stale_before: i64,
+    ) -> StoreResult<Option<IdempotencyDoc>>;
+
+    /// Records the answer of the request that claimed `id` at `started_at`.
+    async fn complete_idempotency_key(
+        &self,
+        id: &str,
+        started_at: i64,
+        status: u16,
+        body: &str,
+    ) -> StoreResult<()>;
+
+    /// Forgets the unfinished claim of `id` made at `started_at` (its
+    /// request failed), so that a retry runs again.
+    async fn release_idempotency_key(&self, id: &str, started_at: i64) -> StoreResult<()>;
+
+    /// Deletes up to `limit` keys that expired before `now`; how many went.
+    async fn purge_expired_idempotency_keys(&self, now: i64, limit: usize) -> StoreResult<u64>;
+}
+
 /// The documents: the truth, one port per aggregate (accounts, posts,
-/// the social graph, notifications, device models) and the store-wide
+/// the social graph, notifications, device models, idempotency keys) and the store-wide
 /// operations here. Every method is one store round trip, and every batch
 /// method takes all the ids of a page at once, so a page of N items costs a
 /// constant number of calls.
 #[async_trait]
 pub trait DocStore:
-    AccountDocs + PostDocs + SocialDocs + NotificationDocs + DeviceModelDocs + Send + Sync
+    AccountDocs
+    + PostDocs
+    + SocialDocs
+    + NotificationDocs
+    + DeviceModelDocs
+    + IdempotencyDocs
+    + Send
+    + Sync
 {
     async fn ping(&self) -> StoreResult<()>;
     /// Creates collections, validators and indexes; idempotent.

@@ -10,6 +10,7 @@ mod devices;
 mod feed;
 mod full_pages;
 mod helpers;
+mod idempotency;
 mod instances;
 mod likes;
 mod live_state;

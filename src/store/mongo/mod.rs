@@ -9,6 +9,7 @@
 
 mod accounts;
 mod device_models;
+mod idempotency;
 mod notifications;
 mod posts;
 mod schemas;

@@ -9,6 +9,7 @@
 
 mod accounts;
 mod device_models;
+mod idempotency;
 mod notifications;
 mod posts;
 mod social;
@@ -95,6 +96,11 @@ const SESSION_EXPIRY: TableDefinition<(i64, u64), ()> = TableDefinition::new("se
 const INSTANCE_LEASES: TableDefinition<u64, (&str, i64)> = TableDefinition::new("instance_leases");
 /// Where earlier versions kept raw tokens; dropped at start-up.
 const RAW_TOKENS: TableDefinition<&str, (u64, i64)> = TableDefinition::new("sessions");
+/// Idempotency record id → the record (JSON).
+const IDEMPOTENCY_KEYS: TableDefinition<&str, &[u8]> = TableDefinition::new("idempotency_keys");
+/// (expires at, record id), for the purge.
+const IDEMPOTENCY_EXPIRY: TableDefinition<(i64, &str), ()> =
+    TableDefinition::new("idempotency_keys_by_expiry");
 /// (blocker, blocked) → block id.
 const BLOCKS: TableDefinition<(u64, u64), u64> = TableDefinition::new("blocks");
 /// (blocked, blocker) → block id: the same blocks, found from the other side.
@@ -409,6 +415,8 @@ impl DocStore for EmbeddedDocs {
             txn.open_table(SESSIONS_BY_USER).map_err(other)?;
             txn.open_table(SESSION_EXPIRY).map_err(other)?;
             txn.open_table(INSTANCE_LEASES).map_err(other)?;
+            txn.open_table(IDEMPOTENCY_KEYS).map_err(other)?;
+            txn.open_table(IDEMPOTENCY_EXPIRY).map_err(other)?;
             txn.open_table(READ_MARKS).map_err(other)?;
             txn.open_table(ERASING).map_err(other)?;
             // Notifications from before the id index: indexed once.

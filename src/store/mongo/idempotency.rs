@@ -1,0 +1,119 @@
+//! `IdempotencyDocs` on MongoDB: remembered `Idempotency-Key`s.
+
+use super::*;
+use crate::store::{IdempotencyDoc, IdempotencyDocs};
+
+impl MongoDocs {
+    fn idempotency_keys(&self) -> Collection<Document> {
+        self.db.collection("idempotency_keys")
+    }
+}
+
+fn to_stored(key: &IdempotencyDoc) -> StoreResult<Document> {
+    let mut d = mongodb::bson::to_document(key).map_err(|e| StoreError::Other(e.into()))?;
+    // The TTL index that forgets keys reads a BSON date.
+    d.insert(
+        "expireAt",
+        mongodb::bson::DateTime::from_millis(key.expires_at),
+    );
+    Ok(d)
+}
+
+#[async_trait]
+impl IdempotencyDocs for MongoDocs {
+    async fn claim_idempotency_key(
+        &self,
+        key: &IdempotencyDoc,
+        now: i64,
+        stale_before: i64,
+    ) -> StoreResult<Option<IdempotencyDoc>> {
+        let stored = to_stored(key)?;
+        match self.idempotency_keys().insert_one(stored.clone()).await {
+            Ok(_) => return Ok(None),
+            Err(e) if duplicate_of(&e).is_some() => {}
+            Err(e) => return Err(classify(e)),
+        }
+        let Some(existing) = self
+            .idempotency_keys()
+            .find_one(doc! { "_id": &key.id })
+            .await
+            .map_err(classify)?
+        else {
+            // Purged between the two calls: this claim may take its place.
+            return self.claim_idempotency_key(key, now, stale_before).await;
+        };
+        let existing: IdempotencyDoc =
+            mongodb::bson::from_document(existing).map_err(|e| StoreError::Other(e.into()))?;
+        let replaceable = existing.expires_at < now
+            || (existing.status.is_none() && existing.started_at < stale_before);
+        if !replaceable {
+            return Ok(Some(existing));
+        }
+        // Only if nobody replaced it first: the claim it replaces is named
+        // by its start, so two retries cannot both take it.
+        let r = self
+            .idempotency_keys()
+            .replace_one(
+                doc! { "_id": &key.id, "startedAt": existing.started_at },
+                stored,
+            )
+            .await
+            .map_err(classify)?;
+        if r.matched_count == 1 {
+            Ok(None)
+        } else {
+            Ok(Some(existing))
+        }
+    }
+
+    async fn complete_idempotency_key(
+        &self,
+        id: &str,
+        started_at: i64,
+        status: u16,
+        body: &str,
+    ) -> StoreResult<()> {
+        self.idempotency_keys()
+            .update_one(
+                doc! { "_id": id, "startedAt": started_at },
+                doc! { "$set": { "status": i32::from(status), "body": body } },
+            )
+            .await
+            .map_err(classify)?;
+        Ok(())
+    }
+
+    async fn release_idempotency_key(&self, id: &str, started_at: i64) -> StoreResult<()> {
+        self.idempotency_keys()
+            .delete_one(doc! { "_id": id, "startedAt": started_at, "status": { "$exists": false } })
+            .await
+            .map_err(classify)?;
+        Ok(())
+    }
+
+    async fn purge_expired_idempotency_keys(&self, now: i64, limit: usize) -> StoreResult<u64> {
+        #[derive(Deserialize)]
+        struct Key {
+            #[serde(rename = "_id")]
+            id: String,
+        }
+        let cursor = self
+            .db
+            .collection::<Key>("idempotency_keys")
+            .find(doc! { "expiresAt": { "$lt": now } })
+            .projection(doc! { "_id": 1 })
+            .limit(limit as i64)
+            .await
+            .map_err(classify)?;
+        let ids: Vec<String> = collect(cursor).await?.into_iter().map(|k| k.id).collect();
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let r = self
+            .idempotency_keys()
+            .delete_many(doc! { "_id": { "$in": ids } })
+            .await
+            .map_err(classify)?;
+        Ok(r.deleted_count)
+    }
+}

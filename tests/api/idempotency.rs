@@ -1,0 +1,348 @@
+//! `Idempotency-Key` on the create endpoints: a retry replays the first
+//! answer and makes nothing new.
+
+use reqwest::Method;
+use serde_json::{json, Value};
+use tokio::io::AsyncWriteExt;
+
+use crate::helpers::{spawn_app, TestApp, User};
+
+async fn post_with_key(
+    app: &TestApp,
+    path: &str,
+    token: Option<&str>,
+    key: &str,
+    body: Value,
+) -> (u16, reqwest::header::HeaderMap, Value) {
+    let (s, h, b) = app
+        .call_with(
+            Method::POST,
+            path,
+            token,
+            &[("Idempotency-Key", key)],
+            Some(body),
+        )
+        .await;
+    (s.as_u16(), h, b)
+}
+
+async fn album(app: &TestApp, user: &User) -> Vec<i64> {
+    let (s, page) = app
+        .get(
+            &format!("/api/v1/users/{}/posts", user.uid),
+            Some(&user.token),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 200, "{page}");
+    page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_i64().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_same_key_and_request_replay_the_first_answer() {
+    let app = spawn_app().await;
+    let ann = app.user("ann").await;
+    let body = json!({"category": "TEXT", "content": "once only"});
+    let (s1, h1, first) =
+        post_with_key(&app, "/api/v1/posts", Some(&ann.token), "k-1", body.clone()).await;
+    assert_eq!(s1, 201, "{first}");
+    assert!(h1.get("idempotent-replayed").is_none());
+    let (s2, h2, again) =
+        post_with_key(&app, "/api/v1/posts", Some(&ann.token), "\"k-1\"", body).await;
+    assert_eq!(s2, 201, "{again}");
+    assert_eq!(h2["idempotent-replayed"], "true");
+    assert_eq!(again["id"], first["id"]);
+    assert_eq!(album(&app, &ann).await, vec![first["id"].as_i64().unwrap()]);
+
+    // Another request under the same key is a client bug: 422, nothing made.
+    let (s3, _, p) = post_with_key(
+        &app,
+        "/api/v1/posts",
+        Some(&ann.token),
+        "k-1",
+        json!({"category": "TEXT", "content": "something else"}),
+    )
+    .await;
+    assert_eq!(
+        (s3, p["code"].as_str()),
+        (422, Some("idempotency_key_reused")),
+        "{p}"
+    );
+    assert_eq!(album(&app, &ann).await.len(), 1);
+
+    // Keys are the account's own: the same key from someone else is theirs.
+    let bob = app.user("bob").await;
+    let (s4, _, bobs) = post_with_key(
+        &app,
+        "/api/v1/posts",
+        Some(&bob.token),
+        "k-1",
+        json!({"category": "TEXT", "content": "once only"}),
+    )
+    .await;
+    assert_eq!(s4, 201);
+    assert_ne!(bobs["id"], first["id"]);
+
+    // A malformed key is refused before anything is made.
+    let (s5, _, p) = post_with_key(
+        &app,
+        "/api/v1/posts",
+        Some(&ann.token),
+        "has space",
+        json!({"category": "TEXT", "content": "x"}),
+    )
+    .await;
+    assert_eq!((s5, p["field"].as_str()), (400, Some("Idempotency-Key")));
+    assert_eq!(album(&app, &ann).await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_failed_request_gives_its_key_back() {
+    let app = spawn_app().await;
+    let ann = app.user("ann").await;
+    let (s, _, _) = post_with_key(
+        &app,
+        "/api/v1/posts/1/comments",
+        Some(&ann.token),
+        "k-2",
+        json!({"content": "on nothing"}),
+    )
+    .await;
+    assert_eq!(s, 404);
+    let post = app.text_post(&ann, "here").await;
+    // The same key, now for a request that can succeed: not 422, it runs.
+    let path = format!("/api/v1/posts/{post}/comments");
+    let (s, _, c1) = post_with_key(
+        &app,
+        &path,
+        Some(&ann.token),
+        "k-3",
+        json!({"content": "hi"}),
+    )
+    .await;
+    assert_eq!(s, 201, "{c1}");
+    let (s, _, c2) = post_with_key(
+        &app,
+        &path,
+        Some(&ann.token),
+        "k-3",
+        json!({"content": "hi"}),
+    )
+    .await;
+    assert_eq!((s, &c2["id"]), (201, &c1["id"]));
+    let (_, comments) = app.get(&path, Some(&ann.token)).await;
+    assert_eq!(comments["items"].as_array().unwrap().len(), 1, "{comments}");
+}
+
+#[tokio::test]
+async fn a_retry_while_the_first_runs_is_409() {
+    let app = spawn_app().await;
+    let ann = app.user("ann").await;
+    let body = json!({"category": "TEXT", "content": "slow"});
+    // The first request's claim, as it stands while that request runs.
+    let raw = serde_json::to_vec(&body).unwrap();
+    let claim = moments::service::idempotency::claim(
+        &app.ctx,
+        &format!("u{}", ann.uid),
+        "k-4",
+        moments::service::idempotency::fingerprint("POST", "/api/v1/posts", "", &raw),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(
+        claim,
+        moments::service::idempotency::Claim::Run(_)
+    ));
+    let (s, _, p) = app
+        .call_with(
+            Method::POST,
+            "/api/v1/posts",
+            Some(&ann.token),
+            &[
+                ("Idempotency-Key", "k-4"),
+                ("content-type", "application/json"),
+            ],
+            Some(body),
+        )
+        .await;
+    assert_eq!(
+        (s.as_u16(), p["code"].as_str()),
+        (409, Some("conflict")),
+        "{p}"
+    );
+    assert!(album(&app, &ann).await.is_empty());
+}
+
+/// The case the header exists for: the post is made, the answer never
+/// reaches the client, the client retries.
+#[tokio::test]
+async fn a_create_whose_answer_was_lost_is_made_once() {
+    let app = spawn_app().await;
+    let ann = app.user("ann").await;
+    let body = r#"{"category":"TEXT","content":"did it go through?"}"#;
+    let host = app.base.trim_start_matches("http://");
+    let request = format!(
+        "POST /api/v1/posts HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {}\r\n\
+         Idempotency-Key: lost-1\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        ann.token,
+        body.len()
+    );
+    let mut conn = tokio::net::TcpStream::connect(host).await.unwrap();
+    conn.write_all(request.as_bytes()).await.unwrap();
+    // Gone before the answer.
+    drop(conn);
+    let mut made = Vec::new();
+    for _ in 0..200 {
+        made = album(&app, &ann).await;
+        if !made.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(made.len(), 1, "the first request made its post");
+    // Its answer may still be being recorded: a retry then is 409; retry
+    // again, as a client does, until it is a 201.
+    let mut answer = None;
+    for _ in 0..200 {
+        let (s, h, p) = app
+            .call_with(
+                Method::POST,
+                "/api/v1/posts",
+                Some(&ann.token),
+                &[
+                    ("Idempotency-Key", "lost-1"),
+                    ("content-type", "application/json"),
+                ],
+                Some(serde_json::from_str(body).unwrap()),
+            )
+            .await;
+        if s.as_u16() == 409 {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            continue;
+        }
+        assert_eq!(s.as_u16(), 201, "{p}");
+        assert_eq!(h["idempotent-replayed"], "true");
+        answer = Some(p);
+        break;
+    }
+    let answer = answer.expect("the retry was answered");
+    assert_eq!(answer["id"].as_i64(), Some(made[0]));
+    assert_eq!(album(&app, &ann).await, made, "exactly one post");
+}
+
+#[tokio::test]
+async fn a_sign_up_retried_with_its_key_is_one_account() {
+    let app = spawn_app().await;
+    let body = json!({"username": "carla", "password": "carla-password-1"});
+    let (s1, _, first) = post_with_key(&app, "/api/v1/users", None, "signup-1", body.clone()).await;
+    assert_eq!(s1, 201, "{first}");
+    let (s2, h2, again) = post_with_key(&app, "/api/v1/users", None, "signup-1", body).await;
+    assert_eq!((s2, &again["uid"]), (201, &first["uid"]), "{again}");
+    assert_eq!(h2["idempotent-replayed"], "true");
+    // Without the key the same sign-up is what it always was: taken.
+    let (s3, p) = app
+        .post(
+            "/api/v1/users",
+            None,
+            json!({"username": "carla", "password": "carla-password-1"}),
+        )
+        .await;
+    assert_eq!(s3.as_u16(), 409, "{p}");
+}
+
+/// The port's rules, on whichever documents store the suite runs on.
+#[tokio::test]
+async fn the_documents_keep_claims_by_their_rules() {
+    use moments::store::IdempotencyDoc;
+    let app = spawn_app().await;
+    let docs = &app.ctx.docs;
+    // Real times: the app's expiry sweep runs alongside and would purge
+    // keys dated in 1970.
+    let t0 = moments::ids::now_ms();
+    let key = |started_at: i64| IdempotencyDoc {
+        id: format!("test:{}", app.settings.redis_prefix),
+        fingerprint: "f".repeat(64),
+        started_at,
+        status: None,
+        body: None,
+        expires_at: started_at + 1_000,
+    };
+    assert_eq!(
+        docs.claim_idempotency_key(&key(t0 + 100), t0 + 100, t0)
+            .await
+            .unwrap(),
+        None
+    );
+    // Taken, unfinished, not stale: the first claim answers.
+    let held = docs
+        .claim_idempotency_key(&key(t0 + 200), t0 + 200, t0 + 50)
+        .await
+        .unwrap();
+    assert_eq!(held.map(|k| k.started_at), Some(t0 + 100));
+    // A release by anyone but the claimant changes nothing.
+    docs.release_idempotency_key(&key(t0).id, t0 + 999)
+        .await
+        .unwrap();
+    docs.complete_idempotency_key(&key(t0).id, t0 + 100, 201, "{\"id\":1}")
+        .await
+        .unwrap();
+    let done = docs
+        .claim_idempotency_key(&key(t0 + 300), t0 + 300, t0 + 250)
+        .await
+        .unwrap();
+    let done = done.unwrap();
+    assert_eq!(
+        (done.status, done.body.as_deref()),
+        (Some(201), Some("{\"id\":1}"))
+    );
+    // Finished claims are not released, and are not stale: only expiry ends them.
+    docs.release_idempotency_key(&key(t0).id, t0 + 100)
+        .await
+        .unwrap();
+    assert!(docs
+        .claim_idempotency_key(&key(t0 + 400), t0 + 400, t0 + 400)
+        .await
+        .unwrap()
+        .is_some());
+    assert_eq!(
+        docs.claim_idempotency_key(&key(t0 + 2_000), t0 + 2_000, t0)
+            .await
+            .unwrap(),
+        None
+    );
+    // An unfinished claim older than `stale_before` is taken over.
+    assert_eq!(
+        docs.claim_idempotency_key(&key(t0 + 2_100), t0 + 2_100, t0 + 2_050)
+            .await
+            .unwrap(),
+        None
+    );
+    // Released, it is free again.
+    docs.release_idempotency_key(&key(t0).id, t0 + 2_100)
+        .await
+        .unwrap();
+    assert_eq!(
+        docs.claim_idempotency_key(&key(t0 + 2_200), t0 + 2_200, t0)
+            .await
+            .unwrap(),
+        None
+    );
+    // Purged once expired.
+    assert!(
+        docs.purge_expired_idempotency_keys(i64::MAX, 100)
+            .await
+            .unwrap()
+            >= 1
+    );
+    assert_eq!(
+        docs.claim_idempotency_key(&key(t0 + 2_300), t0 + 2_300, t0)
+            .await
+            .unwrap(),
+        None
+    );
+}
