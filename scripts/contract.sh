@@ -55,7 +55,7 @@ cleanup() {
 }
 trap cleanup EXIT
 base="http://127.0.0.1:$port"
-wait_for moments "$NX_PY" -c "import urllib.request; urllib.request.urlopen('$base/readyz', timeout=1)"
+wait_for moments "$PY" -c "import urllib.request; urllib.request.urlopen('$base/readyz', timeout=1)"
 
 echo "== schemathesis on $backend" >&2
 keep_logs=1

@@ -19,27 +19,41 @@ need_redis() {
   fi
 }
 
-need_nx() {
-  local venv="$STATE_DIR/venv"
-  if ! "$venv/bin/nx-27017" --help >/dev/null 2>&1; then
-    echo "== installing nx-27017 $NX_VERSION (pip, into $venv)" >&2
-    python3 -m venv "$venv" >&2
-    "$venv/bin/pip" install -q "nx-27017==$NX_VERSION" >&2
+# One Python venv for the tools below (python3-venv from apt if missing).
+need_venv() {
+  VENV="$STATE_DIR/venv"
+  if [ ! -x "$VENV/bin/pip" ]; then
+    if ! python3 -m venv "$VENV" >/dev/null 2>&1; then
+      echo "== installing python3-venv (apt)" >&2
+      if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+      $SUDO apt-get update -qq >&2
+      DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-venv >&2
+      rm -rf "$VENV"
+      python3 -m venv "$VENV" >&2
+    fi
   fi
-  NX_BIN="$venv/bin/nx-27017"
-  NX_PY="$venv/bin/python"
+  PY="$VENV/bin/python"
+}
+
+need_nx() {
+  need_venv
+  if ! "$VENV/bin/nx-27017" --help >/dev/null 2>&1; then
+    echo "== installing nx-27017 $NX_VERSION (pip, into $VENV)" >&2
+    "$VENV/bin/pip" install -q "nx-27017==$NX_VERSION" >&2
+  fi
+  NX_BIN="$VENV/bin/nx-27017"
+  NX_PY="$PY"
 }
 
 # Schemathesis, for scripts/contract.sh, in the same venv.
 SCHEMATHESIS_VERSION=4.32.5
 need_schemathesis() {
-  need_nx
-  local venv="$STATE_DIR/venv"
-  if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"; then
-    echo "== installing schemathesis $SCHEMATHESIS_VERSION (pip, into $venv)" >&2
-    "$venv/bin/pip" install -q "schemathesis==$SCHEMATHESIS_VERSION" >&2
+  need_venv
+  if ! "$VENV/bin/schemathesis" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"; then
+    echo "== installing schemathesis $SCHEMATHESIS_VERSION (pip, into $VENV)" >&2
+    "$VENV/bin/pip" install -q "schemathesis==$SCHEMATHESIS_VERSION" >&2
   fi
-  ST_BIN="$venv/bin/schemathesis"
+  ST_BIN="$VENV/bin/schemathesis"
 }
 
 free_port() {

@@ -8,8 +8,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/stores.sh
-trap stop_stores EXIT
-start_stores
+# Stores given from outside (docker-compose's `tests` service points at its
+# MongoDB and Redis) are used as they are; otherwise local ones are started.
+if [ -n "${MOMENTS_TEST_MONGODB_URI:-}" ] && [ -n "${MOMENTS_TEST_REDIS_URL:-}" ]; then
+  echo "== on the given stores: $MOMENTS_TEST_MONGODB_URI, $MOMENTS_TEST_REDIS_URL" >&2
+else
+  trap stop_stores EXIT
+  start_stores
+fi
 # Everything, with the API suite on the embedded default...
 cargo test --all-targets --locked "$@"
 # ...and the API suite again on MongoDB (wire) + Redis.
