@@ -33,14 +33,18 @@ pub const VISIBLE_TEXT_PATTERN: &str = concat!(
     r"[^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]*$"
 );
 
-/// An http(s) URL with a host, and no whitespace or control character
-/// anywhere; unanchored, so that both patterns below are made of it.
+/// An http(s) URL: a host (and port), then any path, query or fragment, no
+/// whitespace or control character anywhere. The host part has no `@` (no
+/// credentials in a picture's URL, nor `trusted.example@evil.example`) and
+/// no brackets or backslash (IPv6 literals and Windows paths are no CDN's,
+/// and clients' URL parsers reject their malformed forms outright).
+/// Unanchored, so that both patterns below are made of it.
 macro_rules! http_url {
     () => {
         concat!(
             r"https?://",
-            r"[^/?#\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]",
-            r"[^\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*"
+            r"[^/?#@\[\]\\\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]+",
+            r"([/?#][^\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*)?"
         )
     };
 }
@@ -165,14 +169,11 @@ pub(crate) fn parse_http_url(field: &str, s: &str) -> Result<String, AppError> {
         .strip_prefix("https://")
         .or_else(|| s.strip_prefix("http://"))
         .ok_or_else(|| AppError::invalid(field, "must be an http or https URL"))?;
-    let host_starts = rest
-        .chars()
-        .next()
-        .is_some_and(|c| !matches!(c, '/' | '?' | '#'));
-    if !host_starts || s.chars().any(is_blank) {
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if host.is_empty() || host.contains(['@', '[', ']', '\\']) || s.chars().any(is_blank) {
         return Err(AppError::invalid(
             field,
-            "must be an http or https URL with a host, without spaces",
+            "must be an http or https URL with a plain host (no @, brackets or \\), without spaces",
         ));
     }
     Ok(s.to_string())
@@ -193,6 +194,9 @@ mod tests {
             "https:// x",
             "https:///a",
             " https://x/a",
+            "https://cdn.example@evil.example/a.jpg",
+            "http://[::1]/a",
+            "http://[",
         ] {
             assert!(parse_http_url("u", bad).is_err(), "{bad}");
         }
@@ -207,7 +211,7 @@ mod tests {
             'a', '字', '😀', ' ', '\t', '\n', '\r', '\u{0}', '\u{8}', '\u{b}', '\u{c}', '\u{e}',
             '\u{1f}', '\u{7f}', '\u{85}', '\u{9f}', '\u{a0}', '\u{1680}', '\u{2000}', '\u{200a}',
             '\u{200b}', '\u{2028}', '\u{2029}', '\u{202f}', '\u{205f}', '\u{3000}', '\u{feff}',
-            '/', '?', '#',
+            '/', '?', '#', '@', '[', ']', '\\',
         ];
         let mut out = vec![String::new()];
         let mut last = vec![String::new()];

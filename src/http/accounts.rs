@@ -62,12 +62,15 @@ pub async fn register(
     req: HttpRequest,
     Body(body): Body,
 ) -> Result<HttpResponse, AppError> {
-    let registration: RegisterRequest = parse_json_object(&body)?;
+    let registration =
+        accounts::check_registration(&ctx, parse_json_object::<RegisterRequest>(&body)?, &origin)
+            .await?;
     // Nobody is signed in yet: keys are scoped to the client's address.
     let scope = format!("a{}", origin.addr.as_deref().unwrap_or("-"));
+    let identity = registration.identity();
     let make = ctx.clone();
-    let create = async move { accounts::register(&make, registration, &origin).await };
-    idempotency::once(&ctx, &req, scope, &body, create).await
+    let create = async move { accounts::register(&make, registration).await };
+    idempotency::once(&ctx, &req, scope, &identity, create).await
 }
 
 #[utoipa::path(post, path = "/api/v1/sessions", tag = "accounts", request_body = LoginRequest,

@@ -3,7 +3,7 @@
 use actix_web::http::Method;
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use super::extract::{parse_json, read_body, AdminUser, Body};
+use super::extract::{parse_json_object, read_body, AdminUser, Body};
 use crate::domain::device::DeviceModelRequest;
 use crate::error::AppError;
 use crate::ids::now_ms;
@@ -70,6 +70,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         "/admin/device-models",
         [(Method::GET, web::to(list))],
     ));
+    // The literal path wins over `{model}`, as in the document: a model
+    // whose key is "import" is written by an import, not by its path.
     cfg.service(super::resource(
         "/admin/device-models/import",
         [(Method::POST, web::to(import))],
@@ -135,7 +137,7 @@ pub async fn upsert(
     model: web::Path<String>,
     Body(body): Body,
 ) -> Result<HttpResponse, AppError> {
-    let req: DeviceModelRequest = parse_json(&body)?;
+    let req: DeviceModelRequest = parse_json_object(&body)?;
     Ok(HttpResponse::Ok().json(device_names::upsert(&ctx, admin.0, &model, req).await?))
 }
 

@@ -1,6 +1,10 @@
 //! `Idempotency-Key` on the create endpoints (`service::idempotency`).
 
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
+
+use futures_util::FutureExt;
+use tracing::Instrument;
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse};
@@ -9,6 +13,7 @@ use serde::Serialize;
 use crate::error::{AppError, AppResult};
 use crate::service::idempotency::{self, Claim, MAX_KEY_CHARS};
 use crate::service::Context;
+use crate::store::metered::{count_request_trips, note_request_trips};
 
 pub const HEADER: &str = "Idempotency-Key";
 /// On an answer replayed for a retried key.
@@ -50,20 +55,26 @@ fn key_of(req: &HttpRequest) -> AppResult<Option<String>> {
 }
 
 /// Answers 201 with what `create` makes, at most once per key in `scope`.
-/// The request is checked before this is called, so a bad one never
-/// holds a key.
+/// The request is checked (and charged to its budgets) before this is
+/// called, so a bad one never holds a key. `identity` is what tells two
+/// requests apart besides method, path and query: the body, or what of it
+/// may be kept.
 pub async fn once<T: Serialize + 'static>(
     ctx: &Context,
     req: &HttpRequest,
     scope: String,
-    body: &[u8],
+    identity: &[u8],
     create: impl Future<Output = AppResult<T>> + 'static,
 ) -> Result<HttpResponse, AppError> {
     let Some(key) = key_of(req)? else {
         return Ok(HttpResponse::Created().json(create.await?));
     };
-    let fingerprint =
-        idempotency::fingerprint(req.method().as_str(), req.path(), req.query_string(), body);
+    let fingerprint = idempotency::fingerprint(
+        req.method().as_str(),
+        req.path(),
+        req.query_string(),
+        identity,
+    );
     let ticket = match idempotency::claim(ctx, &scope, &key, fingerprint).await? {
         Claim::Replay { status, body } => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::CREATED);
@@ -76,13 +87,23 @@ pub async fn once<T: Serialize + 'static>(
     };
     // Run apart from this request: if the client goes away mid-way, actix
     // drops the handler, and the answer must still be recorded, because the
-    // client's retry is exactly the case this is for.
+    // client's retry is exactly the case this is for. It runs as part of
+    // the request all the same: in its span, under its id, its round trips
+    // counted as the request's.
     let ctx = ctx.clone();
-    let run = actix_web::rt::spawn(async move {
-        match create.await {
-            Ok(made) => {
-                let json = serde_json::to_string(&made)
-                    .map_err(|e| AppError::Internal(anyhow::anyhow!(e)))?;
+    let made = async move {
+        let made = AssertUnwindSafe(create).catch_unwind().await;
+        let json = match made {
+            Ok(Ok(made)) => {
+                serde_json::to_string(&made).map_err(|e| AppError::Internal(anyhow::anyhow!(e)))
+            }
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(AppError::Internal(anyhow::anyhow!(
+                "an idempotent create panicked"
+            ))),
+        };
+        match json {
+            Ok(json) => {
                 idempotency::finish(&ctx, ticket, StatusCode::CREATED.as_u16(), &json).await;
                 Ok(json)
             }
@@ -91,11 +112,17 @@ pub async fn once<T: Serialize + 'static>(
                 Err(e)
             }
         }
-    });
-    let json = run
+    };
+    let made = count_request_trips(made).instrument(tracing::Span::current());
+    let run = match super::request_id::current() {
+        Some(id) => actix_web::rt::spawn(super::request_id::scope(id, made).boxed_local()),
+        None => actix_web::rt::spawn(made.boxed_local()),
+    };
+    let (json, (docs, live)) = run
         .await
-        .map_err(|e| AppError::Internal(anyhow::anyhow!("an idempotent create failed: {e}")))??;
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("an idempotent create failed: {e}")))?;
+    note_request_trips(docs, live);
     Ok(HttpResponse::Created()
         .content_type("application/json")
-        .body(json))
+        .body(json?))
 }

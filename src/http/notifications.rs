@@ -3,7 +3,7 @@
 use actix_web::http::Method;
 use actix_web::{web, HttpResponse};
 
-use super::extract::{parse_json, AuthUser, Body, PageQuery, PresentationQuery, ReadParams};
+use super::extract::{parse_json_object, AuthUser, Body, PageQuery, PresentationQuery, ReadParams};
 use crate::error::AppError;
 use crate::ids::now_ms;
 use crate::service::notifications::{self, MarkRead, NotificationView, Unread};
@@ -54,10 +54,12 @@ pub async fn mark_read(
     Body(body): Body,
 ) -> Result<HttpResponse, AppError> {
     // No body (or `null`) marks everything read.
-    let req: MarkRead = if body.iter().all(|b| b.is_ascii_whitespace()) {
-        MarkRead { up_to: None }
+    let all = MarkRead { up_to: None };
+    let text = body.trim_ascii();
+    let req: MarkRead = if text.is_empty() || text == b"null" {
+        all
     } else {
-        parse_json::<Option<MarkRead>>(&body)?.unwrap_or(MarkRead { up_to: None })
+        parse_json_object(text)?
     };
     Ok(HttpResponse::Ok().json(notifications::mark_read(&ctx, user.uid, req, now_ms()).await?))
 }

@@ -291,20 +291,60 @@ async fn enforce(ctx: &Context, budgets: &[Budget]) -> AppResult<()> {
     }
 }
 
-#[tracing::instrument(skip(ctx, req, origin), fields(username = %req.username))]
-pub async fn register(ctx: &Context, req: RegisterRequest, origin: &Origin) -> AppResult<UserCard> {
+/// A sign-up that passed every check and was charged to its address's
+/// budget: all `register` needs to make the account.
+pub struct Registration {
+    username: Username,
+    password: Password,
+    nick_name: String,
+    head_img: String,
+}
+
+impl Registration {
+    /// What identifies this sign-up for an `Idempotency-Key`: everything but
+    /// the password, which no record of a request may keep, even hashed (a
+    /// fast hash of it is a cheap guess away from the password itself).
+    pub fn identity(&self) -> Vec<u8> {
+        serde_json::to_vec(&[self.username.as_str(), &self.nick_name, &self.head_img])
+            .unwrap_or_default()
+    }
+}
+
+/// Checks a sign-up and charges it to the address's budget, before anything
+/// is stored or hashed (and before its idempotency key is claimed).
+pub async fn check_registration(
+    ctx: &Context,
+    req: RegisterRequest,
+    origin: &Origin,
+) -> AppResult<Registration> {
     let username = Username::parse(&req.username)?;
     let password = Password::parse(&req.password)?;
+    let nick_name = match req.nick_name.as_deref() {
+        Some(n) => NickName::parse(n)?.into_inner(),
+        None => username.as_str().to_string(),
+    };
+    let head_img = HeadImg::parse(req.head_img.as_deref().unwrap_or(""))?.into_inner();
     enforce(
         ctx,
         &rate_limits::signup_budgets(ctx.settings.rate_limits.as_ref(), origin.addr.as_deref()),
     )
     .await?;
-    let nick = match req.nick_name.as_deref() {
-        Some(n) => NickName::parse(n)?.into_inner(),
-        None => username.as_str().to_string(),
-    };
-    let head = HeadImg::parse(req.head_img.as_deref().unwrap_or(""))?.into_inner();
+    Ok(Registration {
+        username,
+        password,
+        nick_name,
+        head_img,
+    })
+}
+
+#[tracing::instrument(skip_all, fields(username = %reg.username.as_str()))]
+pub async fn register(ctx: &Context, reg: Registration) -> AppResult<UserCard> {
+    let Registration {
+        username,
+        password,
+        nick_name: nick,
+        head_img: head,
+    } = reg;
     let now = now_ms();
     let user = UserDoc {
         uid: 0,

@@ -30,7 +30,9 @@ pub async fn count_request_trips<F: std::future::Future>(fut: F) -> (F::Output, 
         .await
 }
 
-fn note_request_trip(docs: u32, live: u32) {
+/// Adds round trips made elsewhere (a task the request waited for) to the
+/// request's count.
+pub fn note_request_trips(docs: u32, live: u32) {
     let _ = REQUEST_TRIPS.try_with(|c| {
         let (d, l) = c.get();
         c.set((d + docs, l + live));
@@ -120,11 +122,11 @@ impl<S: ?Sized> Metered<S> {
         match (trip, self.side) {
             (Trip::Counted, Side::Documents) => {
                 self.trips.docs.fetch_add(1, Ordering::Relaxed);
-                note_request_trip(1, 0);
+                note_request_trips(1, 0);
             }
             (Trip::Counted, Side::Live) => {
                 self.trips.live.fetch_add(1, Ordering::Relaxed);
-                note_request_trip(0, 1);
+                note_request_trips(0, 1);
             }
             (Trip::Writeback, _) => {
                 self.trips.live_writebacks.fetch_add(1, Ordering::Relaxed);

@@ -576,6 +576,15 @@ pub struct IdempotencyDoc {
     pub expires_at: i64,
 }
 
+impl IdempotencyDoc {
+    /// Whether a new claim may take this record's place: it expired before
+    /// `now`, or its request started before `stale_before` and never
+    /// finished (its instance died).
+    pub fn replaceable(&self, now: i64, stale_before: i64) -> bool {
+        self.expires_at < now || (self.status.is_none() && self.started_at < stale_before)
+    }
+}
+
 /// Remembered `Idempotency-Key`s. Part of `DocStore`.
 #[async_trait]
 pub trait IdempotencyDocs: Send + Sync {

@@ -244,6 +244,18 @@ async fn a_sign_up_retried_with_its_key_is_one_account() {
     let (s2, h2, again) = post_with_key(&app, "/api/v1/users", None, "signup-1", body).await;
     assert_eq!((s2, &again["uid"]), (201, &first["uid"]), "{again}");
     assert_eq!(h2["idempotent-replayed"], "true");
+    // The password is not part of what the key remembers (no record keeps
+    // even a hash of it): a retry that changed only the password is the
+    // same sign-up, and is answered as the first was.
+    let (s4, _, same) = post_with_key(
+        &app,
+        "/api/v1/users",
+        None,
+        "signup-1",
+        json!({"username": "carla", "password": "another-password-2"}),
+    )
+    .await;
+    assert_eq!((s4, &same["uid"]), (201, &first["uid"]), "{same}");
     // Without the key the same sign-up is what it always was: taken.
     let (s3, p) = app
         .post(
@@ -345,4 +357,23 @@ async fn the_documents_keep_claims_by_their_rules() {
             .unwrap(),
         None
     );
+}
+
+/// Replays and reused keys are sign-ups too: they are charged to the
+/// address's budget before the key is looked at.
+#[tokio::test]
+async fn replayed_sign_ups_still_spend_the_address_budget() {
+    let mut settings = crate::helpers::test_settings();
+    settings.rate_limits = Some(moments::config::RateLimits {
+        signups_per_ip: moments::config::Rate::new(2, 3600),
+        ..Default::default()
+    });
+    let app = crate::helpers::spawn_app_with(settings).await;
+    let body = json!({"username": "dora", "password": "dora-password-1"});
+    for _ in 0..2 {
+        let (s, _, b) = post_with_key(&app, "/api/v1/users", None, "signup-2", body.clone()).await;
+        assert_eq!(s, 201, "{b}");
+    }
+    let (s, _, b) = post_with_key(&app, "/api/v1/users", None, "signup-2", body).await;
+    assert_eq!((s, b["code"].as_str()), (429, Some("rate_limited")), "{b}");
 }

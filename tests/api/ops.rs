@@ -170,4 +170,17 @@ async fn a_body_must_be_an_object_not_its_fields_in_a_row() {
     );
     let (_, me_now) = app.get("/api/v1/me", Some(&me.token)).await;
     assert_ne!(me_now["nickName"], "Someone else");
+    let (s, body) = app
+        .call(
+            reqwest::Method::POST,
+            "/api/v1/notifications/read",
+            Some(&me.token),
+            Some(serde_json::json!([5])),
+        )
+        .await;
+    assert_eq!(
+        (s.as_u16(), body["field"].as_str()),
+        (400, Some("body")),
+        "{body}"
+    );
 }

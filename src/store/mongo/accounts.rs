@@ -114,7 +114,7 @@ impl AccountDocs for MongoDocs {
     }
 
     async fn purge_expired_sessions(&self, now: i64, limit: usize) -> StoreResult<u64> {
-        self.delete_some("sessions", doc! { "expiresAt": { "$lt": now } }, limit)
+        self.delete_some::<i64>("sessions", doc! { "expiresAt": { "$lt": now } }, limit)
             .await
     }
 

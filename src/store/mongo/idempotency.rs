@@ -44,9 +44,7 @@ impl IdempotencyDocs for MongoDocs {
         };
         let existing: IdempotencyDoc =
             mongodb::bson::from_document(existing).map_err(|e| StoreError::Other(e.into()))?;
-        let replaceable = existing.expires_at < now
-            || (existing.status.is_none() && existing.started_at < stale_before);
-        if !replaceable {
+        if !existing.replaceable(now, stale_before) {
             return Ok(Some(existing));
         }
         // Only if nobody replaced it first: the claim it replaces is named
@@ -92,28 +90,14 @@ impl IdempotencyDocs for MongoDocs {
     }
 
     async fn purge_expired_idempotency_keys(&self, now: i64, limit: usize) -> StoreResult<u64> {
-        #[derive(Deserialize)]
-        struct Key {
-            #[serde(rename = "_id")]
-            id: String,
-        }
-        let cursor = self
-            .db
-            .collection::<Key>("idempotency_keys")
-            .find(doc! { "expiresAt": { "$lt": now } })
-            .projection(doc! { "_id": 1 })
-            .limit(limit as i64)
-            .await
-            .map_err(classify)?;
-        let ids: Vec<String> = collect(cursor).await?.into_iter().map(|k| k.id).collect();
-        if ids.is_empty() {
-            return Ok(0);
-        }
-        let r = self
-            .idempotency_keys()
-            .delete_many(doc! { "_id": { "$in": ids } })
-            .await
-            .map_err(classify)?;
-        Ok(r.deleted_count)
+        // By the TTL index's field, so the sweep reads an index, not the
+        // collection (the TTL monitor deletes them too, in its own time).
+        let before = mongodb::bson::DateTime::from_millis(now);
+        self.delete_some::<String>(
+            "idempotency_keys",
+            doc! { "expireAt": { "$lt": before } },
+            limit,
+        )
+        .await
     }
 }

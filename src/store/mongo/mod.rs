@@ -75,21 +75,28 @@ impl MongoDocs {
     /// Deletes up to `limit` documents matching `filter`: their ids first,
     /// then the delete by `_id` (TESTING.md). For the expiry sweeps, which
     /// keep the promise where MongoDB's TTL monitor lags. How many went.
-    async fn delete_some(
+    async fn delete_some<Id>(
         &self,
         collection: &str,
         filter: Document,
         limit: usize,
-    ) -> StoreResult<u64> {
+    ) -> StoreResult<u64>
+    where
+        Id: DeserializeOwned + Into<mongodb::bson::Bson> + Send + Sync + Unpin,
+    {
         let cursor = self
             .db
-            .collection::<IdOnly>(collection)
+            .collection::<IdOnly<Id>>(collection)
             .find(filter)
             .projection(doc! { "_id": 1 })
             .limit(limit as i64)
             .await
             .map_err(classify)?;
-        let ids: Vec<i64> = collect(cursor).await?.into_iter().map(|d| d.id).collect();
+        let ids: Vec<mongodb::bson::Bson> = collect(cursor)
+            .await?
+            .into_iter()
+            .map(|d| d.id.into())
+            .collect();
         if ids.is_empty() {
             return Ok(0);
         }
@@ -408,9 +415,9 @@ struct FollowCounts {
 }
 
 #[derive(Deserialize)]
-struct IdOnly {
+struct IdOnly<Id = i64> {
     #[serde(rename = "_id")]
-    id: i64,
+    id: Id,
 }
 
 #[derive(Deserialize)]

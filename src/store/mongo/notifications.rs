@@ -68,12 +68,13 @@ impl NotificationDocs for MongoDocs {
     }
 
     async fn purge_notifications_before(&self, before: i64, limit: usize) -> StoreResult<u64> {
-        self.delete_some("notifications", doc! { "_id": { "$lt": before } }, limit)
+        self.delete_some::<i64>("notifications", doc! { "_id": { "$lt": before } }, limit)
             .await
     }
 
     async fn delete_notifications_involving(&self, uid: i64, limit: usize) -> StoreResult<u64> {
         let filter = doc! { "$or": [ { "uid": uid }, { "actor": uid } ] };
-        self.delete_some("notifications", filter, limit).await
+        self.delete_some::<i64>("notifications", filter, limit)
+            .await
     }
 }

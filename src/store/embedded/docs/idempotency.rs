@@ -48,10 +48,7 @@ impl IdempotencyDocs for EmbeddedDocs {
         let key = key.clone();
         self.write(move |txn| match get(txn, &key.id)? {
             None => put(txn, &key, None).map(|()| None),
-            Some(existing)
-                if existing.expires_at < now
-                    || (existing.status.is_none() && existing.started_at < stale_before) =>
-            {
+            Some(existing) if existing.replaceable(now, stale_before) => {
                 put(txn, &key, Some(existing.expires_at)).map(|()| None)
             }
             Some(existing) => Ok(Some(existing)),
