@@ -82,7 +82,7 @@ pub fn client_ip(
     };
     let mut client = peer;
     for hop in chain.rsplit(',') {
-        match hop.trim().parse::<IpAddr>() {
+        match parse_hop(hop.trim()) {
             Ok(ip) => {
                 client = canonical(ip);
                 if !is_trusted(client) {
@@ -94,6 +94,13 @@ pub fn client_ip(
         }
     }
     Some(client)
+}
+
+/// One `X-Forwarded-For` entry: an address, or one with a port
+/// (`1.2.3.4:5678`, `[2001:db8::1]:443`), as some proxies write them.
+fn parse_hop(hop: &str) -> Result<IpAddr, std::net::AddrParseError> {
+    hop.parse::<IpAddr>()
+        .or_else(|_| hop.parse::<std::net::SocketAddr>().map(|a| a.ip()))
 }
 
 /// What per-address limits count by: an IPv4 address, or an IPv6 /64 (one
@@ -156,6 +163,20 @@ mod tests {
             Some(ip("10.0.0.9"))
         );
         assert_eq!(client_ip(None, xff, &proxies), None);
+        // Entries with ports, as some proxies write them.
+        assert_eq!(
+            client_ip(Some(ip("10.0.0.1")), Some("1.2.3.4:5678"), &proxies),
+            Some(ip("1.2.3.4"))
+        );
+        assert_eq!(
+            client_ip(Some(ip("10.0.0.1")), Some("[2001:db8::7]:443"), &proxies),
+            Some(ip("2001:db8::7"))
+        );
+        // What a client wrote before the proxy's entry does not hide it.
+        assert_eq!(
+            client_ip(Some(ip("10.0.0.1")), Some("\u{fffd}\u{fffd}, 7.7.7.7"), &proxies),
+            Some(ip("7.7.7.7"))
+        );
     }
 
     #[test]

@@ -49,10 +49,12 @@ fn bearer(req: &HttpRequest) -> Result<Option<String>, AppError> {
 pub fn origin(req: &HttpRequest, ctx: &Context) -> Origin {
     // Every line, in order: a proxy may add its own line rather than
     // append to the client's, and the nearest hops are the last ones.
-    let lines: Vec<&str> = req
+    // Read lossily: a proxy that merges lines may put a client's non-ASCII
+    // bytes before the address it appends, and that address still counts.
+    let lines: Vec<String> = req
         .headers()
         .get_all("x-forwarded-for")
-        .map(|v| v.to_str().unwrap_or("unreadable"))
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
         .collect();
     let forwarded = (!lines.is_empty()).then(|| lines.join(","));
     let ip = client_ip(
