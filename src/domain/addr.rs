@@ -174,7 +174,11 @@ mod tests {
         );
         // What a client wrote before the proxy's entry does not hide it.
         assert_eq!(
-            client_ip(Some(ip("10.0.0.1")), Some("\u{fffd}\u{fffd}, 7.7.7.7"), &proxies),
+            client_ip(
+                Some(ip("10.0.0.1")),
+                Some("\u{fffd}\u{fffd}, 7.7.7.7"),
+                &proxies
+            ),
             Some(ip("7.7.7.7"))
         );
     }
