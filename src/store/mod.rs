@@ -542,6 +542,57 @@ pub trait NotificationDocs: Send + Sync {
     async fn delete_notifications_involving(&self, uid: i64, limit: usize) -> StoreResult<u64>;
 }
 
+/// A fan-out an instance left unfinished (it was stopping, or a store
+/// failed under it): what resuming it from where it got to needs. Pushes
+/// are idempotent, so resuming a little earlier than that is harmless.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FanOutDoc {
+    #[serde(rename = "_id")]
+    pub post_id: i64,
+    pub author: i64,
+    /// Who may see the post, which decides whom it is pushed to.
+    pub visibility: Visibility,
+    /// Followers active since then (epoch ms) are pushed to: the window
+    /// the first run chose, kept so that the rest reaches the same people.
+    #[serde(rename = "activeSince")]
+    pub active_since: i64,
+    /// The followers left are those whose follow edge id is below this
+    /// (`active_followers` pages newest edge first). `None`: every one of
+    /// them, and the author's own timeline.
+    #[serde(rename = "resumeBefore")]
+    pub resume_before: Option<i64>,
+    /// Epoch ms.
+    #[serde(rename = "savedAt")]
+    pub saved_at: i64,
+    /// Until when (epoch ms) the instance that claimed it is running it; 0
+    /// when nobody has. A claim that lapses (its instance died) is taken
+    /// again.
+    #[serde(rename = "claimedUntil", default)]
+    pub claimed_until: i64,
+}
+
+/// Unfinished fan-outs, resumed by whichever instance claims them. Part of
+/// `DocStore`.
+#[async_trait]
+pub trait FanOutDocs: Send + Sync {
+    /// Stores it unclaimed, in place of what was saved of the same post's
+    /// fan-out before.
+    async fn save_fan_out(&self, fan_out: &FanOutDoc) -> StoreResult<()>;
+
+    /// Claims until `until` up to `limit` saved fan-outs that nobody holds
+    /// at `now` (unclaimed, or claimed until before it) and returns them:
+    /// each to one caller only, however many ask at once.
+    async fn claim_fan_outs(
+        &self,
+        now: i64,
+        until: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<FanOutDoc>>;
+
+    /// Forgets a post's saved fan-out: it ran to the end.
+    async fn delete_fan_out(&self, post_id: i64) -> StoreResult<()>;
+}
+
 /// The device-model table. Part of `DocStore`.
 #[async_trait]
 pub trait DeviceModelDocs: Send + Sync {
@@ -553,13 +604,13 @@ pub trait DeviceModelDocs: Send + Sync {
 }
 
 /// The documents: the truth, one port per aggregate (accounts, posts,
-/// the social graph, notifications, device models) and the store-wide
-/// operations here. Every method is one store round trip, and every batch
-/// method takes all the ids of a page at once, so a page of N items costs a
-/// constant number of calls.
+/// the social graph, notifications, device models, unfinished fan-outs)
+/// and the store-wide operations here. Every method is one store round
+/// trip, and every batch method takes all the ids of a page at once, so a
+/// page of N items costs a constant number of calls.
 #[async_trait]
 pub trait DocStore:
-    AccountDocs + PostDocs + SocialDocs + NotificationDocs + DeviceModelDocs + Send + Sync
+    AccountDocs + PostDocs + SocialDocs + NotificationDocs + DeviceModelDocs + FanOutDocs + Send + Sync
 {
     async fn ping(&self) -> StoreResult<()>;
     /// Creates collections, validators and indexes; idempotent.

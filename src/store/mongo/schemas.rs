@@ -12,7 +12,7 @@ use super::classify;
 use crate::store::{StoreError, StoreResult};
 
 /// Compiled in, so the binary never depends on where it was started from.
-pub const SCHEMAS: [(&str, &str); 10] = [
+pub const SCHEMAS: [(&str, &str); 11] = [
     ("users", include_str!("../../../schemas/users.json")),
     ("posts", include_str!("../../../schemas/posts.json")),
     ("comments", include_str!("../../../schemas/comments.json")),
@@ -32,6 +32,7 @@ pub const SCHEMAS: [(&str, &str); 10] = [
         "instance_leases",
         include_str!("../../../schemas/instance_leases.json"),
     ),
+    ("fan_outs", include_str!("../../../schemas/fan_outs.json")),
 ];
 
 #[derive(Deserialize)]

@@ -1,6 +1,6 @@
 //! `DocStore` on redb: the tables, helpers and store-wide operations here,
 //! one file per aggregate port (`accounts`, `posts`, `social`,
-//! `notifications`, `device_models`).
+//! `notifications`, `device_models`, `fan_outs`).
 //!
 //! Documents are JSON values keyed by id; secondary indexes are tables of composite keys kept in the same transaction as the
 //! document, so a crash never leaves one without the other. Every write
@@ -9,6 +9,7 @@
 
 mod accounts;
 mod device_models;
+mod fan_outs;
 mod notifications;
 mod posts;
 mod social;
@@ -99,6 +100,8 @@ const RAW_TOKENS: TableDefinition<&str, (u64, i64)> = TableDefinition::new("sess
 const BLOCKS: TableDefinition<(u64, u64), u64> = TableDefinition::new("blocks");
 /// (blocked, blocker) → block id: the same blocks, found from the other side.
 const BLOCKED_BY: TableDefinition<(u64, u64), u64> = TableDefinition::new("blocked_by");
+/// Post id → its unfinished fan-out (`FanOutDoc` JSON).
+const FAN_OUTS: TableDefinition<u64, &[u8]> = TableDefinition::new("fan_outs");
 
 fn kind_code(k: LikeKind) -> u8 {
     match k {
@@ -411,6 +414,7 @@ impl DocStore for EmbeddedDocs {
             txn.open_table(INSTANCE_LEASES).map_err(other)?;
             txn.open_table(READ_MARKS).map_err(other)?;
             txn.open_table(ERASING).map_err(other)?;
+            txn.open_table(FAN_OUTS).map_err(other)?;
             // Notifications from before the id index: indexed once.
             let mut by_id = txn.open_table(NOTIFICATION_IDS).map_err(other)?;
             if by_id.is_empty().map_err(other)? {
