@@ -175,6 +175,8 @@ metered! {
         counted fn post_ids_after(after: Option<i64>, limit: usize) -> Vec<i64>;
         counted fn user_ids_after(after: Option<i64>, limit: usize) -> Vec<i64>;
         counted fn totals() -> (u64, u64);
+        // Shutdown, not a request's round trip.
+        background fn close() -> ();
     }
 
     impl AccountDocs for MeteredDocs {

@@ -633,6 +633,9 @@ pub trait DocStore:
     async fn user_ids_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<i64>>;
     /// (live posts, users), for progress bars.
     async fn totals(&self) -> StoreResult<(u64, u64)>;
+    /// Finishes the writes already submitted and releases the store: the
+    /// last call of a stopping process. Calls after it fail.
+    async fn close(&self) -> StoreResult<()>;
 }
 
 /// Whose keys these are: one post's or one user's live keys share a Redis

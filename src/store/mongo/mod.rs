@@ -509,6 +509,12 @@ impl DocStore for MongoDocs {
             .map_err(classify)?;
         Ok(r.matched_count == 1)
     }
+
+    async fn close(&self) -> StoreResult<()> {
+        // Nothing to flush: every write was acknowledged by the server
+        // before it was answered.
+        Ok(())
+    }
 }
 
 #[cfg(test)]
