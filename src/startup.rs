@@ -15,6 +15,7 @@ use tracing::Instrument;
 use crate::config::Settings;
 use crate::http;
 use crate::service::device_names::DeviceNames;
+use crate::service::fan_outs::FanOuts;
 use crate::service::repair::LiveRepair;
 use crate::service::{accounts, expiry, instance_lease, Context};
 use crate::store::embedded::{self, docs::EmbeddedDocs, live::MemoryLive};
@@ -121,6 +122,7 @@ impl Application {
             rebuilds: Arc::default(),
             activity: Arc::default(),
             session_activity: Arc::default(),
+            fan_outs: Arc::new(FanOuts::new(tokio::runtime::Handle::current())),
         };
         if let Some((user, password)) = &settings.admin {
             let uid = accounts::bootstrap_admin(&context, user, password.expose())
