@@ -4,14 +4,23 @@
 //! state outlives an app here as Redis outlives a process, so on either a
 //! push that never happened is a post missing from a timeline that exists.
 
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use moments::domain::post::{Category, Visibility};
 use moments::ids::{next_id, now_ms};
 use moments::startup::connect_stores;
-use moments::store::{FanOutDoc, PostDoc};
+use moments::store::{
+    Changes, FanOutDoc, LiveAnswer, LiveFill, LiveKey, LiveRead, LiveStore, Owner, PostDoc,
+    StoreError, StoreResult,
+};
 
-use crate::helpers::{follow, spawn_app, test_settings, whole_feed, TestApp, User};
+use crate::helpers::{
+    follow, spawn_app, spawn_app_on, spawn_stoppable_app_on, test_settings, whole_feed, TestApp,
+    User,
+};
 
 const DAY_MS: i64 = 24 * 3600 * 1000;
 
@@ -170,4 +179,105 @@ async fn a_saved_fan_out_is_resumed_from_where_it_got_to() {
             .is_empty(),
         "a fan-out that ran to its end is forgotten"
     );
+}
+
+/// A live store whose pushes to followers hang once `holding` is set, until
+/// `gate` closes, and then fail: a fan-out caught mid-way by a shutdown
+/// that none of its pushes outlives.
+struct HeldPushes {
+    inner: Arc<dyn LiveStore>,
+    holding: AtomicBool,
+    /// Pushes to this user's timeline alone (an author's own) go through.
+    author: AtomicI64,
+    gate: tokio::sync::Semaphore,
+    held: AtomicUsize,
+}
+
+#[async_trait]
+impl LiveStore for HeldPushes {
+    async fn ping(&self) -> StoreResult<()> {
+        self.inner.ping().await
+    }
+    async fn read(&self, read: &LiveRead) -> StoreResult<LiveAnswer> {
+        self.inner.read(read).await
+    }
+    async fn fill(&self, fill: &LiveFill) -> StoreResult<()> {
+        self.inner.fill(fill).await
+    }
+    async fn apply(&self, changes: &[Changes]) -> StoreResult<()> {
+        self.inner.apply(changes).await
+    }
+    async fn drop_keys(&self, owner: Owner, keys: &[LiveKey]) -> StoreResult<()> {
+        self.inner.drop_keys(owner, keys).await
+    }
+    async fn push_to_timelines(&self, post_id: i64, uids: &[i64], max: usize) -> StoreResult<()> {
+        if self.holding.load(Ordering::SeqCst) && uids != [self.author.load(Ordering::SeqCst)] {
+            self.held.fetch_add(1, Ordering::SeqCst);
+            let _ = self.gate.acquire().await;
+            return Err(StoreError::Unavailable(anyhow::anyhow!(
+                "injected: the process ended"
+            )));
+        }
+        self.inner.push_to_timelines(post_id, uids, max).await
+    }
+    async fn clear_derived(&self) -> StoreResult<usize> {
+        self.inner.clear_derived().await
+    }
+    async fn device_table_version(&self) -> StoreResult<u64> {
+        self.inner.device_table_version().await
+    }
+    async fn bump_device_table_version(&self) -> StoreResult<u64> {
+        self.inner.bump_device_table_version().await
+    }
+}
+
+#[tokio::test]
+async fn a_fan_out_cut_short_by_a_shutdown_is_saved_and_resumed_after_the_restart() {
+    let mut settings = test_settings();
+    settings.shutdown_timeout_secs = 1;
+    let (docs, live) = connect_stores(&settings).await.unwrap();
+    let held = Arc::new(HeldPushes {
+        inner: live.clone(),
+        holding: AtomicBool::new(false),
+        author: AtomicI64::new(0),
+        gate: tokio::sync::Semaphore::new(0),
+        held: AtomicUsize::new(0),
+    });
+    let (first, stopper, running) =
+        spawn_stoppable_app_on(settings.clone(), docs, held.clone()).await;
+    let (author, followers) = author_and_followers(&first, 3).await;
+    held.author.store(author.uid, Ordering::SeqCst);
+    held.holding.store(true, Ordering::SeqCst);
+    let post = first.text_post(&author, "caught mid-way").await;
+    for _ in 0..200 {
+        if held.held.load(Ordering::SeqCst) > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(first.ctx.fan_outs.running(), 1, "the fan-out is under way");
+    assert!(held.held.load(Ordering::SeqCst) > 0, "its push hangs");
+
+    stopper.stop();
+    tokio::time::timeout(Duration::from_secs(60), running)
+        .await
+        .expect("stopped within its timeout and a little more")
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.ctx.fan_outs.running(), 0);
+    // The push it had started ends now, and lands nowhere.
+    held.gate.close();
+
+    // The next instance on the same documents, and the same live state.
+    let (docs, _) = connect_stores(&settings).await.unwrap();
+    let second = spawn_app_on(settings.clone(), docs, live).await;
+    for (i, f) in followers.iter().enumerate() {
+        assert!(
+            feed_gets(&second, f, post).await,
+            "follower {i}'s timeline lacks the post after the restart"
+        );
+    }
+    assert!(whole_feed(&second, &author, 10).await.contains(&post));
+    drop(second);
+    drop(first);
 }
