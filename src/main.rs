@@ -1,7 +1,8 @@
 //! The `moments` binary: `moments serve` (the default) runs the service.
 
+use anyhow::Context as _;
 use moments::config::{self, ConfigError, Settings};
-use moments::startup::Application;
+use moments::startup::{Application, Stopper};
 
 const USAGE: &str = "usage: moments [serve | rebuild-live | check | help]
 
@@ -53,8 +54,13 @@ async fn serve() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
+    let timeout_secs = settings.shutdown_timeout_secs;
     let result = async {
         let app = Application::build(settings).await?;
+        // From here on, not before: a signal during start-up ends the
+        // process at once, before anything was served.
+        let signals = Signals::catch().context("listening for SIGTERM and SIGINT")?;
+        tokio::spawn(stop_on_signals(signals, app.stopper(), timeout_secs));
         app.run_until_stopped().await?;
         anyhow::Ok(())
     }
@@ -64,6 +70,63 @@ async fn serve() -> std::process::ExitCode {
         Err(e) => {
             eprintln!("moments: {e:#}");
             std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// The first SIGTERM or SIGINT stops the service gracefully; a second one
+/// ends the process at once, finished or not.
+async fn stop_on_signals(mut signals: Signals, stopper: Stopper, timeout_secs: u64) {
+    let first = signals.next().await;
+    tracing::info!(
+        signal = first,
+        timeout_secs,
+        "stopping: finishing requests and fan-outs (send it again to stop at once)"
+    );
+    stopper.stop();
+    let again = signals.next().await;
+    tracing::warn!(signal = again, "stopping at once, unfinished");
+    std::process::exit(1);
+}
+
+/// SIGTERM and SIGINT, caught from when this is made.
+#[cfg(unix)]
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+#[cfg(unix)]
+impl Signals {
+    fn catch() -> std::io::Result<Self> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Self {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+        })
+    }
+
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.term.recv() => "SIGTERM",
+            _ = self.int.recv() => "SIGINT",
+        }
+    }
+}
+
+#[cfg(not(unix))]
+struct Signals;
+
+#[cfg(not(unix))]
+impl Signals {
+    fn catch() -> std::io::Result<Self> {
+        Ok(Self)
+    }
+
+    async fn next(&mut self) -> &'static str {
+        match tokio::signal::ctrl_c().await {
+            Ok(()) => "Ctrl-C",
+            Err(_) => std::future::pending().await,
         }
     }
 }

@@ -129,9 +129,12 @@ fn describe() {
     );
     describe_counter!(
         FAN_OUT_FAILURES,
-        "Fan-outs that stopped early: later followers see the post once their timelines are rebuilt"
+        "Fan-outs a store failure stopped early: saved where they got to, for a sweep to resume"
     );
-    describe_gauge!(FAN_OUTS_IN_FLIGHT, "Fan-outs running in the background");
+    describe_gauge!(
+        FAN_OUTS_IN_FLIGHT,
+        "Fan-outs running in the background, resumed ones included"
+    );
     describe_gauge!(
         REPAIR_PENDING,
         "Owners whose live keys await dropping after a failed live update"

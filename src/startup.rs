@@ -2,19 +2,35 @@
 //! the admin, loads the device table, binds the listeners (the API's and,
 //! when `MOMENTS_METRICS_LISTEN` is set, the metrics one). Tests build it on
 //! port 0 and read the ports back.
+//!
+//! And stops it, when asked (`Stopper`; the binary asks on SIGTERM and
+//! SIGINT), in this order, within `MOMENTS_SHUTDOWN_TIMEOUT_SECS`:
+//! 1. stop accepting: the listening socket is shut, so a client is refused
+//!    at once rather than queued;
+//! 2. drain HTTP: every request already sent is answered, each with
+//!    `Connection: close`, until no connection is left (or the deadline);
+//!    then the servers stop, the metrics listener with them;
+//! 3. fan-outs: waited for until the deadline; those left are saved, to be
+//!    resumed by any instance (`service::fan_outs`);
+//! 4. background tasks: stopped, and failed live updates dropped once more;
+//! 5. stores: the embedded documents commit what was queued and close.
 
 use std::net::TcpListener;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use actix_web::dev::{Server, Service};
+use actix_web::dev::{Server, ServerHandle, Service};
+use actix_web::http::ConnectionType;
 use actix_web::{web, App, HttpServer};
 use anyhow::Context as _;
+use tokio::sync::Notify;
 use tracing::Instrument;
 
 use crate::config::Settings;
 use crate::http;
 use crate::service::device_names::DeviceNames;
+use crate::service::fan_outs::FanOuts;
 use crate::service::repair::LiveRepair;
 use crate::service::{accounts, expiry, instance_lease, Context};
 use crate::store::embedded::{self, docs::EmbeddedDocs, live::MemoryLive};
@@ -30,6 +46,82 @@ pub struct Application {
     metrics: Option<(u16, Server)>,
     context: Context,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// The API's listening socket, again: actix closes its own copy only
+    /// once its workers have stopped, and until then the kernel would queue
+    /// new connections that nobody accepts, to reset them at the end.
+    listener: TcpListener,
+    connections: Arc<OpenConnections>,
+    /// Set while stopping: every answer then closes its connection.
+    draining: Arc<AtomicBool>,
+    stopper: Stopper,
+}
+
+/// Asks a running `Application` to stop gracefully; clones ask the same one.
+#[derive(Clone, Default)]
+pub struct Stopper(Arc<StopRequest>);
+
+#[derive(Default)]
+struct StopRequest {
+    asked: AtomicBool,
+    notify: Notify,
+}
+
+impl Stopper {
+    pub fn stop(&self) {
+        self.0.asked.store(true, Ordering::SeqCst);
+        self.0.notify.notify_waiters();
+    }
+
+    async fn asked(&self) {
+        loop {
+            let notified = self.0.notify.notified();
+            if self.0.asked.load(Ordering::SeqCst) {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Connections to the API that are open: counted from their accept until
+/// they close and their last request is done.
+#[derive(Default)]
+struct OpenConnections {
+    open: AtomicUsize,
+    closed: Notify,
+}
+
+/// Kept in a connection's extensions, so it goes when the connection does.
+struct OpenConnection(Arc<OpenConnections>);
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::SeqCst);
+        self.0.closed.notify_waiters();
+    }
+}
+
+impl OpenConnections {
+    fn count(&self) -> usize {
+        self.open.load(Ordering::SeqCst)
+    }
+
+    /// Waits until none is open or `deadline`; true if none is.
+    async fn none_by(&self, deadline: tokio::time::Instant) -> bool {
+        loop {
+            let closed = self.closed.notified();
+            if self.count() == 0 {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, closed).await.is_err() {
+                return self.count() == 0;
+            }
+        }
+    }
+}
+
+fn millis(since: Instant) -> u64 {
+    since.elapsed().as_millis() as u64
 }
 
 /// Connects the stores that `settings` names: MongoDB or the embedded
@@ -121,6 +213,7 @@ impl Application {
             rebuilds: Arc::default(),
             activity: Arc::default(),
             session_activity: Arc::default(),
+            fan_outs: Arc::new(FanOuts::new(tokio::runtime::Handle::current())),
         };
         if let Some((user, password)) = &settings.admin {
             let uid = accounts::bootstrap_admin(&context, user, password.expose())
@@ -148,6 +241,11 @@ impl Application {
         let listener = TcpListener::bind(&settings.listen)
             .with_context(|| format!("binding {}", settings.listen))?;
         let port = listener.local_addr()?.port();
+        let own_listener = listener
+            .try_clone()
+            .context("keeping a handle on the API listener")?;
+        let connections = Arc::new(OpenConnections::default());
+        let draining = Arc::new(AtomicBool::new(false));
         let metrics_listener = match &settings.metrics_listen {
             Some(addr) => Some(
                 TcpListener::bind(addr)
@@ -159,9 +257,12 @@ impl Application {
         let data = web::Data::new(context.clone());
         let workers = settings.workers;
         let api_data = data.clone();
+        let api_draining = draining.clone();
+        let counted = connections.clone();
         let mut server = HttpServer::new(move || {
+            let draining = api_draining.clone();
             App::new()
-                .wrap_fn(|req, srv| {
+                .wrap_fn(move |req, srv| {
                     let request_id =
                         http::request_id::id_for(req.headers().get(http::request_id::HEADER));
                     let span = tracing::info_span!(
@@ -175,6 +276,7 @@ impl Application {
                     let method = req.method().clone();
                     let fut = srv.call(req);
                     let header = actix_web::http::header::HeaderValue::from_str(&request_id).ok();
+                    let draining = draining.clone();
                     http::request_id::scope(
                         request_id,
                         async move {
@@ -187,6 +289,15 @@ impl Application {
                             if let Ok(r) = &mut res {
                                 if let Some(h) = header {
                                     r.headers_mut().insert(http::request_id::HEADER, h);
+                                }
+                                // Stopping: the client takes a fresh
+                                // connection for its next request, and is
+                                // refused, rather than race the close of
+                                // this one.
+                                if draining.load(Ordering::Relaxed) {
+                                    r.response_mut()
+                                        .head_mut()
+                                        .set_connection_type(ConnectionType::Close);
                                 }
                                 tracing::debug!(
                                     status = r.status().as_u16(),
@@ -210,8 +321,15 @@ impl Application {
                 })
                 .default_service(web::to(http::not_found))
         })
+        .on_connect(move |_, extensions| {
+            counted.open.fetch_add(1, Ordering::SeqCst);
+            extensions.insert(OpenConnection(counted.clone()));
+        })
         .listen(listener)?
-        .shutdown_timeout(5);
+        // Stopping is ours (`run_until_stopped`): actix's SIGINT stop does
+        // not wait for anything.
+        .disable_signals()
+        .shutdown_timeout(settings.shutdown_timeout_secs);
         if let Some(n) = workers {
             server = server.workers(n);
         }
@@ -226,8 +344,8 @@ impl Application {
                 })
                 .listen(listener)?
                 .workers(1)
-                // It stops with the API server (`run_until_stopped`), never
-                // before it on a signal of its own.
+                // It stops after the API server has drained
+                // (`run_until_stopped`), never on a signal of its own.
                 .disable_signals()
                 .shutdown_timeout(1)
                 .run();
@@ -244,6 +362,10 @@ impl Application {
             metrics,
             context,
             tasks,
+            listener: own_listener,
+            connections,
+            draining,
+            stopper: Stopper::default(),
         })
     }
 
@@ -260,36 +382,169 @@ impl Application {
         &self.context
     }
 
-    /// Serves until the API server stops (a signal, or its handle), then
-    /// stops the metrics listener and the background tasks.
+    /// What asks this application to stop.
+    pub fn stopper(&self) -> Stopper {
+        self.stopper.clone()
+    }
+
+    /// Serves until asked to stop (`stopper`), then stops in order (see the
+    /// module's documentation) and returns.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let Self {
             server,
             metrics,
+            context,
             tasks,
+            listener,
+            connections,
+            draining,
+            stopper,
             ..
         } = self;
-        let r = match metrics {
-            Some((_, metrics_server)) => {
-                let stop_metrics = metrics_server.handle();
-                let api = async {
-                    let r = server.await;
-                    stop_metrics.stop(true).await;
-                    r
-                };
-                let (r, metrics_result) = futures_util::future::join(api, metrics_server).await;
-                if let Err(e) = metrics_result {
-                    tracing::warn!(error = %e, "the metrics listener failed");
-                }
-                r
-            }
-            None => server.await,
+        let timeout = Duration::from_secs(context.settings.shutdown_timeout_secs);
+        let api = server.handle();
+        let (metrics_handle, metrics_server) = match metrics {
+            Some((_, s)) => (Some(s.handle()), Some(s)),
+            None => (None, None),
         };
-        for t in tasks {
+        let servers = async move {
+            let metrics = async {
+                match metrics_server {
+                    Some(s) => s.await,
+                    None => Ok(()),
+                }
+            };
+            let (api, metrics) = futures_util::future::join(server, metrics).await;
+            if let Err(e) = metrics {
+                tracing::warn!(error = %e, "the metrics listener failed");
+            }
+            api
+        };
+        let mut servers = std::pin::pin!(servers);
+        let asked = std::pin::pin!(stopper.asked());
+        let (served, deadline, started) =
+            match futures_util::future::select(servers.as_mut(), asked).await {
+                futures_util::future::Either::Left((served, _)) => {
+                    tracing::info!("the HTTP server stopped by itself; stopping the rest");
+                    (
+                        served,
+                        tokio::time::Instant::now() + timeout,
+                        Instant::now(),
+                    )
+                }
+                futures_util::future::Either::Right(((), _)) => {
+                    let started = Instant::now();
+                    let deadline = tokio::time::Instant::now() + timeout;
+                    let drain = drain_http(
+                        &api,
+                        metrics_handle.as_ref(),
+                        &listener,
+                        &connections,
+                        &draining,
+                        deadline,
+                    );
+                    let (served, ()) = futures_util::future::join(servers, drain).await;
+                    (served, deadline, started)
+                }
+            };
+
+        let step = Instant::now();
+        let fan_outs = context.fan_outs.stop(context.docs.as_ref(), deadline).await;
+        tracing::info!(
+            took_ms = millis(step),
+            finished = fan_outs.finished,
+            saved = fan_outs.saved,
+            lost = fan_outs.lost,
+            "fan-outs finished or saved"
+        );
+
+        let step = Instant::now();
+        for t in &tasks {
             t.abort();
         }
-        r
+        let _ = tokio::time::timeout(
+            Duration::from_secs(2),
+            futures_util::future::join_all(tasks),
+        )
+        .await;
+        // Timelines a failed push may have missed are dropped by the repair
+        // task; once this instance is gone nothing would drop them.
+        if context.repair.pending_count() > 0 {
+            let _ = tokio::time::timeout(
+                Duration::from_secs(2),
+                context.repair.drain(context.live.as_ref()),
+            )
+            .await;
+        }
+        tracing::info!(
+            took_ms = millis(step),
+            live_repairs_left = context.repair.pending_count(),
+            "background tasks stopped"
+        );
+
+        let step = Instant::now();
+        match context.docs.close().await {
+            Ok(()) => tracing::info!(took_ms = millis(step), "documents flushed and closed"),
+            Err(e) => {
+                tracing::error!(took_ms = millis(step), error = %e, "could not close the documents cleanly")
+            }
+        }
+        tracing::info!(took_ms = millis(started), "stopped");
+        served
     }
+}
+
+/// Steps 1 and 2 of stopping: stop accepting, answer every request already
+/// sent, then stop the servers.
+async fn drain_http(
+    api: &ServerHandle,
+    metrics: Option<&ServerHandle>,
+    listener: &TcpListener,
+    connections: &OpenConnections,
+    draining: &AtomicBool,
+    deadline: tokio::time::Instant,
+) {
+    let step = Instant::now();
+    // Paused first, and a moment given to actix's acceptor thread to stop
+    // polling the socket: one still polling it when it is shut logs an
+    // error. A connection completed in that moment is reset, as it would
+    // be by actix closing the socket itself.
+    api.pause().await;
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    if let Err(e) = socket2::SockRef::from(listener).shutdown(std::net::Shutdown::Read) {
+        tracing::warn!(error = %e, "could not shut the listening socket; connections made while draining are reset at the end");
+    }
+    draining.store(true, Ordering::SeqCst);
+    tracing::info!(
+        took_ms = millis(step),
+        open_connections = connections.count(),
+        "stopped accepting new connections"
+    );
+
+    let step = Instant::now();
+    let open = connections.count();
+    // Not actix's own graceful stop at once: it closes a connection whose
+    // request has arrived but not started, unanswered. Left alone, each
+    // connection is answered, closes after its answer, or ends by its
+    // keep-alive timeout when idle.
+    let drained = connections.none_by(deadline).await;
+    let cut_off = connections.count();
+    if !drained {
+        tracing::warn!(
+            cut_off,
+            "the shutdown timeout passed with connections open; closing them"
+        );
+    }
+    api.stop(drained).await;
+    if let Some(m) = metrics {
+        m.stop(true).await;
+    }
+    tracing::info!(
+        took_ms = millis(step),
+        connections = open,
+        cut_off,
+        "HTTP drained"
+    );
 }
 
 #[cfg(test)]

@@ -965,3 +965,49 @@ async fn max_only_ever_raises_a_field() {
     }
     drop_db(db).await;
 }
+
+#[tokio::test]
+async fn a_conditional_update_is_won_by_exactly_one_of_concurrent_claimers() {
+    // The instance-id lease and the claim of a saved fan-out both rest on
+    // this: of many `update_one(_id, field < now)` at once, one modifies.
+    let db = fresh_db("conditional_claim").await;
+    let coll = db.collection::<Document>("fan_outs");
+    coll.insert_one(doc! { "_id": id(1), "claimedUntil": 0, "resumeBefore": Bson::Null })
+        .await
+        .unwrap();
+    let now = 1_700_000_000_000_i64;
+    let claims = (0..16_i64).map(|i| {
+        let coll = coll.clone();
+        async move {
+            coll.update_one(
+                doc! { "_id": id(1), "claimedUntil": { "$lt": now } },
+                doc! { "$set": { "claimedUntil": now + 60_000 + i } },
+            )
+            .await
+            .unwrap()
+            .modified_count
+        }
+    });
+    let won: u64 = futures_util::future::join_all(claims).await.iter().sum();
+    assert_eq!(won, 1);
+    // Held until it lapses, then taken again.
+    let held = coll
+        .find(doc! { "claimedUntil": { "$lt": now + 1 } })
+        .await
+        .unwrap()
+        .try_collect::<Vec<Document>>()
+        .await
+        .unwrap();
+    assert!(held.is_empty(), "{held:?}");
+    let lapsed = coll
+        .update_one(
+            doc! { "_id": id(1), "claimedUntil": { "$lt": now + 120_000 } },
+            doc! { "$set": { "claimedUntil": now + 180_000 } },
+        )
+        .await
+        .unwrap();
+    assert_eq!(lapsed.modified_count, 1);
+    let d = coll.find_one(doc! { "_id": id(1) }).await.unwrap().unwrap();
+    assert_eq!(d.get("resumeBefore"), Some(&Bson::Null), "{d}");
+    drop_db(db).await;
+}

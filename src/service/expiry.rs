@@ -46,13 +46,17 @@ pub async fn sweep_once(docs: &dyn DocStore) {
     .await;
 }
 
-/// Every few minutes: the expired, and the account erasures an instance
-/// left unfinished.
+/// At start-up and every few minutes: the fan-outs and account erasures
+/// an instance left unfinished, and the expired.
 pub fn spawn(ctx: super::Context) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(EVERY);
         loop {
             tick.tick().await;
+            // First: until they run, some timelines lack a post.
+            if let Err(e) = super::fan_outs::resume_saved(&ctx).await {
+                tracing::warn!(error = %e, "could not resume unfinished fan-outs");
+            }
             sweep_once(ctx.docs.as_ref()).await;
             if let Err(e) = super::erasure::resume_unfinished(&ctx).await {
                 tracing::warn!(error = %e, "could not resume erasing deleted accounts");

@@ -6,6 +6,7 @@ pub mod comments;
 pub mod device_names;
 pub mod erasure;
 pub mod expiry;
+pub mod fan_outs;
 pub mod idempotency;
 pub mod in_flight;
 pub mod instance_lease;
@@ -50,6 +51,9 @@ pub struct Context {
     pub activity: Arc<accounts::RecentActivity>,
     /// When each session was last recorded in use by this instance.
     pub session_activity: Arc<accounts::RecentActivity>,
+    /// Fan-outs running in the background, which a stopping instance
+    /// finishes or saves.
+    pub fan_outs: Arc<fan_outs::FanOuts>,
 }
 
 /// Runs an insert that takes a generated id, with a fresh id each time the

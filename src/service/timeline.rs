@@ -6,7 +6,8 @@
 //!   `MOMENTS_ACTIVE_DAYS`, a chunk of followers per script call, several in
 //!   flight. A push only lands on a timeline that exists and is idempotent
 //!   (the post id is the member); a timeline a failed push may have missed
-//!   is dropped, to be rebuilt on read.
+//!   is dropped, to be rebuilt on read. A fan-out cut short (the instance
+//!   stopping, the documents failing) is saved and resumed (`fan_outs`).
 //! - Pull: authors with more than `MOMENTS_CELEBRITY_FOLLOWERS` followers are
 //!   never pushed; their posts are merged in at read time.
 //! - Rebuild: a timeline that is absent (its owner was away, it expired a day
@@ -29,11 +30,13 @@ use crate::domain::post::Visibility;
 use crate::error::AppResult;
 use crate::ids::now_ms;
 use crate::metrics::LiveLookups;
-use crate::store::{Changes, LiveFill, LiveRead, Owner, PostBody, SetKey, SetRead, StoreResult};
+use crate::store::{
+    Changes, FanOutDoc, LiveFill, LiveRead, Owner, PostBody, SetKey, SetRead, StoreResult,
+};
 
 const DAY_MS: i64 = 24 * 3600 * 1000;
 /// Followers read per page while fanning out.
-const FAN_OUT_PAGE: usize = 10_000;
+pub(crate) const FAN_OUT_PAGE: usize = 10_000;
 /// How long an instance trusts a follower count when deciding push or pull.
 const CELEBRITY_CACHE_MS: i64 = 60_000;
 /// How long an instance trusts its copy of big accounts' newest post ids. A
@@ -179,21 +182,34 @@ impl CelebrityCache {
     }
 }
 
-/// Pushes a new post to the timelines that should hold it. Runs in the
-/// background. A timeline a push may have missed is dropped (through the
-/// repair list when the live store is down), so its owner's next read
-/// rebuilds it with the post: a failure costs a rebuild, never a gap.
+/// Pushes a new post to the timelines that should hold it, in the
+/// background. The fan-out is registered in `ctx.fan_outs`, so a stopping
+/// instance finishes it or saves where it got to, for any instance to
+/// resume. A timeline a push may have missed is dropped (through the repair
+/// list when the live store is down), so its owner's next read rebuilds it
+/// with the post: a failure costs a rebuild, never a gap.
 pub fn spawn_fan_out(ctx: &Context, post: &PostBody) {
-    let ctx = ctx.clone();
-    let (post_id, author, audience) = (post.id, post.author_uid, post.visibility);
-    let in_flight = crate::metrics::FanOutInFlight::start();
-    tokio::spawn(async move {
-        let _in_flight = in_flight;
-        if let Err(e) = fan_out(&ctx, post_id, author, audience).await {
-            crate::metrics::fan_out_failed();
-            tracing::warn!(post_id, error = %e, "fan-out stopped: the followers not yet reached will see the post once their timelines are rebuilt");
-        }
-    });
+    let plan = plan_fan_out(ctx, post.id, post.author_uid, post.visibility);
+    ctx.fan_outs.start(ctx, plan, false);
+}
+
+/// The fan-out of a post just published: nobody reached yet, the followers
+/// active within the window from now.
+pub fn plan_fan_out(ctx: &Context, post_id: i64, author: i64, audience: Visibility) -> FanOutDoc {
+    // Anyone whose timeline may still exist (read within its one-day TTL,
+    // activity recorded hourly) counts as active, whatever the setting: a
+    // timeline that exists but is not pushed to would show a gap.
+    let days = ctx.settings.active_days as i64;
+    let window = (days * DAY_MS).max(DAY_MS + 2 * 3600 * 1000);
+    FanOutDoc {
+        post_id,
+        author,
+        visibility: audience,
+        active_since: now_ms() - window,
+        resume_before: None,
+        saved_at: 0,
+        claimed_until: 0,
+    }
 }
 
 /// Pushes a post to its author's timeline and to those of the active
@@ -217,37 +233,54 @@ pub async fn fan_out_in_pages(
     audience: Visibility,
     page: usize,
 ) -> AppResult<usize> {
+    let plan = plan_fan_out(ctx, post_id, author, audience);
+    push_remaining(ctx, &plan, page, |_| {}).await
+}
+
+/// Runs what is left of a fan-out, from where `plan` says it got to;
+/// returns how many timelines this run offered the post. Each time every
+/// follower whose follow edge id is at or above some edge has been offered
+/// it, `reached(edge)` is told, so that a run stopped after that can be
+/// resumed from there.
+pub async fn push_remaining(
+    ctx: &Context,
+    plan: &FanOutDoc,
+    page: usize,
+    reached: impl Fn(i64),
+) -> AppResult<usize> {
     let max = ctx.settings.timeline_max;
-    let days = ctx.settings.active_days;
-    if days == 0 {
+    if ctx.settings.active_days == 0 {
         return Ok(0);
     }
-    match ctx.live.push_to_timelines(post_id, &[author], max).await {
-        Ok(()) => crate::metrics::fan_out_pushed(1),
-        Err(e) => missed(ctx, post_id, vec![author], &e.to_string()),
+    let (post_id, author, audience) = (plan.post_id, plan.author, plan.visibility);
+    let mut pushed = 0;
+    if plan.resume_before.is_none() {
+        match ctx.live.push_to_timelines(post_id, &[author], max).await {
+            Ok(()) => crate::metrics::fan_out_pushed(1),
+            Err(e) => missed(ctx, post_id, vec![author], &e.to_string()),
+        }
+        pushed = 1;
+        if audience == Visibility::Private {
+            return Ok(pushed);
+        }
+        let (followers, _) = ctx.docs.follow_counts(author).await?;
+        if followers > ctx.settings.celebrity_followers {
+            return Ok(pushed);
+        }
     }
-    if audience == Visibility::Private {
-        return Ok(1);
-    }
-    let (followers, _) = ctx.docs.follow_counts(author).await?;
-    if followers > ctx.settings.celebrity_followers {
-        return Ok(1);
-    }
-    // Anyone whose timeline may still exist (read within its one-day TTL,
-    // activity recorded hourly) counts as active, whatever the setting: a
-    // timeline that exists but is not pushed to would show a gap.
-    let window = (days as i64 * DAY_MS).max(DAY_MS + 2 * 3600 * 1000);
-    let since = now_ms() - window;
     // Page by page, each page pushed while the next is read, so the
     // documents and the live store work at once and a big following never
     // sits in memory whole.
-    let mut before = None;
+    let mut before = plan.resume_before;
     let mut pushing: Option<Push> = None;
-    let mut pushed = 1;
     loop {
-        let read = active_followers_page(ctx, author, since, before, page).await;
+        let read = active_followers_page(ctx, author, plan.active_since, before, page).await;
         if let Some(previous) = pushing.take() {
             previous.settle(ctx, post_id).await;
+            // The page just read starts at `before`: everyone above it is done.
+            if let Some(edge) = before {
+                reached(edge);
+            }
         }
         let (mut active, next) = read?;
         if audience == Visibility::Friends && !active.is_empty() {

@@ -177,6 +177,8 @@ metered! {
         counted fn post_ids_after(after: Option<i64>, limit: usize) -> Vec<i64>;
         counted fn user_ids_after(after: Option<i64>, limit: usize) -> Vec<i64>;
         counted fn totals() -> (u64, u64);
+        // Shutdown, not a request's round trip.
+        background fn close() -> ();
     }
 
     impl AccountDocs for MeteredDocs {
@@ -272,6 +274,14 @@ metered! {
         counted fn delete_notifications_involving(uid: i64, limit: usize) -> u64;
     }
 
+    // Shutdown, failed fan-outs, start-up and the sweep: none of them a
+    // request's round trips.
+    impl FanOutDocs for MeteredDocs {
+        background fn save_fan_out(fan_out: &FanOutDoc) -> ();
+        background fn claim_fan_outs(now: i64, until: i64, limit: usize) -> Vec<FanOutDoc>;
+        background fn delete_fan_out(post_id: i64) -> ();
+    }
+
     impl DeviceModelDocs for MeteredDocs {
         counted fn device_models() -> Vec<DeviceModelDoc>;
         counted fn upsert_device_models(models: &[DeviceModelDoc]) -> ();
@@ -326,6 +336,8 @@ mod tests {
             docs.follows_from(&[]).await.unwrap();
             docs.purge_expired_sessions(0, 10).await.unwrap();
             docs.accounts_being_erased(10).await.unwrap();
+            docs.claim_fan_outs(0, 0, 10).await.unwrap();
+            docs.delete_fan_out(1).await.unwrap();
             live.device_table_version().await.unwrap();
             live.fill(&LiveFill::default()).await.unwrap();
         })

@@ -542,6 +542,57 @@ pub trait NotificationDocs: Send + Sync {
     async fn delete_notifications_involving(&self, uid: i64, limit: usize) -> StoreResult<u64>;
 }
 
+/// A fan-out an instance left unfinished (it was stopping, or a store
+/// failed under it): what resuming it from where it got to needs. Pushes
+/// are idempotent, so resuming a little earlier than that is harmless.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FanOutDoc {
+    #[serde(rename = "_id")]
+    pub post_id: i64,
+    pub author: i64,
+    /// Who may see the post, which decides whom it is pushed to.
+    pub visibility: Visibility,
+    /// Followers active since then (epoch ms) are pushed to: the window
+    /// the first run chose, kept so that the rest reaches the same people.
+    #[serde(rename = "activeSince")]
+    pub active_since: i64,
+    /// The followers left are those whose follow edge id is below this
+    /// (`active_followers` pages newest edge first). `None`: every one of
+    /// them, and the author's own timeline.
+    #[serde(rename = "resumeBefore")]
+    pub resume_before: Option<i64>,
+    /// Epoch ms.
+    #[serde(rename = "savedAt")]
+    pub saved_at: i64,
+    /// Until when (epoch ms) the instance that claimed it is running it; 0
+    /// when nobody has. A claim that lapses (its instance died) is taken
+    /// again.
+    #[serde(rename = "claimedUntil", default)]
+    pub claimed_until: i64,
+}
+
+/// Unfinished fan-outs, resumed by whichever instance claims them. Part of
+/// `DocStore`.
+#[async_trait]
+pub trait FanOutDocs: Send + Sync {
+    /// Stores it unclaimed, in place of what was saved of the same post's
+    /// fan-out before.
+    async fn save_fan_out(&self, fan_out: &FanOutDoc) -> StoreResult<()>;
+
+    /// Claims until `until` up to `limit` saved fan-outs that nobody holds
+    /// at `now` (unclaimed, or claimed until before it) and returns them:
+    /// each to one caller only, however many ask at once.
+    async fn claim_fan_outs(
+        &self,
+        now: i64,
+        until: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<FanOutDoc>>;
+
+    /// Forgets a post's saved fan-out: it ran to the end.
+    async fn delete_fan_out(&self, post_id: i64) -> StoreResult<()>;
+}
+
 /// The device-model table. Part of `DocStore`.
 #[async_trait]
 pub trait DeviceModelDocs: Send + Sync {
@@ -617,10 +668,10 @@ pub trait IdempotencyDocs: Send + Sync {
 }
 
 /// The documents: the truth, one port per aggregate (accounts, posts,
-/// the social graph, notifications, device models, idempotency keys) and the store-wide
-/// operations here. Every method is one store round trip, and every batch
-/// method takes all the ids of a page at once, so a page of N items costs a
-/// constant number of calls.
+/// the social graph, notifications, device models, idempotency keys,
+/// unfinished fan-outs) and the store-wide operations here. Every method is
+/// one store round trip, and every batch method takes all the ids of a page
+/// at once, so a page of N items costs a constant number of calls.
 #[async_trait]
 pub trait DocStore:
     AccountDocs
@@ -629,6 +680,7 @@ pub trait DocStore:
     + NotificationDocs
     + DeviceModelDocs
     + IdempotencyDocs
+    + FanOutDocs
     + Send
     + Sync
 {
@@ -653,6 +705,9 @@ pub trait DocStore:
     async fn user_ids_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<i64>>;
     /// (live posts, users), for progress bars.
     async fn totals(&self) -> StoreResult<(u64, u64)>;
+    /// Finishes the writes already submitted and releases the store: the
+    /// last call of a stopping process. Calls after it fail.
+    async fn close(&self) -> StoreResult<()>;
 }
 
 /// Whose keys these are: one post's or one user's live keys share a Redis

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use moments::config::{Secret, Settings};
 use moments::service::Context;
-use moments::startup::{connect_stores, Application};
+use moments::startup::{connect_stores, Application, Stopper};
 use moments::store::{DocStore, LiveStore};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
@@ -79,6 +79,20 @@ pub async fn spawn_app_on(
     docs: Arc<dyn DocStore>,
     live: Arc<dyn LiveStore>,
 ) -> TestApp {
+    spawn_stoppable_app_on(settings, docs, live).await.0
+}
+
+/// `spawn_app_on`, with what stops the app and the task that serves until
+/// then and stops it (its result is `run_until_stopped`'s).
+pub async fn spawn_stoppable_app_on(
+    settings: Settings,
+    docs: Arc<dyn DocStore>,
+    live: Arc<dyn LiveStore>,
+) -> (
+    TestApp,
+    Stopper,
+    tokio::task::JoinHandle<std::io::Result<()>>,
+) {
     moments::telemetry::init("warn");
     let app = Application::build_on(settings.clone(), docs, live)
         .await
@@ -86,14 +100,16 @@ pub async fn spawn_app_on(
     let base = format!("http://127.0.0.1:{}", app.port());
     let ctx = app.context().clone();
     let metrics_port = app.metrics_port();
-    tokio::spawn(app.run_until_stopped());
-    TestApp {
+    let stopper = app.stopper();
+    let running = tokio::spawn(app.run_until_stopped());
+    let app = TestApp {
         base,
         client: reqwest::Client::new(),
         ctx,
         settings,
         metrics_port,
-    }
+    };
+    (app, stopper, running)
 }
 
 impl Drop for TestApp {

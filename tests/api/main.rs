@@ -7,6 +7,7 @@ mod accounts;
 mod authorization;
 mod comments;
 mod devices;
+mod fan_outs;
 mod feed;
 mod full_pages;
 mod helpers;

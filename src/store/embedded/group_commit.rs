@@ -7,6 +7,10 @@
 //! A batch is all or nothing. If any write in it fails (a duplicate
 //! username, say), the batch is abandoned and each write is run again in a
 //! transaction of its own, so one write's failure never touches another.
+//!
+//! Nothing is ever held back unwritten: a write is answered once committed.
+//! Closing only lets the writes already queued commit, then releases the
+//! writer's handle on the database, so that it can be closed cleanly.
 
 use std::any::Any;
 use std::sync::mpsc;
@@ -26,19 +30,26 @@ struct Pending {
     reply: tokio::sync::oneshot::Sender<StoreResult<Output>>,
 }
 
+enum Message {
+    Write(Pending),
+    /// Answered once every write queued before it is answered and the
+    /// writer let go of the database.
+    Close(tokio::sync::oneshot::Sender<()>),
+}
+
 /// At most this many writes share a transaction.
 const MAX_BATCH: usize = 512;
 
 pub struct GroupCommit {
-    queue: mpsc::Sender<Pending>,
+    queue: mpsc::Sender<Message>,
 }
 
 impl GroupCommit {
     pub fn start(db: Arc<redb::Database>) -> Self {
-        let (queue, jobs) = mpsc::channel::<Pending>();
+        let (queue, messages) = mpsc::channel::<Message>();
         let spawned = std::thread::Builder::new()
             .name("moments-writer".into())
-            .spawn(move || run(&db, &jobs));
+            .spawn(move || run(db, &messages));
         if let Err(e) = spawned {
             tracing::error!(error = %e, "could not start the embedded writer thread");
         }
@@ -48,29 +59,55 @@ impl GroupCommit {
     pub async fn submit(&self, job: Job) -> StoreResult<Output> {
         let (reply, answer) = tokio::sync::oneshot::channel();
         self.queue
-            .send(Pending { job, reply })
-            .map_err(|_| other("the writer thread is gone"))?;
+            .send(Message::Write(Pending { job, reply }))
+            .map_err(|_| other("the writer thread is gone (the store is closed)"))?;
         answer
             .await
-            .map_err(|_| other("the writer thread dropped a write"))?
+            .map_err(|_| other("the writer thread dropped a write (the store is closed)"))?
+    }
+
+    /// Commits the writes submitted so far, then stops the writer thread;
+    /// writes submitted later fail. Returns once the thread let go of the
+    /// database.
+    pub async fn close(&self) {
+        let (reply, done) = tokio::sync::oneshot::channel();
+        if self.queue.send(Message::Close(reply)).is_ok() {
+            let _ = done.await;
+        }
     }
 }
 
-fn run(db: &redb::Database, jobs: &mpsc::Receiver<Pending>) {
-    while let Ok(first) = jobs.recv() {
-        let mut batch = vec![first];
+fn run(db: Arc<redb::Database>, messages: &mpsc::Receiver<Message>) {
+    let mut closed = None;
+    while closed.is_none() {
+        let mut batch = match messages.recv() {
+            Ok(Message::Write(first)) => vec![first],
+            Ok(Message::Close(reply)) => {
+                closed = Some(reply);
+                break;
+            }
+            Err(_) => break,
+        };
         while batch.len() < MAX_BATCH {
-            match jobs.try_recv() {
-                Ok(p) => batch.push(p),
+            match messages.try_recv() {
+                Ok(Message::Write(p)) => batch.push(p),
+                Ok(Message::Close(reply)) => {
+                    closed = Some(reply);
+                    break;
+                }
                 Err(_) => break,
             }
         }
-        if batch.len() == 1 || !commit_together(db, &mut batch) {
+        if batch.len() == 1 || !commit_together(&db, &mut batch) {
             for p in batch {
-                let result = commit_alone(db, &p.job);
+                let result = commit_alone(&db, &p.job);
                 let _ = p.reply.send(result);
             }
         }
+    }
+    drop(db);
+    if let Some(reply) = closed {
+        let _ = reply.send(());
     }
 }
 

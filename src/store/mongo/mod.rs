@@ -1,6 +1,7 @@
 //! The MongoDB adapter of `DocStore`, on the official driver: the
 //! store-wide operations and shared helpers here, one file per aggregate
-//! port (`accounts`, `posts`, `social`, `notifications`, `device_models`).
+//! port (`accounts`, `posts`, `social`, `notifications`, `device_models`,
+//! `fan_outs`).
 //!
 //! Queries stay inside the subset that both MongoDB and the test stand-in
 //! agree on (TESTING.md): writes address documents by `_id` or by equality,
@@ -9,6 +10,7 @@
 
 mod accounts;
 mod device_models;
+mod fan_outs;
 mod idempotency;
 mod notifications;
 mod posts;
@@ -514,6 +516,12 @@ impl DocStore for MongoDocs {
             .await
             .map_err(classify)?;
         Ok(r.matched_count == 1)
+    }
+
+    async fn close(&self) -> StoreResult<()> {
+        // Nothing to flush: every write was acknowledged by the server
+        // before it was answered.
+        Ok(())
     }
 }
 

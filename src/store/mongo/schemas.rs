@@ -12,7 +12,7 @@ use super::classify;
 use crate::store::{StoreError, StoreResult};
 
 /// Compiled in, so the binary never depends on where it was started from.
-pub const SCHEMAS: [(&str, &str); 11] = [
+pub const SCHEMAS: [(&str, &str); 12] = [
     ("users", include_str!("../../../schemas/users.json")),
     ("posts", include_str!("../../../schemas/posts.json")),
     ("comments", include_str!("../../../schemas/comments.json")),
@@ -36,6 +36,7 @@ pub const SCHEMAS: [(&str, &str); 11] = [
         "idempotency_keys",
         include_str!("../../../schemas/idempotency_keys.json"),
     ),
+    ("fan_outs", include_str!("../../../schemas/fan_outs.json")),
 ];
 
 #[derive(Deserialize)]

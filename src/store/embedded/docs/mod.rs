@@ -1,6 +1,6 @@
 //! `DocStore` on redb: the tables, helpers and store-wide operations here,
 //! one file per aggregate port (`accounts`, `posts`, `social`,
-//! `notifications`, `device_models`).
+//! `notifications`, `device_models`, `fan_outs`).
 //!
 //! Documents are JSON values keyed by id; secondary indexes are tables of composite keys kept in the same transaction as the
 //! document, so a crash never leaves one without the other. Every write
@@ -9,6 +9,7 @@
 
 mod accounts;
 mod device_models;
+mod fan_outs;
 mod idempotency;
 mod notifications;
 mod posts;
@@ -105,6 +106,8 @@ const IDEMPOTENCY_EXPIRY: TableDefinition<(i64, &str), ()> =
 const BLOCKS: TableDefinition<(u64, u64), u64> = TableDefinition::new("blocks");
 /// (blocked, blocker) → block id: the same blocks, found from the other side.
 const BLOCKED_BY: TableDefinition<(u64, u64), u64> = TableDefinition::new("blocked_by");
+/// Post id → its unfinished fan-out (`FanOutDoc` JSON).
+const FAN_OUTS: TableDefinition<u64, &[u8]> = TableDefinition::new("fan_outs");
 
 fn kind_code(k: LikeKind) -> u8 {
     match k {
@@ -126,7 +129,9 @@ fn decode<T: DeserializeOwned>(bytes: &[u8]) -> StoreResult<T> {
 }
 
 pub struct EmbeddedDocs {
-    db: Arc<redb::Database>,
+    /// `None` once closed. Reads take their own handle, so closing waits
+    /// for the last one in flight.
+    db: std::sync::RwLock<Option<Arc<redb::Database>>>,
     writer: GroupCommit,
     /// How many ids a post's arrays show (`MOMENTS_POST_ID_ARRAY_CAP`).
     array_cap: usize,
@@ -136,7 +141,7 @@ impl EmbeddedDocs {
     pub fn new(db: Arc<redb::Database>, array_cap: usize) -> Self {
         Self {
             writer: GroupCommit::start(db.clone()),
-            db,
+            db: std::sync::RwLock::new(Some(db)),
             array_cap,
         }
     }
@@ -158,7 +163,12 @@ impl EmbeddedDocs {
         &self,
         f: impl FnOnce(&ReadTransaction) -> StoreResult<T> + Send + 'static,
     ) -> StoreResult<T> {
-        let db = self.db.clone();
+        let db = self
+            .db
+            .read()
+            .map_err(|_| other("the database handle is poisoned"))?
+            .clone()
+            .ok_or_else(|| other("the store is closed"))?;
         tokio::task::spawn_blocking(move || {
             let txn = db.begin_read().map_err(other)?;
             f(&txn)
@@ -419,6 +429,7 @@ impl DocStore for EmbeddedDocs {
             txn.open_table(IDEMPOTENCY_EXPIRY).map_err(other)?;
             txn.open_table(READ_MARKS).map_err(other)?;
             txn.open_table(ERASING).map_err(other)?;
+            txn.open_table(FAN_OUTS).map_err(other)?;
             // Notifications from before the id index: indexed once.
             let mut by_id = txn.open_table(NOTIFICATION_IDS).map_err(other)?;
             if by_id.is_empty().map_err(other)? {
@@ -558,6 +569,35 @@ impl DocStore for EmbeddedDocs {
         })
         .await
     }
+
+    async fn close(&self) -> StoreResult<()> {
+        self.writer.close().await;
+        let taken = self
+            .db
+            .write()
+            .map_err(|_| other("the database handle is poisoned"))?
+            .take();
+        let Some(db) = taken else {
+            return Ok(());
+        };
+        // Closing persists the allocator state, so the next start opens the
+        // file without a repair pass; a read still in flight holds it a
+        // moment longer.
+        tokio::task::spawn_blocking(move || {
+            let mut db = db;
+            for _ in 0..300 {
+                match Arc::try_unwrap(db) {
+                    Ok(only) => return only.close().map_err(other),
+                    Err(shared) => db = shared,
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            tracing::warn!("a read still holds the embedded store; it closes when that read ends");
+            Ok(())
+        })
+        .await
+        .map_err(other)?
+    }
 }
 
 #[cfg(test)]
@@ -687,6 +727,47 @@ mod tests {
         );
         let ids: Vec<i64> = (0..60).map(|i| 1_000_000_000_001_000 + i).collect();
         assert_eq!(docs.users_by_ids(&ids).await.unwrap().len(), 41);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn closing_commits_the_queued_writes_and_leaves_nothing_to_repair() {
+        use futures_util::FutureExt;
+        let (docs, dir) = temp_store(10);
+        docs.apply_schemas().await.unwrap();
+        let p = 1_000_000_000_000_300;
+        let posts: Vec<PostDoc> = (0..40).map(|i| post(p + i)).collect();
+        // Each write polled once is submitted, and waits for its commit.
+        let mut writes: Vec<_> = posts.iter().map(|d| docs.insert_post(d).boxed()).collect();
+        let mut cx = std::task::Context::from_waker(futures_util::task::noop_waker_ref());
+        for w in &mut writes {
+            assert!(w.poll_unpin(&mut cx).is_pending());
+        }
+        docs.close().await.unwrap();
+        for w in writes {
+            w.await.unwrap();
+        }
+        assert!(
+            docs.insert_post(&post(p + 99)).await.is_err(),
+            "a write after closing fails"
+        );
+        assert!(docs.posts_by_ids(&[p]).await.is_err(), "and so does a read");
+        // As at the end of a process: nothing dropped, the file as close left it.
+        std::mem::forget(docs);
+
+        let repaired = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = repaired.clone();
+        let db = redb::Builder::new()
+            .set_repair_callback(move |_| flag.store(true, std::sync::atomic::Ordering::SeqCst))
+            .create(dir.join(super::super::FILE_NAME))
+            .unwrap();
+        assert!(
+            !repaired.load(std::sync::atomic::Ordering::SeqCst),
+            "closed cleanly: nothing to repair"
+        );
+        let docs = EmbeddedDocs::new(Arc::new(db), 10);
+        let ids: Vec<i64> = posts.iter().map(|d| d.id).collect();
+        assert_eq!(docs.posts_by_ids(&ids).await.unwrap().len(), 40);
         let _ = std::fs::remove_dir_all(dir);
     }
 
