@@ -745,8 +745,8 @@ fn url(v: &str, schemes: &[&str]) -> Result<String, Refused> {
 }
 
 /// `v` with whatever precedes its last `@` (after the scheme, if any)
-/// hidden, so an error never prints a store's password.
-fn without_credentials(v: &str) -> String {
+/// hidden, so an error or a log line never prints a store's password.
+pub fn without_credentials(v: &str) -> String {
     let Some(at) = v.rfind('@') else {
         return v.to_string();
     };
@@ -1047,6 +1047,22 @@ mod tests {
         assert!(
             err.starts_with("MOMENTS_ADMIN_USERNAME must be 3 to 32"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn store_urls_lose_their_credentials_in_messages() {
+        assert_eq!(
+            without_credentials("redis://:s3cret@cache:6379/0"),
+            "redis://***@cache:6379/0"
+        );
+        assert_eq!(
+            without_credentials("mongodb://app:pw@db1,db2/?replicaSet=rs"),
+            "mongodb://***@db1,db2/?replicaSet=rs"
+        );
+        assert_eq!(
+            without_credentials("redis://127.0.0.1:6379"),
+            "redis://127.0.0.1:6379"
         );
     }
 

@@ -27,7 +27,7 @@ use anyhow::Context as _;
 use tokio::sync::Notify;
 use tracing::Instrument;
 
-use crate::config::Settings;
+use crate::config::{without_credentials, Settings};
 use crate::http;
 use crate::service::device_names::DeviceNames;
 use crate::service::fan_outs::FanOuts;
@@ -133,7 +133,9 @@ pub async fn connect_stores(
         Some(uri) => Arc::new(
             MongoDocs::connect(uri, &settings.mongodb_db)
                 .await
-                .with_context(|| format!("connecting to MongoDB at {}", redact(uri)))?,
+                .with_context(|| {
+                    format!("connecting to MongoDB at {}", without_credentials(uri))
+                })?,
         ),
         None => {
             let db = embedded::open(&settings.data_dir)?;
@@ -145,7 +147,7 @@ pub async fn connect_stores(
         Some(url) => Arc::new(
             RedisLive::connect(url, &settings.redis_prefix, settings.live_ttl_secs)
                 .await
-                .with_context(|| format!("connecting to Redis at {}", redact(url)))?,
+                .with_context(|| format!("connecting to Redis at {}", without_credentials(url)))?,
         ),
         None => {
             if settings.mongodb_uri.is_some() {
@@ -158,16 +160,6 @@ pub async fn connect_stores(
         }
     };
     Ok((docs, live))
-}
-
-/// A store URL without its credentials, fit for logs and error messages.
-pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            format!("{}://***@{}", &url[..scheme], &url[at + 1..])
-        }
-        _ => url.to_string(),
-    }
 }
 
 impl Application {
@@ -545,23 +537,4 @@ async fn drain_http(
         cut_off,
         "HTTP drained"
     );
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn store_urls_lose_their_credentials_in_messages() {
-        assert_eq!(
-            super::redact("redis://:s3cret@cache:6379/0"),
-            "redis://***@cache:6379/0"
-        );
-        assert_eq!(
-            super::redact("mongodb://app:pw@db1,db2/?replicaSet=rs"),
-            "mongodb://***@db1,db2/?replicaSet=rs"
-        );
-        assert_eq!(
-            super::redact("redis://127.0.0.1:6379"),
-            "redis://127.0.0.1:6379"
-        );
-    }
 }
