@@ -11,10 +11,14 @@
 //! method names, kinds of key, budget names), never from a request: a
 //! client cannot grow the number of series.
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{LazyLock, OnceLock, RwLock};
 use std::time::Duration;
 
-use ::metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
+use ::metrics::{
+    counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram, Counter,
+    Histogram,
+};
 use actix_web::http::{Method, StatusCode};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
@@ -180,25 +184,72 @@ fn method_label(method: &Method) -> &'static str {
     }
 }
 
+/// A series' counter and latency histogram, looked up in the registry once:
+/// building a key and finding it on every request and every store call
+/// cost about a tenth of a warm read (BENCHMARKS.md).
+#[derive(Clone)]
+struct Series {
+    count: Counter,
+    seconds: Histogram,
+}
+
+impl Series {
+    fn record(&self, took: Duration) {
+        self.count.increment(1);
+        self.seconds.record(took.as_secs_f64());
+    }
+}
+
+/// The series of `key`, made by `make` the first time. Label sets are
+/// bounded (see the module's comment), so the cache is too.
+fn cached<K: std::hash::Hash + Eq>(
+    cache: &RwLock<HashMap<K, Series>>,
+    key: K,
+    make: impl FnOnce(&K) -> Series,
+) -> Series {
+    if let Some(series) = cache.read().ok().and_then(|c| c.get(&key).cloned()) {
+        return series;
+    }
+    // Handles made before the recorder is installed would record nowhere.
+    install();
+    let series = make(&key);
+    if let Ok(mut c) = cache.write() {
+        c.entry(key).or_insert_with(|| series.clone());
+    }
+    series
+}
+
+type HttpKey = (String, &'static str, u16);
+static HTTP_SERIES: LazyLock<RwLock<HashMap<HttpKey, Series>>> = LazyLock::new(Default::default);
+static STORE_SERIES: LazyLock<RwLock<HashMap<(&'static str, &'static str), Series>>> =
+    LazyLock::new(Default::default);
+
 /// One answered request. `route` is the matched route template
 /// (`/api/v1/posts/{id}`), `None` when no route matched.
 pub fn http_request(route: Option<String>, method: &Method, status: StatusCode, took: Duration) {
-    let labels = [
-        (
-            "route",
-            route.unwrap_or_else(|| UNMATCHED_ROUTE.to_string()),
-        ),
-        ("method", method_label(method).to_string()),
-        ("status", status.as_u16().to_string()),
-    ];
-    counter!(HTTP_REQUESTS, &labels).increment(1);
-    histogram!(HTTP_SECONDS, &labels).record(took.as_secs_f64());
+    let route = route.unwrap_or_else(|| UNMATCHED_ROUTE.to_string());
+    let key = (route, method_label(method), status.as_u16());
+    cached(&HTTP_SERIES, key, |(route, method, status)| {
+        let labels = [
+            ("route", route.clone()),
+            ("method", method.to_string()),
+            ("status", status.to_string()),
+        ];
+        Series {
+            count: counter!(HTTP_REQUESTS, &labels),
+            seconds: histogram!(HTTP_SECONDS, &labels),
+        }
+    })
+    .record(took);
 }
 
 /// One call that reached a store: `port` is the trait, `op` the method.
 pub fn store_round_trip(port: &'static str, op: &'static str, took: Duration) {
-    counter!(STORE_ROUND_TRIPS, "port" => port, "op" => op).increment(1);
-    histogram!(STORE_SECONDS, "port" => port, "op" => op).record(took.as_secs_f64());
+    cached(&STORE_SERIES, (port, op), |(port, op)| Series {
+        count: counter!(STORE_ROUND_TRIPS, "port" => *port, "op" => *op),
+        seconds: histogram!(STORE_SECONDS, "port" => *port, "op" => *op),
+    })
+    .record(took);
 }
 
 /// The live lookups of one batched read, tallied by kind of key and
