@@ -58,43 +58,65 @@ pub const MAX_URL_CHARS: usize = 2048;
 /// The document's schema for a free-text field `parse_text` checks; `null`
 /// is allowed where the field is optional (serde reads it as absent).
 pub fn text_schema(max: usize, visible: bool, nullable: bool) -> utoipa::openapi::Object {
-    use utoipa::openapi::schema::{SchemaType, Type};
-    let kind = if nullable {
-        SchemaType::from_iter([Type::String, Type::Null])
-    } else {
-        SchemaType::from(Type::String)
-    };
     let pattern = if visible {
         VISIBLE_TEXT_PATTERN
     } else {
         TEXT_PATTERN
     };
-    utoipa::openapi::ObjectBuilder::new()
-        .schema_type(kind)
-        .max_length(Some(max))
-        .pattern(Some(pattern))
-        .build()
+    StringSchema {
+        pattern: Some(pattern.into()),
+        max: Some(max),
+        nullable,
+        ..Default::default()
+    }
+    .build()
 }
 
 /// The document's schema for a URL `parse_http_url` accepts (or, with
 /// `empty_ok`, the empty string that clears one).
 pub fn url_schema(empty_ok: bool, nullable: bool) -> utoipa::openapi::Object {
-    use utoipa::openapi::schema::{SchemaType, Type};
-    let kind = if nullable {
-        SchemaType::from_iter([Type::String, Type::Null])
-    } else {
-        SchemaType::from(Type::String)
-    };
     let pattern = if empty_ok {
         HTTP_URL_OR_EMPTY_PATTERN
     } else {
         HTTP_URL_PATTERN
     };
-    utoipa::openapi::ObjectBuilder::new()
-        .schema_type(kind)
-        .max_length(Some(MAX_URL_CHARS))
-        .pattern(Some(pattern))
-        .build()
+    StringSchema {
+        pattern: Some(pattern.into()),
+        max: Some(MAX_URL_CHARS),
+        nullable,
+        ..Default::default()
+    }
+    .build()
+}
+
+/// A string's schema in the document: the one way every text parameter,
+/// field and header states its bounds.
+#[derive(Default)]
+pub struct StringSchema {
+    pub pattern: Option<String>,
+    pub min: Option<usize>,
+    pub max: Option<usize>,
+    /// `null` allowed too: an optional field serde reads as absent.
+    pub nullable: bool,
+    pub description: Option<String>,
+}
+
+impl StringSchema {
+    pub fn build(self) -> utoipa::openapi::Object {
+        use utoipa::openapi::schema::{SchemaType, Type};
+        let kind = if self.nullable {
+            SchemaType::from_iter([Type::String, Type::Null])
+        } else {
+            SchemaType::from(Type::String)
+        };
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(kind)
+            .min_length(self.min)
+            .max_length(self.max)
+            .pattern(self.pattern)
+            .description(self.description)
+            .build()
+    }
 }
 
 /// Reads an optional id in a body. JSON has one number type, and the

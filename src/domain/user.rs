@@ -1,25 +1,27 @@
 //! Account fields: usernames are the login key, nick names and avatars are what others see.
 
-use super::{char_len, parse_http_url, parse_text, text_schema, url_schema};
+use super::{char_len, parse_http_url, parse_text, text_schema, url_schema, StringSchema};
 
 /// What `Username::parse` accepts; letters are stored lower-case.
 pub const USERNAME_PATTERN: &str = "^[A-Za-z0-9_.-]{3,32}$";
 pub const MAX_NICK_NAME_CHARS: usize = 32;
 
 pub fn username_schema() -> utoipa::openapi::Object {
-    utoipa::openapi::ObjectBuilder::new()
-        .schema_type(utoipa::openapi::schema::Type::String)
-        .min_length(Some(3))
-        .max_length(Some(32))
-        .pattern(Some(USERNAME_PATTERN))
-        .build()
+    StringSchema {
+        pattern: Some(USERNAME_PATTERN.into()),
+        min: Some(3),
+        max: Some(32),
+        ..Default::default()
+    }
+    .build()
 }
 pub fn password_schema() -> utoipa::openapi::Object {
-    utoipa::openapi::ObjectBuilder::new()
-        .schema_type(utoipa::openapi::schema::Type::String)
-        .min_length(Some(8))
-        .max_length(Some(Password::MAX_CHARS))
-        .build()
+    StringSchema {
+        min: Some(8),
+        max: Some(Password::MAX_CHARS),
+        ..Default::default()
+    }
+    .build()
 }
 pub fn nick_name_schema() -> utoipa::openapi::Object {
     text_schema(MAX_NICK_NAME_CHARS, true, true)

@@ -277,10 +277,11 @@ impl<T: DeserializeOwned + 'static> FromRequest for JsonBody<T> {
 }
 
 fn pattern_schema(pattern: &str) -> utoipa::openapi::Object {
-    utoipa::openapi::ObjectBuilder::new()
-        .schema_type(utoipa::openapi::schema::Type::String)
-        .pattern(Some(pattern))
-        .build()
+    crate::domain::StringSchema {
+        pattern: Some(pattern.into()),
+        ..Default::default()
+    }
+    .build()
 }
 fn cursor_schema() -> utoipa::openapi::Object {
     pattern_schema(crate::domain::cursor::CURSOR_PATTERN)

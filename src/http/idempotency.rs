@@ -21,12 +21,13 @@ pub const REPLAYED: &str = "Idempotent-Replayed";
 
 /// The header's schema for the document: what `idempotency::parse_key` takes.
 pub fn key_schema() -> utoipa::openapi::Object {
-    utoipa::openapi::ObjectBuilder::new()
-        .schema_type(utoipa::openapi::schema::Type::String)
-        .pattern(Some(format!(
+    crate::domain::StringSchema {
+        pattern: Some(format!(
             "^([!#-~]{{1,{MAX_KEY_CHARS}}}|\"[!#-~]{{1,{MAX_KEY_CHARS}}}\")$"
-        )))
-        .build()
+        )),
+        ..Default::default()
+    }
+    .build()
 }
 
 /// The header on the create operations.

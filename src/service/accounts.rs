@@ -52,10 +52,11 @@ pub struct RegisterRequest {
 /// A password as a sign-in or a confirmation may send it: any string up to
 /// the longest a password can be (longer ones are refused before hashing).
 fn password_attempt_schema() -> utoipa::openapi::Object {
-    utoipa::openapi::ObjectBuilder::new()
-        .schema_type(utoipa::openapi::schema::Type::String)
-        .max_length(Some(Password::MAX_CHARS))
-        .build()
+    crate::domain::StringSchema {
+        max: Some(Password::MAX_CHARS),
+        ..Default::default()
+    }
+    .build()
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]

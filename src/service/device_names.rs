@@ -299,13 +299,14 @@ pub fn csv_import_schema() -> utoipa::openapi::Object {
     let pattern = format!(
         "^(model,zh,en(\\r?\\n{model},{name},{name})+|model,zh,en,brand(\\r?\\n{model},{name},{name},{brand})+)(\\r?\\n)?$"
     );
-    utoipa::openapi::ObjectBuilder::new()
-        .schema_type(utoipa::openapi::schema::Type::String)
-        .pattern(Some(pattern))
+    crate::domain::StringSchema {
+        pattern: Some(pattern),
         // The row limit is not in the pattern: a bounded repeat of a
         // group this size is past what regex engines will compile.
-        .description(Some(format!("at most {MAX_IMPORT_ROWS} rows")))
-        .build()
+        description: Some(format!("at most {MAX_IMPORT_ROWS} rows")),
+        ..Default::default()
+    }
+    .build()
 }
 
 #[cfg(test)]
