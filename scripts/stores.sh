@@ -92,7 +92,41 @@ start_stores() {
   echo "== redis-server on $REDIS_PORT, nx-27017 on $MONGO_PORT" >&2
 }
 
+# A Redis Cluster of six nodes on free loopback ports: three masters with a
+# replica each (the smallest shape where a failover can happen). Exports
+# MOMENTS_TEST_REDIS_CLUSTER_URL, the seed nodes as moments takes them.
+start_redis_cluster() {
+  need_redis
+  local run_dir=${STORES_RUN_DIR:-$(mktemp -d "$STATE_DIR/run.XXXXXX")}
+  STORES_RUN_DIR=$run_dir
+  local nodes=() urls=() port
+  CLUSTER_PIDS=()
+  for _ in 1 2 3 4 5 6; do
+    port=$(free_port)
+    mkdir -p "$run_dir/cluster-$port"
+    # The bus port is set, not left at port+10000, which may be taken or
+    # past 65535.
+    redis-server --port "$port" --bind 127.0.0.1 --cluster-enabled yes --cluster-port "$(free_port)" \
+      --cluster-config-file "$run_dir/cluster-$port/nodes.conf" --cluster-node-timeout 2000 \
+      --save "" --appendonly no --loglevel ${REDIS_LOGLEVEL:-notice} \
+      --dir "$run_dir/cluster-$port" --logfile "$run_dir/cluster-$port/redis.log" --daemonize no &
+    CLUSTER_PIDS+=($!)
+    nodes+=("127.0.0.1:$port")
+    urls+=("redis://127.0.0.1:$port")
+  done
+  for n in "${nodes[@]}"; do wait_for "redis-server ${n}" redis-cli -p "${n#*:}" ping; done
+  redis-cli --cluster create "${nodes[@]}" --cluster-replicas 1 --cluster-yes >"$run_dir/cluster-create.log" 2>&1 \
+    || { cat "$run_dir/cluster-create.log" >&2; return 1; }
+  for n in "${nodes[@]}"; do
+    wait_for "cluster state on ${n}" sh -c "redis-cli -p ${n#*:} cluster info | grep -q cluster_state:ok"
+  done
+  MOMENTS_TEST_REDIS_CLUSTER_URL=$(IFS=,; echo "${urls[*]}")
+  export MOMENTS_TEST_REDIS_CLUSTER_URL
+  echo "== Redis Cluster on ${nodes[*]}" >&2
+}
+
 stop_stores() {
+  for pid in "${CLUSTER_PIDS[@]:-}"; do [ -n "$pid" ] && kill "$pid" 2>/dev/null || true; done
   [ -n "${REDIS_PID:-}" ] && kill "$REDIS_PID" 2>/dev/null || true
   [ -n "${NX_PID:-}" ] && kill "$NX_PID" 2>/dev/null || true
   wait 2>/dev/null || true

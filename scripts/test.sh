@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Runs every test: starts redis-server and nx-27017 on free ports
-# (installing them if needed), runs the whole suite with the API tests on the
-# embedded default, runs the API tests again on MongoDB + Redis, checks the
-# running service against its OpenAPI document on both (schemathesis), stops
-# the stores.
+# Runs every test: starts redis-server, a six-node Redis Cluster and
+# nx-27017 on free ports (installing them if needed), runs the whole suite
+# with the API tests on the embedded default, runs the API tests again on
+# MongoDB + Redis and on MongoDB + Redis Cluster, checks the running service
+# against its OpenAPI document (schemathesis), stops the stores.
 # Extra arguments go to `cargo test` (e.g. a test name filter).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,10 +16,17 @@ else
   trap stop_stores EXIT
   start_stores
 fi
+if [ -z "${MOMENTS_TEST_REDIS_CLUSTER_URL:-}" ]; then
+  trap stop_stores EXIT
+  start_redis_cluster
+fi
 # Everything, with the API suite on the embedded default...
 cargo test --all-targets --locked "$@"
-# ...and the API suite again on MongoDB (wire) + Redis.
+# ...and the API suite again on MongoDB (wire) + Redis...
 MOMENTS_TEST_BACKEND=stores cargo test --locked --test api "$@"
+# ...and on MongoDB (wire) + Redis Cluster.
+MOMENTS_TEST_BACKEND=stores MOMENTS_TEST_REDIS_URL=$MOMENTS_TEST_REDIS_CLUSTER_URL \
+  cargo test --locked --test api "$@"
 # ...and the API contract, on both (scripts/contract.sh). Skipped only when
 # a test filter was given: a filter means "run these tests", not the fuzzer.
 if [ $# -eq 0 ]; then

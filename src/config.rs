@@ -340,14 +340,19 @@ pub const VARIABLES: &[Variable] = &[
     Variable {
         name: "MOMENTS_REDIS_URL",
         default: DefaultValue::Described("unset"),
-        allowed: "a redis://, rediss://, redis+unix:// or unix:// URL",
+        allowed: "a redis://, rediss://, redis+unix:// or unix:// URL; or a Redis Cluster's seed nodes, redis:// or rediss:// URLs separated by commas",
         meaning: "Redis, for the live state; unset, it is kept in process (one instance only)",
         echo: Echo::Credentials,
         apply: |d, v| {
-            d.settings.redis_url = Some(url(
-                v,
-                &["redis://", "rediss://", "redis+unix://", "unix://"],
-            )?);
+            let v = v.trim();
+            d.settings.redis_url = Some(if v.contains(',') {
+                v.split(',')
+                    .map(|seed| url(seed, &["redis://", "rediss://"]))
+                    .collect::<Result<Vec<_>, _>>()?
+                    .join(",")
+            } else {
+                url(v, &["redis://", "rediss://", "redis+unix://", "unix://"])?
+            });
             Ok(())
         },
     },
@@ -747,6 +752,14 @@ fn url(v: &str, schemes: &[&str]) -> Result<String, Refused> {
 /// `v` with whatever precedes its last `@` (after the scheme, if any)
 /// hidden, so an error or a log line never prints a store's password.
 pub fn without_credentials(v: &str) -> String {
+    if v.contains(',') {
+        // A list of seed nodes: each its own URL.
+        return v
+            .split(',')
+            .map(without_credentials)
+            .collect::<Vec<_>>()
+            .join(",");
+    }
     let Some(at) = v.rfind('@') else {
         return v.to_string();
     };
@@ -1272,12 +1285,20 @@ mod tests {
             "rediss://cache:6380/0",
             "redis+unix:///run/redis.sock",
             "unix:///run/redis.sock",
+            "redis://10.0.0.1:7000,redis://10.0.0.2:7000,rediss://10.0.0.3:7000",
         ] {
             assert_eq!(
                 accepted("MOMENTS_REDIS_URL", ok).redis_url.as_deref(),
                 Some(ok)
             );
         }
+        assert_eq!(
+            accepted("MOMENTS_REDIS_URL", " redis://a:1, redis://b:2 ")
+                .redis_url
+                .as_deref(),
+            Some("redis://a:1,redis://b:2"),
+            "seed nodes are trimmed"
+        );
         for bad in ["localhost:27017", "mongodb://", "http://db", "mongo://db"] {
             assert!(
                 refusal("MOMENTS_MONGODB_URI", bad)
@@ -1285,7 +1306,15 @@ mod tests {
                 "{bad}"
             );
         }
-        for bad in ["127.0.0.1:6379", "redis:/x", "redis://", "memcached://m"] {
+        for bad in [
+            "127.0.0.1:6379",
+            "redis:/x",
+            "redis://",
+            "memcached://m",
+            "redis://a:1,",
+            "redis://a:1,unix:///run/redis.sock",
+            "redis://a:1,b:2",
+        ] {
             assert!(
                 refusal("MOMENTS_REDIS_URL", bad).starts_with("MOMENTS_REDIS_URL must be"),
                 "{bad}"
@@ -1295,6 +1324,10 @@ mod tests {
         assert!(err.ends_with("got \"mongo://***@db\""), "{err}");
         let err = refusal("MOMENTS_REDIS_URL", "http//:s3cret@cache");
         assert!(!err.contains("s3cret"), "{err}");
+        assert_eq!(
+            without_credentials("redis://:s3cret@a:1,redis://:s3cret@b:2"),
+            "redis://***@a:1,redis://***@b:2"
+        );
     }
 
     #[test]

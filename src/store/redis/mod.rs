@@ -11,12 +11,15 @@
 //! were read; every write bumps it. That closes the race where a rebuild
 //! started before a write would store the pre-write state after it.
 
+mod conn;
+
 use async_trait::async_trait;
 use futures_util::StreamExt;
-use redis::aio::ConnectionManager;
-use redis::{RedisError, Value};
+use redis::Value;
 use std::sync::Arc;
-use std::time::Duration;
+
+pub use conn::is_cluster_url;
+use conn::{Batch, Conn};
 
 use super::{
     BlobKey, Changes, LimitCount, LiveAnswer, LiveChange, LiveFill, LiveKey, LiveRead, LiveStore,
@@ -148,20 +151,26 @@ return 1
 /// built or has expired, and its owner's next read rebuilds it in full.
 /// (EXISTS, not a probe for the sentinel: as good, since no push creates a
 /// set, and about 20 ms cheaper per 100,000 timelines, measured inside
-/// Redis.) KEYS: timelines. ARGV: post id, then the size to
-/// trim to counting the sentinel, or 0 for no trim (trimming rides on one
-/// post in 16). The keys span slots: a Redis Cluster client (not built yet)
-/// would have to group each call's keys by node.
+/// Redis.) KEYS: the first timeline, which routes the call to its node.
+/// ARGV: post id, the size to trim to counting the sentinel or 0 for no
+/// trim (trimming rides on one post in 16), then every timeline. The
+/// timelines span slots, so they go as arguments, not KEYS (a cluster
+/// refuses declared keys of several slots), all served by the node the call
+/// runs on: the flag lets a script touch those.
 const PUSH_SCRIPT: &str = r#"#!lua flags=allow-cross-slot-keys
 local id, trim = ARGV[1], tonumber(ARGV[2])
-for i = 1, #KEYS do
-  if redis.call('EXISTS', KEYS[i]) == 1 then
-    redis.call('ZADD', KEYS[i], id, id)
-    if trim > 0 then redis.call('ZREMRANGEBYRANK', KEYS[i], 1, -trim) end
+for i = 3, #ARGV do
+  if redis.call('EXISTS', ARGV[i]) == 1 then
+    redis.call('ZADD', ARGV[i], id, id)
+    if trim > 0 then redis.call('ZREMRANGEBYRANK', ARGV[i], 1, -trim) end
   end
 end
 return 0
 "#;
+
+/// How often a push chunk is regrouped and sent again after its node said
+/// one of its timelines lives elsewhere (the slot map changed under it).
+const PUSH_REGROUPS: usize = 3;
 
 /// Moves one rate-limit counter and reads it back. The window starts with
 /// its first hit and is not stretched by later ones (PEXPIRE only where none
@@ -191,7 +200,8 @@ return {n, left}
 /// failed on an instance that then died before retrying it.
 const SESSION_CACHE_SECS: u64 = 600;
 
-/// Followers per push script call: about a millisecond of Redis time.
+/// Followers per push script call, per node: about a millisecond of Redis
+/// time.
 const PUSH_CHUNK: usize = 500;
 /// Push script calls in flight per instance.
 const PUSHES_IN_FLIGHT: usize = 8;
@@ -201,14 +211,14 @@ const PUSHES_IN_FLIGHT: usize = 8;
 pub const HOME_TTL_SECS: u64 = 24 * 3600;
 
 pub struct RedisLive {
-    conn: ConnectionManager,
+    conn: Conn,
     /// Fan-out pushes go on their own connection. Redis reads a client's
     /// input about 16 KiB at a time and serves other clients in between, so
     /// a read then waits behind about one push call (~1 ms) instead of
     /// every call queued ahead of it on a shared connection (measured
     /// during fan-outs to 100,000: a warm feed page's p50 went from 26 to
     /// 7 ms, its p99 from 43 to 22 ms).
-    push_conn: ConnectionManager,
+    push_conn: Conn,
     prefix: String,
     ttl_secs: u64,
     /// Push script calls in flight, across every fan-out of this instance
@@ -217,14 +227,6 @@ pub struct RedisLive {
     /// Pushes of one call (small followings, a rebuild's catch-up) never
     /// wait for it.
     push_permits: Arc<tokio::sync::Semaphore>,
-}
-
-pub(crate) fn classify(e: RedisError) -> StoreError {
-    if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal() {
-        StoreError::Unavailable(e.into())
-    } else {
-        StoreError::Other(e.into())
-    }
 }
 
 /// The key of a user's home timeline (also built by `set_key`).
@@ -240,18 +242,11 @@ fn owner_tag(owner: Owner) -> String {
 }
 
 impl RedisLive {
+    /// `url` is one node's URL, or a cluster's seed nodes separated by
+    /// commas.
     pub async fn connect(url: &str, prefix: &str, ttl_secs: u64) -> StoreResult<Self> {
-        let client = redis::Client::open(url).map_err(|e| StoreError::Other(e.into()))?;
-        let config = redis::aio::ConnectionManagerConfig::new()
-            .set_connection_timeout(Duration::from_secs(2))
-            .set_response_timeout(Duration::from_secs(2))
-            .set_number_of_retries(2);
-        let conn = ConnectionManager::new_with_config(client.clone(), config.clone())
-            .await
-            .map_err(classify)?;
-        let push_conn = ConnectionManager::new_with_config(client, config)
-            .await
-            .map_err(classify)?;
+        let conn = Conn::connect(url).await?;
+        let push_conn = Conn::connect(url).await?;
         Ok(Self {
             conn,
             push_conn,
@@ -308,35 +303,21 @@ impl RedisLive {
         format!("{}device_models:version", self.prefix)
     }
 
-    async fn run(&self, pipe: &redis::Pipeline) -> StoreResult<Vec<Value>> {
-        let mut conn = self.conn.clone();
-        pipe.query_async(&mut conn).await.map_err(classify)
-    }
-
-    fn push_apply(&self, pipe: &mut redis::Pipeline, batch: &Changes) {
+    fn push_apply(&self, pipe: &mut Batch, batch: &Changes) {
         let (owner, changes) = (batch.owner, &batch.changes);
-        let keys: usize = changes
-            .iter()
-            .map(|c| match c {
-                LiveChange::LwwAdd(..) | LiveChange::LwwRemove(..) => 3,
-                _ => 1,
-            })
-            .sum();
-        let cmd = pipe.cmd("EVAL").arg(APPLY_SCRIPT).arg(1 + keys);
-        cmd.arg(self.gen_key(owner));
+        let mut keys = vec![self.gen_key(owner)];
         for change in changes {
             match (change, change.key()) {
                 (LiveChange::LwwAdd(..) | LiveChange::LwwRemove(..), LiveKey::Set(k)) => {
-                    cmd.arg(self.set_key(k)).arg(&self.lww_keys(k)[..]);
+                    keys.push(self.set_key(k));
+                    keys.extend(self.lww_keys(k));
                 }
-                (_, LiveKey::Set(k)) => {
-                    cmd.arg(self.set_key(k));
-                }
-                (_, LiveKey::Blob(k)) => {
-                    cmd.arg(self.blob_key(k).0);
-                }
+                (_, LiveKey::Set(k)) => keys.push(self.set_key(k)),
+                (_, LiveKey::Blob(k)) => keys.push(self.blob_key(k).0),
             };
         }
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let cmd = pipe.eval(APPLY_SCRIPT, &keys);
         cmd.arg(GEN_TTL_SECS).arg(
             batch
                 .expected_gen
@@ -389,32 +370,29 @@ fn parse<T: redis::FromRedisValue>(v: &Value) -> StoreResult<T> {
 #[async_trait]
 impl LiveStore for RedisLive {
     async fn ping(&self) -> StoreResult<()> {
-        let mut conn = self.conn.clone();
-        redis::cmd("PING")
-            .query_async::<String>(&mut conn)
+        self.conn
+            .query::<String>(&redis::cmd("PING"))
             .await
             .map(|_| ())
-            .map_err(classify)
     }
 
     async fn read(&self, read: &LiveRead) -> StoreResult<LiveAnswer> {
         if read.is_empty() {
             return Ok(LiveAnswer::default());
         }
-        let mut pipe = redis::pipe();
+        let mut pipe = Batch::new();
         for blob in &read.blobs {
             match self.blob_key(*blob) {
-                (key, Some(field)) => pipe.cmd("HGET").arg(key).arg(field),
-                (key, None) => pipe.cmd("GET").arg(key),
+                (key, Some(field)) => pipe.cmd("HGET", &key).arg(field),
+                (key, None) => pipe.cmd("GET", &key),
             };
         }
         for set in &read.sets {
             let key = self.set_key(set.key);
-            pipe.cmd("ZCARD").arg(&key);
+            pipe.cmd("ZCARD", &key);
             if let (true, Some(below)) = (set.top > 0, set.below) {
                 // Scores of real members are ids, all above the sentinel's 0.
-                pipe.cmd("ZREVRANGEBYSCORE")
-                    .arg(&key)
+                pipe.cmd("ZREVRANGEBYSCORE", &key)
                     .arg(format!("({below}"))
                     .arg("(0")
                     .arg("WITHSCORES")
@@ -423,35 +401,32 @@ impl LiveStore for RedisLive {
                     .arg(set.top);
             } else if set.top > 0 {
                 // One extra: the sentinel may be among them when the set is small.
-                pipe.cmd("ZREVRANGE")
-                    .arg(&key)
+                pipe.cmd("ZREVRANGE", &key)
                     .arg(0)
                     .arg(set.top)
                     .arg("WITHSCORES");
             }
             if let Some(probe) = set.probe {
-                pipe.cmd("ZSCORE").arg(&key).arg(probe);
+                pipe.cmd("ZSCORE", &key).arg(probe);
             }
             if let SetKey::Home(_) = set.key {
                 // Only a timeline holding its sentinel was built (earlier
                 // versions pushed onto absent ones, making partial sets).
                 // Reading a timeline keeps it a day longer.
-                pipe.cmd("ZSCORE").arg(&key).arg(SENTINEL);
-                pipe.cmd("EXPIRE").arg(&key).arg(HOME_TTL_SECS).ignore();
+                pipe.cmd("ZSCORE", &key).arg(SENTINEL);
+                pipe.cmd("EXPIRE", &key).arg(HOME_TTL_SECS);
+                pipe.ignore();
             }
         }
         for owner in &read.gens {
-            pipe.cmd("GET").arg(self.gen_key(*owner));
+            pipe.cmd("GET", &self.gen_key(*owner));
         }
         for limit in &read.limits {
-            pipe.cmd("EVAL")
-                .arg(LIMIT_SCRIPT)
-                .arg(1)
-                .arg(self.limit_key(&limit.key))
+            pipe.eval(LIMIT_SCRIPT, &[&self.limit_key(&limit.key)])
                 .arg(limit.cost)
                 .arg(limit.window_ms.max(1));
         }
-        let values = self.run(&pipe).await?;
+        let values = self.conn.run(pipe).await?;
         let mut it = values.iter();
         let mut next = || {
             it.next()
@@ -511,7 +486,7 @@ impl LiveStore for RedisLive {
         if fill.is_empty() {
             return Ok(());
         }
-        let mut pipe = redis::pipe();
+        let mut pipe = Batch::new();
         for (key, text, gen) in &fill.blobs {
             let (rkey, field) = self.blob_key(*key);
             let ttl = match key {
@@ -519,11 +494,7 @@ impl LiveStore for RedisLive {
                 _ => self.ttl_secs,
             };
             let cmd = pipe
-                .cmd("EVAL")
-                .arg(FILL_SCRIPT)
-                .arg(2)
-                .arg(self.gen_key(key.owner()))
-                .arg(rkey)
+                .eval(FILL_SCRIPT, &[&self.gen_key(key.owner()), &rkey])
                 .arg(gen.map(|g| g.to_string()).unwrap_or_default())
                 .arg(ttl);
             match field {
@@ -537,37 +508,33 @@ impl LiveStore for RedisLive {
                 SetKey::Home(_) => HOME_TTL_SECS,
                 _ => self.ttl_secs,
             };
-            let cmd = pipe.cmd("EVAL").arg(FILL_SCRIPT);
-            if key.is_last_writer_wins() {
-                cmd.arg(4)
-                    .arg(self.gen_key(key.owner()))
-                    .arg(self.set_key(*key))
-                    .arg(&self.lww_keys(*key)[..])
+            let (gen_key, set_key) = (self.gen_key(key.owner()), self.set_key(*key));
+            let cmd = if key.is_last_writer_wins() {
+                let [adds, gone] = self.lww_keys(*key);
+                pipe.eval(FILL_SCRIPT, &[&gen_key, &set_key, &adds, &gone])
                     .arg("")
                     .arg(ttl)
-                    .arg("lww");
+                    .arg("lww")
             } else {
-                cmd.arg(2)
-                    .arg(self.gen_key(key.owner()))
-                    .arg(self.set_key(*key))
+                pipe.eval(FILL_SCRIPT, &[&gen_key, &set_key])
                     .arg(gen.to_string())
                     .arg(ttl)
-                    .arg("set");
-            }
+                    .arg("set")
+            };
             for (member, score) in members {
                 cmd.arg(*score).arg(*member);
             }
             pipe.ignore();
         }
-        self.run(&pipe).await.map(|_| ())
+        self.conn.run(pipe).await.map(|_| ())
     }
 
     async fn apply(&self, changes: &[Changes]) -> StoreResult<()> {
-        let mut pipe = redis::pipe();
+        let mut pipe = Batch::new().replicated();
         for batch in changes {
             self.push_apply(&mut pipe, batch);
         }
-        self.run(&pipe).await.map(|_| ())
+        self.conn.run(pipe).await.map(|_| ())
     }
 
     async fn drop_keys(&self, owner: Owner, keys: &[LiveKey]) -> StoreResult<()> {
@@ -576,43 +543,40 @@ impl LiveStore for RedisLive {
             expected_gen: None,
             changes: keys.iter().map(|k| LiveChange::Drop(*k)).collect(),
         };
-        let mut pipe = redis::pipe();
+        let mut pipe = Batch::new().replicated();
         self.push_apply(&mut pipe, &batch);
-        self.run(&pipe).await.map(|_| ())
+        self.conn.run(pipe).await.map(|_| ())
     }
 
     async fn push_to_timelines(&self, post_id: i64, uids: &[i64], max: usize) -> StoreResult<()> {
-        // One script call per chunk of followers, a few in flight, so
-        // building the next overlaps Redis running the last. Chunks are kept
-        // small enough that a call holds Redis for about a millisecond.
+        // One script call per chunk of one node's followers, a few in
+        // flight, so building the next overlaps Redis running the last.
+        // Chunks are kept small enough that a call holds Redis for about a
+        // millisecond.
         let trim = if crate::ids::timestamp_of(post_id) % 16 == 0 {
             max + 1
         } else {
             0
         };
-        let chunks: Vec<Vec<i64>> = uids.chunks(PUSH_CHUNK).map(<[i64]>::to_vec).collect();
-        let (conn, prefix) = (self.push_conn.clone(), self.prefix.clone());
-        let permits = (uids.len() > PUSH_CHUNK).then(|| self.push_permits.clone());
-        let mut in_flight = futures_util::stream::iter(chunks.into_iter().map(move |chunk| {
-            let (mut conn, prefix, permits) = (conn.clone(), prefix.clone(), permits.clone());
-            async move {
-                let _permit = match permits {
-                    Some(p) => Some(
-                        p.acquire_owned()
-                            .await
-                            .map_err(|e| StoreError::Other(e.into()))?,
-                    ),
-                    None => None,
-                };
-                let mut cmd = redis::cmd("EVAL");
-                cmd.arg(PUSH_SCRIPT).arg(chunk.len());
-                for uid in chunk {
-                    cmd.arg(home_key(&prefix, uid));
-                }
-                cmd.arg(post_id).arg(trim);
-                cmd.query_async::<()>(&mut conn).await.map_err(classify)
-            }
-        }))
+        let keys: Vec<String> = uids.iter().map(|u| home_key(&self.prefix, *u)).collect();
+        let chunks: Vec<Vec<String>> = self
+            .push_conn
+            .group_by_node(keys, false)
+            .await?
+            .into_iter()
+            .flat_map(|group| {
+                group
+                    .chunks(PUSH_CHUNK)
+                    .map(<[String]>::to_vec)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let big = chunks.len() > 1;
+        let mut in_flight = futures_util::stream::iter(
+            chunks
+                .into_iter()
+                .map(|chunk| self.push_chunk(post_id, trim, chunk, big)),
+        )
         .buffer_unordered(PUSHES_IN_FLIGHT);
         while let Some(result) = in_flight.next().await {
             result?;
@@ -622,65 +586,126 @@ impl LiveStore for RedisLive {
 
     async fn clear_derived(&self) -> StoreResult<usize> {
         // Derived keys, cached sessions among them, all start with an
-        // owner's hash tag; rate-limit counters and the device counter do not. SCAN, not KEYS: never block a live server.
-        let mut conn = self.conn.clone();
+        // owner's hash tag; rate-limit counters and the device counter do
+        // not. SCAN, not KEYS: never block a live server. SCAN sees one
+        // node's keys, so it runs on every master.
         let mut dropped = 0;
-        for tag in ["{p:*", "{u:*"] {
-            let pattern = format!("{}{tag}", self.prefix);
-            let mut cursor: u64 = 0;
-            loop {
-                let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
-                    .arg(cursor)
-                    .arg("MATCH")
-                    .arg(&pattern)
-                    .arg("COUNT")
-                    .arg(1000)
-                    .query_async(&mut conn)
-                    .await
-                    .map_err(classify)?;
-                // Generations stay: dropping one would let a rebuild that
-                // read it before the drop match again after it.
-                let keys: Vec<&String> = keys.iter().filter(|k| !k.ends_with(":gen")).collect();
-                if !keys.is_empty() {
-                    dropped += keys.len();
-                    // One key per DEL: keys of different owners may live in
-                    // different Cluster slots.
-                    let mut pipe = redis::pipe();
-                    for k in keys {
-                        pipe.cmd("DEL").arg(k).ignore();
+        for node in self.conn.nodes() {
+            for tag in ["{p:*", "{u:*"] {
+                let pattern = format!("{}{tag}", self.prefix);
+                let mut cursor: u64 = 0;
+                loop {
+                    let mut scan = redis::cmd("SCAN");
+                    scan.arg(cursor)
+                        .arg("MATCH")
+                        .arg(&pattern)
+                        .arg("COUNT")
+                        .arg(1000);
+                    let (next, keys): (u64, Vec<String>) = self.conn.query_on(&node, &scan).await?;
+                    // Generations stay: dropping one would let a rebuild
+                    // that read it before the drop match again after it.
+                    let keys: Vec<&String> = keys.iter().filter(|k| !k.ends_with(":gen")).collect();
+                    if !keys.is_empty() {
+                        dropped += keys.len();
+                        // One key per DEL: keys of different owners may
+                        // live in different slots.
+                        let mut pipe = Batch::new();
+                        for k in keys {
+                            pipe.cmd("DEL", k);
+                            pipe.ignore();
+                        }
+                        self.conn.run(pipe).await?;
                     }
-                    pipe.query_async::<()>(&mut conn).await.map_err(classify)?;
+                    if next == 0 {
+                        break;
+                    }
+                    cursor = next;
                 }
-                if next == 0 {
-                    break;
-                }
-                cursor = next;
             }
         }
         Ok(dropped)
     }
 
     async fn device_table_version(&self) -> StoreResult<u64> {
-        let mut conn = self.conn.clone();
-        redis::cmd("GET")
-            .arg(self.device_version_key())
-            .query_async::<Option<u64>>(&mut conn)
+        self.conn
+            .query::<Option<u64>>(redis::cmd("GET").arg(self.device_version_key()))
             .await
             .map(|v| v.unwrap_or(0))
-            .map_err(classify)
     }
 
     async fn bump_device_table_version(&self) -> StoreResult<u64> {
         // A fresh time-ordered id, not INCR: after a flush INCR would start
         // over at 1 and an instance that had seen 1 would miss the change.
         let version = crate::ids::next_id() as u64;
-        let mut conn = self.conn.clone();
-        redis::cmd("SET")
-            .arg(self.device_version_key())
-            .arg(version)
-            .query_async::<()>(&mut conn)
-            .await
-            .map_err(classify)?;
+        self.conn
+            .query::<()>(
+                redis::cmd("SET")
+                    .arg(self.device_version_key())
+                    .arg(version),
+            )
+            .await?;
         Ok(version)
     }
+}
+
+impl RedisLive {
+    /// One push script call over timelines of one node. `queued` calls (a
+    /// fan-out of more than one) wait for a permit; one call alone never
+    /// does. A node that says a timeline is not its own (the slot map moved
+    /// since the grouping) has run nothing: the chunk is regrouped on a
+    /// fresh map and sent again.
+    async fn push_chunk(
+        &self,
+        post_id: i64,
+        trim: usize,
+        chunk: Vec<String>,
+        queued: bool,
+    ) -> StoreResult<()> {
+        let _permit = if queued {
+            Some(
+                self.push_permits
+                    .clone()
+                    .acquire_owned()
+                    .await
+                    .map_err(|e| StoreError::Other(e.into()))?,
+            )
+        } else {
+            None
+        };
+        let mut groups = vec![chunk];
+        for attempt in 0..=PUSH_REGROUPS {
+            let mut misplaced = Vec::new();
+            for group in groups {
+                let Some(first) = group.first() else {
+                    continue;
+                };
+                let mut pipe = Batch::new().replicated();
+                pipe.eval(PUSH_SCRIPT, &[first])
+                    .arg(post_id)
+                    .arg(trim)
+                    .arg(&group);
+                pipe.ignore();
+                match self.push_conn.run(pipe).await {
+                    Ok(_) => {}
+                    Err(e) if attempt < PUSH_REGROUPS && is_non_local_key(&e) => {
+                        misplaced.extend(group)
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            if misplaced.is_empty() {
+                return Ok(());
+            }
+            groups = self.push_conn.group_by_node(misplaced, true).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether a script failed for touching a key its node does not serve.
+/// Redis checks each key before its command runs, and fails the script at
+/// the first such key; the pushes before it are repeated by the retry, which
+/// is harmless (a push is a ZADD of the same member and score).
+fn is_non_local_key(e: &StoreError) -> bool {
+    e.to_string().contains("non local key")
 }
