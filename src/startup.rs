@@ -193,7 +193,14 @@ impl Application {
         let docs: Arc<dyn DocStore> = Arc::new(MeteredDocs::new(docs, round_trips.clone()));
         let live: Arc<dyn LiveStore> = Arc::new(MeteredLive::new(live, round_trips.clone()));
         let devices = Arc::new(DeviceNames::new());
-        let repair = Arc::new(LiveRepair::default());
+        // A Redis outlives this process and is shared with other instances:
+        // its stale keys are everyone's to know about (service/repair.rs).
+        let repair = Arc::new(if settings.redis_url.is_some() {
+            LiveRepair::shared(docs.clone())
+        } else {
+            LiveRepair::default()
+        });
+        repair.poll().await;
         let context = Context {
             docs: docs.clone(),
             live: live.clone(),

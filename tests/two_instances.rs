@@ -27,11 +27,15 @@ struct Instance {
 
 impl Instance {
     async fn start(db: &str) -> Self {
+        Self::start_on(db, env("MOMENTS_TEST_REDIS_URL")).await
+    }
+
+    async fn start_on(db: &str, redis_url: String) -> Self {
         let settings = Settings {
             listen: "127.0.0.1:0".into(),
             mongodb_uri: Some(env("MOMENTS_TEST_MONGODB_URI")),
             mongodb_db: db.into(),
-            redis_url: Some(env("MOMENTS_TEST_REDIS_URL")),
+            redis_url: Some(redis_url),
             redis_prefix: format!("{db}:"),
             workers: Some(1),
             rate_limits: None,
@@ -113,6 +117,69 @@ impl Instance {
             card["uid"].as_i64().unwrap(),
             session["token"].as_str().unwrap().to_string(),
         )
+    }
+}
+
+/// A TCP proxy in front of Redis that can be cut: while cut, it has
+/// dropped its connections and its port refuses new ones, so the instance
+/// behind it sees its Redis down while other instances' Redis works.
+struct Proxy {
+    addr: std::net::SocketAddr,
+    upstream: String,
+    running: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    links: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+}
+
+impl Proxy {
+    async fn start(upstream_url: &str) -> Self {
+        let upstream = upstream_url
+            .trim_start_matches("redis://")
+            .split('/')
+            .next()
+            .unwrap()
+            .to_string();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let proxy = Self {
+            addr: listener.local_addr().unwrap(),
+            upstream,
+            running: std::sync::Mutex::new(None),
+            links: std::sync::Arc::default(),
+        };
+        proxy.serve(listener);
+        proxy
+    }
+
+    fn url(&self) -> String {
+        format!("redis://{}", self.addr)
+    }
+
+    fn serve(&self, listener: tokio::net::TcpListener) {
+        let (upstream, links) = (self.upstream.clone(), self.links.clone());
+        let task = tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                let upstream = upstream.clone();
+                links.lock().unwrap().push(tokio::spawn(async move {
+                    if let Ok(mut out) = tokio::net::TcpStream::connect(&upstream).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut out).await;
+                    }
+                }));
+            }
+        });
+        *self.running.lock().unwrap() = Some(task);
+    }
+
+    fn cut(&self) {
+        if let Some(task) = self.running.lock().unwrap().take() {
+            task.abort();
+        }
+        for link in self.links.lock().unwrap().drain(..) {
+            link.abort();
+        }
+    }
+
+    async fn mend(&self) {
+        let listener = tokio::net::TcpListener::bind(self.addr).await.unwrap();
+        self.serve(listener);
     }
 }
 
@@ -315,6 +382,189 @@ async fn a_write_through_one_instance_is_seen_through_the_other_at_once() {
 
     a.stop().await;
     b.stop().await;
+    let _ = mongodb::Client::with_uri_str(env("MOMENTS_TEST_MONGODB_URI"))
+        .await
+        .unwrap()
+        .database(&db)
+        .drop()
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_one_instance_could_not_apply_to_redis_no_instance_serves_stale() {
+    let mut suffix = [0u8; 6];
+    getrandom::getrandom(&mut suffix).unwrap();
+    let db: String = std::iter::once("cut_".to_string())
+        .chain(suffix.iter().map(|b| format!("{b:02x}")))
+        .collect();
+    let proxy = Proxy::start(&env("MOMENTS_TEST_REDIS_URL")).await;
+    // A reaches Redis through the proxy, B directly: same keys (one prefix).
+    let a = Instance::start_on(&db, proxy.url()).await;
+    let b = Instance::start(&db).await;
+    let (ann_uid, ann) = a.user("ann").await;
+    let (_, bob) = a.user("bob").await;
+    let (_, cyd) = a.user("cyd").await;
+    for (who, whom) in [(&bob, ann_uid), (&cyd, ann_uid)] {
+        a.ok(
+            Method::PUT,
+            &format!("/api/v1/users/{whom}/follow"),
+            Some(who),
+            None,
+        )
+        .await;
+    }
+    let post = |content: &str, visibility: &str| json!({"category": "TEXT", "content": content, "visibility": visibility});
+    let to_delete = a
+        .ok(
+            Method::POST,
+            "/api/v1/posts",
+            Some(&ann),
+            Some(post("deleted soon", "public")),
+        )
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    let for_followers = a
+        .ok(
+            Method::POST,
+            "/api/v1/posts",
+            Some(&ann),
+            Some(post("followers only", "followers")),
+        )
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    let public = a
+        .ok(
+            Method::POST,
+            "/api/v1/posts",
+            Some(&ann),
+            Some(post("public", "public")),
+        )
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    // B has read them all: every one is cached in Redis.
+    for (who, p) in [(&bob, to_delete), (&bob, for_followers), (&cyd, public)] {
+        b.ok(Method::GET, &format!("/api/v1/posts/{p}"), Some(who), None)
+            .await;
+    }
+    b.ok(Method::GET, "/api/v1/feed", Some(&bob), None).await;
+
+    // A's Redis fails; its writes still succeed, on the documents.
+    proxy.cut();
+    a.ok(
+        Method::DELETE,
+        &format!("/api/v1/posts/{to_delete}"),
+        Some(&ann),
+        None,
+    )
+    .await;
+    a.ok(
+        Method::DELETE,
+        &format!("/api/v1/users/{ann_uid}/follow"),
+        Some(&bob),
+        None,
+    )
+    .await;
+    a.ok(
+        Method::PUT,
+        &format!("/api/v1/users/{ann_uid}/block"),
+        Some(&cyd),
+        None,
+    )
+    .await;
+
+    // B, whose Redis works and still holds the old state, serves none of it.
+    let gone = |s: u16| s == 404;
+    let (s, v) = b
+        .call(
+            Method::GET,
+            &format!("/api/v1/posts/{to_delete}"),
+            Some(&bob),
+            None,
+        )
+        .await;
+    assert!(gone(s), "a deleted post, through B: {s} {v}");
+    let (s, v) = b
+        .call(
+            Method::GET,
+            &format!("/api/v1/posts/{for_followers}"),
+            Some(&bob),
+            None,
+        )
+        .await;
+    assert!(
+        gone(s),
+        "a followers-only post after unfollowing, through B: {s} {v}"
+    );
+    let feed = b.ok(Method::GET, "/api/v1/feed", Some(&bob), None).await;
+    assert!(
+        !ids(&feed).contains(&to_delete) && !ids(&feed).contains(&for_followers),
+        "B's feed after the delete and the unfollow: {feed}"
+    );
+    let (s, v) = b
+        .call(
+            Method::GET,
+            &format!("/api/v1/posts/{public}"),
+            Some(&cyd),
+            None,
+        )
+        .await;
+    assert!(
+        gone(s),
+        "the post of someone one blocked, through B: {s} {v}"
+    );
+
+    // The list is in the documents: an instance started now honours it too.
+    a.stop().await;
+    let c = Instance::start(&db).await;
+    let (s, v) = c
+        .call(
+            Method::GET,
+            &format!("/api/v1/posts/{to_delete}"),
+            Some(&bob),
+            None,
+        )
+        .await;
+    assert!(
+        gone(s),
+        "a deleted post, through an instance started after: {s} {v}"
+    );
+
+    // Once an instance with a working Redis has dropped the stale keys, the
+    // list empties.
+    proxy.mend().await;
+    let repairs = mongodb::Client::with_uri_str(env("MOMENTS_TEST_MONGODB_URI"))
+        .await
+        .unwrap()
+        .database(&db)
+        .collection::<mongodb::bson::Document>("live_repairs");
+    let start = std::time::Instant::now();
+    while repairs
+        .count_documents(mongodb::bson::doc! {})
+        .await
+        .unwrap()
+        > 0
+    {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(30),
+            "the shared repair list never emptied"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let (s, _) = b
+        .call(
+            Method::GET,
+            &format!("/api/v1/posts/{for_followers}"),
+            Some(&bob),
+            None,
+        )
+        .await;
+    assert_eq!(s, 404, "after the repair too");
+
+    b.stop().await;
+    c.stop().await;
     let _ = mongodb::Client::with_uri_str(env("MOMENTS_TEST_MONGODB_URI"))
         .await
         .unwrap()

@@ -2,19 +2,82 @@
 //! stale live keys are dropped": failed changes are remembered here and a
 //! background task keeps trying to drop their keys until the store answers.
 //! Until then, reads of those owners bypass the live store.
+//!
+//! With a live store other processes share (Redis), one instance's failure
+//! is every instance's business: B, whose Redis works, would otherwise
+//! serve the block, unfollow or delete that A could not apply. So the list
+//! is also kept in the documents (`LiveRepairDocs`), where it survives a
+//! restart, and every instance reads it every [`POLL_EVERY`]. The promise
+//! to readers is exact, not "eventually":
+//! - an instance serves from the live store only while its copy of the list
+//!   was read less than [`VIEW_MAX_AGE`] ago (counting from when the read
+//!   began); older, it treats every owner as stale and reads the documents;
+//! - a write whose live step failed saves the keys to the list and only then
+//!   waits [`VIEW_MAX_AGE`] plus one poll before it answers.
+//!
+//! So any read that starts after the answer runs on a copy read after the
+//! save, which names the keys. The wait costs only writes that found the
+//! live store failing.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::store::{Changes, LiveKey, LiveStore, Owner};
+use crate::ids::{next_id, now_ms};
+use crate::store::{Changes, DocStore, LiveKey, LiveRepairDoc, LiveStore, Owner};
+
+/// How often each instance reads the shared list.
+pub const POLL_EVERY: Duration = Duration::from_millis(100);
+/// How old a copy of the shared list may be and still be trusted.
+pub const VIEW_MAX_AGE: Duration = Duration::from_millis(500);
+/// Records read per poll. Past this many stale owners the live store is
+/// failing wholesale, and every read already falls back to the documents.
+const LIST_LIMIT: usize = 10_000;
 
 #[derive(Default)]
 pub struct LiveRepair {
+    /// This instance's failures, in effect at once.
     pending: Mutex<HashMap<Owner, HashSet<LiveKey>>>,
+    shared: Option<Shared>,
+}
+
+struct Shared {
+    docs: Arc<dyn DocStore>,
+    view: Mutex<View>,
+    /// Failures not yet in the shared list (its save failed, or they came
+    /// from a caller that does not wait): saved by the next poll.
+    unsaved: Mutex<Vec<(Owner, Vec<LiveKey>)>>,
+}
+
+#[derive(Default)]
+struct View {
+    /// Owner → its keys and the record's mark.
+    owners: HashMap<Owner, (Vec<LiveKey>, i64)>,
+    /// When the read behind `owners` began; `None` before the first.
+    read_at: Option<Instant>,
+}
+
+fn keys_of(changes: &[Changes]) -> Vec<(Owner, Vec<LiveKey>)> {
+    changes
+        .iter()
+        .map(|batch| (batch.owner, batch.changes.iter().map(|c| c.key()).collect()))
+        .collect()
 }
 
 impl LiveRepair {
+    /// A repair list shared through the documents, for a live store that
+    /// other processes use too.
+    pub fn shared(docs: Arc<dyn DocStore>) -> Self {
+        Self {
+            pending: Mutex::default(),
+            shared: Some(Shared {
+                docs,
+                view: Mutex::default(),
+                unsaved: Mutex::default(),
+            }),
+        }
+    }
+
     /// Applies changes after a document write; never fails the write.
     /// Returns false when the live state could not be updated.
     pub async fn apply(&self, live: &dyn LiveStore, changes: Vec<Changes>) -> bool {
@@ -25,7 +88,19 @@ impl LiveRepair {
             return true;
         };
         tracing::warn!(error = %e, "live update failed; its keys will be dropped when the store answers");
-        self.defer(changes);
+        let keys = keys_of(&changes);
+        self.defer_local(&keys);
+        if let Some(shared) = &self.shared {
+            match shared.save(&keys).await {
+                // Every other instance's copy of the list is now either
+                // younger than the save, or too old to be trusted.
+                Ok(()) => tokio::time::sleep(VIEW_MAX_AGE + POLL_EVERY).await,
+                Err(e) => {
+                    tracing::warn!(error = %e, "saving stale live keys to the shared list failed; retrying in the background");
+                    shared.queue(keys);
+                }
+            }
+        }
         false
     }
 
@@ -49,28 +124,53 @@ impl LiveRepair {
     }
 
     /// Marks these changes' keys stale without trying the store first
-    /// (the caller just saw it fail): reads bypass them until they are dropped.
+    /// (the caller just saw it fail): reads here bypass them at once, other
+    /// instances' after the next poll saves them.
     pub fn defer(&self, changes: Vec<Changes>) {
+        let keys = keys_of(&changes);
+        self.defer_local(&keys);
+        if let Some(shared) = &self.shared {
+            shared.queue(keys);
+        }
+    }
+
+    fn defer_local(&self, keys: &[(Owner, Vec<LiveKey>)]) {
         if let Ok(mut pending) = self.pending.lock() {
-            for batch in changes {
+            for (owner, ks) in keys {
                 pending
-                    .entry(batch.owner)
+                    .entry(*owner)
                     .or_default()
-                    .extend(batch.changes.iter().map(|c| c.key()));
+                    .extend(ks.iter().copied());
             }
         }
     }
 
     /// Whether some of this owner's live keys may be stale.
     pub fn is_pending(&self, owner: Owner) -> bool {
-        self.pending
+        let here = self
+            .pending
             .lock()
             .map(|p| p.contains_key(&owner))
-            .unwrap_or(true)
+            .unwrap_or(true);
+        here || self.shared.as_ref().is_some_and(|s| s.is_pending(owner))
     }
 
     pub fn pending_count(&self) -> usize {
-        self.pending.lock().map(|p| p.len()).unwrap_or(0)
+        let here = self.pending.lock().map(|p| p.len()).unwrap_or(0);
+        let shared = self.shared.as_ref().map_or(0, |s| {
+            s.view.lock().map(|v| v.owners.len()).unwrap_or(0)
+                + s.unsaved.lock().map(|u| u.len()).unwrap_or(0)
+        });
+        here + shared
+    }
+
+    /// Reads the shared list (and saves what is waiting to be): what the
+    /// background task does every poll, and start-up does once before the
+    /// first request.
+    pub async fn poll(&self) {
+        if let Some(shared) = &self.shared {
+            shared.poll().await;
+        }
     }
 
     /// One pass: drops what it can, keeps the rest for the next pass. An
@@ -95,20 +195,123 @@ impl LiveRepair {
                         }
                     }
                 }
+                // Dropped: no other instance needs to hear of them now.
+                if let Some(shared) = &self.shared {
+                    shared.forget_unsaved(owner, &keys);
+                }
             }
+        }
+        if let Some(shared) = &self.shared {
+            shared.drain(live).await;
         }
     }
 
     pub fn spawn(self: &Arc<Self>, live: Arc<dyn LiveStore>) -> tokio::task::JoinHandle<()> {
         let me = self.clone();
         tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_millis(200));
+            let mut tick = tokio::time::interval(POLL_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tick.tick().await;
+                me.poll().await;
                 if me.pending_count() > 0 {
                     me.drain(live.as_ref()).await;
                 }
             }
         })
     }
+}
+
+impl Shared {
+    async fn save(&self, keys: &[(Owner, Vec<LiveKey>)]) -> crate::store::StoreResult<()> {
+        self.docs.save_live_repairs(keys, next_id(), now_ms()).await
+    }
+
+    fn queue(&self, keys: Vec<(Owner, Vec<LiveKey>)>) {
+        if let Ok(mut u) = self.unsaved.lock() {
+            u.extend(keys);
+        }
+    }
+
+    fn forget_unsaved(&self, owner: Owner, dropped: &[LiveKey]) {
+        if let Ok(mut u) = self.unsaved.lock() {
+            for (o, keys) in u.iter_mut() {
+                if *o == owner {
+                    keys.retain(|k| !dropped.contains(k));
+                }
+            }
+            u.retain(|(_, keys)| !keys.is_empty());
+        }
+    }
+
+    fn is_pending(&self, owner: Owner) -> bool {
+        let Ok(view) = self.view.lock() else {
+            return true;
+        };
+        let fresh = view.read_at.is_some_and(|at| at.elapsed() < VIEW_MAX_AGE);
+        !fresh || view.owners.contains_key(&owner)
+    }
+
+    async fn poll(&self) {
+        let unsaved = match self.unsaved.lock() {
+            Ok(mut u) => std::mem::take(&mut *u),
+            Err(_) => Vec::new(),
+        };
+        if !unsaved.is_empty() {
+            if let Err(e) = self.save(&unsaved).await {
+                tracing::warn!(error = %e, "saving stale live keys to the shared list failed");
+                self.queue(unsaved);
+            }
+        }
+        let began = Instant::now();
+        match self.docs.live_repairs(LIST_LIMIT).await {
+            Ok(docs) => {
+                let owners = docs.iter().filter_map(decode).collect();
+                if let Ok(mut view) = self.view.lock() {
+                    *view = View {
+                        owners,
+                        read_at: Some(began),
+                    };
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the shared list of stale live keys failed")
+            }
+        }
+    }
+
+    async fn drain(&self, live: &dyn LiveStore) {
+        let owners: Vec<(Owner, Vec<LiveKey>, i64)> = match self.view.lock() {
+            Ok(v) => v
+                .owners
+                .iter()
+                .map(|(o, (k, m))| (*o, k.clone(), *m))
+                .collect(),
+            Err(_) => return,
+        };
+        for (owner, keys, mark) in owners {
+            if live.drop_keys(owner, &keys).await.is_err() {
+                continue;
+            }
+            if self.docs.finish_live_repair(owner, mark).await.is_ok() {
+                if let Ok(mut v) = self.view.lock() {
+                    if v.owners.get(&owner).is_some_and(|(_, m)| *m == mark) {
+                        v.owners.remove(&owner);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A record as the owner and keys it names. A key code this version cannot
+/// read (a kind a newer version added) is skipped.
+fn decode(doc: &LiveRepairDoc) -> Option<(Owner, (Vec<LiveKey>, i64))> {
+    let owner = Owner::from_code(&doc.owner)?;
+    let keys = doc
+        .keys
+        .iter()
+        .filter_map(|c| LiveKey::from_code(owner, c))
+        .collect();
+    Some((owner, (keys, doc.mark)))
 }

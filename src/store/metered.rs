@@ -282,6 +282,15 @@ metered! {
         background fn delete_fan_out(post_id: i64) -> ();
     }
 
+    // Failed live updates and the repair task: not a request's round trips
+    // (a write whose live step failed waits for its save, but the save is
+    // the exception, not the request's cost).
+    impl LiveRepairDocs for MeteredDocs {
+        background fn save_live_repairs(repairs: &[(Owner, Vec<LiveKey>)], mark: i64, now: i64) -> ();
+        background fn live_repairs(limit: usize) -> Vec<LiveRepairDoc>;
+        background fn finish_live_repair(owner: Owner, mark: i64) -> ();
+    }
+
     impl DeviceModelDocs for MeteredDocs {
         counted fn device_models() -> Vec<DeviceModelDoc>;
         counted fn upsert_device_models(models: &[DeviceModelDoc]) -> ();

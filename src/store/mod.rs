@@ -268,6 +268,18 @@ impl TokenHash {
     pub fn hex(&self) -> String {
         self.0.iter().map(|b| format!("{b:02x}")).collect()
     }
+
+    /// The inverse of `hex`.
+    pub fn from_hex(hex: &str) -> Option<Self> {
+        if hex.len() != 64 || !hex.is_ascii() {
+            return None;
+        }
+        let mut out = [0u8; 32];
+        for (i, b) in out.iter_mut().enumerate() {
+            *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
+        }
+        Some(Self(out))
+    }
 }
 
 impl std::fmt::Debug for TokenHash {
@@ -593,6 +605,43 @@ pub trait FanOutDocs: Send + Sync {
     async fn delete_fan_out(&self, post_id: i64) -> StoreResult<()>;
 }
 
+/// An owner's live keys whose update failed, kept where every instance
+/// sees them: until they are dropped from the live store, no instance
+/// serves them, and a restart does not forget them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LiveRepairDoc {
+    /// `Owner::code`: "p:ID" or "u:UID".
+    #[serde(rename = "_id")]
+    pub owner: String,
+    /// `LiveKey::code` of each key.
+    pub keys: Vec<String>,
+    /// Changed by every save, so that a repair that read the record before a
+    /// save does not delete it after: the keys that save added would be
+    /// forgotten undropped.
+    pub mark: i64,
+    /// Epoch ms of the first failure.
+    #[serde(rename = "savedAt")]
+    pub saved_at: i64,
+}
+
+/// The shared list of stale live keys. Part of `DocStore`.
+#[async_trait]
+pub trait LiveRepairDocs: Send + Sync {
+    /// Adds each owner's keys to its record (made if absent), under `mark`.
+    async fn save_live_repairs(
+        &self,
+        repairs: &[(Owner, Vec<LiveKey>)],
+        mark: i64,
+        now: i64,
+    ) -> StoreResult<()>;
+
+    /// Up to `limit` records, oldest first.
+    async fn live_repairs(&self, limit: usize) -> StoreResult<Vec<LiveRepairDoc>>;
+
+    /// Deletes an owner's record if no save changed it since `mark`.
+    async fn finish_live_repair(&self, owner: Owner, mark: i64) -> StoreResult<()>;
+}
+
 /// The device-model table. Part of `DocStore`.
 #[async_trait]
 pub trait DeviceModelDocs: Send + Sync {
@@ -669,7 +718,7 @@ pub trait IdempotencyDocs: Send + Sync {
 
 /// The documents: the truth, one port per aggregate (accounts, posts,
 /// the social graph, notifications, device models, idempotency keys,
-/// unfinished fan-outs) and the store-wide operations here. Every method is
+/// unfinished fan-outs, stale live keys) and the store-wide operations here. Every method is
 /// one store round trip, and every batch method takes all the ids of a page
 /// at once, so a page of N items costs a constant number of calls.
 #[async_trait]
@@ -681,6 +730,7 @@ pub trait DocStore:
     + DeviceModelDocs
     + IdempotencyDocs
     + FanOutDocs
+    + LiveRepairDocs
     + Send
     + Sync
 {
@@ -716,6 +766,26 @@ pub trait DocStore:
 pub enum Owner {
     Post(i64),
     User(i64),
+}
+
+impl Owner {
+    /// "p:ID" or "u:UID": how the shared repair list names an owner.
+    pub fn code(self) -> String {
+        match self {
+            Owner::Post(p) => format!("p:{p}"),
+            Owner::User(u) => format!("u:{u}"),
+        }
+    }
+
+    pub fn from_code(code: &str) -> Option<Self> {
+        let (kind, id) = code.split_once(':')?;
+        let id: i64 = id.parse().ok()?;
+        match kind {
+            "p" => Some(Owner::Post(id)),
+            "u" => Some(Owner::User(id)),
+            _ => None,
+        }
+    }
 }
 
 /// A cached value: JSON text the services wrote.
@@ -945,6 +1015,66 @@ pub struct Changes {
 pub enum LiveKey {
     Blob(BlobKey),
     Set(SetKey),
+}
+
+impl LiveKey {
+    /// The key without its owner, as the shared repair list stores it:
+    /// its kind, then the ids and hash beyond the owner's.
+    pub fn code(self) -> String {
+        match self {
+            LiveKey::Blob(BlobKey::CommentBody(_, c)) => format!("b:comment_body:{c}"),
+            LiveKey::Blob(BlobKey::Session(_, h)) => format!("b:session:{}", h.hex()),
+            LiveKey::Blob(b) => format!("b:{}", b.kind()),
+            LiveKey::Set(SetKey::CommentLikers(_, c)) => format!("s:comment_likers:{c}"),
+            LiveKey::Set(SetKey::CommentReplies(_, c)) => format!("s:comment_replies:{c}"),
+            LiveKey::Set(k) => format!("s:{}", k.kind()),
+        }
+    }
+
+    /// The inverse of `code`, for `owner`'s keys; `None` for a code of
+    /// another owner kind, or none at all.
+    pub fn from_code(owner: Owner, code: &str) -> Option<Self> {
+        let mut parts = code.split(':');
+        let (class, kind, rest) = (parts.next()?, parts.next()?, parts.next());
+        if parts.next().is_some() {
+            return None;
+        }
+        let sub = || rest.and_then(|r| r.parse::<i64>().ok());
+        let key = match (owner, class, kind, rest.is_some()) {
+            (Owner::Post(p), "b", "post_body", false) => LiveKey::Blob(BlobKey::PostBody(p)),
+            (Owner::Post(p), "b", "comment_body", true) => {
+                LiveKey::Blob(BlobKey::CommentBody(p, sub()?))
+            }
+            (Owner::Post(p), "b", "comment_people", false) => {
+                LiveKey::Blob(BlobKey::CommentPeople(p))
+            }
+            (Owner::User(u), "b", "card", false) => LiveKey::Blob(BlobKey::Card(u)),
+            (Owner::User(u), "b", "session", true) => {
+                LiveKey::Blob(BlobKey::Session(u, TokenHash::from_hex(rest?)?))
+            }
+            (Owner::Post(p), "s", "post_likers", false) => LiveKey::Set(SetKey::PostLikers(p)),
+            (Owner::Post(p), "s", "post_comments", false) => LiveKey::Set(SetKey::PostComments(p)),
+            (Owner::Post(p), "s", "comment_likers", true) => {
+                LiveKey::Set(SetKey::CommentLikers(p, sub()?))
+            }
+            (Owner::Post(p), "s", "comment_replies", true) => {
+                LiveKey::Set(SetKey::CommentReplies(p, sub()?))
+            }
+            (Owner::User(u), "s", "following", false) => LiveKey::Set(SetKey::Following(u)),
+            (Owner::User(u), "s", "home", false) => LiveKey::Set(SetKey::Home(u)),
+            (Owner::User(u), "s", "friends", false) => LiveKey::Set(SetKey::Friends(u)),
+            (Owner::User(u), "s", "blocks", false) => LiveKey::Set(SetKey::Blocks(u)),
+            _ => return None,
+        };
+        Some(key)
+    }
+
+    pub fn owner(self) -> Owner {
+        match self {
+            LiveKey::Blob(b) => b.owner(),
+            LiveKey::Set(s) => s.owner(),
+        }
+    }
 }
 
 impl LiveChange {

@@ -12,6 +12,7 @@ mod accounts;
 mod device_models;
 mod fan_outs;
 mod idempotency;
+mod live_repairs;
 mod notifications;
 mod posts;
 mod schemas;

@@ -12,7 +12,7 @@ use super::classify;
 use crate::store::{StoreError, StoreResult};
 
 /// Compiled in, so the binary never depends on where it was started from.
-pub const SCHEMAS: [(&str, &str); 12] = [
+pub const SCHEMAS: [(&str, &str); 13] = [
     ("users", include_str!("../../../schemas/users.json")),
     ("posts", include_str!("../../../schemas/posts.json")),
     ("comments", include_str!("../../../schemas/comments.json")),
@@ -37,6 +37,10 @@ pub const SCHEMAS: [(&str, &str); 12] = [
         include_str!("../../../schemas/idempotency_keys.json"),
     ),
     ("fan_outs", include_str!("../../../schemas/fan_outs.json")),
+    (
+        "live_repairs",
+        include_str!("../../../schemas/live_repairs.json"),
+    ),
 ];
 
 #[derive(Deserialize)]

@@ -316,10 +316,19 @@ impl Conn {
         }
         let timeout = Duration::from_secs(2);
         let client = redis::Client::open(url).map_err(other)?;
+        // The crate hands `factor` to its backoff as the growth per retry
+        // (over a one-second first delay, capped at a minute), not as the
+        // millisecond unit its docs describe: with the defaults, a Redis
+        // that refuses connections held every request about two minutes
+        // (measured here, tests/two_instances.rs). With one capped retry a
+        // request waits about a second (the backoff's first delay) before
+        // its fallback.
         let config = redis::aio::ConnectionManagerConfig::new()
             .set_connection_timeout(timeout)
             .set_response_timeout(timeout)
-            .set_number_of_retries(2);
+            .set_number_of_retries(1)
+            .set_factor(2)
+            .set_max_delay(200);
         ConnectionManager::new_with_config(client, config)
             .await
             .map(|c| Conn::Node(Box::new(c)))

@@ -11,6 +11,7 @@ mod accounts;
 mod device_models;
 mod fan_outs;
 mod idempotency;
+mod live_repairs;
 mod notifications;
 mod posts;
 mod social;
@@ -108,6 +109,9 @@ const BLOCKS: TableDefinition<(u64, u64), u64> = TableDefinition::new("blocks");
 const BLOCKED_BY: TableDefinition<(u64, u64), u64> = TableDefinition::new("blocked_by");
 /// Post id → its unfinished fan-out (`FanOutDoc` JSON).
 const FAN_OUTS: TableDefinition<u64, &[u8]> = TableDefinition::new("fan_outs");
+/// Owner code → its stale live keys (`LiveRepairDoc` JSON): only used when
+/// the live state is in a Redis that other processes share.
+const LIVE_REPAIRS: TableDefinition<&str, &[u8]> = TableDefinition::new("live_repairs");
 
 fn kind_code(k: LikeKind) -> u8 {
     match k {
@@ -430,6 +434,7 @@ impl DocStore for EmbeddedDocs {
             txn.open_table(READ_MARKS).map_err(other)?;
             txn.open_table(ERASING).map_err(other)?;
             txn.open_table(FAN_OUTS).map_err(other)?;
+            txn.open_table(LIVE_REPAIRS).map_err(other)?;
             // Notifications from before the id index: indexed once.
             let mut by_id = txn.open_table(NOTIFICATION_IDS).map_err(other)?;
             if by_id.is_empty().map_err(other)? {
