@@ -231,6 +231,7 @@ impl Application {
                 Duration::from_millis(settings.device_refresh_ms),
             ),
             repair.spawn(live.clone()),
+            context.celebrity_cache.spawn_poller(live.clone()),
             expiry::spawn(context.clone()),
         ];
         if let Some(lease) = lease {

@@ -20,6 +20,7 @@ fn env(name: &str) -> String {
 
 struct Instance {
     base: String,
+    ctx: moments::service::Context,
     http: reqwest::Client,
     stopper: Stopper,
     running: tokio::task::JoinHandle<std::io::Result<()>>,
@@ -31,7 +32,11 @@ impl Instance {
     }
 
     async fn start_on(db: &str, redis_url: String) -> Self {
-        let settings = Settings {
+        Self::start_with(db, redis_url, |_| {}).await
+    }
+
+    async fn start_with(db: &str, redis_url: String, tune: impl FnOnce(&mut Settings)) -> Self {
+        let mut settings = Settings {
             listen: "127.0.0.1:0".into(),
             mongodb_uri: Some(env("MOMENTS_TEST_MONGODB_URI")),
             mongodb_db: db.into(),
@@ -41,13 +46,16 @@ impl Instance {
             rate_limits: None,
             ..Settings::default()
         };
+        tune(&mut settings);
         moments::telemetry::init("warn");
         let app = Application::build(settings).await.expect("build app");
         let base = format!("http://127.0.0.1:{}", app.port());
+        let ctx = app.context().clone();
         let stopper = app.stopper();
         let running = tokio::spawn(app.run_until_stopped());
         Self {
             base,
+            ctx,
             http: reqwest::Client::new(),
             stopper,
             running,
@@ -565,6 +573,86 @@ async fn what_one_instance_could_not_apply_to_redis_no_instance_serves_stale() {
 
     b.stop().await;
     c.stop().await;
+    let _ = mongodb::Client::with_uri_str(env("MOMENTS_TEST_MONGODB_URI"))
+        .await
+        .unwrap()
+        .database(&db)
+        .drop()
+        .await;
+}
+
+#[tokio::test]
+async fn a_big_accounts_new_post_reaches_readers_on_every_instance() {
+    let mut suffix = [0u8; 6];
+    getrandom::getrandom(&mut suffix).unwrap();
+    let db: String = std::iter::once("big_".to_string())
+        .chain(suffix.iter().map(|b| format!("{b:02x}")))
+        .collect();
+    // Two followers make a big account here: pulled at read time, never
+    // pushed, and each instance keeps a copy of its newest post ids.
+    let big = |s: &mut Settings| s.celebrity_followers = 1;
+    let a = Instance::start_with(&db, env("MOMENTS_TEST_REDIS_URL"), big).await;
+    let b = Instance::start_with(&db, env("MOMENTS_TEST_REDIS_URL"), big).await;
+    let (star_uid, star) = a.user("star").await;
+    let (_, fan) = a.user("fan").await;
+    let (_, other) = a.user("other").await;
+    for who in [&fan, &other] {
+        a.ok(
+            Method::PUT,
+            &format!("/api/v1/users/{star_uid}/follow"),
+            Some(who),
+            None,
+        )
+        .await;
+    }
+    let text = |c: &str| json!({"category": "TEXT", "content": c});
+    let first = a
+        .ok(
+            Method::POST,
+            "/api/v1/posts",
+            Some(&star),
+            Some(text("first")),
+        )
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    // B pulls the account and keeps its copy.
+    let feed = b.ok(Method::GET, "/api/v1/feed", Some(&fan), None).await;
+    assert_eq!(ids(&feed), vec![first]);
+
+    let second = a
+        .ok(
+            Method::POST,
+            "/api/v1/posts",
+            Some(&star),
+            Some(text("second")),
+        )
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    // The publishing instance notes the post in the live store (after its
+    // answer, with the fan-out)...
+    let live = b.ctx.live.clone();
+    let start = std::time::Instant::now();
+    loop {
+        let (_, authors) = live.pulled_authors_posted_after(0).await.unwrap();
+        if authors.unwrap_or_default().contains(&star_uid) {
+            break;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(30),
+            "no note of the post"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // ...and B's next poll (every 250 ms; run here at once) drops its copy,
+    // long before the copy's own 5 s are up.
+    b.ctx.celebrity_cache.poll(live.as_ref()).await.unwrap();
+    let feed = b.ok(Method::GET, "/api/v1/feed", Some(&fan), None).await;
+    assert_eq!(ids(&feed), vec![second, first], "through B: {feed}");
+
+    a.stop().await;
+    b.stop().await;
     let _ = mongodb::Client::with_uri_str(env("MOMENTS_TEST_MONGODB_URI"))
         .await
         .unwrap()

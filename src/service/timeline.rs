@@ -39,10 +39,14 @@ const DAY_MS: i64 = 24 * 3600 * 1000;
 pub(crate) const FAN_OUT_PAGE: usize = 10_000;
 /// How long an instance trusts a follower count when deciding push or pull.
 const CELEBRITY_CACHE_MS: i64 = 60_000;
-/// How long an instance trusts its copy of big accounts' newest post ids. A
-/// new post by a big account reaches readers served by other instances up to
-/// this late; the instance that publishes it forgets its copy at once.
+/// How long an instance trusts its copy of big accounts' newest post ids,
+/// at most. Sooner than that, a big account's new post makes every
+/// instance forget its copy: the publisher at once, the others when they
+/// next poll the live store's notes, every [`PULLED_POLL_EVERY`]. (A deleted
+/// post needs no note: its cached body is a tombstone every instance sees.)
 const PULLED_POSTS_MS: i64 = 5_000;
+/// How often each instance polls for big accounts' new posts.
+pub const PULLED_POLL_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 /// Newest post ids fetched per big account: more than any page needs.
 const PULLED_POSTS_KEPT: usize = 128;
 
@@ -58,6 +62,9 @@ const PULLED_POSTS_KEPT: usize = 128;
 pub struct CelebrityCache {
     counts: Mutex<HashMap<i64, (u64, i64)>>,
     pulled: Mutex<HashMap<i64, PulledPosts>>,
+    /// The newest note of a big account's post this instance has acted
+    /// on; `None` before the first poll.
+    seen_note: Mutex<Option<u64>>,
 }
 
 /// One big account's newest post ids, newest first: every post it has with
@@ -122,6 +129,46 @@ impl CelebrityCache {
         if let Ok(mut pulled) = self.pulled.lock() {
             pulled.remove(&author);
         }
+    }
+
+    /// Forgets the copies of big accounts that posted since the last poll
+    /// (all of them when the notes no longer reach back that far).
+    pub async fn poll(&self, live: &dyn crate::store::LiveStore) -> StoreResult<()> {
+        let seen = self.seen_note.lock().map(|s| *s).unwrap_or(None);
+        let (newest, authors) = live.pulled_authors_posted_after(seen.unwrap_or(0)).await?;
+        match (seen, authors) {
+            (Some(_), Some(authors)) => {
+                for a in authors {
+                    self.forget_posts_of(a);
+                }
+            }
+            _ => {
+                if let Ok(mut pulled) = self.pulled.lock() {
+                    pulled.clear();
+                }
+            }
+        }
+        if let Ok(mut s) = self.seen_note.lock() {
+            *s = Some(newest);
+        }
+        Ok(())
+    }
+
+    pub fn spawn_poller(
+        self: &std::sync::Arc<Self>,
+        live: std::sync::Arc<dyn crate::store::LiveStore>,
+    ) -> tokio::task::JoinHandle<()> {
+        let me = self.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(PULLED_POLL_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                if let Err(e) = me.poll(live.as_ref()).await {
+                    tracing::debug!(error = %e, "polling for big accounts' posts failed; retrying");
+                }
+            }
+        })
     }
 
     /// The newest `want` post ids of each of these big accounts below
@@ -265,6 +312,10 @@ pub async fn push_remaining(
         }
         let (followers, _) = ctx.docs.follow_counts(author).await?;
         if followers > ctx.settings.celebrity_followers {
+            // Pulled, not pushed: tell every instance to drop its copy.
+            if let Err(e) = ctx.live.note_pulled_author_posted(author).await {
+                tracing::warn!(error = %e, author, "could not announce a big account's post; other instances show it within their copies' 5 s");
+            }
             return Ok(pushed);
         }
     }

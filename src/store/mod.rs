@@ -1116,4 +1116,18 @@ pub trait LiveStore: Send + Sync {
     /// A counter every instance polls to learn that the device table changed.
     async fn device_table_version(&self) -> StoreResult<u64>;
     async fn bump_device_table_version(&self) -> StoreResult<u64>;
+
+    /// Records that a big account (pulled at read time, never pushed)
+    /// published, under the next number of a sequence every instance polls.
+    async fn note_pulled_author_posted(&self, author: i64) -> StoreResult<()>;
+
+    /// The sequence's newest number, and the authors noted after `seq`;
+    /// `None` for the authors when the kept history (the newest
+    /// [`PULLED_AUTHOR_HISTORY`]) no longer reaches back to `seq`, or the
+    /// sequence went backwards (the store was flushed): the caller then
+    /// forgets every author.
+    async fn pulled_authors_posted_after(&self, seq: u64) -> StoreResult<(u64, Option<Vec<i64>>)>;
 }
+
+/// Notes of big accounts' posts the live store keeps for pollers.
+pub const PULLED_AUTHOR_HISTORY: usize = 1000;

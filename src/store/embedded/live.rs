@@ -378,6 +378,8 @@ pub struct MemoryLive {
     max_entries: usize,
     counters: Mutex<Counters>,
     device_version: AtomicU64,
+    /// (newest sequence number, the newest notes as (number, author)).
+    pulled_posted: Mutex<(u64, std::collections::VecDeque<(u64, i64)>)>,
 }
 
 impl MemoryLive {
@@ -387,6 +389,7 @@ impl MemoryLive {
             max_entries: max_entries.max(1000),
             counters: Mutex::new(Counters::default()),
             device_version: AtomicU64::new(1),
+            pulled_posted: Mutex::default(),
         }
     }
 
@@ -557,12 +560,66 @@ impl LiveStore for MemoryLive {
     async fn bump_device_table_version(&self) -> StoreResult<u64> {
         Ok(self.device_version.fetch_add(1, Ordering::AcqRel) + 1)
     }
+
+    async fn note_pulled_author_posted(&self, author: i64) -> StoreResult<()> {
+        if let Ok(mut p) = self.pulled_posted.lock() {
+            p.0 += 1;
+            let seq = p.0;
+            p.1.push_back((seq, author));
+            while p.1.len() > crate::store::PULLED_AUTHOR_HISTORY {
+                p.1.pop_front();
+            }
+        }
+        Ok(())
+    }
+
+    async fn pulled_authors_posted_after(&self, seq: u64) -> StoreResult<(u64, Option<Vec<i64>>)> {
+        let p = self
+            .pulled_posted
+            .lock()
+            .map_err(|_| crate::store::StoreError::Other(anyhow::anyhow!("poisoned")))?;
+        Ok((p.0, pulled_after(p.0, &p.1, seq)))
+    }
+}
+
+/// The authors of `notes` (oldest first) numbered above `seq`, if the notes
+/// reach back that far and `newest` has not gone below `seq`.
+pub(crate) fn pulled_after(
+    newest: u64,
+    notes: &std::collections::VecDeque<(u64, i64)>,
+    seq: u64,
+) -> Option<Vec<i64>> {
+    if newest < seq {
+        return None;
+    }
+    let reaches = seq == newest || notes.front().is_some_and(|(first, _)| *first <= seq + 1);
+    reaches.then(|| {
+        notes
+            .iter()
+            .filter(|(n, _)| *n > seq)
+            .map(|(_, a)| *a)
+            .collect()
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::store::SetRead;
+
+    #[test]
+    fn pulled_notes_are_trusted_only_while_they_reach_back() {
+        let notes: std::collections::VecDeque<(u64, i64)> =
+            [(5, 10), (6, 11), (7, 10)].into_iter().collect();
+        assert_eq!(pulled_after(7, &notes, 4), Some(vec![10, 11, 10]));
+        assert_eq!(pulled_after(7, &notes, 6), Some(vec![10]));
+        assert_eq!(pulled_after(7, &notes, 7), Some(vec![]));
+        // Note 4 was trimmed: what came after 3 is not known whole.
+        assert_eq!(pulled_after(7, &notes, 3), None);
+        // The sequence went backwards: the store was flushed.
+        assert_eq!(pulled_after(7, &notes, 9), None);
+        assert_eq!(pulled_after(0, &Default::default(), 0), Some(vec![]));
+    }
 
     /// A generation-guarded set (likers are last-writer-wins instead).
     fn likers(p: i64) -> SetRead {

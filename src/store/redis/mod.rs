@@ -195,6 +195,17 @@ end
 return {n, left}
 "#;
 
+/// Numbers a big account's post and keeps the newest notes. KEYS: the
+/// sequence counter, the notes (a zset: member "number:author", so that an
+/// author's notes do not replace each other; score the number). ARGV: the
+/// author, how many notes to keep.
+const NOTE_POSTED_SCRIPT: &str = r#"
+local n = redis.call('INCR', KEYS[1])
+redis.call('ZADD', KEYS[2], n, n .. ':' .. ARGV[1])
+redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -tonumber(ARGV[2]) - 1)
+return n
+"#;
+
 /// How long a cached session lives unread. A sign-out drops it at once;
 /// this bounds how long one could outlive a sign-out whose cache drop
 /// failed on an instance that then died before retrying it.
@@ -301,6 +312,15 @@ impl RedisLive {
 
     fn device_version_key(&self) -> String {
         format!("{}device_models:version", self.prefix)
+    }
+
+    /// The pulled-authors sequence and its notes, under one hash tag (one
+    /// slot) so the script that writes both stays on one node.
+    fn pulled_posted_keys(&self) -> [String; 2] {
+        [
+            format!("{}{{pulled}}:seq", self.prefix),
+            format!("{}{{pulled}}:posted", self.prefix),
+        ]
     }
 
     fn push_apply(&self, pipe: &mut Batch, batch: &Changes) {
@@ -631,6 +651,43 @@ impl LiveStore for RedisLive {
             .query::<Option<u64>>(redis::cmd("GET").arg(self.device_version_key()))
             .await
             .map(|v| v.unwrap_or(0))
+    }
+
+    async fn note_pulled_author_posted(&self, author: i64) -> StoreResult<()> {
+        let [seq, notes] = self.pulled_posted_keys();
+        let mut pipe = Batch::new().replicated();
+        pipe.eval(NOTE_POSTED_SCRIPT, &[&seq, &notes])
+            .arg(author)
+            .arg(crate::store::PULLED_AUTHOR_HISTORY);
+        pipe.ignore();
+        self.conn.run(pipe).await.map(|_| ())
+    }
+
+    async fn pulled_authors_posted_after(&self, seq: u64) -> StoreResult<(u64, Option<Vec<i64>>)> {
+        let [seq_key, notes] = self.pulled_posted_keys();
+        let mut pipe = Batch::new();
+        pipe.cmd("GET", &seq_key);
+        // From the note numbered `seq` itself: seeing it proves the notes
+        // reach back far enough.
+        pipe.cmd("ZRANGEBYSCORE", &notes)
+            .arg(seq)
+            .arg("+inf")
+            .arg("WITHSCORES");
+        let values = self.conn.run(pipe).await?;
+        let newest: Option<u64> = parse(values.first().unwrap_or(&Value::Nil))?;
+        let found: Vec<(String, u64)> = parse(values.get(1).unwrap_or(&Value::Nil))?;
+        let notes: std::collections::VecDeque<(u64, i64)> = found
+            .into_iter()
+            .filter_map(|(member, n)| {
+                let author = member.split_once(':')?.1.parse().ok()?;
+                Some((n, author))
+            })
+            .collect();
+        let newest = newest.unwrap_or(0);
+        Ok((
+            newest,
+            crate::store::embedded::live::pulled_after(newest, &notes, seq),
+        ))
     }
 
     async fn bump_device_table_version(&self) -> StoreResult<u64> {
