@@ -636,7 +636,7 @@ async fn a_big_accounts_new_post_reaches_readers_on_every_instance() {
     let start = std::time::Instant::now();
     loop {
         let (_, authors) = live.pulled_authors_posted_after(0).await.unwrap();
-        if authors.unwrap_or_default().contains(&star_uid) {
+        if authors.unwrap_or_default().contains(&(star_uid, second)) {
             break;
         }
         assert!(

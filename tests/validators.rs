@@ -423,6 +423,38 @@ async fn every_document_written_satisfies_its_collections_validator() {
     write_everything(&client).await;
     stopper.stop();
     running.await.unwrap().unwrap();
+    // Stale live keys are saved only when Redis fails under a write
+    // (tests/two_instances.rs cuts it); saved here through the adapter, once
+    // the app (whose repair task would drop them) has stopped, with keys of
+    // every shape, so their documents are checked too.
+    {
+        use moments::store::{BlobKey, LiveKey, LiveRepairDocs, Owner, SetKey, TokenHash};
+        moments::store::mongo::MongoDocs::connect(&uri, &db_name)
+            .await
+            .unwrap()
+            .save_live_repairs(
+                &[
+                    (
+                        Owner::Post(9),
+                        vec![
+                            LiveKey::Blob(BlobKey::CommentBody(9, 10)),
+                            LiveKey::Set(SetKey::CommentReplies(9, 10)),
+                        ],
+                    ),
+                    (
+                        Owner::User(7),
+                        vec![
+                            LiveKey::Blob(BlobKey::Session(7, TokenHash([0xab; 32]))),
+                            LiveKey::Set(SetKey::Home(7)),
+                        ],
+                    ),
+                ],
+                1,
+                moments::ids::now_ms(),
+            )
+            .await
+            .unwrap();
+    }
 
     let db = mongodb::Client::with_uri_str(&uri)
         .await

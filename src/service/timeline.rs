@@ -131,15 +131,20 @@ impl CelebrityCache {
         }
     }
 
-    /// Forgets the copies of big accounts that posted since the last poll
-    /// (all of them when the notes no longer reach back that far).
+    /// Forgets the copies of big accounts that posted since the last poll,
+    /// unless the copy already holds the post (it was read after it); all of
+    /// them when the notes no longer reach back that far.
     pub async fn poll(&self, live: &dyn crate::store::LiveStore) -> StoreResult<()> {
         let seen = self.seen_note.lock().map(|s| *s).unwrap_or(None);
         let (newest, authors) = live.pulled_authors_posted_after(seen.unwrap_or(0)).await?;
         match (seen, authors) {
-            (Some(_), Some(authors)) => {
-                for a in authors {
-                    self.forget_posts_of(a);
+            (Some(_), Some(notes)) => {
+                if let Ok(mut pulled) = self.pulled.lock() {
+                    for (author, post) in notes {
+                        if pulled.get(&author).is_some_and(|c| !c.ids.contains(&post)) {
+                            pulled.remove(&author);
+                        }
+                    }
                 }
             }
             _ => {
@@ -313,7 +318,7 @@ pub async fn push_remaining(
         let (followers, _) = ctx.docs.follow_counts(author).await?;
         if followers > ctx.settings.celebrity_followers {
             // Pulled, not pushed: tell every instance to drop its copy.
-            if let Err(e) = ctx.live.note_pulled_author_posted(author).await {
+            if let Err(e) = ctx.live.note_pulled_author_posted(author, post_id).await {
                 tracing::warn!(error = %e, author, "could not announce a big account's post; other instances show it within their copies' 5 s");
             }
             return Ok(pushed);

@@ -317,8 +317,8 @@ metered! {
         background fn device_table_version() -> u64;
         counted fn bump_device_table_version() -> u64;
         // A fan-out's note and every instance's poll: no request's trips.
-        background fn note_pulled_author_posted(author: i64) -> ();
-        background fn pulled_authors_posted_after(seq: u64) -> (u64, Option<Vec<i64>>);
+        background fn note_pulled_author_posted(author: i64, post: i64) -> ();
+        background fn pulled_authors_posted_after(seq: u64) -> PulledNotes;
     }
 }
 

@@ -1118,16 +1118,23 @@ pub trait LiveStore: Send + Sync {
     async fn bump_device_table_version(&self) -> StoreResult<u64>;
 
     /// Records that a big account (pulled at read time, never pushed)
-    /// published, under the next number of a sequence every instance polls.
-    async fn note_pulled_author_posted(&self, author: i64) -> StoreResult<()>;
+    /// published `post`, under the next number of a sequence every instance
+    /// polls.
+    async fn note_pulled_author_posted(&self, author: i64, post: i64) -> StoreResult<()>;
 
-    /// The sequence's newest number, and the authors noted after `seq`;
+    /// The sequence's newest number, and the (author, post) noted after
+    /// `seq`;
     /// `None` for the authors when the kept history (the newest
     /// [`PULLED_AUTHOR_HISTORY`]) no longer reaches back to `seq`, or the
     /// sequence went backwards (the store was flushed): the caller then
     /// forgets every author.
-    async fn pulled_authors_posted_after(&self, seq: u64) -> StoreResult<(u64, Option<Vec<i64>>)>;
+    async fn pulled_authors_posted_after(&self, seq: u64)
+        -> StoreResult<crate::store::PulledNotes>;
 }
+
+/// The newest note number, and the (author, post) noted after the number
+/// asked for, if the kept notes reach back that far.
+pub type PulledNotes = (u64, Option<Vec<(i64, i64)>>);
 
 /// Notes of big accounts' posts the live store keeps for pollers.
 pub const PULLED_AUTHOR_HISTORY: usize = 1000;

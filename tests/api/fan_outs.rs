@@ -229,10 +229,13 @@ impl LiveStore for HeldPushes {
     async fn bump_device_table_version(&self) -> StoreResult<u64> {
         self.inner.bump_device_table_version().await
     }
-    async fn note_pulled_author_posted(&self, author: i64) -> StoreResult<()> {
-        self.inner.note_pulled_author_posted(author).await
+    async fn note_pulled_author_posted(&self, author: i64, post: i64) -> StoreResult<()> {
+        self.inner.note_pulled_author_posted(author, post).await
     }
-    async fn pulled_authors_posted_after(&self, seq: u64) -> StoreResult<(u64, Option<Vec<i64>>)> {
+    async fn pulled_authors_posted_after(
+        &self,
+        seq: u64,
+    ) -> StoreResult<moments::store::PulledNotes> {
         self.inner.pulled_authors_posted_after(seq).await
     }
 }

@@ -116,6 +116,16 @@ impl Drop for TestApp {
     fn drop(&mut self) {
         if self.settings.mongodb_uri.is_none() {
             let _ = std::fs::remove_dir_all(&self.settings.data_dir);
+            return;
+        }
+        // On MongoDB every test is also a check that its queries would each
+        // reach one shard of a sharded cluster (store/mongo/shard_keys.rs).
+        let scatter = moments::store::mongo::shard_keys::violations_in(&self.settings.mongodb_db);
+        if !scatter.is_empty() && !std::thread::panicking() {
+            panic!(
+                "queries without their shard key (add the key, or list the query with its reason in shard_keys::SCATTER):\n{}",
+                scatter.join("\n")
+            );
         }
     }
 }

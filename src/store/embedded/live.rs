@@ -373,13 +373,16 @@ impl State {
     }
 }
 
+/// Notes of big accounts' posts, oldest first: (number, (author, post)).
+type PulledLog = std::collections::VecDeque<(u64, (i64, i64))>;
+
 pub struct MemoryLive {
     state: RwLock<State>,
     max_entries: usize,
     counters: Mutex<Counters>,
     device_version: AtomicU64,
     /// (newest sequence number, the newest notes as (number, author)).
-    pulled_posted: Mutex<(u64, std::collections::VecDeque<(u64, i64)>)>,
+    pulled_posted: Mutex<(u64, PulledLog)>,
 }
 
 impl MemoryLive {
@@ -561,11 +564,11 @@ impl LiveStore for MemoryLive {
         Ok(self.device_version.fetch_add(1, Ordering::AcqRel) + 1)
     }
 
-    async fn note_pulled_author_posted(&self, author: i64) -> StoreResult<()> {
+    async fn note_pulled_author_posted(&self, author: i64, post: i64) -> StoreResult<()> {
         if let Ok(mut p) = self.pulled_posted.lock() {
             p.0 += 1;
             let seq = p.0;
-            p.1.push_back((seq, author));
+            p.1.push_back((seq, (author, post)));
             while p.1.len() > crate::store::PULLED_AUTHOR_HISTORY {
                 p.1.pop_front();
             }
@@ -573,7 +576,10 @@ impl LiveStore for MemoryLive {
         Ok(())
     }
 
-    async fn pulled_authors_posted_after(&self, seq: u64) -> StoreResult<(u64, Option<Vec<i64>>)> {
+    async fn pulled_authors_posted_after(
+        &self,
+        seq: u64,
+    ) -> StoreResult<crate::store::PulledNotes> {
         let p = self
             .pulled_posted
             .lock()
@@ -584,11 +590,11 @@ impl LiveStore for MemoryLive {
 
 /// The authors of `notes` (oldest first) numbered above `seq`, if the notes
 /// reach back that far and `newest` has not gone below `seq`.
-pub(crate) fn pulled_after(
+pub(crate) fn pulled_after<T: Copy>(
     newest: u64,
-    notes: &std::collections::VecDeque<(u64, i64)>,
+    notes: &std::collections::VecDeque<(u64, T)>,
     seq: u64,
-) -> Option<Vec<i64>> {
+) -> Option<Vec<T>> {
     if newest < seq {
         return None;
     }
@@ -618,7 +624,7 @@ mod tests {
         assert_eq!(pulled_after(7, &notes, 3), None);
         // The sequence went backwards: the store was flushed.
         assert_eq!(pulled_after(7, &notes, 9), None);
-        assert_eq!(pulled_after(0, &Default::default(), 0), Some(vec![]));
+        assert_eq!(pulled_after::<i64>(0, &Default::default(), 0), Some(vec![]));
     }
 
     /// A generation-guarded set (likers are last-writer-wins instead).

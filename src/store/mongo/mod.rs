@@ -16,6 +16,7 @@ mod live_repairs;
 mod notifications;
 mod posts;
 mod schemas;
+pub mod shard_keys;
 mod social;
 
 use async_trait::async_trait;
@@ -45,6 +46,12 @@ impl MongoDocs {
         opts.server_selection_timeout = Some(Duration::from_secs(5));
         opts.connect_timeout = Some(Duration::from_secs(5));
         opts.app_name = Some("moments".into());
+        // Debug builds (the tests) check every query against the shard keys.
+        #[cfg(debug_assertions)]
+        {
+            opts.command_event_handler =
+                Some(mongodb::event::EventHandler::callback(shard_keys::check));
+        }
         let client = Client::with_options(opts).map_err(classify)?;
         Ok(Self {
             db: client.database(db_name),

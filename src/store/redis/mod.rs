@@ -197,12 +197,12 @@ return {n, left}
 
 /// Numbers a big account's post and keeps the newest notes. KEYS: the
 /// sequence counter, the notes (a zset: member "number:author", so that an
-/// author's notes do not replace each other; score the number). ARGV: the
-/// author, how many notes to keep.
+/// author's notes do not replace each other, then the author and the post;
+/// score the number). ARGV: the author, the post, how many notes to keep.
 const NOTE_POSTED_SCRIPT: &str = r#"
 local n = redis.call('INCR', KEYS[1])
-redis.call('ZADD', KEYS[2], n, n .. ':' .. ARGV[1])
-redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -tonumber(ARGV[2]) - 1)
+redis.call('ZADD', KEYS[2], n, n .. ':' .. ARGV[1] .. ':' .. ARGV[2])
+redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -tonumber(ARGV[3]) - 1)
 return n
 "#;
 
@@ -653,17 +653,21 @@ impl LiveStore for RedisLive {
             .map(|v| v.unwrap_or(0))
     }
 
-    async fn note_pulled_author_posted(&self, author: i64) -> StoreResult<()> {
+    async fn note_pulled_author_posted(&self, author: i64, post: i64) -> StoreResult<()> {
         let [seq, notes] = self.pulled_posted_keys();
         let mut pipe = Batch::new().replicated();
         pipe.eval(NOTE_POSTED_SCRIPT, &[&seq, &notes])
             .arg(author)
+            .arg(post)
             .arg(crate::store::PULLED_AUTHOR_HISTORY);
         pipe.ignore();
         self.conn.run(pipe).await.map(|_| ())
     }
 
-    async fn pulled_authors_posted_after(&self, seq: u64) -> StoreResult<(u64, Option<Vec<i64>>)> {
+    async fn pulled_authors_posted_after(
+        &self,
+        seq: u64,
+    ) -> StoreResult<crate::store::PulledNotes> {
         let [seq_key, notes] = self.pulled_posted_keys();
         let mut pipe = Batch::new();
         pipe.cmd("GET", &seq_key);
@@ -676,11 +680,13 @@ impl LiveStore for RedisLive {
         let values = self.conn.run(pipe).await?;
         let newest: Option<u64> = parse(values.first().unwrap_or(&Value::Nil))?;
         let found: Vec<(String, u64)> = parse(values.get(1).unwrap_or(&Value::Nil))?;
-        let notes: std::collections::VecDeque<(u64, i64)> = found
+        let notes: std::collections::VecDeque<(u64, (i64, i64))> = found
             .into_iter()
             .filter_map(|(member, n)| {
-                let author = member.split_once(':')?.1.parse().ok()?;
-                Some((n, author))
+                let mut parts = member.split(':').skip(1);
+                let author = parts.next()?.parse().ok()?;
+                let post = parts.next()?.parse().ok()?;
+                Some((n, (author, post)))
             })
             .collect();
         let newest = newest.unwrap_or(0);

@@ -1,0 +1,285 @@
+//! Whether each query would reach one shard of a sharded cluster: the
+//! check beside the store that the test suite enforces.
+//!
+//! Every collection's shard key is in its `schemas/` file (`shardKey`, with
+//! `shardKeyWhy`). The driver reports every command it sends; a query whose
+//! filter does not pin the shard key's first field (by equality or `$in`)
+//! would go to every shard. Those are either listed in [`SCATTER`] with the
+//! reason they may (background sweeps, deliberate trade-offs the README
+//! lists), or recorded as violations. Debug builds record them, per
+//! database, and the API suite fails any test whose app made one; release
+//! builds do not install the check.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use mongodb::bson::{Bson, Document};
+use mongodb::event::command::CommandEvent;
+
+use super::schemas::SCHEMAS;
+
+/// Queries that may go to every shard, by collection and the top-level
+/// fields of their filter (sorted), with why. The README's "Sharding"
+/// section lists the request-path ones.
+pub const SCATTER: &[(&str, &[&str], &str)] = &[
+    // Background work: sweeps seconds or minutes apart in bounded batches,
+    // account erasure, the repair tools' scans and totals.
+    ("sessions", &["expiresAt"], "the expiry sweep"),
+    ("idempotency_keys", &["expireAt"], "the expiry sweep"),
+    ("idempotency_keys", &["expiresAt"], "the expiry sweep"),
+    ("notifications", &["_id"], "the retention sweep (by id range)"),
+    ("notifications", &["$or"], "erasing an account: notifications to or by it"),
+    ("likes", &["uid"], "erasing an account: its likes"),
+    ("comments", &["author_uid", "deleted"], "erasing an account: its comments"),
+    ("users", &[], "the repair tools' scans and totals"),
+    ("users", &["_id"], "the repair tools' full scan, by uid range"),
+    ("users", &["erasing"], "resuming account erasures"),
+    ("posts", &["deleted"], "the repair tools' totals"),
+    ("posts", &["_id", "deleted"], "the repair tools' full scan"),
+    // Deliberate, on the request path.
+    (
+        "users",
+        &["username"],
+        "sign-in and sign-up find a user by name; users are sharded by uid, which every other read has",
+    ),
+    (
+        "posts",
+        &["author_uid", "deleted"],
+        "a user's posts and a timeline rebuild read by author; posts are sharded by id so that every expanded post of every page is one targeted read",
+    ),
+    (
+        "posts",
+        &["_id", "author_uid", "deleted"],
+        "the next page of a user's posts or of a rebuild (by author, below an id)",
+    ),
+    (
+        "follows",
+        &["followee"],
+        "a user's followers and the fan-out read edges by followee; follows are sharded by follower, which timelines and follow checks read by",
+    ),
+    (
+        "follows",
+        &["_id", "followee"],
+        "the next page of a user's followers, and of the fan-out",
+    ),
+    (
+        "blocks",
+        &["$or"],
+        "blocks between a page's authors and the viewer, either way round: one query for both directions",
+    ),
+    // Not yet targeted, on the request path: the next step (README).
+    (
+        "sessions",
+        &["tokenHash"],
+        "NOT YET TARGETED: a session cache miss looks the token up by hash; the token starts with its uid, the shard key, and the lookup is to carry it",
+    ),
+    (
+        "sessions",
+        &["_id"],
+        "NOT YET TARGETED: a session's last-seen update addresses it by id alone; it is to carry the uid",
+    ),
+    (
+        "comments",
+        &["_id"],
+        "NOT YET TARGETED: comments read and written by id alone; every caller knows the post, and is to pass it",
+    ),
+    (
+        "comments",
+        &["_id", "deleted"],
+        "NOT YET TARGETED: a comment deleted by id alone; the caller knows the post",
+    ),
+    (
+        "comments",
+        &["deleted", "replyTo.commentId"],
+        "NOT YET TARGETED: replies to a page's comments, found by the comments' ids; they are on the same post",
+    ),
+    (
+        "likes",
+        &["_id"],
+        "NOT YET TARGETED: a like removed by id alone after it was found by target",
+    ),
+    (
+        "follows",
+        &["_id"],
+        "NOT YET TARGETED: an edge removed by id alone after it was found by follower",
+    ),
+    (
+        "blocks",
+        &["_id"],
+        "NOT YET TARGETED: a block removed by id alone after it was found by blocker",
+    ),
+    // Small collections are unsharded (schemas/: "shardKey": "unsharded").
+];
+
+/// Violations recorded per database (tests use one database each).
+fn violations() -> &'static Mutex<HashMap<String, Vec<String>>> {
+    static V: OnceLock<Mutex<HashMap<String, Vec<String>>>> = OnceLock::new();
+    V.get_or_init(Mutex::default)
+}
+
+/// Queries this process sent to `db` that would not target one shard.
+pub fn violations_in(db: &str) -> Vec<String> {
+    violations()
+        .lock()
+        .map(|v| v.get(db).cloned().unwrap_or_default())
+        .unwrap_or_default()
+}
+
+/// Each collection's shard key fields, from `schemas/`.
+fn shard_keys() -> &'static HashMap<String, Vec<String>> {
+    static K: OnceLock<HashMap<String, Vec<String>>> = OnceLock::new();
+    K.get_or_init(|| {
+        SCHEMAS
+            .iter()
+            .filter_map(|(name, text)| {
+                let v: serde_json::Value = serde_json::from_str(text).ok()?;
+                // "unsharded" collections live on one shard: nothing to check.
+                let key = v.get("shardKey")?.as_object()?;
+                Some((name.to_string(), key.keys().cloned().collect()))
+            })
+            .collect()
+    })
+}
+
+/// The driver's command callback: checks every query's filter.
+pub fn check(event: CommandEvent) {
+    let CommandEvent::Started(started) = event else {
+        return;
+    };
+    let name = started.command_name.as_str();
+    let Ok(collection) = started.command.get_str(name) else {
+        return;
+    };
+    let filters: Vec<Document> = match name {
+        "find" => started
+            .command
+            .get_document("filter")
+            .cloned()
+            .into_iter()
+            .collect(),
+        "count" | "distinct" | "findAndModify" => started
+            .command
+            .get_document("query")
+            .cloned()
+            .into_iter()
+            .collect(),
+        "update" | "delete" => {
+            let list = if name == "update" {
+                "updates"
+            } else {
+                "deletes"
+            };
+            started
+                .command
+                .get_array(list)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|u| u.as_document()?.get_document("q").ok().cloned())
+                        .collect()
+                })
+                .unwrap_or_default()
+        }
+        "aggregate" => started
+            .command
+            .get_array("pipeline")
+            .ok()
+            .and_then(|p| p.first())
+            .and_then(|stage| stage.as_document()?.get_document("$match").ok().cloned())
+            .into_iter()
+            .collect(),
+        _ => return,
+    };
+    for filter in filters {
+        if let Some(problem) = judge(collection, &filter) {
+            tracing::warn!(db = %started.db, "{problem}");
+            if let Ok(mut v) = violations().lock() {
+                v.entry(started.db.clone()).or_default().push(problem);
+            }
+        }
+    }
+}
+
+/// Why this query would reach every shard, if it would and is not allowed.
+pub fn judge(collection: &str, filter: &Document) -> Option<String> {
+    let key = shard_keys().get(collection)?;
+    let first = key.first()?;
+    if pins(filter, first) {
+        return None;
+    }
+    let mut fields: Vec<&str> = filter.keys().map(String::as_str).collect();
+    fields.sort_unstable();
+    let allowed = SCATTER
+        .iter()
+        .any(|(c, f, _)| *c == collection && *f == fields.as_slice());
+    (!allowed).then(|| {
+        format!(
+            "a query on {collection} without its shard key {first} would reach every shard \
+             (filter fields {fields:?}): {filter}"
+        )
+    })
+}
+
+/// Whether `filter` fixes `field` to one value or a list of values.
+fn pins(filter: &Document, field: &str) -> bool {
+    if let Some(v) = filter.get(field) {
+        return match v {
+            Bson::Document(d) => d.keys().all(|op| op == "$eq" || op == "$in"),
+            _ => true,
+        };
+    }
+    // Every branch of an $and pinning it is enough for one; every branch
+    // of an $or must.
+    let branches = |op: &str| {
+        filter.get_array(op).ok().map(|a| {
+            a.iter()
+                .filter_map(Bson::as_document)
+                .map(|d| pins(d, field))
+                .collect::<Vec<bool>>()
+        })
+    };
+    branches("$and").is_some_and(|b| b.iter().any(|p| *p))
+        || branches("$or").is_some_and(|b| !b.is_empty() && b.iter().all(|p| *p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mongodb::bson::doc;
+
+    #[test]
+    fn a_query_targets_one_shard_only_when_it_pins_the_key() {
+        assert_eq!(judge("comments", &doc! { "postId": 5 }), None);
+        assert_eq!(
+            judge("comments", &doc! { "postId": { "$in": [1, 2] } }),
+            None
+        );
+        assert!(judge("comments", &doc! { "postId": { "$gt": 5 } }).is_some());
+        assert!(judge("comments", &doc! { "authorUid": 5 }).is_some());
+        assert_eq!(
+            judge("comments", &doc! { "$and": [{ "postId": 5 }, { "x": 1 }] }),
+            None
+        );
+        // Allowed, with its reason, in SCATTER.
+        assert_eq!(judge("users", &doc! { "username": "ann" }), None);
+    }
+
+    #[test]
+    fn every_collection_names_its_shard_key_and_why() {
+        for (name, text) in SCHEMAS {
+            let v: serde_json::Value = serde_json::from_str(text).unwrap_or_default();
+            let key = v.get("shardKey");
+            assert!(
+                key.and_then(|k| k.as_object())
+                    .is_some_and(|k| !k.is_empty())
+                    || key.and_then(|k| k.as_str()) == Some("unsharded"),
+                "schemas/{name}.json has no shardKey"
+            );
+            assert!(
+                v.get("shardKeyWhy")
+                    .and_then(|w| w.as_str())
+                    .is_some_and(|w| w.len() > 20),
+                "schemas/{name}.json does not say why its shard key is what it is"
+            );
+        }
+    }
+}
