@@ -706,7 +706,7 @@ pub async fn authenticate(
     let session: Option<SessionDoc> = match cached {
         Some(text) => Some(from_json(&text)?),
         None => {
-            let found = ctx.docs.session_by_token_hash(&hash.hex()).await?;
+            let found = ctx.docs.session_by_token_hash(uid, &hash.hex()).await?;
             if let (Some(s), Some(a)) = (&found, &trusted) {
                 // Written only if no sign-out moved the user's generation
                 // since it was read, before the document was.
@@ -774,7 +774,7 @@ fn note_activity(ctx: &Context, uid: i64, session_id: i64, now: i64) {
             }
         }
         if session_due {
-            if let Err(e) = docs.touch_session(session_id, now).await {
+            if let Err(e) = docs.touch_session(uid, session_id, now).await {
                 tracing::debug!(session_id, error = %e, "could not record a session's use");
             }
         }

@@ -193,10 +193,10 @@ metered! {
         counted fn set_password_hash(uid: i64, password_hash: &str) -> ();
         counted fn touch_user(uid: i64, at: i64) -> ();
         counted fn insert_session(session: &SessionDoc) -> ();
-        counted fn session_by_token_hash(token_hash: &str) -> Option<SessionDoc>;
+        counted fn session_by_token_hash(uid: i64, token_hash: &str) -> Option<SessionDoc>;
         counted fn sessions_of_user(uid: i64, limit: usize) -> Vec<SessionDoc>;
         batch(ids) fn delete_sessions(uid: i64, ids: &[i64]) -> u64;
-        counted fn touch_session(id: i64, at: i64) -> ();
+        counted fn touch_session(uid: i64, id: i64, at: i64) -> ();
         // The background sweep, not a request's round trip.
         background fn purge_expired_sessions(now: i64, limit: usize) -> u64;
         counted fn erase_user(uid: i64) -> bool;

@@ -348,8 +348,13 @@ pub trait AccountDocs: Send + Sync {
     /// `Duplicate("session")` if its id or token hash exists already.
     async fn insert_session(&self, session: &SessionDoc) -> StoreResult<()>;
 
-    /// The session behind a token hash, expired or not: the caller decides.
-    async fn session_by_token_hash(&self, token_hash: &str) -> StoreResult<Option<SessionDoc>>;
+    /// `uid`'s session behind a token hash, expired or not: the caller
+    /// decides. (The token names its uid, the sessions' shard key.)
+    async fn session_by_token_hash(
+        &self,
+        uid: i64,
+        token_hash: &str,
+    ) -> StoreResult<Option<SessionDoc>>;
 
     /// Up to `limit` of a user's sessions, newest first.
     async fn sessions_of_user(&self, uid: i64, limit: usize) -> StoreResult<Vec<SessionDoc>>;
@@ -357,7 +362,8 @@ pub trait AccountDocs: Send + Sync {
     /// Deletes those of these sessions that belong to `uid`; how many went.
     async fn delete_sessions(&self, uid: i64, ids: &[i64]) -> StoreResult<u64>;
 
-    async fn touch_session(&self, id: i64, at: i64) -> StoreResult<()>;
+    /// Records that `uid`'s session `id` was used at `at`.
+    async fn touch_session(&self, uid: i64, id: i64, at: i64) -> StoreResult<()>;
 
     /// Deletes up to `limit` sessions that expired before `now`; how many went.
     async fn purge_expired_sessions(&self, now: i64, limit: usize) -> StoreResult<u64>;

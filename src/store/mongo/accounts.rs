@@ -81,9 +81,13 @@ impl AccountDocs for MongoDocs {
         }
     }
 
-    async fn session_by_token_hash(&self, token_hash: &str) -> StoreResult<Option<SessionDoc>> {
+    async fn session_by_token_hash(
+        &self,
+        uid: i64,
+        token_hash: &str,
+    ) -> StoreResult<Option<SessionDoc>> {
         self.sessions()
-            .find_one(doc! { "tokenHash": token_hash })
+            .find_one(doc! { "uid": uid, "tokenHash": token_hash })
             .await
             .map_err(classify)
     }
@@ -105,9 +109,12 @@ impl AccountDocs for MongoDocs {
         Ok(r.deleted_count)
     }
 
-    async fn touch_session(&self, id: i64, at: i64) -> StoreResult<()> {
+    async fn touch_session(&self, uid: i64, id: i64, at: i64) -> StoreResult<()> {
         self.sessions()
-            .update_one(doc! { "_id": id }, doc! { "$set": { "lastSeenAt": at } })
+            .update_one(
+                doc! { "_id": id, "uid": uid },
+                doc! { "$set": { "lastSeenAt": at } },
+            )
             .await
             .map(|_| ())
             .map_err(classify)

@@ -69,16 +69,6 @@ pub const SCATTER: &[(&str, &[&str], &str)] = &[
     ),
     // Not yet targeted, on the request path: the next step (README).
     (
-        "sessions",
-        &["tokenHash"],
-        "NOT YET TARGETED: a session cache miss looks the token up by hash; the token starts with its uid, the shard key, and the lookup is to carry it",
-    ),
-    (
-        "sessions",
-        &["_id"],
-        "NOT YET TARGETED: a session's last-seen update addresses it by id alone; it is to carry the uid",
-    ),
-    (
         "comments",
         &["_id"],
         "NOT YET TARGETED: comments read and written by id alone; every caller knows the post, and is to pass it",

@@ -133,7 +133,11 @@ impl AccountDocs for EmbeddedDocs {
         .await
     }
 
-    async fn session_by_token_hash(&self, token_hash: &str) -> StoreResult<Option<SessionDoc>> {
+    async fn session_by_token_hash(
+        &self,
+        uid: i64,
+        token_hash: &str,
+    ) -> StoreResult<Option<SessionDoc>> {
         let hash = token_hash.to_string();
         self.read(move |txn| {
             let by_hash = txn.open_table(SESSION_BY_HASH).map_err(other)?;
@@ -144,7 +148,9 @@ impl AccountDocs for EmbeddedDocs {
             else {
                 return Ok(None);
             };
-            get_doc(&txn.open_table(SESSIONS).map_err(other)?, sid)
+            let found: Option<SessionDoc> =
+                get_doc(&txn.open_table(SESSIONS).map_err(other)?, sid)?;
+            Ok(found.filter(|s| s.uid == uid))
         })
         .await
     }
@@ -175,10 +181,12 @@ impl AccountDocs for EmbeddedDocs {
             .await
     }
 
-    async fn touch_session(&self, session_id: i64, at: i64) -> StoreResult<()> {
+    async fn touch_session(&self, uid: i64, session_id: i64, at: i64) -> StoreResult<()> {
         self.write(move |txn| {
             let mut sessions = txn.open_table(SESSIONS).map_err(other)?;
-            if let Some(mut s) = get_doc::<SessionDoc>(&sessions, id(session_id))? {
+            if let Some(mut s) = get_doc::<SessionDoc>(&sessions, id(session_id))?
+                .filter(|s: &SessionDoc| s.uid == uid)
+            {
                 s.last_seen_at = at;
                 sessions
                     .insert(id(session_id), encode(&s)?.as_slice())
