@@ -62,7 +62,8 @@ impl PostDocs for MongoDocs {
         let r = self
             .comments()
             .update_one(
-                doc! { "_id": comment.id, "deleted": false },
+                // With its post: the comments' shard key.
+                doc! { "_id": comment.id, "postId": comment.post_id, "deleted": false },
                 doc! { "$set": { "deleted": true } },
             )
             .await

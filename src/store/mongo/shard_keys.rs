@@ -75,11 +75,6 @@ pub const SCATTER: &[(&str, &[&str], &str)] = &[
     ),
     (
         "comments",
-        &["_id", "deleted"],
-        "NOT YET TARGETED: a comment deleted by id alone; the caller knows the post",
-    ),
-    (
-        "comments",
         &["deleted", "replyTo.commentId"],
         "NOT YET TARGETED: replies to a page's comments, found by the comments' ids; they are on the same post",
     ),
