@@ -113,11 +113,9 @@ impl DeviceNames {
         every: Duration,
     ) -> tokio::task::JoinHandle<()> {
         let me = self.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tick.tick().await;
+        super::spawn_every(every, move || {
+            let (me, docs, live) = (me.clone(), docs.clone(), live.clone());
+            async move {
                 if let Err(e) = me.refresh(docs.as_ref(), live.as_ref()).await {
                     tracing::debug!(error = %e, "device table refresh failed; retrying");
                 }

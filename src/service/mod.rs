@@ -31,6 +31,24 @@ use crate::domain::time_text::{Lang, TzOffset};
 use crate::store::metered::RoundTrips;
 use crate::store::{DocStore, LiveStore, PostBody, SetKey, SetRead, StoreError, StoreResult};
 use device_names::DeviceNames;
+
+/// Runs `step` every `period` for as long as the returned task lives. A
+/// step that overruns delays the next one rather than bunching them: a
+/// poller that fell behind polls once, not a burst of catch-ups.
+pub fn spawn_every<F, Fut>(period: std::time::Duration, mut step: F) -> tokio::task::JoinHandle<()>
+where
+    F: FnMut() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            step().await;
+        }
+    })
+}
 use repair::LiveRepair;
 use std::collections::HashSet;
 

@@ -208,11 +208,9 @@ impl LiveRepair {
 
     pub fn spawn(self: &Arc<Self>, live: Arc<dyn LiveStore>) -> tokio::task::JoinHandle<()> {
         let me = self.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(POLL_EVERY);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tick.tick().await;
+        super::spawn_every(POLL_EVERY, move || {
+            let (me, live) = (me.clone(), live.clone());
+            async move {
                 me.poll().await;
                 if me.pending_count() > 0 {
                     me.drain(live.as_ref()).await;

@@ -164,11 +164,9 @@ impl CelebrityCache {
         live: std::sync::Arc<dyn crate::store::LiveStore>,
     ) -> tokio::task::JoinHandle<()> {
         let me = self.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(PULLED_POLL_EVERY);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tick.tick().await;
+        super::spawn_every(PULLED_POLL_EVERY, move || {
+            let (me, live) = (me.clone(), live.clone());
+            async move {
                 if let Err(e) = me.poll(live.as_ref()).await {
                     tracing::debug!(error = %e, "polling for big accounts' posts failed; retrying");
                 }
