@@ -2,8 +2,9 @@
 # HTTP load runs against a release build of the service:
 #   read   GET /api/v1/posts/{id} with warm caches, as a signed-in viewer
 #   write  a mix of new posts, comments, likes and unlikes by 100 users
-# on the embedded default, or on MongoDB (wire) + Redis (scripts/stores.sh).
-# Usage: scripts/bench-http.sh [embedded|stores] [read|write] [seconds] [connections]
+# on the embedded default, on MongoDB (wire) + Redis, or on MongoDB (wire) + a
+# six-node Redis Cluster (scripts/stores.sh).
+# Usage: scripts/bench-http.sh [embedded|stores|cluster] [read|write] [seconds] [connections]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BACKEND=${1:-embedded}
@@ -21,9 +22,13 @@ PORT=$(free_port)
 export MOMENTS_RATE_LIMITS=${MOMENTS_RATE_LIMITS:-off}
 export MOMENTS_LISTEN=127.0.0.1:$PORT MOMENTS_DATA_DIR=$DATA MOMENTS_MONGODB_DB=bench \
   MOMENTS_ADMIN_USERNAME=admin MOMENTS_ADMIN_PASSWORD=admin-password RUST_LOG=warn
-if [ "$BACKEND" = stores ]; then
+if [ "$BACKEND" = stores ] || [ "$BACKEND" = cluster ]; then
   start_stores
   export MOMENTS_MONGODB_URI=$MOMENTS_TEST_MONGODB_URI MOMENTS_REDIS_URL=$MOMENTS_TEST_REDIS_URL
+fi
+if [ "$BACKEND" = cluster ]; then
+  start_redis_cluster
+  export MOMENTS_REDIS_URL=$MOMENTS_TEST_REDIS_CLUSTER_URL
 fi
 target/release/moments serve &
 APP_PID=$!

@@ -1074,13 +1074,6 @@ impl LiveKey {
         };
         Some(key)
     }
-
-    pub fn owner(self) -> Owner {
-        match self {
-            LiveKey::Blob(b) => b.owner(),
-            LiveKey::Set(s) => s.owner(),
-        }
-    }
 }
 
 impl LiveChange {
@@ -1144,3 +1137,45 @@ pub type PulledNotes = (u64, Option<Vec<(i64, i64)>>);
 
 /// Notes of big accounts' posts the live store keeps for pollers.
 pub const PULLED_AUTHOR_HISTORY: usize = 1000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shared_repair_list_reads_back_every_key_it_stores() {
+        let hash = TokenHash([0x5a; 32]);
+        let keys = [
+            LiveKey::Blob(BlobKey::PostBody(7)),
+            LiveKey::Blob(BlobKey::CommentBody(7, 70)),
+            LiveKey::Blob(BlobKey::CommentPeople(7)),
+            LiveKey::Blob(BlobKey::Card(3)),
+            LiveKey::Blob(BlobKey::Session(3, hash)),
+            LiveKey::Set(SetKey::PostLikers(7)),
+            LiveKey::Set(SetKey::PostComments(7)),
+            LiveKey::Set(SetKey::CommentLikers(7, 70)),
+            LiveKey::Set(SetKey::CommentReplies(7, 70)),
+            LiveKey::Set(SetKey::Following(3)),
+            LiveKey::Set(SetKey::Home(3)),
+            LiveKey::Set(SetKey::Friends(3)),
+            LiveKey::Set(SetKey::Blocks(3)),
+        ];
+        for key in keys {
+            let owner = match key {
+                LiveKey::Blob(b) => b.owner(),
+                LiveKey::Set(s) => s.owner(),
+            };
+            assert_eq!(Owner::from_code(&owner.code()), Some(owner));
+            assert_eq!(LiveKey::from_code(owner, &key.code()), Some(key), "{key:?}");
+            // A code read for the other kind of owner names nothing.
+            let other = match owner {
+                Owner::Post(p) => Owner::User(p),
+                Owner::User(u) => Owner::Post(u),
+            };
+            assert_eq!(LiveKey::from_code(other, &key.code()), None, "{key:?}");
+        }
+        assert_eq!(LiveKey::from_code(Owner::Post(1), "s:post_likers:9"), None);
+        assert_eq!(LiveKey::from_code(Owner::User(1), "b:session:zz"), None);
+        assert_eq!(Owner::from_code("q:1"), None);
+    }
+}

@@ -18,7 +18,6 @@ use futures_util::StreamExt;
 use redis::Value;
 use std::sync::Arc;
 
-pub use conn::is_cluster_url;
 use conn::{Batch, Conn};
 
 use super::{
