@@ -56,6 +56,31 @@ need_schemathesis() {
   ST_BIN="$VENV/bin/schemathesis"
 }
 
+# FerretDB, a second MongoDB-wire server (docs/FERRETDB.md), built once
+# from the Go module proxy into a cache outside the work tree, so fresh
+# clones on one machine share it. The module zip lacks the generated
+# version file the binary reads at start, so it is built from a copy with
+# that file written.
+FERRETDB_VERSION=v1.24.2
+need_ferretdb() {
+  local cache=${MOMENTS_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/moments}/ferretdb-$FERRETDB_VERSION
+  FERRETDB_BIN="$cache/bin/ferretdb"
+  if [ -x "$FERRETDB_BIN" ]; then return 0; fi
+  command -v go >/dev/null 2>&1 || { echo "FerretDB needs Go (https://go.dev/dl/) on PATH" >&2; return 1; }
+  echo "== building FerretDB $FERRETDB_VERSION (go, once, into $cache)" >&2
+  local mod dir
+  mod=$(cd / && GOFLAGS=-mod=mod go mod download -json "github.com/FerretDB/FerretDB@$FERRETDB_VERSION" \
+    | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  dir=$(mktemp -d)
+  cp -r "$mod/." "$dir/src"
+  chmod -R u+w "$dir/src"
+  echo "$FERRETDB_VERSION" >"$dir/src/build/version/version.txt"
+  mkdir -p "$cache/bin"
+  (cd "$dir/src" && CGO_ENABLED=0 go build -trimpath -o "$FERRETDB_BIN.tmp" ./cmd/ferretdb) >&2
+  mv "$FERRETDB_BIN.tmp" "$FERRETDB_BIN"
+  rm -rf "$dir"
+}
+
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
@@ -90,6 +115,25 @@ start_stores() {
   export MOMENTS_TEST_REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
   export MOMENTS_TEST_MONGODB_URI="mongodb://127.0.0.1:$MONGO_PORT"
   echo "== redis-server on $REDIS_PORT, nx-27017 on $MONGO_PORT" >&2
+}
+
+# FerretDB on its SQLite backend on a free port, telemetry off. Exports
+# MOMENTS_TEST_FERRETDB_URI.
+start_ferretdb() {
+  need_ferretdb
+  need_nx # for its Python, to wait on the port with pymongo
+  local run_dir=${STORES_RUN_DIR:-$(mktemp -d "$STATE_DIR/run.XXXXXX")}
+  STORES_RUN_DIR=$run_dir
+  local port
+  port=$(free_port)
+  mkdir -p "$run_dir/ferretdb/data"
+  "$FERRETDB_BIN" --handler=sqlite --sqlite-url="file:$run_dir/ferretdb/data/" --state-dir="$run_dir/ferretdb" \
+    --listen-addr="127.0.0.1:$port" --debug-addr=- --telemetry=disable --log-level=WARN \
+    >"$run_dir/ferretdb.log" 2>&1 &
+  FERRETDB_PID=$!
+  wait_for ferretdb "$NX_PY" -c "import pymongo,sys; pymongo.MongoClient('mongodb://127.0.0.1:$port', serverSelectionTimeoutMS=500).admin.command('ping')"
+  export MOMENTS_TEST_FERRETDB_URI="mongodb://127.0.0.1:$port"
+  echo "== FerretDB $FERRETDB_VERSION on $port" >&2
 }
 
 # A Redis Cluster of six nodes on free loopback ports: three masters with a
@@ -129,6 +173,7 @@ stop_stores() {
   for pid in "${CLUSTER_PIDS[@]:-}"; do [ -n "$pid" ] && kill "$pid" 2>/dev/null || true; done
   [ -n "${REDIS_PID:-}" ] && kill "$REDIS_PID" 2>/dev/null || true
   [ -n "${NX_PID:-}" ] && kill "$NX_PID" 2>/dev/null || true
+  [ -n "${FERRETDB_PID:-}" ] && kill "$FERRETDB_PID" 2>/dev/null || true
   wait 2>/dev/null || true
   [ -n "${STORES_RUN_DIR:-}" ] && rm -rf "$STORES_RUN_DIR" || true
 }

@@ -51,8 +51,8 @@ struct Shared {
 
 #[derive(Default)]
 struct View {
-    /// Owner → its keys and the record's mark.
-    owners: HashMap<Owner, (Vec<LiveKey>, i64)>,
+    /// Owner → its keys, from every record of it, and those records' ids.
+    owners: HashMap<Owner, (Vec<LiveKey>, Vec<String>)>,
     /// When the read behind `owners` began; `None` before the first.
     read_at: Option<Instant>,
 }
@@ -264,7 +264,7 @@ impl Shared {
         let began = Instant::now();
         match self.docs.live_repairs(LIST_LIMIT).await {
             Ok(docs) => {
-                let owners = docs.iter().filter_map(decode).collect();
+                let owners = by_owner(&docs);
                 if let Ok(mut view) = self.view.lock() {
                     *view = View {
                         owners,
@@ -279,21 +279,22 @@ impl Shared {
     }
 
     async fn drain(&self, live: &dyn LiveStore) {
-        let owners: Vec<(Owner, Vec<LiveKey>, i64)> = match self.view.lock() {
+        let owners: Vec<(Owner, Vec<LiveKey>, Vec<String>)> = match self.view.lock() {
             Ok(v) => v
                 .owners
                 .iter()
-                .map(|(o, (k, m))| (*o, k.clone(), *m))
+                .map(|(o, (k, ids))| (*o, k.clone(), ids.clone()))
                 .collect(),
             Err(_) => return,
         };
-        for (owner, keys, mark) in owners {
+        for (owner, keys, ids) in owners {
             if live.drop_keys(owner, &keys).await.is_err() {
                 continue;
             }
-            if self.docs.finish_live_repair(owner, mark).await.is_ok() {
+            if self.docs.finish_live_repairs(&ids).await.is_ok() {
                 if let Ok(mut v) = self.view.lock() {
-                    if v.owners.get(&owner).is_some_and(|(_, m)| *m == mark) {
+                    // Unless a poll since found more records of it.
+                    if v.owners.get(&owner).is_some_and(|(_, seen)| *seen == ids) {
                         v.owners.remove(&owner);
                     }
                 }
@@ -302,14 +303,22 @@ impl Shared {
     }
 }
 
-/// A record as the owner and keys it names. A key code this version cannot
-/// read (a kind a newer version added) is skipped.
-fn decode(doc: &LiveRepairDoc) -> Option<(Owner, (Vec<LiveKey>, i64))> {
-    let owner = Owner::from_code(&doc.owner)?;
-    let keys = doc
-        .keys
-        .iter()
-        .filter_map(|c| LiveKey::from_code(owner, c))
-        .collect();
-    Some((owner, (keys, doc.mark)))
+/// The records as each owner's keys and record ids. A key code this
+/// version cannot read (a kind a newer version added) is skipped, and so
+/// is an owner code.
+fn by_owner(docs: &[LiveRepairDoc]) -> HashMap<Owner, (Vec<LiveKey>, Vec<String>)> {
+    let mut owners: HashMap<Owner, (Vec<LiveKey>, Vec<String>)> = HashMap::new();
+    for doc in docs {
+        let Some(owner) = Owner::from_code(doc.owner_code()) else {
+            continue;
+        };
+        let (keys, ids) = owners.entry(owner).or_default();
+        for key in doc.keys.iter().filter_map(|c| LiveKey::from_code(owner, c)) {
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+        ids.push(doc.id.clone());
+    }
+    owners
 }

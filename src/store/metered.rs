@@ -288,7 +288,7 @@ metered! {
     impl LiveRepairDocs for MeteredDocs {
         background fn save_live_repairs(repairs: &[(Owner, Vec<LiveKey>)], mark: i64, now: i64) -> ();
         background fn live_repairs(limit: usize) -> Vec<LiveRepairDoc>;
-        background fn finish_live_repair(owner: Owner, mark: i64) -> ();
+        background fn finish_live_repairs(ids: &[String]) -> ();
     }
 
     impl DeviceModelDocs for MeteredDocs {

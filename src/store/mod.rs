@@ -611,29 +611,56 @@ pub trait FanOutDocs: Send + Sync {
     async fn delete_fan_out(&self, post_id: i64) -> StoreResult<()>;
 }
 
-/// An owner's live keys whose update failed, kept where every instance
-/// sees them: until they are dropped from the live store, no instance
-/// serves them, and a restart does not forget them.
+/// Live keys of one owner whose update failed, as one save recorded them,
+/// kept where every instance sees them: until they are dropped from the
+/// live store, no instance serves them, and a restart does not forget them.
+/// Each save inserts its own record rather than adding to the owner's:
+/// only an insert is atomic on every MongoDB-wire server (docs/FERRETDB.md).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct LiveRepairDoc {
-    /// `Owner::code`: "p:ID" or "u:UID".
+    /// `Owner::code` and the save's mark: "p:ID@MARK".
     #[serde(rename = "_id")]
+    pub id: String,
+    /// `Owner::code`: "p:ID" or "u:UID". Empty in records of the version
+    /// that kept one record per owner under the owner's code as its id.
+    #[serde(default)]
     pub owner: String,
     /// `LiveKey::code` of each key.
     pub keys: Vec<String>,
-    /// Changed by every save, so that a repair that read the record before a
-    /// save does not delete it after: the keys that save added would be
-    /// forgotten undropped.
+    /// The save's generated id.
     pub mark: i64,
-    /// Epoch ms of the first failure.
+    /// Epoch ms of the failure.
     #[serde(rename = "savedAt")]
     pub saved_at: i64,
+}
+
+impl LiveRepairDoc {
+    pub fn new(owner: Owner, keys: &[LiveKey], mark: i64, saved_at: i64) -> Self {
+        let owner = owner.code();
+        Self {
+            id: format!("{owner}@{mark}"),
+            owner,
+            keys: keys.iter().map(|k| k.code()).collect(),
+            mark,
+            saved_at,
+        }
+    }
+
+    /// The owner's code, in either version's records.
+    pub fn owner_code(&self) -> &str {
+        if self.owner.is_empty() {
+            &self.id
+        } else {
+            &self.owner
+        }
+    }
 }
 
 /// The shared list of stale live keys. Part of `DocStore`.
 #[async_trait]
 pub trait LiveRepairDocs: Send + Sync {
-    /// Adds each owner's keys to its record (made if absent), under `mark`.
+    /// Records each owner's keys, one record per owner, under `mark` (a
+    /// generated id, unique to this save).
     async fn save_live_repairs(
         &self,
         repairs: &[(Owner, Vec<LiveKey>)],
@@ -644,8 +671,8 @@ pub trait LiveRepairDocs: Send + Sync {
     /// Up to `limit` records, oldest first.
     async fn live_repairs(&self, limit: usize) -> StoreResult<Vec<LiveRepairDoc>>;
 
-    /// Deletes an owner's record if no save changed it since `mark`.
-    async fn finish_live_repair(&self, owner: Owner, mark: i64) -> StoreResult<()>;
+    /// Deletes the records of these ids: their keys were dropped.
+    async fn finish_live_repairs(&self, ids: &[String]) -> StoreResult<()>;
 }
 
 /// The device-model table. Part of `DocStore`.

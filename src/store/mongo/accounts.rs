@@ -10,10 +10,7 @@ impl AccountDocs for MongoDocs {
         // Counted from the start; see `count_follow`.
         d.insert("followersCount", 0_i64);
         d.insert("followingCount", 0_i64);
-        match self.db.collection::<Document>("users").insert_one(d).await {
-            Ok(_) => Ok(()),
-            Err(e) => Err(insert_error(e, "username")),
-        }
+        insert_new(&self.db.collection::<Document>("users"), &d, "username").await
     }
 
     async fn user_by_username(&self, username: &str) -> StoreResult<Option<UserDoc>> {
@@ -70,15 +67,7 @@ impl AccountDocs for MongoDocs {
             "expireAt",
             mongodb::bson::DateTime::from_millis(session.expires_at),
         );
-        match self
-            .db
-            .collection::<Document>("sessions")
-            .insert_one(d)
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(e) => Err(insert_error(e, "session")),
-        }
+        insert_new(&self.db.collection::<Document>("sessions"), &d, "session").await
     }
 
     async fn session_by_token_hash(

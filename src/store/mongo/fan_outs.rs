@@ -48,22 +48,23 @@ impl FanOutDocs for MongoDocs {
         .await?;
         let mut claimed = Vec::with_capacity(free.len());
         for f in free {
-            // One conditional write per fan-out: of instances claiming at
-            // once, only the one whose write matched still free gets it.
-            let won = self
-                .fan_outs()
+            // Of instances claiming at once, only the one whose claim on
+            // this fan-out as it was saved and last claimed wins it.
+            let name = format!("fan_out:{}:{}:{}", f.post_id, f.saved_at, f.claimed_until);
+            if !self.claim(name, now).await? {
+                continue;
+            }
+            self.fan_outs()
                 .update_one(
-                    doc! { "_id": f.post_id, "claimedUntil": { "$lt": now } },
+                    doc! { "_id": f.post_id },
                     doc! { "$set": { "claimedUntil": until } },
                 )
                 .await
                 .map_err(classify)?;
-            if won.modified_count == 1 {
-                claimed.push(FanOutDoc {
-                    claimed_until: until,
-                    ..f
-                });
-            }
+            claimed.push(FanOutDoc {
+                claimed_until: until,
+                ..f
+            });
         }
         Ok(claimed)
     }

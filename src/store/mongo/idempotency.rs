@@ -47,21 +47,23 @@ impl IdempotencyDocs for MongoDocs {
         if !existing.replaceable(now, stale_before) {
             return Ok(Some(existing));
         }
-        // Only if nobody replaced it first: the claim it replaces is named
-        // by its start, so two retries cannot both take it.
-        let r = self
-            .idempotency_keys()
-            .replace_one(
-                doc! { "_id": &key.id, "startedAt": existing.started_at },
-                stored,
+        // Only if nobody replaced it first: the claim on the one it
+        // replaces is named by that one's start, so two retries cannot both
+        // take it.
+        if !self
+            .claim(
+                format!("idempotency:{}:{}", key.id, existing.started_at),
+                now,
             )
+            .await?
+        {
+            return Ok(Some(existing));
+        }
+        self.idempotency_keys()
+            .replace_one(doc! { "_id": &key.id }, stored)
             .await
             .map_err(classify)?;
-        if r.matched_count == 1 {
-            Ok(None)
-        } else {
-            Ok(Some(existing))
-        }
+        Ok(None)
     }
 
     async fn complete_idempotency_key(

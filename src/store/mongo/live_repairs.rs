@@ -18,22 +18,19 @@ impl LiveRepairDocs for MongoDocs {
         mark: i64,
         now: i64,
     ) -> StoreResult<()> {
-        for (owner, keys) in repairs {
-            let codes: Vec<String> = keys.iter().map(|k| k.code()).collect();
-            self.live_repairs_coll()
-                .update_one(
-                    doc! { "_id": owner.code() },
-                    doc! {
-                        "$addToSet": { "keys": { "$each": codes } },
-                        "$set": { "mark": mark },
-                        "$setOnInsert": { "savedAt": now },
-                    },
-                )
-                .upsert(true)
-                .await
-                .map_err(classify)?;
+        let records: Vec<LiveRepairDoc> = repairs
+            .iter()
+            .map(|(owner, keys)| LiveRepairDoc::new(*owner, keys, mark, now))
+            .collect();
+        if records.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        match self.live_repairs_coll().insert_many(records).await {
+            Ok(_) => Ok(()),
+            // A retry of a save that reached the server: its records are in.
+            Err(e) if duplicate_of(&e).is_some() => Ok(()),
+            Err(e) => Err(classify(e)),
+        }
     }
 
     async fn live_repairs(&self, limit: usize) -> StoreResult<Vec<LiveRepairDoc>> {
@@ -48,9 +45,12 @@ impl LiveRepairDocs for MongoDocs {
         .await
     }
 
-    async fn finish_live_repair(&self, owner: Owner, mark: i64) -> StoreResult<()> {
+    async fn finish_live_repairs(&self, ids: &[String]) -> StoreResult<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
         self.live_repairs_coll()
-            .delete_one(doc! { "_id": owner.code(), "mark": mark })
+            .delete_many(doc! { "_id": { "$in": ids } })
             .await
             .map_err(classify)?;
         Ok(())

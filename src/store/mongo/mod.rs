@@ -9,6 +9,7 @@
 //! happen in the service. That is also the shard-friendly subset.
 
 mod accounts;
+mod claims;
 mod device_models;
 mod fan_outs;
 mod idempotency;
@@ -36,6 +37,9 @@ use super::{
 
 pub struct MongoDocs {
     db: Database,
+    /// Whether the server honours `$push` with `$position` and `$slice`
+    /// (FerretDB 1.24 ignores both), asked once: see `posts::id_array`.
+    capped_push: tokio::sync::OnceCell<bool>,
 }
 
 impl MongoDocs {
@@ -55,6 +59,7 @@ impl MongoDocs {
         let client = Client::with_options(opts).map_err(classify)?;
         Ok(Self {
             db: client.database(db_name),
+            capped_push: tokio::sync::OnceCell::new(),
         })
     }
 
@@ -303,11 +308,14 @@ pub enum DuplicateOf {
     Id,
     /// Another unique index: the thing exists already.
     Key,
+    /// The error names no index (FerretDB 1.24): `insert_checked` looks the
+    /// attempted `_id` up to tell.
+    Unnamed,
 }
 
 /// Reads which index a duplicate-key error names: MongoDB gives a
 /// `keyPattern` and says `index: _id_`; the wire stand-in says
-/// `UNIQUE constraint failed: coll._id`.
+/// `UNIQUE constraint failed: coll._id`; FerretDB names none.
 pub fn duplicate_of(e: &MongoError) -> Option<DuplicateOf> {
     let (message, details) = match &*e.kind {
         ErrorKind::Write(WriteFailure::WriteError(w)) if w.code == 11000 => {
@@ -323,6 +331,12 @@ pub fn duplicate_of(e: &MongoError) -> Option<DuplicateOf> {
     let by_pattern = details
         .and_then(|d| d.get_document("keyPattern").ok())
         .map(|k| k.keys().map(String::as_str).eq(["_id"]));
+    if by_pattern.is_none()
+        && !message.contains("index: ")
+        && !message.contains("UNIQUE constraint failed")
+    {
+        return Some(DuplicateOf::Unnamed);
+    }
     let on_id = by_pattern.unwrap_or_else(|| {
         message.contains("index: _id_ ") || message.trim_end().ends_with("._id")
     });
@@ -333,13 +347,55 @@ pub fn duplicate_of(e: &MongoError) -> Option<DuplicateOf> {
     })
 }
 
-/// A failed insert as the service sees it: a taken generated id, the
-/// unique key `what` existing already, or a store failure.
-fn insert_error(e: MongoError, what: &'static str) -> StoreError {
+/// Inserts `doc`. `Ok(Err(Id))`: its `_id` is taken; `Ok(Err(Key))`:
+/// another unique index holds its key. Where the server's error does not
+/// say which, the attempted `_id` is looked up: found means the id.
+pub async fn insert_checked<T: Serialize + Send + Sync>(
+    coll: &Collection<T>,
+    doc: &T,
+) -> StoreResult<Result<(), DuplicateOf>> {
+    let e = match coll.insert_one(doc).await {
+        Ok(_) => return Ok(Ok(())),
+        Err(e) => e,
+    };
     match duplicate_of(&e) {
-        Some(DuplicateOf::Id) => StoreError::IdTaken,
-        Some(DuplicateOf::Key) => StoreError::Duplicate(what),
-        None => classify(e),
+        None => Err(classify(e)),
+        Some(DuplicateOf::Unnamed) => {
+            let attempted = mongodb::bson::to_document(doc)
+                .map_err(|e| StoreError::Other(e.into()))?
+                .get("_id")
+                .cloned()
+                .ok_or_else(|| {
+                    StoreError::Other(anyhow::anyhow!("inserted a document without _id"))
+                })?;
+            let taken = coll
+                .clone_with_type::<Document>()
+                .find_one(doc! { "_id": attempted })
+                .projection(doc! { "_id": 1 })
+                .await
+                .map_err(classify)?
+                .is_some();
+            Ok(Err(if taken {
+                DuplicateOf::Id
+            } else {
+                DuplicateOf::Key
+            }))
+        }
+        Some(which) => Ok(Err(which)),
+    }
+}
+
+/// Inserts `doc`: a taken generated id, the unique key `what` existing
+/// already, or a store failure are the errors.
+async fn insert_new<T: Serialize + Send + Sync>(
+    coll: &Collection<T>,
+    doc: &T,
+    what: &'static str,
+) -> StoreResult<()> {
+    match insert_checked(coll, doc).await? {
+        Ok(()) => Ok(()),
+        Err(DuplicateOf::Key) => Err(StoreError::Duplicate(what)),
+        Err(_) => Err(StoreError::IdTaken),
     }
 }
 
@@ -379,13 +435,10 @@ async fn insert_unless_duplicate<T: Serialize + Send + Sync>(
     coll: &Collection<T>,
     doc: &T,
 ) -> StoreResult<bool> {
-    match coll.insert_one(doc).await {
-        Ok(_) => Ok(true),
-        Err(e) => match duplicate_of(&e) {
-            Some(DuplicateOf::Key) => Ok(false),
-            Some(DuplicateOf::Id) => Err(StoreError::IdTaken),
-            None => Err(classify(e)),
-        },
+    match insert_checked(coll, doc).await? {
+        Ok(()) => Ok(true),
+        Err(DuplicateOf::Key) => Ok(false),
+        Err(_) => Err(StoreError::IdTaken),
     }
 }
 
@@ -409,7 +462,7 @@ async fn by_ids<T: DeserializeOwned + Send + Sync>(
 /// which are the record (counts are rebuilt from them). A failure to update
 /// an array after the record was written is logged, not returned: returning
 /// it would report a write as failed that happened, and skip its live update.
-fn array_update_result(r: Result<mongodb::results::UpdateResult, MongoError>, post_id: i64) {
+fn array_update_result<T>(r: Result<T, MongoError>, post_id: i64) {
     if let Err(e) = r {
         tracing::warn!(post_id, error = %e, "could not update a post's id array; the collections stay the record");
     }
@@ -497,18 +550,35 @@ impl DocStore for MongoDocs {
                 Err(e) if duplicate_of(&e).is_some() => {}
                 Err(e) => return Err(classify(e)),
             }
-            // Held: take it over only if its lease has ended, in one
-            // conditional write, so two instances never both win it.
-            let taken = leases
+            // Held: take it over only if its lease has ended, and only if
+            // this instance wins the claim on that ended lease, so two
+            // instances never both take it.
+            let Some(held) = leases
+                .find_one(doc! { "_id": i32::from(id) })
+                .await
+                .map_err(classify)?
+            else {
+                continue;
+            };
+            let (Ok(was_holder), Ok(ended)) = (held.get_str("holder"), held.get_i64("expiresAt"))
+            else {
+                continue;
+            };
+            if ended >= now
+                || !self
+                    .claim(format!("lease:{id}:{was_holder}:{ended}"), now)
+                    .await?
+            {
+                continue;
+            }
+            leases
                 .update_one(
-                    doc! { "_id": i32::from(id), "expiresAt": { "$lt": now } },
+                    doc! { "_id": i32::from(id) },
                     doc! { "$set": { "holder": holder, "expiresAt": until } },
                 )
                 .await
                 .map_err(classify)?;
-            if taken.modified_count == 1 {
-                return Ok(Some(id));
-            }
+            return Ok(Some(id));
         }
         Ok(None)
     }

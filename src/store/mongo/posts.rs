@@ -3,13 +3,97 @@
 use super::*;
 use crate::store::PostDocs;
 
+impl MongoDocs {
+    /// Puts `id` at the head of one of a post's id arrays, keeping the
+    /// newest `cap`.
+    ///
+    /// Where the server honours `$push` with `$position: 0` and `$slice`
+    /// (MongoDB, nx-27017) that is one atomic update. FerretDB 1.24 ignores
+    /// both modifiers, so the array would grow without bound, oldest
+    /// first; there the array is rewritten from the newest `cap` ids of the
+    /// collection it mirrors, read by index. That costs a read of up to
+    /// `cap` index entries per write, and of two concurrent writes the
+    /// later rewrite may miss the other's id until the post's next write,
+    /// which is why it is not the formulation everywhere.
+    async fn push_newest_id(
+        &self,
+        post_id: i64,
+        field: &str,
+        id: i64,
+        mirrored: (&str, Document),
+        cap: usize,
+    ) -> Result<(), MongoError> {
+        if self.capped_push().await? {
+            self.posts()
+                .update_one(
+                    doc! { "_id": post_id },
+                    doc! { "$push": { field: {
+                    "$each": [id], "$position": 0, "$slice": cap as i64 } } },
+                )
+                .await?;
+            return Ok(());
+        }
+        let (collection, filter) = mirrored;
+        let cursor = self
+            .db
+            .collection::<IdOnly>(collection)
+            .find(filter)
+            .sort(doc! { "_id": -1 })
+            .limit(cap as i64)
+            .projection(doc! { "_id": 1 })
+            .await?;
+        let ids: Vec<i64> = cursor
+            .try_collect::<Vec<_>>()
+            .await?
+            .into_iter()
+            .map(|d| d.id)
+            .collect();
+        self.posts()
+            .update_one(doc! { "_id": post_id }, doc! { "$set": { field: ids } })
+            .await?;
+        Ok(())
+    }
+
+    /// Asks the server once, on a scratch record in `claims`, whether it
+    /// honours `$position` and `$slice`.
+    async fn capped_push(&self) -> Result<bool, MongoError> {
+        self.capped_push
+            .get_or_try_init(|| async {
+                let scratch = self.db.collection::<Document>("claims");
+                let name = format!("probe:capped_push:{}", crate::ids::now_ms());
+                let expire = mongodb::bson::DateTime::from_millis(crate::ids::now_ms() + 60_000);
+                scratch
+                    .insert_one(doc! { "_id": &name, "expireAt": expire, "a": [1_i64, 2_i64] })
+                    .await?;
+                scratch
+                    .update_one(
+                        doc! { "_id": &name },
+                        doc! { "$push": { "a": { "$each": [3_i64], "$position": 0, "$slice": 2 } } },
+                    )
+                    .await?;
+                let after = scratch.find_one(doc! { "_id": &name }).await?;
+                scratch.delete_one(doc! { "_id": &name }).await?;
+                let honoured = after
+                    .as_ref()
+                    .and_then(|d| d.get_array("a").ok())
+                    .is_some_and(|a| {
+                        let a: Vec<i64> = a.iter().filter_map(|v| v.as_i64().or(v.as_i32().map(i64::from))).collect();
+                        a == [3, 1]
+                    });
+                if !honoured {
+                    tracing::warn!("this MongoDB-wire server ignores $push's $position and $slice: a post's id arrays are rewritten from their collections instead");
+                }
+                Ok(honoured)
+            })
+            .await
+            .copied()
+    }
+}
+
 #[async_trait]
 impl PostDocs for MongoDocs {
     async fn insert_post(&self, post: &PostDoc) -> StoreResult<()> {
-        match self.posts().insert_one(post).await {
-            Ok(_) => Ok(()),
-            Err(e) => Err(insert_error(e, "post")),
-        }
+        insert_new(&self.posts(), post, "post").await
     }
 
     async fn posts_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<PostDoc>> {
@@ -38,16 +122,15 @@ impl PostDocs for MongoDocs {
     }
 
     async fn insert_comment(&self, comment: &CommentDoc, cap: usize) -> StoreResult<()> {
-        match self.comments().insert_one(comment).await {
-            Ok(_) => {}
-            Err(e) => return Err(insert_error(e, "comment")),
-        }
+        insert_new(&self.comments(), comment, "comment").await?;
+        let mirrored = doc! { "postId": comment.post_id, "deleted": false };
         let pushed = self
-            .posts()
-            .update_one(
-                doc! { "_id": comment.post_id },
-                doc! { "$push": { "comments_postid": {
-                "$each": [comment.id], "$position": 0, "$slice": cap as i64 } } },
+            .push_newest_id(
+                comment.post_id,
+                "comments_postid",
+                comment.id,
+                ("comments", mirrored),
+                cap,
             )
             .await;
         array_update_result(pushed, comment.post_id);
@@ -130,12 +213,14 @@ impl PostDocs for MongoDocs {
             return Ok(false);
         }
         if like.kind == LikeKind::Post {
+            let mirrored = doc! { "kind": LikeKind::Post.as_str(), "targetId": like.target_id };
             let pushed = self
-                .posts()
-                .update_one(
-                    doc! { "_id": like.target_id },
-                    doc! { "$push": { "likes_postid": {
-                    "$each": [like.id], "$position": 0, "$slice": cap as i64 } } },
+                .push_newest_id(
+                    like.target_id,
+                    "likes_postid",
+                    like.id,
+                    ("likes", mirrored),
+                    cap,
                 )
                 .await;
             array_update_result(pushed, like.target_id);

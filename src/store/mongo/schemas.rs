@@ -12,7 +12,7 @@ use super::classify;
 use crate::store::{StoreError, StoreResult};
 
 /// Compiled in, so the binary never depends on where it was started from.
-pub const SCHEMAS: [(&str, &str); 13] = [
+pub const SCHEMAS: [(&str, &str); 14] = [
     ("users", include_str!("../../../schemas/users.json")),
     ("posts", include_str!("../../../schemas/posts.json")),
     ("comments", include_str!("../../../schemas/comments.json")),
@@ -41,6 +41,7 @@ pub const SCHEMAS: [(&str, &str); 13] = [
         "live_repairs",
         include_str!("../../../schemas/live_repairs.json"),
     ),
+    ("claims", include_str!("../../../schemas/claims.json")),
 ];
 
 #[derive(Deserialize)]
@@ -87,46 +88,101 @@ async fn is_wire_stand_in(db: &Database) -> bool {
     }
 }
 
+fn has_code(e: &mongodb::error::Error, code: i32) -> bool {
+    matches!(&*e.kind, mongodb::error::ErrorKind::Command(c) if c.code == code)
+}
+
+/// Another instance created the collection a moment ago.
+fn namespace_exists(e: &mongodb::error::Error) -> bool {
+    has_code(e, 48)
+}
+
+/// NotImplemented: FerretDB 1.24 implements neither `$jsonSchema`
+/// validators nor TTL indexes (docs/FERRETDB.md).
+fn not_implemented(e: &mongodb::error::Error) -> bool {
+    has_code(e, 238)
+}
+
+/// Sets a collection's validator, creating the collection if it is missing.
+/// On a server without validators the collection is made without one: the
+/// typed documents stay the enforcement there, and `tests/validators.rs`
+/// checks what the suite writes against `schemas/`. False on such a server.
+async fn apply_validator(
+    db: &Database,
+    collection: &str,
+    validator: Document,
+    exists: bool,
+) -> StoreResult<bool> {
+    let modify = || db.run_command(doc! { "collMod": collection, "validator": validator.clone() });
+    let result = if exists {
+        modify().await
+    } else {
+        match db
+            .run_command(doc! { "create": collection, "validator": validator.clone() })
+            .await
+        {
+            Err(e) if namespace_exists(&e) => modify().await,
+            Err(e) if not_implemented(&e) => {
+                return match db.run_command(doc! { "create": collection }).await {
+                    Err(e) if !namespace_exists(&e) => Err(classify(e)),
+                    _ => Ok(false),
+                };
+            }
+            other => other,
+        }
+    };
+    match result {
+        Ok(_) => Ok(true),
+        Err(e) if not_implemented(&e) => Ok(false),
+        Err(e) => Err(classify(e)),
+    }
+}
+
 pub async fn apply(db: &Database) -> StoreResult<()> {
     let schemas = parse_all().map_err(|e| StoreError::Other(anyhow::anyhow!(e)))?;
     let stand_in = is_wire_stand_in(db).await;
     let existing = db.list_collection_names().await.map_err(classify)?;
+    let mut enforced = true;
     for schema in schemas {
         let validator = to_document(&schema.validator)?;
-        if existing.iter().any(|c| c == &schema.collection) {
-            db.run_command(doc! { "collMod": &schema.collection, "validator": validator })
-                .await
-                .map_err(classify)?;
-        } else if let Err(e) = db
-            .run_command(doc! { "create": &schema.collection, "validator": validator.clone() })
-            .await
-        {
-            // Another instance created it a moment ago (NamespaceExists): modify instead.
-            if !matches!(&*e.kind, mongodb::error::ErrorKind::Command(c) if c.code == 48) {
-                return Err(classify(e));
-            }
-            db.run_command(doc! { "collMod": &schema.collection, "validator": validator })
-                .await
-                .map_err(classify)?;
-        }
+        let exists = existing.iter().any(|c| c == &schema.collection);
+        enforced &= apply_validator(db, &schema.collection, validator, exists).await?;
         let coll = db.collection::<Document>(&schema.collection);
         for index in &schema.indexes {
             let mut keys = to_document(&serde_json::Value::Object(index.keys.clone()))?;
             if stand_in && keys.len() > 1 {
                 keys.remove("_id");
             }
-            let model = IndexModel::builder()
-                .keys(keys)
-                .options(
-                    IndexOptions::builder()
-                        .name(index.name.clone())
-                        .unique(index.unique.then_some(true))
-                        .expire_after(index.expire_after_seconds.map(Duration::from_secs))
-                        .build(),
-                )
-                .build();
-            coll.create_index(model).await.map_err(classify)?;
+            let model = |expire_after: Option<Duration>| {
+                IndexModel::builder()
+                    .keys(keys.clone())
+                    .options(
+                        IndexOptions::builder()
+                            .name(index.name.clone())
+                            .unique(index.unique.then_some(true))
+                            .expire_after(expire_after)
+                            .build(),
+                    )
+                    .build()
+            };
+            let ttl = index.expire_after_seconds.map(Duration::from_secs);
+            match coll.create_index(model(ttl)).await {
+                Ok(_) => {}
+                // Without TTL indexes the index is still made, plain: every
+                // expiring collection is also purged by a filtered delete
+                // and filtered on read, as MongoDB's TTL monitor lags up to
+                // a minute anyway.
+                Err(e) if ttl.is_some() && not_implemented(&e) => {
+                    coll.create_index(model(None)).await.map_err(classify)?;
+                }
+                Err(e) => return Err(classify(e)),
+            }
         }
+    }
+    if !enforced {
+        tracing::warn!(
+            "this MongoDB-wire server has no $jsonSchema validators: documents are checked by their types only"
+        );
     }
     Ok(())
 }

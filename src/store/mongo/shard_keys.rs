@@ -25,8 +25,10 @@ pub const SCATTER: &[(&str, &[&str], &str)] = &[
     // Background work: sweeps seconds or minutes apart in bounded batches,
     // account erasure, the repair tools' scans and totals.
     ("sessions", &["expiresAt"], "the expiry sweep"),
+    ("sessions", &["_id"], "the expiry sweep, deleting by id what it found"),
     ("idempotency_keys", &["expireAt"], "the expiry sweep"),
     ("idempotency_keys", &["expiresAt"], "the expiry sweep"),
+    ("claims", &["expireAt"], "purging expired claims, a few per claim"),
     ("notifications", &["_id"], "the retention sweep (by id range)"),
     ("notifications", &["$or"], "erasing an account: notifications to or by it"),
     ("likes", &["uid"], "erasing an account: its likes"),

@@ -13,29 +13,15 @@ impl LiveRepairDocs for EmbeddedDocs {
         mark: i64,
         now: i64,
     ) -> StoreResult<()> {
-        let repairs = repairs.to_vec();
+        let records: Vec<LiveRepairDoc> = repairs
+            .iter()
+            .map(|(owner, keys)| LiveRepairDoc::new(*owner, keys, mark, now))
+            .collect();
         self.write(move |txn| {
             let mut table = txn.open_table(LIVE_REPAIRS).map_err(other)?;
-            for (owner, keys) in &repairs {
-                let code = owner.code();
-                let mut doc = match table.get(code.as_str()).map_err(other)? {
-                    Some(v) => decode::<LiveRepairDoc>(v.value())?,
-                    None => LiveRepairDoc {
-                        owner: code.clone(),
-                        keys: Vec::new(),
-                        mark,
-                        saved_at: now,
-                    },
-                };
-                for k in keys.iter() {
-                    let c = k.code();
-                    if !doc.keys.contains(&c) {
-                        doc.keys.push(c);
-                    }
-                }
-                doc.mark = mark;
+            for r in &records {
                 table
-                    .insert(code.as_str(), encode(&doc)?.as_slice())
+                    .insert(r.id.as_str(), encode(r)?.as_slice())
                     .map_err(other)?;
             }
             Ok(())
@@ -57,16 +43,12 @@ impl LiveRepairDocs for EmbeddedDocs {
         .await
     }
 
-    async fn finish_live_repair(&self, owner: Owner, mark: i64) -> StoreResult<()> {
+    async fn finish_live_repairs(&self, ids: &[String]) -> StoreResult<()> {
+        let ids = ids.to_vec();
         self.write(move |txn| {
             let mut table = txn.open_table(LIVE_REPAIRS).map_err(other)?;
-            let code = owner.code();
-            let same = match table.get(code.as_str()).map_err(other)? {
-                Some(v) => decode::<LiveRepairDoc>(v.value())?.mark == mark,
-                None => false,
-            };
-            if same {
-                table.remove(code.as_str()).map_err(other)?;
+            for id in &ids {
+                table.remove(id.as_str()).map_err(other)?;
             }
             Ok(())
         })

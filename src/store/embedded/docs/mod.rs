@@ -109,7 +109,7 @@ const BLOCKS: TableDefinition<(u64, u64), u64> = TableDefinition::new("blocks");
 const BLOCKED_BY: TableDefinition<(u64, u64), u64> = TableDefinition::new("blocked_by");
 /// Post id → its unfinished fan-out (`FanOutDoc` JSON).
 const FAN_OUTS: TableDefinition<u64, &[u8]> = TableDefinition::new("fan_outs");
-/// Owner code → its stale live keys (`LiveRepairDoc` JSON): only used when
+/// Record id → stale live keys of one owner (`LiveRepairDoc` JSON): only used when
 /// the live state is in a Redis that other processes share.
 const LIVE_REPAIRS: TableDefinition<&str, &[u8]> = TableDefinition::new("live_repairs");
 

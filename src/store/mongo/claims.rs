@@ -1,0 +1,44 @@
+//! Claims by unique insert: the one write that decides a race on every
+//! MongoDB-wire server this runs on.
+//!
+//! MongoDB applies a conditional update atomically, but FerretDB 1.24 reads
+//! the matching document, changes it and writes it back by `_id` without
+//! checking the filter again, so two instances claiming one fan-out or one
+//! expired lease would both win (docs/FERRETDB.md). An insert under a
+//! unique `_id` is exact everywhere. So a claim is an insert whose name says
+//! what is claimed and in which state it was seen free (its generation):
+//! one claimer wins each state, and the next state has a new name.
+
+use super::*;
+
+/// How long a claim's record is kept: long past the moment a slow rival,
+/// holding the same stale read, could still try the same name.
+const KEPT_MS: i64 = 60 * 60 * 1000;
+
+/// Expired claims purged per claim: enough to keep up with the claims
+/// made, on servers without TTL indexes.
+const PURGED_PER_CLAIM: usize = 8;
+
+impl MongoDocs {
+    /// True when this call is the one that claimed `name`.
+    pub(super) async fn claim(&self, name: String, now: i64) -> StoreResult<bool> {
+        let claims = self.db.collection::<Document>("claims");
+        let record = doc! {
+            "_id": name,
+            "expireAt": mongodb::bson::DateTime::from_millis(now + KEPT_MS),
+        };
+        let won = match claims.insert_one(record).await {
+            Ok(_) => true,
+            Err(e) if duplicate_of(&e).is_some() => false,
+            Err(e) => return Err(classify(e)),
+        };
+        let expired = doc! { "expireAt": { "$lt": mongodb::bson::DateTime::from_millis(now) } };
+        if let Err(e) = self
+            .delete_some::<String>("claims", expired, PURGED_PER_CLAIM)
+            .await
+        {
+            tracing::debug!(error = %e, "could not purge expired claims; the next claim tries again");
+        }
+        Ok(won)
+    }
+}
