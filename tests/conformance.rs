@@ -60,6 +60,21 @@ async fn fresh_db(test: &str) -> Database {
     client().await.database(&name)
 }
 
+/// The adapter itself on a fresh database, its schemas applied: for the
+/// formulations the service uses, asserted through the code that uses them.
+async fn fresh_docs(test: &str) -> moments::store::mongo::MongoDocs {
+    use moments::store::DocStore;
+    let uri = std::env::var("MOMENTS_TEST_MONGODB_URI").unwrap_or_default();
+    let name = fresh_db(test).await.name().to_string();
+    let docs = moments::store::mongo::MongoDocs::connect(&uri, &name)
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect the adapter to {uri}: {e}"));
+    docs.apply_schemas()
+        .await
+        .unwrap_or_else(|e| panic!("cannot apply the schemas: {e}"));
+    docs
+}
+
 async fn drop_db(db: Database) {
     // Best effort: a failed drop must not hide the test's own result.
     let _ = db.drop().await;
@@ -747,12 +762,8 @@ async fn a_duplicate_id_is_told_apart_from_a_duplicate_unique_key() {
 
 #[tokio::test]
 async fn follow_counts_are_kept_on_the_user_and_backfilled_once() {
-    use moments::store::mongo::MongoDocs;
-    use moments::store::{AccountDocs, DocStore, FollowDoc, SocialDocs, UserDoc};
-    let name = format!("conf_counts_{}", random_suffix());
-    let uri = std::env::var("MOMENTS_TEST_MONGODB_URI").unwrap();
-    let docs = MongoDocs::connect(&uri, &name).await.unwrap();
-    docs.apply_schemas().await.unwrap();
+    use moments::store::{AccountDocs, FollowDoc, SocialDocs, UserDoc};
+    let docs = fresh_docs("counts").await;
     let user = |uid: i64| UserDoc {
         uid,
         username: format!("u{uid}"),
@@ -860,12 +871,9 @@ async fn of_concurrent_inserts_of_one_id_exactly_one_succeeds() {
 #[tokio::test]
 async fn a_saved_fan_out_is_claimed_by_exactly_one_of_concurrent_sweeps() {
     use moments::domain::post::Visibility;
-    use moments::store::mongo::MongoDocs;
-    use moments::store::{DocStore, FanOutDoc, FanOutDocs};
-    let name = format!("conf_fan_out_claim_{}", random_suffix());
-    let uri = std::env::var("MOMENTS_TEST_MONGODB_URI").unwrap();
-    let docs = MongoDocs::connect(&uri, &name).await.unwrap();
-    docs.apply_schemas().await.unwrap();
+
+    use moments::store::{FanOutDoc, FanOutDocs};
+    let docs = fresh_docs("fan_out_claim").await;
     let saved = FanOutDoc {
         post_id: id(1),
         author: id(2),
@@ -911,12 +919,9 @@ async fn expired_sessions_are_purged_by_the_sweep_on_every_server() {
     // nx-27017's at once; FerretDB has no TTL indexes (the schema falls back
     // to a plain index of the same name). The expiry sweep's filtered delete
     // is what holds on all three.
-    use moments::store::mongo::MongoDocs;
+
     use moments::store::{AccountDocs, DocStore, SessionDoc};
-    let name = format!("conf_ttl_{}", random_suffix());
-    let uri = std::env::var("MOMENTS_TEST_MONGODB_URI").unwrap();
-    let docs = MongoDocs::connect(&uri, &name).await.unwrap();
-    docs.apply_schemas().await.unwrap();
+    let docs = fresh_docs("ttl").await;
     // Applying twice changes nothing and fails nowhere.
     docs.apply_schemas().await.unwrap();
     let sessions = docs.database().collection::<Document>("sessions");
@@ -961,12 +966,9 @@ async fn a_posts_id_arrays_hold_its_newest_ids_first_capped() {
     // array from the collection it mirrors. Either way, this is what a
     // post's document carries.
     use moments::domain::post::{Category, Visibility};
-    use moments::store::mongo::MongoDocs;
-    use moments::store::{CommentDoc, DocStore, LikeDoc, LikeKind, PostDoc, PostDocs};
-    let name = format!("conf_id_arrays_{}", random_suffix());
-    let uri = std::env::var("MOMENTS_TEST_MONGODB_URI").unwrap();
-    let docs = MongoDocs::connect(&uri, &name).await.unwrap();
-    docs.apply_schemas().await.unwrap();
+
+    use moments::store::{CommentDoc, LikeDoc, LikeKind, PostDoc, PostDocs};
+    let docs = fresh_docs("id_arrays").await;
     let post = id(1);
     docs.insert_post(&PostDoc {
         id: post,
