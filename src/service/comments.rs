@@ -26,7 +26,8 @@ pub async fn create_comment(
     let reply_to = match req.reply_to_comment_id {
         None => None,
         Some(target) => {
-            let parent = ctx.docs.comments_by_ids(&[target]).await?.pop();
+            // On this post or nowhere: a reply's parent is on its post.
+            let parent = ctx.docs.comments_by_ids(&[(post_id, target)]).await?.pop();
             // A comment the replier may not read is not there to reply to:
             // the same answer as none, so its author is not revealed.
             match parent {
@@ -149,7 +150,7 @@ pub async fn list_comments(
 
 /// A live comment, or 404: the first step of every write on a comment.
 pub async fn live_comment(ctx: &Context, id: i64) -> AppResult<CommentDoc> {
-    match ctx.docs.comments_by_ids(&[id]).await?.pop() {
+    match ctx.docs.comments_by_id_alone(&[id]).await?.pop() {
         Some(c) if !c.deleted => Ok(c),
         _ => Err(AppError::NotFound("comment")),
     }

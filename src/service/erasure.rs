@@ -57,7 +57,7 @@ pub async fn erase_traces(ctx: &Context, uid: i64, budget: usize) -> AppResult<b
             .collect();
         let post_of: std::collections::HashMap<i64, i64> = ctx
             .docs
-            .comments_by_ids(&liked_comments)
+            .comments_by_id_alone(&liked_comments)
             .await?
             .into_iter()
             .map(|c| (c.id, c.post_id))

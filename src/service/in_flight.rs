@@ -93,11 +93,15 @@ impl<T> SharedRead<Vec<T>> {
 
 /// The rebuild reads whose size strangers can grow (every like of a post,
 /// every comment, every reply), shared while in flight.
+/// Two ids that go together: `(post_id, comment_id)` asked for,
+/// `(comment_id, reply_id)` answered.
+type IdPair = (i64, i64);
+
 #[derive(Default)]
 pub struct Rebuilds {
     likes: InFlight<(LikeKind, Vec<i64>), Vec<LikeDoc>>,
     comment_ids: InFlight<Vec<i64>, Vec<(i64, i64)>>,
-    reply_ids: InFlight<Vec<i64>, Vec<(i64, i64)>>,
+    reply_ids: InFlight<Vec<IdPair>, Vec<IdPair>>,
 }
 
 impl Rebuilds {
@@ -128,10 +132,11 @@ impl Rebuilds {
         .await
     }
 
+    /// Of comments given as `(post_id, comment_id)`.
     pub async fn reply_ids_of_comments(
         &self,
         docs: &Arc<dyn DocStore>,
-        ids: &[i64],
+        ids: &[(i64, i64)],
     ) -> StoreResult<SharedRead<Vec<(i64, i64)>>> {
         shared_by_ids(&self.reply_ids, ids.to_vec(), docs, ids, |d, ids| {
             async move { d.reply_ids_of_comments(&ids).await }.boxed()
@@ -141,15 +146,16 @@ impl Rebuilds {
 }
 
 /// A read of these ids through `flight`; no read at all for none.
-async fn shared_by_ids<K, T>(
+async fn shared_by_ids<K, I, T>(
     flight: &InFlight<K, Vec<T>>,
     key: K,
     docs: &Arc<dyn DocStore>,
-    ids: &[i64],
-    read: impl FnOnce(Arc<dyn DocStore>, Vec<i64>) -> BoxFuture<'static, StoreResult<Vec<T>>>,
+    ids: &[I],
+    read: impl FnOnce(Arc<dyn DocStore>, Vec<I>) -> BoxFuture<'static, StoreResult<Vec<T>>>,
 ) -> StoreResult<SharedRead<Vec<T>>>
 where
     K: Eq + Hash + Clone + Send + 'static,
+    I: Clone + Send + 'static,
     T: Send + Sync + 'static,
 {
     if ids.is_empty() {

@@ -55,13 +55,13 @@ async fn derive(docs: &dyn DocStore, post_ids: &[i64]) -> StoreResult<Derived> {
         by_post.entry(*p).or_default().push(*c);
     }
     let mut latest_ids = Vec::new();
-    for ids in by_post.values_mut() {
+    for (post, ids) in by_post.iter_mut() {
         ids.sort_unstable_by(|a, b| b.cmp(a));
-        latest_ids.extend(ids.iter().take(LATEST_COMMENTS));
+        latest_ids.extend(ids.iter().take(LATEST_COMMENTS).map(|c| (*post, *c)));
     }
     let (comment_likes, replies, latest) = tokio::try_join!(
         docs.likes_of_targets(LikeKind::Comment, &comment_ids),
-        docs.reply_ids_of_comments(&comment_ids),
+        docs.reply_ids_of_comments(&comment_pairs),
         docs.comments_by_ids(&latest_ids),
     )?;
 

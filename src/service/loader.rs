@@ -203,10 +203,16 @@ impl<'a> Loader<'a> {
             BlobKey::PostBody(p) => Some(*p),
             _ => None,
         });
-        let comment_ids = ids(&|b| match b {
-            BlobKey::CommentBody(_, c) => Some(*c),
-            _ => None,
-        });
+        // Comments as (post, comment): the post is the comments' shard key.
+        let mut comment_ids: Vec<(i64, i64)> = blobs
+            .iter()
+            .filter_map(|b| match b {
+                BlobKey::CommentBody(p, c) => Some((*p, *c)),
+                _ => None,
+            })
+            .collect();
+        comment_ids.sort_unstable();
+        comment_ids.dedup();
         let user_ids = ids(&|b| match b {
             BlobKey::Card(u) => Some(*u),
             _ => None,
@@ -229,10 +235,15 @@ impl<'a> Loader<'a> {
             SetKey::CommentLikers(_, c) => Some(*c),
             _ => None,
         });
-        let replied_comments = set_ids(&|k| match k {
-            SetKey::CommentReplies(_, c) => Some(*c),
-            _ => None,
-        });
+        let mut replied_comments: Vec<(i64, i64)> = sets
+            .iter()
+            .filter_map(|s| match s.key {
+                SetKey::CommentReplies(p, c) => Some((p, c)),
+                _ => None,
+            })
+            .collect();
+        replied_comments.sort_unstable();
+        replied_comments.dedup();
         let followers_of = set_ids(&|k| match k {
             SetKey::Following(u) | SetKey::Friends(u) => Some(*u),
             _ => None,

@@ -152,7 +152,10 @@ pub async fn list(
         .iter()
         .filter_map(|n| n.post_id.map(BlobKey::PostBody))
         .collect();
-    let comment_ids: Vec<i64> = docs.iter().filter_map(|n| n.comment_id).collect();
+    let comment_ids: Vec<(i64, i64)> = docs
+        .iter()
+        .filter_map(|n| Some((n.post_id?, n.comment_id?)))
+        .collect();
     let (cards, loaded, comments) = tokio::try_join!(
         load_cards(ctx, &actors),
         loader.load(&post_keys, &[]),

@@ -213,7 +213,8 @@ metered! {
         counted fn delete_post(id: i64) -> bool;
         counted fn post_ids_by_author(uid: i64, before: Option<i64>, limit: usize) -> Vec<i64>;
         counted fn insert_comment(comment: &CommentDoc, cap: usize) -> ();
-        batch(ids) fn comments_by_ids(ids: &[i64]) -> Vec<CommentDoc>;
+        batch(ids) fn comments_by_ids(ids: &[(i64, i64)]) -> Vec<CommentDoc>;
+        batch(ids) fn comments_by_id_alone(ids: &[i64]) -> Vec<CommentDoc>;
         counted fn delete_comment(comment: &CommentDoc) -> bool;
         counted fn comments_page(
             post_id: i64,
@@ -221,7 +222,7 @@ metered! {
             limit: usize,
         ) -> Vec<CommentDoc>;
         batch(post_ids) fn comment_ids_of_posts(post_ids: &[i64]) -> Vec<(i64, i64)>;
-        batch(comment_ids) fn reply_ids_of_comments(comment_ids: &[i64]) -> Vec<(i64, i64)>;
+        batch(comments) fn reply_ids_of_comments(comments: &[(i64, i64)]) -> Vec<(i64, i64)>;
         counted fn insert_like(like: &LikeDoc, cap: usize) -> bool;
         counted fn delete_like(kind: LikeKind, target_id: i64, uid: i64) -> Option<LikeDoc>;
         batch(target_ids) fn likes_of_targets(kind: LikeKind, target_ids: &[i64]) -> Vec<LikeDoc>;

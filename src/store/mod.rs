@@ -412,7 +412,13 @@ pub trait PostDocs: Send + Sync {
     /// `comments_postid`, keeping the newest `cap`.
     async fn insert_comment(&self, comment: &CommentDoc, cap: usize) -> StoreResult<()>;
 
-    async fn comments_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<CommentDoc>>;
+    /// Comments by `(post_id, comment_id)`: with their posts, so that a
+    /// sharded store reads only the shards of those posts.
+    async fn comments_by_ids(&self, ids: &[(i64, i64)]) -> StoreResult<Vec<CommentDoc>>;
+
+    /// Comments by id alone, for the callers that do not know the post (a
+    /// comment's own URL, a like of a comment): every shard is asked.
+    async fn comments_by_id_alone(&self, ids: &[i64]) -> StoreResult<Vec<CommentDoc>>;
 
     /// Flags it deleted and drops its id from the post; true when this call did.
     async fn delete_comment(&self, comment: &CommentDoc) -> StoreResult<bool>;
@@ -428,8 +434,10 @@ pub trait PostDocs: Send + Sync {
     /// `(post_id, comment_id)` of every live comment on these posts.
     async fn comment_ids_of_posts(&self, post_ids: &[i64]) -> StoreResult<Vec<(i64, i64)>>;
 
-    /// `(parent_comment_id, reply_id)` of every live reply to these comments.
-    async fn reply_ids_of_comments(&self, comment_ids: &[i64]) -> StoreResult<Vec<(i64, i64)>>;
+    /// `(parent_comment_id, reply_id)` of every live reply to these
+    /// comments, given as `(post_id, comment_id)` (a reply is on its
+    /// parent's post).
+    async fn reply_ids_of_comments(&self, comments: &[(i64, i64)]) -> StoreResult<Vec<(i64, i64)>>;
 
     /// Inserts the like, and for a post records its id in `likes_postid`.
     /// `Ok(false)` when this user already liked it: liking twice is one like.

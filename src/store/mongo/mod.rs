@@ -68,22 +68,22 @@ impl MongoDocs {
     }
 
     /// Deletes the one document matching `filter`: found first, then deleted
-    /// by `_id` (writes address documents by `_id`, TESTING.md). True when
-    /// this call deleted it.
+    /// by `_id` (writes address documents by `_id`, TESTING.md) and the same
+    /// filter, which carries the collection's shard key. True when this
+    /// call deleted it.
     async fn delete_matching(&self, collection: &str, filter: Document) -> StoreResult<bool> {
         let coll = self.db.collection::<IdOnly>(collection);
         let Some(found) = coll
-            .find_one(filter)
+            .find_one(filter.clone())
             .projection(doc! { "_id": 1 })
             .await
             .map_err(classify)?
         else {
             return Ok(false);
         };
-        let r = coll
-            .delete_one(doc! { "_id": found.id })
-            .await
-            .map_err(classify)?;
+        let mut by_id = filter;
+        by_id.insert("_id", found.id);
+        let r = coll.delete_one(by_id).await.map_err(classify)?;
         Ok(r.deleted_count == 1)
     }
 

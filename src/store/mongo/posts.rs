@@ -90,6 +90,14 @@ impl MongoDocs {
     }
 }
 
+/// The distinct posts of `(post_id, id)` pairs, and the ids.
+fn posts_and_ids(pairs: &[(i64, i64)]) -> (Vec<i64>, Vec<i64>) {
+    let mut posts: Vec<i64> = pairs.iter().map(|(p, _)| *p).collect();
+    posts.sort_unstable();
+    posts.dedup();
+    (posts, pairs.iter().map(|(_, id)| *id).collect())
+}
+
 #[async_trait]
 impl PostDocs for MongoDocs {
     async fn insert_post(&self, post: &PostDoc) -> StoreResult<()> {
@@ -137,7 +145,21 @@ impl PostDocs for MongoDocs {
         Ok(())
     }
 
-    async fn comments_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<CommentDoc>> {
+    async fn comments_by_ids(&self, ids: &[(i64, i64)]) -> StoreResult<Vec<CommentDoc>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (posts, comments) = posts_and_ids(ids);
+        collect(
+            self.comments()
+                .find(doc! { "postId": { "$in": posts }, "_id": { "$in": comments } })
+                .await
+                .map_err(classify)?,
+        )
+        .await
+    }
+
+    async fn comments_by_id_alone(&self, ids: &[i64]) -> StoreResult<Vec<CommentDoc>> {
         by_ids(self.comments(), ids).await
     }
 
@@ -190,14 +212,19 @@ impl PostDocs for MongoDocs {
             .collect())
     }
 
-    async fn reply_ids_of_comments(&self, comment_ids: &[i64]) -> StoreResult<Vec<(i64, i64)>> {
-        if comment_ids.is_empty() {
+    async fn reply_ids_of_comments(&self, comments: &[(i64, i64)]) -> StoreResult<Vec<(i64, i64)>> {
+        if comments.is_empty() {
             return Ok(Vec::new());
         }
+        let (posts, comment_ids) = posts_and_ids(comments);
         let cursor = self
             .db
             .collection::<ReplyPair>("comments")
-            .find(doc! { "replyTo.commentId": { "$in": comment_ids }, "deleted": false })
+            .find(doc! {
+                "postId": { "$in": posts },
+                "replyTo.commentId": { "$in": comment_ids },
+                "deleted": false,
+            })
             .projection(doc! { "_id": 1, "replyTo": 1 })
             .await
             .map_err(classify)?;
@@ -244,7 +271,8 @@ impl PostDocs for MongoDocs {
         };
         let r = self
             .likes()
-            .delete_one(doc! { "_id": like.id })
+            // With its target: the likes' shard key.
+            .delete_one(doc! { "_id": like.id, "targetId": target_id })
             .await
             .map_err(classify)?;
         if r.deleted_count == 0 {

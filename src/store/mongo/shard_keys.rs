@@ -69,31 +69,10 @@ pub const SCATTER: &[(&str, &[&str], &str)] = &[
         &["$or"],
         "blocks between a page's authors and the viewer, either way round: one query for both directions",
     ),
-    // Not yet targeted, on the request path: the next step (README).
     (
         "comments",
         &["_id"],
-        "NOT YET TARGETED: comments read and written by id alone; every caller knows the post, and is to pass it",
-    ),
-    (
-        "comments",
-        &["deleted", "replyTo.commentId"],
-        "NOT YET TARGETED: replies to a page's comments, found by the comments' ids; they are on the same post",
-    ),
-    (
-        "likes",
-        &["_id"],
-        "NOT YET TARGETED: a like removed by id alone after it was found by target",
-    ),
-    (
-        "follows",
-        &["_id"],
-        "NOT YET TARGETED: an edge removed by id alone after it was found by follower",
-    ),
-    (
-        "blocks",
-        &["_id"],
-        "NOT YET TARGETED: a block removed by id alone after it was found by blocker",
+        "a comment found by the id alone in its own URL (DELETE /comments/{id}), or in a like of it (erasing an account)",
     ),
     // Small collections are unsharded (schemas/: "shardKey": "unsharded").
 ];

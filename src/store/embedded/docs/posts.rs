@@ -106,7 +106,12 @@ impl PostDocs for EmbeddedDocs {
         .await
     }
 
-    async fn comments_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<CommentDoc>> {
+    async fn comments_by_ids(&self, ids: &[(i64, i64)]) -> StoreResult<Vec<CommentDoc>> {
+        let ids: Vec<i64> = ids.iter().map(|(_, c)| *c).collect();
+        self.comments_by_id_alone(&ids).await
+    }
+
+    async fn comments_by_id_alone(&self, ids: &[i64]) -> StoreResult<Vec<CommentDoc>> {
         let ids = ids.to_vec();
         self.read(move |txn| docs_by_ids(txn, COMMENTS, &ids)).await
     }
@@ -174,8 +179,8 @@ impl PostDocs for EmbeddedDocs {
         .await
     }
 
-    async fn reply_ids_of_comments(&self, comment_ids: &[i64]) -> StoreResult<Vec<(i64, i64)>> {
-        let comment_ids = comment_ids.to_vec();
+    async fn reply_ids_of_comments(&self, comments: &[(i64, i64)]) -> StoreResult<Vec<(i64, i64)>> {
+        let comment_ids: Vec<i64> = comments.iter().map(|(_, c)| *c).collect();
         self.read(move |txn| {
             let index = txn.open_table(REPLIES).map_err(other)?;
             let mut out = Vec::new();
