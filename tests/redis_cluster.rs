@@ -2,7 +2,9 @@
 //! cluster fails over it answers at worst 503 (never 500), it recovers by
 //! itself, and every write it acknowledged, before, during or after, is
 //! there afterwards. The killed node then comes back as a replica and the
-//! service goes on.
+//! service goes on. A read sent on a stale slot map (a slot moved since the
+//! service last read the map) is answered right, and a fan-out takes one
+//! script call per 500 followers per node.
 //!
 //! The test starts its own six `redis-server --cluster-enabled yes` nodes
 //! (three masters with a replica each) on free loopback ports, so killing
@@ -611,4 +613,125 @@ async fn a_fan_out_takes_one_call_per_chunk_of_each_nodes_followers() {
             assert!(set.is_none(), "timeline {uid} was created by a push");
         }
     }
+}
+
+/// Errors of `kind` (MOVED, ASK…) a node has answered, by its own INFO
+/// errorstats.
+fn errors_answered(node: &Node, kind: &str) -> u64 {
+    let prefix = format!("errorstat_{kind}:count=");
+    node.cli(&["info", "errorstats"])
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()).map(str::to_string))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Moves `slot` and its keys from master `from` to master `to`, as
+/// `redis-cli --cluster reshard` does, telling every master.
+fn move_slot(cluster: &Cluster, slot: u16, from: usize, to: usize) {
+    let (a, b) = (&cluster.nodes[from], &cluster.nodes[to]);
+    let id = |n: &Node| n.cli(&["cluster", "myid"]).trim().to_string();
+    let (a_id, b_id) = (id(a), id(b));
+    let slot = slot.to_string();
+    assert!(b
+        .cli(&["cluster", "setslot", &slot, "importing", &a_id])
+        .contains("OK"));
+    assert!(a
+        .cli(&["cluster", "setslot", &slot, "migrating", &b_id])
+        .contains("OK"));
+    let keys: Vec<String> = a
+        .cli(&["cluster", "getkeysinslot", &slot, "10000"])
+        .lines()
+        .map(str::to_string)
+        .filter(|k| !k.is_empty())
+        .collect();
+    if !keys.is_empty() {
+        let port = b.port.to_string();
+        let mut args = vec!["migrate", "127.0.0.1", &port, "", "0", "5000", "KEYS"];
+        args.extend(keys.iter().map(String::as_str));
+        assert!(a.cli(&args).contains("OK"), "MIGRATE of {keys:?}");
+    }
+    for n in cluster
+        .nodes
+        .iter()
+        .filter(|n| n.cli(&["role"]).starts_with("master"))
+    {
+        assert!(n
+            .cli(&["cluster", "setslot", &slot, "node", &b_id])
+            .contains("OK"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_sent_per_node_on_a_stale_slot_map_is_answered_after_a_slot_moves() {
+    // A page's read goes out as one pipeline per master, routed by the
+    // service's own copy of the slot map. A slot moved since that copy was
+    // read makes its old master answer MOVED for the slot's commands; the
+    // node's part is then re-sent per slot, through the client's redirects.
+    use moments::store::redis::RedisLive;
+    use moments::store::{LiveFill, LiveRead, LiveStore, SetKey, SetRead};
+
+    let cluster = Cluster::start().await;
+    let prefix = format!("moved{}:", moments::ids::next_id());
+    let live = RedisLive::connect(&cluster.seeds(), &prefix, 3600)
+        .await
+        .unwrap();
+    let users: Vec<i64> = (1..=300).collect();
+    let fill = LiveFill {
+        sets: users
+            .iter()
+            .map(|u| (SetKey::Home(*u), vec![(1000 + u, 1000 + u)], 0))
+            .collect(),
+        ..Default::default()
+    };
+    live.fill(&fill).await.unwrap();
+    let read = LiveRead {
+        sets: users
+            .iter()
+            .map(|u| SetRead {
+                key: SetKey::Home(*u),
+                top: 1,
+                probe: Some(1000 + u),
+                below: None,
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let check = |answer: moments::store::LiveAnswer| {
+        for (u, set) in users.iter().zip(&answer.sets) {
+            let set = set
+                .as_ref()
+                .unwrap_or_else(|| panic!("timeline {u} read as absent"));
+            assert_eq!(set.probe_score, Some(1000 + u), "timeline {u}");
+        }
+    };
+    check(live.read(&read).await.unwrap());
+
+    // The service rereads the map every second; a move made and read
+    // between two of its readings is what this is about, so moves are made
+    // until one was answered MOVED (each either way must read right).
+    let mut moved_answers = 0;
+    for attempt in 0..8_i64 {
+        let key = format!("{prefix}{{u:{}}}:home", users[attempt as usize * 37]);
+        let slot = redis::cluster_routing::get_slot(key.as_bytes());
+        let from = cluster.master_of(&key);
+        let to = cluster
+            .slot_map()
+            .iter()
+            .map(|(_, _, n)| *n)
+            .find(|n| *n != from)
+            .unwrap();
+        let before = errors_answered(&cluster.nodes[from], "MOVED");
+        move_slot(&cluster, slot, from, to);
+        check(live.read(&read).await.unwrap());
+        moved_answers += errors_answered(&cluster.nodes[from], "MOVED") - before;
+        if moved_answers > 0 {
+            break;
+        }
+    }
+    assert!(
+        moved_answers > 0,
+        "no read was ever sent on a stale map: the test proved nothing"
+    );
+    check(live.read(&read).await.unwrap());
 }

@@ -13,6 +13,15 @@
 //! slot has moved (none of it ran on the wrong node, so a retry repeats
 //! nothing).
 //!
+//! A read of a page touches some forty owners, so one pipeline per slot is
+//! some forty pipelines. A batch whose commands are all harmless to send
+//! twice ([`Batch::repeatable`]: reads, TTL refreshes, generation-guarded
+//! fills) goes out instead as one pipeline per master, routed by the slot
+//! map the service keeps; a node that answers with an error for any of it
+//! (a slot moved, the node failed) gets its part re-sent per slot, through
+//! the crate's redirects. Writes whose repetition would count twice stay
+//! per slot.
+//!
 //! Replication in a cluster is asynchronous: a master killed right after
 //! acknowledging a write may take it down with it, and its promoted replica
 //! would then serve the state from before the write, stale until a TTL. So
@@ -75,6 +84,7 @@ pub fn is_cluster_url(url: &str) -> bool {
 pub(super) struct Batch {
     entries: Vec<Entry>,
     replicated: bool,
+    repeatable: bool,
 }
 
 struct Entry {
@@ -97,6 +107,15 @@ impl Batch {
     /// wrote to has its writes (see the module's comment).
     pub fn replicated(mut self) -> Self {
         self.replicated = true;
+        self
+    }
+
+    /// Every command in it may run twice without harm (see the module's
+    /// comment), so on a cluster it may go out one pipeline per node.
+    /// A rate-limit charge in such a batch counts twice in the rare case
+    /// that its node's part is re-sent while slots move.
+    pub fn repeatable(mut self) -> Self {
+        self.repeatable = true;
         self
     }
 
@@ -262,6 +281,97 @@ impl Cluster {
         Ok(())
     }
 
+    /// Each entry's reply, by its index: one pipeline per slot, all at once,
+    /// each redirected whole by the crate if its slot moved.
+    async fn send_per_slot(
+        &self,
+        entries: Vec<(usize, Entry)>,
+        replicated: bool,
+    ) -> StoreResult<Vec<(usize, Value)>> {
+        let conn = self.conn();
+        let mut by_slot: BTreeMap<u16, (redis::Pipeline, Vec<usize>)> = BTreeMap::new();
+        for (i, e) in entries {
+            let (pipe, at) = by_slot
+                .entry(e.slot)
+                .or_insert_with(|| (redis::pipe(), Vec::new()));
+            pipe.add_command(e.cmd);
+            at.push(i);
+        }
+        if replicated {
+            let shape = self.shape();
+            for (slot, (pipe, _)) in by_slot.iter_mut() {
+                if shape.has_replica(*slot) {
+                    // Keyless: it goes with the pipeline to the slot's node.
+                    pipe.cmd("WAIT").arg(1).arg(WAIT_MS).ignore();
+                }
+            }
+        }
+        let groups = by_slot.into_values().map(|(pipe, at)| {
+            let mut conn = conn.clone();
+            async move {
+                let values: Vec<Value> = pipe.query_async(&mut conn).await.map_err(classify)?;
+                Ok::<_, StoreError>(at.into_iter().zip(values).collect::<Vec<_>>())
+            }
+        });
+        Ok(futures_util::future::try_join_all(groups)
+            .await?
+            .into_iter()
+            .flatten()
+            .collect())
+    }
+
+    /// Each entry's reply, by its index: one pipeline per master the slot
+    /// map names, all at once. A node's part that fails (any error reply:
+    /// a slot moved, the node is down) is re-sent per slot, and the map
+    /// reread in the background.
+    async fn send_per_node(
+        self: &Arc<Self>,
+        entries: Vec<(usize, Entry)>,
+    ) -> StoreResult<Vec<(usize, Value)>> {
+        let shape = self.shape();
+        let mut by_node: BTreeMap<u16, Vec<(usize, Entry)>> = BTreeMap::new();
+        for (i, e) in entries {
+            let owner = shape.owner[usize::from(e.slot)];
+            by_node.entry(owner).or_default().push((i, e));
+        }
+        let conn = self.conn();
+        let groups = by_node.into_iter().map(|(owner, part)| {
+            let mut conn = conn.clone();
+            let address = shape.masters.get(usize::from(owner)).cloned();
+            async move {
+                if let Some((host, port)) = address {
+                    let mut pipe = redis::pipe();
+                    for (_, e) in &part {
+                        pipe.add_command(e.cmd.clone());
+                    }
+                    let route = SingleNodeRoutingInfo::ByAddress { host, port };
+                    if let Ok(values) = conn.route_pipeline(&pipe, 0, part.len(), route).await {
+                        // Error replies come back as values here: one of
+                        // them (MOVED, most likely) fails the whole part.
+                        let whole = values.len() == part.len()
+                            && !values.iter().any(|v| matches!(v, Value::ServerError(_)));
+                        if whole {
+                            let at = part.into_iter().map(|(i, _)| i);
+                            return Ok(at.zip(values).collect());
+                        }
+                    }
+                    let me = self.clone();
+                    tokio::spawn(async move {
+                        if let Err(e) = me.refresh().await {
+                            tracing::debug!(error = %e, "rereading the slot map after a failed node pipeline failed");
+                        }
+                    });
+                }
+                self.send_per_slot(part, false).await
+            }
+        });
+        Ok(futures_util::future::try_join_all(groups)
+            .await?
+            .into_iter()
+            .flatten()
+            .collect())
+    }
+
     /// Rereads the map every [`WATCH_EVERY`] for as long as the cluster
     /// connection is in use.
     fn watch(me: &Arc<Self>) {
@@ -368,37 +478,16 @@ impl Conn {
             }
             Conn::Cluster(c) => c,
         };
-        let conn = cluster.conn();
-        let mut by_slot: BTreeMap<u16, (redis::Pipeline, Vec<usize>)> = BTreeMap::new();
         let kept: Vec<bool> = batch.entries.iter().map(|e| e.kept).collect();
-        for (i, e) in batch.entries.into_iter().enumerate() {
-            let (pipe, at) = by_slot
-                .entry(e.slot)
-                .or_insert_with(|| (redis::pipe(), Vec::new()));
-            pipe.add_command(e.cmd);
-            at.push(i);
-        }
-        if batch.replicated {
-            let shape = cluster.shape();
-            for (slot, (pipe, _)) in by_slot.iter_mut() {
-                if shape.has_replica(*slot) {
-                    // Keyless: it goes with the pipeline to the slot's node.
-                    pipe.cmd("WAIT").arg(1).arg(WAIT_MS).ignore();
-                }
-            }
-        }
-        let groups = by_slot.into_values().map(|(pipe, at)| {
-            let mut conn = conn.clone();
-            async move {
-                let values: Vec<Value> = pipe.query_async(&mut conn).await.map_err(classify)?;
-                Ok::<_, StoreError>((at, values))
-            }
-        });
+        let indexed: Vec<(usize, Entry)> = batch.entries.into_iter().enumerate().collect();
+        let answered = if batch.repeatable && !batch.replicated {
+            cluster.send_per_node(indexed).await?
+        } else {
+            cluster.send_per_slot(indexed, batch.replicated).await?
+        };
         let mut replies: Vec<Option<Value>> = vec![None; kept.len()];
-        for (at, values) in futures_util::future::try_join_all(groups).await? {
-            for (i, v) in at.into_iter().zip(values) {
-                replies[i] = Some(v);
-            }
+        for (i, v) in answered {
+            replies[i] = Some(v);
         }
         replies
             .into_iter()

@@ -399,7 +399,8 @@ impl LiveStore for RedisLive {
         if read.is_empty() {
             return Ok(LiveAnswer::default());
         }
-        let mut pipe = Batch::new();
+        // Reads, TTL refreshes and rate-limit charges: see `repeatable`.
+        let mut pipe = Batch::new().repeatable();
         for blob in &read.blobs {
             match self.blob_key(*blob) {
                 (key, Some(field)) => pipe.cmd("HGET", &key).arg(field),
@@ -505,7 +506,9 @@ impl LiveStore for RedisLive {
         if fill.is_empty() {
             return Ok(());
         }
-        let mut pipe = Batch::new();
+        // Guarded by generation (or merged, for last-writer-wins sets): sent
+        // twice, a fill writes the same thing twice.
+        let mut pipe = Batch::new().repeatable();
         for (key, text, gen) in &fill.blobs {
             let (rkey, field) = self.blob_key(*key);
             let ttl = match key {
