@@ -10,8 +10,8 @@ use super::device_names::DeviceNames;
 use super::loader::{from_json, Loaded, Loader};
 use super::paging::Kept;
 use super::views::{unknown_user, CommentView, ExpandedPost, LikeView, ReplyToView};
+use super::visibility::{self, Interactions, Sight};
 use super::{can_see, Context, Presentation, Relations, Viewer};
-use crate::domain::post::Visibility;
 use crate::error::AppResult;
 use crate::ids;
 use crate::store::{BlobKey, CommentDoc, Owner, PostBody, SetKey, SetRead, SetView, UserCard};
@@ -250,15 +250,15 @@ pub async fn assemble_visible(
             .map_or(0, |i| i + 1);
     }
 
-    // WeChat's rule: in a friends-only post, a viewer other than the author
-    // sees only the likes and comments of their own friends and their own,
-    // and the counts follow (narrowed from the newest likes and comments).
-    let allowed = |x: i64| Some(x) == viewer || rel.friends.contains(&x);
+    // Posts where the viewer sees only some of the likes and comments
+    // (visibility.rs), and the counts follow, narrowed from the newest.
     let restricted: HashSet<i64> = posts
         .iter()
-        .filter(|(b, ..)| b.visibility == Visibility::Friends && viewer != Some(b.author_uid))
+        .filter(|(b, ..)| visibility::sight(b, &rel) == Sight::Shown(Interactions::FriendsOnly))
         .map(|(b, ..)| b.id)
         .collect();
+    // Whose interactions the viewer sees on those.
+    let allowed = |x: i64| Sight::Shown(Interactions::FriendsOnly).shows_actor(&rel, x);
     // Replies among a restricted post's newest comments the viewer may not
     // see, by the comment they reply to.
     let mut hidden_replies: HashMap<i64, u64> = HashMap::new();
@@ -490,10 +490,7 @@ pub async fn comment_views(
     pres: &Presentation,
     post: Option<&VisiblePost>,
 ) -> AppResult<Vec<CommentView>> {
-    let narrow = post.filter(|p| {
-        !p.rel.blocks.is_empty()
-            || (p.body.visibility == Visibility::Friends && viewer != Some(p.body.author_uid))
-    });
+    let narrow = post.filter(|p| visibility::sight(&p.body, &p.rel).may_hide_some(&p.rel));
     let whole = if narrow.is_some() { NARROW_WINDOW } else { 0 };
     let mut loader = Loader::new(ctx);
     let blobs = card_keys(

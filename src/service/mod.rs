@@ -22,14 +22,14 @@ pub mod repair;
 pub mod social;
 pub mod timeline;
 pub mod views;
+pub mod visibility;
 
 use std::sync::Arc;
 
 use crate::config::Settings;
-use crate::domain::post::Visibility;
 use crate::domain::time_text::{Lang, TzOffset};
 use crate::store::metered::RoundTrips;
-use crate::store::{DocStore, LiveStore, PostBody, SetKey, SetRead, StoreError, StoreResult};
+use crate::store::{DocStore, LiveStore, StoreError, StoreResult};
 use device_names::DeviceNames;
 
 /// Runs `step` every `period` for as long as the returned task lives. A
@@ -50,7 +50,7 @@ where
     })
 }
 use repair::LiveRepair;
-use std::collections::HashSet;
+pub use visibility::{can_see, shows_actor, Relations};
 
 /// Everything a use case needs, shared by all requests.
 #[derive(Clone)]
@@ -113,92 +113,5 @@ impl Presentation {
     pub fn text(&self, created: i64) -> Option<String> {
         self.lang
             .map(|l| crate::domain::time_text::createtime_text(created, self.now, l, self.tz))
-    }
-}
-
-/// The viewer's side of the social graph, as far as reads need it: whom the
-/// viewer follows, the viewer's friends (mutual follows), and everyone the
-/// viewer blocked or was blocked by. Empty for an anonymous reader.
-#[derive(Debug, Default, Clone)]
-pub struct Relations {
-    pub viewer: Viewer,
-    pub following: HashSet<i64>,
-    pub friends: HashSet<i64>,
-    pub blocks: HashSet<i64>,
-}
-
-impl Relations {
-    /// The live sets to read for `viewer` (whole: a user's own relations are
-    /// bounded by whom they follow and block).
-    pub fn reads(viewer: Viewer) -> Vec<SetRead> {
-        let Some(v) = viewer else {
-            return Vec::new();
-        };
-        [SetKey::Following(v), SetKey::Friends(v), SetKey::Blocks(v)]
-            .into_iter()
-            .map(|key| SetRead {
-                key,
-                top: usize::MAX >> 24,
-                probe: None,
-                below: None,
-            })
-            .collect()
-    }
-
-    pub fn from_loaded(viewer: Viewer, loaded: &loader::Loaded) -> Self {
-        let Some(v) = viewer else {
-            return Relations::default();
-        };
-        let members = |key: SetKey| -> HashSet<i64> {
-            loaded
-                .sets
-                .get(&key)
-                .map(|view| view.top.iter().map(|(m, _)| *m).collect())
-                .unwrap_or_default()
-        };
-        Relations {
-            viewer,
-            following: members(SetKey::Following(v)),
-            friends: members(SetKey::Friends(v)),
-            blocks: members(SetKey::Blocks(v)),
-        }
-    }
-
-    /// Whether the viewer and `uid` are hidden from each other.
-    pub fn blocked(&self, uid: i64) -> bool {
-        self.blocks.contains(&uid)
-    }
-}
-
-/// Whether the viewer sees what `actor` did on `post` (a like, a comment):
-/// not across a block, and in a friends-only post only the viewer's
-/// friends and the viewer (WeChat's rule; the author sees everything).
-pub fn shows_actor(post: &PostBody, rel: &Relations, actor: i64) -> bool {
-    if rel.blocked(actor) {
-        return false;
-    }
-    if post.visibility == Visibility::Friends && rel.viewer != Some(post.author_uid) {
-        return Some(actor) == rel.viewer || rel.friends.contains(&actor);
-    }
-    true
-}
-
-/// Whether the viewer may read `post`: its author always; nobody across a
-/// block; then by audience (anyone, followers, friends, the author alone).
-pub fn can_see(post: &PostBody, rel: &Relations) -> bool {
-    if post.deleted {
-        return false;
-    }
-    if rel.viewer == Some(post.author_uid) {
-        return true;
-    }
-    if rel.blocked(post.author_uid) {
-        return false;
-    }
-    match post.visibility {
-        Visibility::Public => true,
-        Visibility::Followers => rel.following.contains(&post.author_uid),
-        Visibility::Friends => rel.friends.contains(&post.author_uid),
-        Visibility::Private => false,
     }
 }

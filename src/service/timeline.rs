@@ -24,6 +24,7 @@ use super::assemble::assemble_visible;
 use super::loader::Loader;
 use super::paging::fill_page;
 use super::views::{ExpandedPost, Page};
+use super::visibility::{self, Reach};
 use super::{Context, Presentation};
 use crate::domain::cursor::Cursor;
 use crate::domain::post::Visibility;
@@ -310,7 +311,7 @@ pub async fn push_remaining(
             Err(e) => missed(ctx, post_id, vec![author], &e.to_string()),
         }
         pushed = 1;
-        if audience == Visibility::Private {
+        if visibility::reach(audience) == Reach::AuthorOnly {
             return Ok(pushed);
         }
         let (followers, _) = ctx.docs.follow_counts(author).await?;
@@ -337,7 +338,7 @@ pub async fn push_remaining(
             }
         }
         let (mut active, next) = read?;
-        if audience == Visibility::Friends && !active.is_empty() {
+        if visibility::reach(audience) == Reach::Friends && !active.is_empty() {
             // Friends are the followers the author follows back.
             active = ctx.docs.follow_edges(author, &active).await?.0;
         }
