@@ -142,6 +142,7 @@ fn fixture() -> Fixture {
                 content: text.to_string(),
                 createtime: now - age,
                 reply_to: None,
+                thread_id: None,
                 deleted: false,
             },
             likers: SetView {

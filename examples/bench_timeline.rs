@@ -239,6 +239,7 @@ async fn main() {
             content: format!("评论 {i}"),
             createtime: timestamp_of(id),
             reply_to: None,
+            thread_id: None,
             deleted: false,
         };
         ctx.docs.insert_comment(&c, 10_000).await.unwrap();

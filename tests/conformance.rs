@@ -994,6 +994,7 @@ async fn a_posts_id_arrays_hold_its_newest_ids_first_capped() {
         content: format!("c{n}"),
         createtime: 0,
         reply_to: None,
+        thread_id: None,
         deleted: false,
     };
     for n in 1..=5 {

@@ -25,6 +25,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         "/comments/{id}",
         [(Method::DELETE, web::to(delete))],
     ));
+    cfg.service(super::resource(
+        "/comments/{id}/replies",
+        [(Method::GET, web::to(replies))],
+    ));
 }
 
 #[utoipa::path(post, path = "/api/v1/posts/{id}/comments", tag = "comments",
@@ -64,6 +68,32 @@ pub async fn list(
     let page = comments::list_comments(
         &ctx,
         post,
+        viewer.0,
+        params.cursor,
+        params.limit,
+        &params.pres,
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(page))
+}
+
+#[utoipa::path(get, path = "/api/v1/comments/{id}/replies", tag = "comments",
+    params(("id" = i64, Path, minimum = 1), PageQuery, PresentationQuery),
+    responses(
+        (status = 200, body = Page<CommentView>, description = "the replies in the comment's thread the viewer may see (to it, and to those replies), oldest first"),
+        (status = 404, description = "no such comment, or the viewer may not see it"),
+    ),
+    security((), ("bearer" = [])))]
+pub async fn replies(
+    ctx: web::Data<Context>,
+    viewer: MaybeAuthUser,
+    id: web::Path<String>,
+    params: ReadParams,
+) -> Result<HttpResponse, AppError> {
+    let comment = path_id(&id, "comment")?;
+    let page = comments::list_replies(
+        &ctx,
+        comment,
         viewer.0,
         params.cursor,
         params.limit,

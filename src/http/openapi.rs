@@ -30,7 +30,7 @@ impl Modify for BearerAuth {
         super::social::following, super::social::friends, super::feed::feed,
         super::notifications::list, super::notifications::unread, super::notifications::mark_read,
         super::posts::create, super::posts::get, super::posts::delete, super::posts::user_posts,
-        super::comments::create, super::comments::list, super::comments::delete,
+        super::comments::create, super::comments::list, super::comments::replies, super::comments::delete,
         super::likes::like_post, super::likes::unlike_post, super::likes::like_comment,
         super::likes::unlike_comment, super::likes::list,
         super::admin::list, super::admin::upsert, super::admin::delete, super::admin::import,
@@ -173,6 +173,7 @@ fn link_created_to_their_uses(doc: &mut serde_json::Value) {
                 ("DeleteComment", "/api/v1/comments/{id}", "delete"),
                 ("LikeComment", "/api/v1/comments/{id}/like", "put"),
                 ("UnlikeComment", "/api/v1/comments/{id}/like", "delete"),
+                ("RepliesOfComment", "/api/v1/comments/{id}/replies", "get"),
             ]
             .as_slice(),
         ),

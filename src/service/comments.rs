@@ -23,8 +23,8 @@ pub async fn create_comment(
 ) -> AppResult<CommentView> {
     let content = CommentContent::parse(&req.content)?;
     let post = visible_post(ctx, post_id, Some(author)).await?;
-    let reply_to = match req.reply_to_comment_id {
-        None => None,
+    let (reply_to, thread_id) = match req.reply_to_comment_id {
+        None => (None, None),
         Some(target) => {
             // On this post or nowhere: a reply's parent is on its post.
             let parent = ctx.docs.comments_by_ids(&[(post_id, target)]).await?.pop();
@@ -32,10 +32,14 @@ pub async fn create_comment(
             // the same answer as none, so its author is not revealed.
             match parent {
                 Some(p) if p.post_id == post_id && !p.deleted && post.shows_actor(p.author_uid) => {
-                    Some(ReplyRef {
-                        comment_id: p.id,
-                        uid: p.author_uid,
-                    })
+                    (
+                        Some(ReplyRef {
+                            comment_id: p.id,
+                            uid: p.author_uid,
+                        }),
+                        // A reply to a reply stays in its parent's thread.
+                        Some(p.thread_id.unwrap_or(p.id)),
+                    )
                 }
                 // 404, not 400: the request is well formed, the comment it
                 // names is not there (for this viewer, on this post).
@@ -52,6 +56,7 @@ pub async fn create_comment(
             content: content.clone(),
             createtime: timestamp_of(id),
             reply_to,
+            thread_id,
             deleted: false,
         };
         async move {
@@ -137,6 +142,41 @@ pub async fn list_comments(
         limit,
         cursor.map(|c| c.0),
         |before, n| async move { Ok(ctx.docs.comments_page(post_id, before, n).await?) },
+        |batch, room| async move { Ok(keep_where(batch, room, |c| post.shows_actor(c.author_uid))) },
+        |c| c.id,
+    )
+    .await?;
+    Ok(Page {
+        items: comment_views(ctx, docs, viewer, pres, Some(post)).await?,
+        next_cursor,
+        server_time: pres.now,
+    })
+}
+
+/// The replies in the thread of comment `id`, oldest first, keyset-paged:
+/// the replies to it and the replies to those (seed 003: a comment's reply
+/// count opens its replies). For a comment that is itself a reply, the
+/// thread it is in. Only what the viewer may see of the post is listed
+/// (visibility.rs); a comment the viewer may not see has no thread to show.
+pub async fn list_replies(
+    ctx: &Context,
+    id: i64,
+    viewer: Viewer,
+    cursor: Option<Cursor>,
+    limit: usize,
+    pres: &Presentation,
+) -> AppResult<Page<CommentView>> {
+    let comment = live_comment(ctx, id).await?;
+    let post = visible_post(ctx, comment.post_id, viewer).await?;
+    if !post.shows_actor(comment.author_uid) {
+        return Err(AppError::NotFound("comment"));
+    }
+    let (post_id, thread) = (comment.post_id, comment.thread_id.unwrap_or(comment.id));
+    let post = &post;
+    let (docs, next_cursor) = fill_page(
+        limit,
+        cursor.map(|c| c.0),
+        |after, n| async move { Ok(ctx.docs.thread_page(post_id, thread, after, n).await?) },
         |batch, room| async move { Ok(keep_where(batch, room, |c| post.shows_actor(c.author_uid))) },
         |c| c.id,
     )

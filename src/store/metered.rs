@@ -221,6 +221,7 @@ metered! {
             before: Option<i64>,
             limit: usize,
         ) -> Vec<CommentDoc>;
+        counted fn thread_page(post_id: i64, thread_id: i64, after: Option<i64>, limit: usize) -> Vec<CommentDoc>;
         batch(post_ids) fn comment_ids_of_posts(post_ids: &[i64]) -> Vec<(i64, i64)>;
         batch(comments) fn reply_ids_of_comments(comments: &[(i64, i64)]) -> Vec<(i64, i64)>;
         counted fn insert_like(like: &LikeDoc, cap: usize) -> bool;

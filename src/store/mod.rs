@@ -177,6 +177,12 @@ pub struct CommentDoc {
     pub createtime: i64,
     #[serde(rename = "replyTo")]
     pub reply_to: Option<ReplyRef>,
+    /// On a reply, the top-level comment whose thread it is in: its parent,
+    /// or its parent's thread when the parent is a reply too. `None` on a
+    /// top-level comment, and on replies made before threads were kept
+    /// (2026-12-01), which no thread lists.
+    #[serde(rename = "threadId", default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<i64>,
     #[serde(default, deserialize_with = "lenient_bool")]
     pub deleted: bool,
 }
@@ -428,6 +434,15 @@ pub trait PostDocs: Send + Sync {
         &self,
         post_id: i64,
         before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<CommentDoc>>;
+
+    /// A reply thread's live replies after `after`, oldest first.
+    async fn thread_page(
+        &self,
+        post_id: i64,
+        thread_id: i64,
+        after: Option<i64>,
         limit: usize,
     ) -> StoreResult<Vec<CommentDoc>>;
 

@@ -211,3 +211,158 @@ async fn a_comment_page_narrows_counts_from_a_bounded_window() {
     }
     assert_eq!(count().await, 6);
 }
+
+/// Every item id of a reply thread, walking its pages of `limit`.
+async fn whole_thread(
+    app: &crate::helpers::TestApp,
+    comment: i64,
+    token: Option<&str>,
+    limit: usize,
+) -> Vec<i64> {
+    let mut ids = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let (s, page) = app
+            .get(
+                &format!("/api/v1/comments/{comment}/replies?limit={limit}&cursor={cursor}"),
+                token,
+            )
+            .await;
+        assert_eq!(s.as_u16(), 200, "{page}");
+        let items = page["items"].as_array().unwrap();
+        assert!(items.len() <= limit);
+        ids.extend(items.iter().map(|c| c["id"].as_i64().unwrap()));
+        match page["nextCursor"].as_str() {
+            Some(c) => cursor = c.to_string(),
+            None => return ids,
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_comments_reply_thread_lists_replies_to_it_and_to_them_oldest_first() {
+    let app = spawn_app().await;
+    let zhang = app.user("zhangsan").await;
+    let li = app.user("lisi").await;
+    let wang = app.user("wangwu").await;
+    let post = app.text_post(&zhang, "谁来聊聊").await;
+    let id = |v: serde_json::Value| v["id"].as_i64().unwrap();
+    let root = id(app.comment(&li, post, "第一条", None).await);
+    let other = id(app.comment(&wang, post, "另一条", None).await);
+    let r1 = id(app.comment(&wang, post, "回复李四", Some(root)).await);
+    let elsewhere = id(app.comment(&li, post, "回复王五", Some(other)).await);
+    let r2 = id(app.comment(&zhang, post, "回复王五的回复", Some(r1)).await);
+    let r3 = id(app.comment(&li, post, "再回复", Some(root)).await);
+    let r4 = id(app.comment(&wang, post, "回复张三", Some(r2)).await);
+
+    // Oldest first, nested replies in the same thread, none of another.
+    for limit in [1, 2, 3, 20] {
+        assert_eq!(
+            whole_thread(&app, root, None, limit).await,
+            vec![r1, r2, r3, r4],
+            "pages of {limit}"
+        );
+    }
+    assert_eq!(whole_thread(&app, other, None, 20).await, vec![elsewhere]);
+    // A reply's thread is the one it is in.
+    assert_eq!(
+        whole_thread(&app, r2, Some(&li.token), 20).await,
+        vec![r1, r2, r3, r4]
+    );
+    // In the comment shape, with whom each answers.
+    let (_, page) = app
+        .get(&format!("/api/v1/comments/{root}/replies?limit=2"), None)
+        .await;
+    assert_eq!(page["items"][0]["replyTo"]["commentId"], root);
+    assert_eq!(page["items"][1]["replyTo"]["commentId"], r1);
+    assert_eq!(page["items"][1]["replyTo"]["uid"], wang.uid);
+    assert_eq!(page["items"][1]["author"]["uid"], zhang.uid);
+    assert!(page["serverTime"].as_i64().is_some());
+
+    // A deleted reply leaves the thread; its own replies stay in it.
+    let (s, _) = app
+        .delete(&format!("/api/v1/comments/{r2}"), Some(&zhang.token))
+        .await;
+    assert_eq!(s.as_u16(), 204);
+    assert_eq!(whole_thread(&app, root, None, 2).await, vec![r1, r3, r4]);
+    // A deleted comment has no thread to show, nor does one never made.
+    let (s, _) = app
+        .delete(&format!("/api/v1/comments/{root}"), Some(&li.token))
+        .await;
+    assert_eq!(s.as_u16(), 204);
+    let gone = app
+        .get(&format!("/api/v1/comments/{root}/replies"), None)
+        .await;
+    assert_problem(&gone, 404, "not_found");
+    let never = app
+        .get("/api/v1/comments/1000000000000001/replies", None)
+        .await;
+    assert_problem(&never, 404, "not_found");
+    // Not an id: no such comment, as everywhere an id is in the path.
+    let bad = app.get("/api/v1/comments/x/replies", None).await;
+    assert_problem(&bad, 404, "not_found");
+    let too_many = app
+        .get(
+            &format!("/api/v1/comments/{other}/replies?limit=100000"),
+            None,
+        )
+        .await;
+    assert_problem(&too_many, 400, "invalid_input");
+}
+
+#[tokio::test]
+async fn a_reply_thread_shows_each_viewer_only_what_they_may_see() {
+    use crate::helpers::follow;
+    let app = spawn_app().await;
+    let zhang = app.user("zhangsan").await;
+    let li = app.user("lisi").await;
+    let wang = app.user("wangwu").await;
+    let stranger = app.user("stranger").await;
+    // Li and Wang are Zhang's friends, not each other's.
+    for friend in [&li, &wang] {
+        follow(&app, &zhang, friend).await;
+        follow(&app, friend, &zhang).await;
+    }
+    let (s, created) = app
+        .post(
+            "/api/v1/posts",
+            Some(&zhang.token),
+            json!({"category": "TEXT", "content": "只给朋友看", "visibility": "friends"}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 201, "{created}");
+    let post = created["id"].as_i64().unwrap();
+    let id = |v: serde_json::Value| v["id"].as_i64().unwrap();
+    let root = id(app.comment(&zhang, post, "大家好", None).await);
+    let by_li = id(app.comment(&li, post, "李四回复", Some(root)).await);
+    let by_wang = id(app.comment(&wang, post, "王五回复", Some(root)).await);
+    let by_zhang = id(app.comment(&zhang, post, "张三回复李四", Some(by_li)).await);
+
+    // The author sees everyone's; each friend only the author's, their own
+    // and their friends' (WeChat's rule), as in the post's comments.
+    let all = vec![by_li, by_wang, by_zhang];
+    assert_eq!(whole_thread(&app, root, Some(&zhang.token), 2).await, all);
+    assert_eq!(
+        whole_thread(&app, root, Some(&li.token), 2).await,
+        vec![by_li, by_zhang]
+    );
+    assert_eq!(
+        whole_thread(&app, root, Some(&wang.token), 2).await,
+        vec![by_wang, by_zhang]
+    );
+    // Nobody outside the audience sees the thread, nor a thread opened
+    // from a comment they may not see.
+    for token in [Some(stranger.token.as_str()), None] {
+        let hidden = app
+            .get(&format!("/api/v1/comments/{root}/replies"), token)
+            .await;
+        assert_problem(&hidden, 404, "not_found");
+    }
+    let not_for_wang = app
+        .get(
+            &format!("/api/v1/comments/{by_li}/replies"),
+            Some(&wang.token),
+        )
+        .await;
+    assert_problem(&not_for_wang, 404, "not_found");
+}

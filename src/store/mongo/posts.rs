@@ -194,6 +194,28 @@ impl PostDocs for MongoDocs {
         newest_page(self.comments(), filter, before, limit).await
     }
 
+    async fn thread_page(
+        &self,
+        post_id: i64,
+        thread_id: i64,
+        after: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<CommentDoc>> {
+        let mut filter = doc! { "postId": post_id, "threadId": thread_id, "deleted": false };
+        if let Some(a) = after {
+            filter.insert("_id", doc! { "$gt": a });
+        }
+        collect(
+            self.comments()
+                .find(filter)
+                .sort(doc! { "_id": 1 })
+                .limit(limit as i64)
+                .await
+                .map_err(classify)?,
+        )
+        .await
+    }
+
     async fn comment_ids_of_posts(&self, post_ids: &[i64]) -> StoreResult<Vec<(i64, i64)>> {
         if post_ids.is_empty() {
             return Ok(Vec::new());

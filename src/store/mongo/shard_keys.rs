@@ -72,7 +72,7 @@ pub const SCATTER: &[(&str, &[&str], &str)] = &[
     (
         "comments",
         &["_id"],
-        "a comment found by the id alone in its own URL (DELETE /comments/{id}), or in a like of it (erasing an account)",
+        "a comment found by the id alone in its own URL (DELETE /comments/{id}, GET /comments/{id}/replies), or in a like of it (erasing an account)",
     ),
     // Small collections are unsharded (schemas/: "shardKey": "unsharded").
 ];

@@ -44,6 +44,8 @@ const COMMENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("comments");
 const COMMENTS_BY_POST: TableDefinition<(u64, u64), ()> = TableDefinition::new("comments_by_post");
 /// (parent comment, reply) of live replies.
 const REPLIES: TableDefinition<(u64, u64), ()> = TableDefinition::new("replies");
+/// (thread's top-level comment, reply) of live replies in threads.
+const THREADS: TableDefinition<(u64, u64), ()> = TableDefinition::new("threads");
 /// (kind, target, like id) → (uid, createTime): the likes themselves.
 const LIKES: TableDefinition<(u8, u64, u64), (u64, i64)> = TableDefinition::new("likes");
 /// (kind, target, uid) → like id: one like per user and target.
@@ -411,6 +413,7 @@ impl DocStore for EmbeddedDocs {
             txn.open_table(COMMENTS).map_err(other)?;
             txn.open_table(COMMENTS_BY_POST).map_err(other)?;
             txn.open_table(REPLIES).map_err(other)?;
+            txn.open_table(THREADS).map_err(other)?;
             txn.open_table(LIKES).map_err(other)?;
             txn.open_table(LIKE_OF_USER).map_err(other)?;
             txn.open_table(DEVICE_MODELS).map_err(other)?;
@@ -646,6 +649,7 @@ mod tests {
                 comment_id: c,
                 uid: 8,
             }),
+            thread_id: reply_to,
             deleted: false,
         }
     }

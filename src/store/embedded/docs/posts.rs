@@ -101,6 +101,12 @@ impl PostDocs for EmbeddedDocs {
                     .insert((id(r.comment_id), id(c.id)), ())
                     .map_err(other)?;
             }
+            if let Some(t) = c.thread_id {
+                txn.open_table(THREADS)
+                    .map_err(other)?
+                    .insert((id(t), id(c.id)), ())
+                    .map_err(other)?;
+            }
             Ok(())
         })
         .await
@@ -144,6 +150,12 @@ impl PostDocs for EmbeddedDocs {
                     .remove((id(r.comment_id), id(cid)))
                     .map_err(other)?;
             }
+            if let Some(t) = c.thread_id {
+                txn.open_table(THREADS)
+                    .map_err(other)?
+                    .remove((id(t), id(cid)))
+                    .map_err(other)?;
+            }
             Ok(true)
         })
         .await
@@ -161,6 +173,29 @@ impl PostDocs for EmbeddedDocs {
                 .into_iter()
                 .map(|c| c as i64)
                 .collect();
+            docs_by_ids(txn, COMMENTS, &ids)
+        })
+        .await
+    }
+
+    async fn thread_page(
+        &self,
+        _post_id: i64,
+        thread_id: i64,
+        after: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<CommentDoc>> {
+        self.read(move |txn| {
+            let index = txn.open_table(THREADS).map_err(other)?;
+            let from = after.map_or(0, |a| id(a).saturating_add(1));
+            let mut ids = Vec::new();
+            for entry in index
+                .range((id(thread_id), from)..=(id(thread_id), u64::MAX))
+                .map_err(other)?
+                .take(limit)
+            {
+                ids.push(entry.map_err(other)?.0.value().1 as i64);
+            }
             docs_by_ids(txn, COMMENTS, &ids)
         })
         .await
