@@ -31,13 +31,28 @@ fn env(name: &str) -> String {
         .unwrap_or_else(|_| panic!("{name} is not set: run scripts/test.sh, which starts nx-27017"))
 }
 
+/// A port nobody listens on, and that this process has not handed out
+/// before: a port freed here is free for anyone until its redis-server
+/// binds it, and two clusters must never be given the same one.
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut given = GIVEN.lock().unwrap();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
+
+/// One cluster at a time: six nodes each on 2 cores is what the deadlines
+/// here are measured against, and a failover needs its nodes to answer.
+static ONE_CLUSTER_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 struct Node {
     port: u16,
@@ -89,10 +104,13 @@ impl Node {
 struct Cluster {
     nodes: Vec<Node>,
     root: PathBuf,
+    /// Released after `drop` has stopped the nodes.
+    _turn: tokio::sync::MutexGuard<'static, ()>,
 }
 
 impl Cluster {
     async fn start() -> Self {
+        let turn = ONE_CLUSTER_AT_A_TIME.lock().await;
         let mut suffix = [0u8; 6];
         getrandom::getrandom(&mut suffix).unwrap();
         let root = std::env::temp_dir().join(format!(
@@ -132,7 +150,11 @@ impl Cluster {
             "{}",
             String::from_utf8_lossy(&created.stdout)
         );
-        let cluster = Self { nodes, root };
+        let cluster = Self {
+            nodes,
+            root,
+            _turn: turn,
+        };
         cluster.wait_healthy().await;
         cluster
     }

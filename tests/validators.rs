@@ -168,6 +168,14 @@ async fn write_everything(c: &Client) {
         .unwrap();
     c.call(
         Method::PUT,
+        &format!("/api/v1/posts/{post}/favorite"),
+        Some(&bob),
+        &[],
+        None,
+    )
+    .await;
+    c.call(
+        Method::PUT,
         &format!("/api/v1/posts/{post}/like"),
         Some(&bob),
         &[],
@@ -533,5 +541,5 @@ async fn every_document_written_satisfies_its_collections_validator() {
     for (collection, n) in &checked {
         assert!(*n > 0, "nothing was written to {collection}: {checked:?}");
     }
-    assert!(checked.len() >= 14, "{checked:?}");
+    assert!(checked.len() >= 15, "{checked:?}");
 }

@@ -6,7 +6,7 @@ use actix_web::{web, HttpResponse};
 use super::extract::{path_id, AuthUser, MaybeAuthUser, PageQuery, PresentationQuery, ReadParams};
 use crate::error::AppError;
 use crate::service::likes::{self, LikeTarget};
-use crate::service::views::{LikeState, LikeView, Page};
+use crate::service::views::{ExpandedPost, LikeState, LikeView, Page};
 use crate::service::Context;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -27,6 +27,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(super::resource(
         "/posts/{id}/likes",
         [(Method::GET, web::to(list))],
+    ));
+    cfg.service(super::resource(
+        "/me/likes",
+        [(Method::GET, web::to(liked_by_me))],
     ));
 }
 
@@ -98,5 +102,19 @@ pub async fn list(
         &params.pres,
     )
     .await?;
+    Ok(HttpResponse::Ok().json(page))
+}
+
+#[utoipa::path(get, path = "/api/v1/me/likes", tag = "likes",
+    params(PageQuery, PresentationQuery),
+    responses((status = 200, body = Page<ExpandedPost>, description = "the posts the caller liked and may still see, newest like first")),
+    security(("bearer" = [])))]
+pub async fn liked_by_me(
+    ctx: web::Data<Context>,
+    user: AuthUser,
+    params: ReadParams,
+) -> Result<HttpResponse, AppError> {
+    let page =
+        likes::liked_posts(&ctx, user.uid, params.cursor, params.limit, &params.pres).await?;
     Ok(HttpResponse::Ok().json(page))
 }

@@ -5,6 +5,7 @@ pub mod accounts;
 pub mod admin;
 pub mod comments;
 pub mod extract;
+pub mod favorites;
 pub mod feed;
 pub mod idempotency;
 pub mod likes;
@@ -29,6 +30,7 @@ pub fn api(cfg: &mut web::ServiceConfig) {
             .configure(posts::routes)
             .configure(comments::routes)
             .configure(likes::routes)
+            .configure(favorites::routes)
             .configure(social::routes)
             .configure(feed::routes)
             .configure(notifications::routes)

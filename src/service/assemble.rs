@@ -176,6 +176,36 @@ pub async fn assemble_posts(
         .items)
 }
 
+/// `fill_page`'s `keep` for a page of records that each may name a post
+/// (a like, a favorite): those posts the viewer may see, expanded, with
+/// what was looked at counted in records, so the next page starts right
+/// after the last record used.
+pub async fn keep_visible_posts<T>(
+    ctx: &Context,
+    records: &[T],
+    post_of: impl Fn(&T) -> Option<i64>,
+    room: usize,
+    viewer: Viewer,
+    pres: &Presentation,
+) -> AppResult<Kept<ExpandedPost>> {
+    let (at, posts): (Vec<usize>, Vec<i64>) = records
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| post_of(r).map(|p| (i, p)))
+        .unzip();
+    let kept = assemble_visible(ctx, &posts, room, viewer, pres).await?;
+    let looked_at = if kept.looked_at >= posts.len() {
+        records.len()
+    } else {
+        kept.looked_at.checked_sub(1).map_or(0, |i| at[i] + 1)
+    };
+    Ok(Kept {
+        items: kept.items,
+        looked_at,
+        more: kept.more,
+    })
+}
+
 /// `assemble_posts` for at most `room` of these candidates: the first ones
 /// the viewer may see, found in the same first batched read that loads them
 /// (so a page's filling costs no round trip of its own).

@@ -1,8 +1,8 @@
 //! Erasing a deleted account's traces, so that every other user's reads
 //! show none of it: its posts (tombstoned, so every read drops them), its
-//! comments and likes (taken out of their posts' sets and counts), every
-//! follow and block it had (both sides' sets rebuilt), and every
-//! notification to or by it. Work goes in batches; a request does a
+//! comments and likes (taken out of their posts' sets and counts), its
+//! favorites, every follow and block it had (both sides' sets rebuilt),
+//! and every notification to or by it. Work goes in batches; a request does a
 //! bounded share and the rest continues in the background. The account
 //! stays marked until nothing is left, and the periodic sweep resumes
 //! marked accounts, so an erasure cut short by a restart still finishes.
@@ -45,7 +45,15 @@ pub async fn erase_traces(ctx: &Context, uid: i64, budget: usize) -> AppResult<b
         spend!(mine.len());
     }
     loop {
-        let likes = ctx.docs.likes_by_user(uid, BATCH).await?;
+        // Only its keeper ever reads them: nothing live to update.
+        let n = ctx.docs.delete_favorites_of(uid, BATCH).await?;
+        if n == 0 {
+            break;
+        }
+        spend!(n as usize);
+    }
+    loop {
+        let likes = ctx.docs.likes_by_user(uid, None, BATCH).await?;
         if likes.is_empty() {
             break;
         }

@@ -2,11 +2,13 @@
 //! liking twice one like, however many requests race; the live sets are
 //! keyed by uid, so replaying a change is harmless too.
 
-use super::assemble::{assemble_posts, comment_views, load_cards, visible_post, VisiblePost};
+use super::assemble::{
+    assemble_posts, comment_views, keep_visible_posts, load_cards, visible_post, VisiblePost,
+};
 use super::comments::live_comment;
 use super::notifications::{notify, Event};
 use super::paging::{fill_page, keep_where};
-use super::views::{unknown_user, LikeState, LikeView, Page};
+use super::views::{unknown_user, ExpandedPost, LikeState, LikeView, Page};
 use super::{with_fresh_id, Context, Presentation, Viewer};
 use crate::domain::cursor::Cursor;
 use crate::error::{AppError, AppResult};
@@ -205,6 +207,35 @@ pub async fn list_likes(
                 .unwrap_or_else(|| unknown_user(l.uid)),
         })
         .collect();
+    Ok(Page {
+        items,
+        next_cursor,
+        server_time: pres.now,
+    })
+}
+
+/// The posts `uid` liked, newest like first (seed 002's 我的点赞记录), each
+/// expanded for them. A post deleted since, or one they may no longer see
+/// (visibility.rs: a block, a changed friendship), drops out; likes of
+/// comments are not listed here.
+pub async fn liked_posts(
+    ctx: &Context,
+    uid: i64,
+    cursor: Option<Cursor>,
+    limit: usize,
+    pres: &Presentation,
+) -> AppResult<Page<ExpandedPost>> {
+    let (items, next_cursor) = fill_page(
+        limit,
+        cursor.map(|c| c.0),
+        |before, n| async move { Ok(ctx.docs.likes_by_user(uid, before, n).await?) },
+        |likes: Vec<LikeDoc>, room| async move {
+            let post_of = |l: &LikeDoc| (l.kind == LikeKind::Post).then_some(l.target_id);
+            keep_visible_posts(ctx, &likes, post_of, room, Some(uid), pres).await
+        },
+        |l: &LikeDoc| l.id,
+    )
+    .await?;
     Ok(Page {
         items,
         next_cursor,

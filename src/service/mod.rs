@@ -7,6 +7,7 @@ pub mod device_names;
 pub mod erasure;
 pub mod expiry;
 pub mod fan_outs;
+pub mod favorites;
 pub mod idempotency;
 pub mod in_flight;
 pub mod instance_lease;

@@ -74,6 +74,12 @@ pub struct LikeState {
     pub like_count: u64,
 }
 
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FavoriteState {
+    pub favorited: bool,
+}
+
 /// One page of a list; `nextCursor` is null on the last page.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]

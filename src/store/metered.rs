@@ -208,7 +208,7 @@ metered! {
     impl PostDocs for MeteredDocs {
         counted fn insert_post(post: &PostDoc) -> ();
         counted fn comments_by_author(uid: i64, limit: usize) -> Vec<CommentDoc>;
-        counted fn likes_by_user(uid: i64, limit: usize) -> Vec<LikeDoc>;
+        counted fn likes_by_user(uid: i64, before: Option<i64>, limit: usize) -> Vec<LikeDoc>;
         batch(ids) fn posts_by_ids(ids: &[i64]) -> Vec<PostDoc>;
         counted fn delete_post(id: i64) -> bool;
         counted fn post_ids_by_author(uid: i64, before: Option<i64>, limit: usize) -> Vec<i64>;
@@ -297,6 +297,13 @@ metered! {
         counted fn device_models() -> Vec<DeviceModelDoc>;
         counted fn upsert_device_models(models: &[DeviceModelDoc]) -> ();
         counted fn delete_device_model(key: &str) -> bool;
+    }
+
+    impl FavoriteDocs for MeteredDocs {
+        counted fn insert_favorite(favorite: &FavoriteDoc) -> bool;
+        counted fn delete_favorite(uid: i64, post_id: i64) -> bool;
+        counted fn favorites_page(uid: i64, before: Option<i64>, limit: usize) -> Vec<FavoriteDoc>;
+        background fn delete_favorites_of(uid: i64, limit: usize) -> u64;
     }
 
     impl IdempotencyDocs for MeteredDocs {

@@ -215,6 +215,18 @@ pub struct LikeDoc {
     pub create_time: i64,
 }
 
+/// A post a user keeps for later (收藏, seed 002): one per user and post.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FavoriteDoc {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    pub uid: i64,
+    #[serde(rename = "postId")]
+    pub post_id: i64,
+    #[serde(rename = "createdAt")]
+    pub created_at: i64,
+}
+
 /// `follower` follows `followee`; friends are mutual follows.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct FollowDoc {
@@ -397,8 +409,14 @@ pub trait PostDocs: Send + Sync {
     /// an account: each call sees what the last did not delete).
     async fn comments_by_author(&self, uid: i64, limit: usize) -> StoreResult<Vec<CommentDoc>>;
 
-    /// Up to `limit` of the likes a user gave, newest first.
-    async fn likes_by_user(&self, uid: i64, limit: usize) -> StoreResult<Vec<LikeDoc>>;
+    /// Up to `limit` of the likes a user gave below `before`, newest first,
+    /// of posts and comments alike.
+    async fn likes_by_user(
+        &self,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<LikeDoc>>;
 
     /// Deleted posts included, flagged: the caller decides.
     async fn posts_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<PostDoc>>;
@@ -741,6 +759,28 @@ impl IdempotencyDoc {
     }
 }
 
+/// Users' favorite posts. Part of `DocStore`.
+#[async_trait]
+pub trait FavoriteDocs: Send + Sync {
+    /// Records it; `Ok(false)` when the user already has that post.
+    async fn insert_favorite(&self, favorite: &FavoriteDoc) -> StoreResult<bool>;
+
+    /// Forgets the user's favorite of the post; true when there was one.
+    async fn delete_favorite(&self, uid: i64, post_id: i64) -> StoreResult<bool>;
+
+    /// Up to `limit` of the user's favorites below `before`, newest first.
+    async fn favorites_page(
+        &self,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<FavoriteDoc>>;
+
+    /// Deletes up to `limit` of the user's favorites (erasing an account);
+    /// how many it deleted.
+    async fn delete_favorites_of(&self, uid: i64, limit: usize) -> StoreResult<u64>;
+}
+
 /// Remembered `Idempotency-Key`s. Part of `DocStore`.
 #[async_trait]
 pub trait IdempotencyDocs: Send + Sync {
@@ -785,6 +825,7 @@ pub trait DocStore:
     + NotificationDocs
     + DeviceModelDocs
     + IdempotencyDocs
+    + FavoriteDocs
     + FanOutDocs
     + LiveRepairDocs
     + Send

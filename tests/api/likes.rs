@@ -236,3 +236,203 @@ async fn a_retried_like_repairs_a_live_step_that_was_lost() {
         (Some(true), Some(1))
     );
 }
+
+/// Every post id of the caller's liked posts, walking pages of `limit`.
+async fn whole_liked(app: &TestApp, token: &str, limit: usize) -> Vec<i64> {
+    let mut ids = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let (s, page) = app
+            .get(
+                &format!("/api/v1/me/likes?limit={limit}&cursor={cursor}"),
+                Some(token),
+            )
+            .await;
+        assert_eq!(s.as_u16(), 200, "{page}");
+        let items = page["items"].as_array().unwrap();
+        assert!(items.len() <= limit, "{page}");
+        for p in items {
+            assert_eq!(p["likedByMe"], true, "{p}");
+            ids.push(p["id"].as_i64().unwrap());
+        }
+        match page["nextCursor"].as_str() {
+            Some(c) => cursor = c.to_string(),
+            None => return ids,
+        }
+    }
+}
+
+#[tokio::test]
+async fn my_likes_list_the_posts_i_liked_and_may_still_see_newest_first() {
+    let app = spawn_app().await;
+    let me = app.user("liker").await;
+    let a = app.user("author_a").await;
+    let b = app.user("author_b").await;
+    let posts = [
+        app.text_post(&a, "one").await,
+        app.text_post(&b, "two").await,
+        app.text_post(&a, "three").await,
+        app.text_post(&b, "four").await,
+        app.text_post(&a, "five").await,
+    ];
+    // Liked in this order, with a comment like in between (not listed).
+    let comment = app.comment(&a, posts[0], "a comment", None).await["id"]
+        .as_i64()
+        .unwrap();
+    for (i, p) in [posts[2], posts[0], posts[4], posts[1], posts[3]]
+        .iter()
+        .enumerate()
+    {
+        let (s, _) = app
+            .put(&format!("/api/v1/posts/{p}/like"), Some(&me.token))
+            .await;
+        assert_eq!(s.as_u16(), 200);
+        if i == 2 {
+            let (s, _) = app
+                .put(&format!("/api/v1/comments/{comment}/like"), Some(&me.token))
+                .await;
+            assert_eq!(s.as_u16(), 200);
+        }
+    }
+    let newest_first = vec![posts[3], posts[1], posts[4], posts[0], posts[2]];
+    for limit in [1, 2, 5, 20] {
+        assert_eq!(whole_liked(&app, &me.token, limit).await, newest_first);
+    }
+
+    // Unliked, deleted, or no longer visible (its author blocked me): gone.
+    let (s, _) = app
+        .delete(&format!("/api/v1/posts/{}/like", posts[1]), Some(&me.token))
+        .await;
+    assert_eq!(s.as_u16(), 200);
+    let (s, _) = app
+        .delete(&format!("/api/v1/posts/{}", posts[4]), Some(&a.token))
+        .await;
+    assert_eq!(s.as_u16(), 204);
+    let (s, _) = app
+        .put(&format!("/api/v1/users/{}/block", me.uid), Some(&b.token))
+        .await;
+    assert_eq!(s.as_u16(), 200);
+    for limit in [1, 3] {
+        assert_eq!(
+            whole_liked(&app, &me.token, limit).await,
+            vec![posts[0], posts[2]]
+        );
+    }
+    // Mine only, and only mine to read.
+    assert!(whole_liked(&app, &a.token, 20).await.is_empty());
+    let anonymous = app.get("/api/v1/me/likes", None).await;
+    assert_problem(&anonymous, 401, "unauthorized");
+}
+
+/// Every post id of the caller's favorites, walking pages of `limit`.
+async fn whole_favorites(app: &TestApp, token: &str, limit: usize) -> Vec<i64> {
+    let mut ids = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let (s, page) = app
+            .get(
+                &format!("/api/v1/me/favorites?limit={limit}&cursor={cursor}"),
+                Some(token),
+            )
+            .await;
+        assert_eq!(s.as_u16(), 200, "{page}");
+        let items = page["items"].as_array().unwrap();
+        assert!(items.len() <= limit, "{page}");
+        ids.extend(items.iter().map(|p| p["id"].as_i64().unwrap()));
+        match page["nextCursor"].as_str() {
+            Some(c) => cursor = c.to_string(),
+            None => return ids,
+        }
+    }
+}
+
+#[tokio::test]
+async fn favorites_are_kept_once_listed_newest_first_and_drop_what_i_may_not_see() {
+    let app = spawn_app().await;
+    let me = app.user("keeper").await;
+    let a = app.user("author_a").await;
+    let b = app.user("author_b").await;
+    let posts = [
+        app.text_post(&a, "one").await,
+        app.text_post(&b, "two").await,
+        app.text_post(&a, "three").await,
+        app.text_post(&b, "four").await,
+    ];
+    for p in [posts[1], posts[3], posts[0], posts[2], posts[0]] {
+        let (s, state) = app
+            .put(&format!("/api/v1/posts/{p}/favorite"), Some(&me.token))
+            .await;
+        assert_eq!(s.as_u16(), 200, "{state}");
+        assert_eq!(state["favorited"], true);
+    }
+    // Kept twice is kept once, at the first time.
+    for limit in [1, 3, 20] {
+        assert_eq!(
+            whole_favorites(&app, &me.token, limit).await,
+            vec![posts[2], posts[0], posts[3], posts[1]]
+        );
+    }
+    // Expanded for me, like any post I read.
+    let (_, page) = app
+        .get("/api/v1/me/favorites?limit=1", Some(&me.token))
+        .await;
+    assert_eq!(page["items"][0]["author"]["uid"], a.uid);
+    assert_eq!(page["items"][0]["content"], "three");
+
+    // Dropped, deleted, or no longer visible (its author blocked me): gone;
+    // unblocked, it is back.
+    let (s, state) = app
+        .delete(
+            &format!("/api/v1/posts/{}/favorite", posts[3]),
+            Some(&me.token),
+        )
+        .await;
+    assert_eq!(
+        (s.as_u16(), state["favorited"].as_bool()),
+        (200, Some(false))
+    );
+    let (s, _) = app
+        .delete(
+            &format!("/api/v1/posts/{}/favorite", posts[3]),
+            Some(&me.token),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 200, "dropping one not kept is fine");
+    let (s, _) = app
+        .delete(&format!("/api/v1/posts/{}", posts[0]), Some(&a.token))
+        .await;
+    assert_eq!(s.as_u16(), 204);
+    let block = format!("/api/v1/users/{}/block", me.uid);
+    assert_eq!(app.put(&block, Some(&b.token)).await.0.as_u16(), 200);
+    assert_eq!(whole_favorites(&app, &me.token, 1).await, vec![posts[2]]);
+    assert_eq!(app.delete(&block, Some(&b.token)).await.0.as_u16(), 200);
+    assert_eq!(
+        whole_favorites(&app, &me.token, 1).await,
+        vec![posts[2], posts[1]]
+    );
+
+    // Only a post I may see can be kept; nobody else sees my favorites.
+    let (s, created) = app
+        .post(
+            "/api/v1/posts",
+            Some(&a.token),
+            json!({"category": "TEXT", "content": "mine alone", "visibility": "private"}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 201, "{created}");
+    let private = created["id"].as_i64().unwrap();
+    let refused = app
+        .put(
+            &format!("/api/v1/posts/{private}/favorite"),
+            Some(&me.token),
+        )
+        .await;
+    assert_problem(&refused, 404, "not_found");
+    assert!(whole_favorites(&app, &a.token, 20).await.is_empty());
+    let anonymous = app.get("/api/v1/me/favorites", None).await;
+    assert_problem(&anonymous, 401, "unauthorized");
+    let anonymous = app
+        .put(&format!("/api/v1/posts/{}/favorite", posts[2]), None)
+        .await;
+    assert_problem(&anonymous, 401, "unauthorized");
+}

@@ -12,6 +12,7 @@ mod accounts;
 mod claims;
 mod device_models;
 mod fan_outs;
+mod favorites;
 mod idempotency;
 mod live_repairs;
 mod notifications;
@@ -368,10 +369,15 @@ pub async fn insert_checked<T: Serialize + Send + Sync>(
                 .ok_or_else(|| {
                     StoreError::Other(anyhow::anyhow!("inserted a document without _id"))
                 })?;
+            // Only a server that names no index asks this (FerretDB,
+            // which shards nothing); MongoDB's error says which.
             let taken = coll
                 .clone_with_type::<Document>()
                 .find_one(doc! { "_id": attempted })
                 .projection(doc! { "_id": 1 })
+                .comment(mongodb::bson::Bson::String(
+                    shard_keys::NEVER_ON_A_SHARDED_CLUSTER.into(),
+                ))
                 .await
                 .map_err(classify)?
                 .is_some();

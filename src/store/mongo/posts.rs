@@ -370,7 +370,12 @@ impl PostDocs for MongoDocs {
         newest_page(self.comments(), filter, None, limit).await
     }
 
-    async fn likes_by_user(&self, uid: i64, limit: usize) -> StoreResult<Vec<LikeDoc>> {
-        newest_page(self.likes(), doc! { "uid": uid }, None, limit).await
+    async fn likes_by_user(
+        &self,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<LikeDoc>> {
+        newest_page(self.likes(), doc! { "uid": uid }, before, limit).await
     }
 }

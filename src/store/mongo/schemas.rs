@@ -12,7 +12,7 @@ use super::classify;
 use crate::store::{StoreError, StoreResult};
 
 /// Compiled in, so the binary never depends on where it was started from.
-pub const SCHEMAS: [(&str, &str); 14] = [
+pub const SCHEMAS: [(&str, &str); 15] = [
     ("users", include_str!("../../../schemas/users.json")),
     ("posts", include_str!("../../../schemas/posts.json")),
     ("comments", include_str!("../../../schemas/comments.json")),
@@ -42,6 +42,7 @@ pub const SCHEMAS: [(&str, &str); 14] = [
         include_str!("../../../schemas/live_repairs.json"),
     ),
     ("claims", include_str!("../../../schemas/claims.json")),
+    ("favorites", include_str!("../../../schemas/favorites.json")),
 ];
 
 #[derive(Deserialize)]

@@ -10,6 +10,7 @@
 mod accounts;
 mod device_models;
 mod fan_outs;
+mod favorites;
 mod idempotency;
 mod live_repairs;
 mod notifications;
@@ -44,6 +45,10 @@ const COMMENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("comments");
 const COMMENTS_BY_POST: TableDefinition<(u64, u64), ()> = TableDefinition::new("comments_by_post");
 /// (parent comment, reply) of live replies.
 const REPLIES: TableDefinition<(u64, u64), ()> = TableDefinition::new("replies");
+/// (uid, favorite id) → post: a user's favorites, newest last.
+const FAVORITES: TableDefinition<(u64, u64), u64> = TableDefinition::new("favorites");
+/// (uid, post) → favorite id: one favorite per user and post.
+const FAVORITE_OF: TableDefinition<(u64, u64), u64> = TableDefinition::new("favorite_of");
 /// (thread's top-level comment, reply) of live replies in threads.
 const THREADS: TableDefinition<(u64, u64), ()> = TableDefinition::new("threads");
 /// (kind, target, like id) → (uid, createTime): the likes themselves.
@@ -414,6 +419,8 @@ impl DocStore for EmbeddedDocs {
             txn.open_table(COMMENTS_BY_POST).map_err(other)?;
             txn.open_table(REPLIES).map_err(other)?;
             txn.open_table(THREADS).map_err(other)?;
+            txn.open_table(FAVORITES).map_err(other)?;
+            txn.open_table(FAVORITE_OF).map_err(other)?;
             txn.open_table(LIKES).map_err(other)?;
             txn.open_table(LIKE_OF_USER).map_err(other)?;
             txn.open_table(DEVICE_MODELS).map_err(other)?;

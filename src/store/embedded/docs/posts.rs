@@ -388,13 +388,19 @@ impl PostDocs for EmbeddedDocs {
         .await
     }
 
-    async fn likes_by_user(&self, uid: i64, limit: usize) -> StoreResult<Vec<LikeDoc>> {
+    async fn likes_by_user(
+        &self,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<LikeDoc>> {
         self.read(move |txn| {
             let index = txn.open_table(LIKES_BY_LIKER).map_err(other)?;
             let u = id(uid);
+            let upper = before.map_or(u64::MAX, id);
             let mut out = Vec::new();
             for entry in index
-                .range((u, 0)..=(u, u64::MAX))
+                .range((u, 0)..(u, upper))
                 .map_err(other)?
                 .rev()
                 .take(limit)

@@ -1,0 +1,65 @@
+//! Favorites (收藏, seed 002): posts a user keeps for later, listed newest
+//! first. Only the user who keeps them sees them; a favorite of a post
+//! deleted since, or one its keeper may no longer see, drops out of the
+//! list (visibility.rs), and comes back if the post becomes visible again.
+
+use super::assemble::{keep_visible_posts, visible_post};
+use super::paging::fill_page;
+use super::views::{ExpandedPost, FavoriteState, Page};
+use super::{with_fresh_id, Context, Presentation};
+use crate::domain::cursor::Cursor;
+use crate::error::AppResult;
+use crate::ids::timestamp_of;
+use crate::store::FavoriteDoc;
+
+/// Keeps the post for `uid`; doing it again changes nothing. Only a post
+/// its keeper may see can be kept (404 otherwise, as for every read).
+#[tracing::instrument(skip(ctx))]
+pub async fn favorite(ctx: &Context, post_id: i64, uid: i64) -> AppResult<FavoriteState> {
+    visible_post(ctx, post_id, Some(uid)).await?;
+    with_fresh_id(|id| {
+        let doc = FavoriteDoc {
+            id,
+            uid,
+            post_id,
+            created_at: timestamp_of(id),
+        };
+        async move { ctx.docs.insert_favorite(&doc).await }
+    })
+    .await?;
+    Ok(FavoriteState { favorited: true })
+}
+
+/// Forgets it; forgetting one never kept is not an error. No visibility
+/// check: a keeper may drop a post they can no longer see.
+#[tracing::instrument(skip(ctx))]
+pub async fn unfavorite(ctx: &Context, post_id: i64, uid: i64) -> AppResult<FavoriteState> {
+    ctx.docs.delete_favorite(uid, post_id).await?;
+    Ok(FavoriteState { favorited: false })
+}
+
+/// The posts `uid` keeps, newest favorite first, expanded for them.
+pub async fn favorites(
+    ctx: &Context,
+    uid: i64,
+    cursor: Option<Cursor>,
+    limit: usize,
+    pres: &Presentation,
+) -> AppResult<Page<ExpandedPost>> {
+    let (items, next_cursor) = fill_page(
+        limit,
+        cursor.map(|c| c.0),
+        |before, n| async move { Ok(ctx.docs.favorites_page(uid, before, n).await?) },
+        |kept: Vec<FavoriteDoc>, room| async move {
+            let post_of = |f: &FavoriteDoc| Some(f.post_id);
+            keep_visible_posts(ctx, &kept, post_of, room, Some(uid), pres).await
+        },
+        |f: &FavoriteDoc| f.id,
+    )
+    .await?;
+    Ok(Page {
+        items,
+        next_cursor,
+        server_time: pres.now,
+    })
+}
