@@ -7,6 +7,8 @@ use crate::error::AppError;
 
 pub const MAX_CONTENT_CHARS: usize = 5000;
 pub const MAX_PICTURES: usize = 9;
+/// People a post may name for their attention (提醒谁看).
+pub const MAX_MENTIONS: usize = 10;
 pub const MAX_DEVICE_CHARS: usize = 100;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -58,6 +60,20 @@ fn picture_urls_schema() -> utoipa::openapi::Array {
         .build()
 }
 
+fn mentions_schema() -> utoipa::openapi::Array {
+    utoipa::openapi::ArrayBuilder::new()
+        .items(
+            utoipa::openapi::ObjectBuilder::new()
+                .schema_type(utoipa::openapi::schema::Type::Integer)
+                .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(
+                    utoipa::openapi::KnownFormat::Int64,
+                )))
+                .minimum(Some(1)),
+        )
+        .max_items(Some(MAX_MENTIONS))
+        .build()
+}
+
 /// The body of `POST /posts` as a client sends it. A post needs content
 /// that is not blank or at least one picture; a PICTURE post needs a picture.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -78,6 +94,10 @@ pub struct NewPostRequest {
     pub geo: Option<Geo>,
     #[serde(default)]
     pub visibility: Visibility,
+    /// Uids to notify (提醒谁看): at most 10, each one who may see the post.
+    #[serde(default)]
+    #[schema(schema_with = mentions_schema)]
+    pub mentions: Vec<i64>,
 }
 
 /// A post that passed every check.
@@ -89,6 +109,9 @@ pub struct NewPost {
     pub device: String,
     pub geo: Option<Geo>,
     pub visibility: Visibility,
+    /// Distinct, in the order given; checked against who may see the post
+    /// when it is published.
+    pub mentions: Vec<i64>,
 }
 
 impl NewPost {
@@ -128,6 +151,21 @@ impl NewPost {
             false,
         )?;
         let geo = req.geo.map(parse_geo).transpose()?;
+        if req.mentions.len() > MAX_MENTIONS {
+            return Err(AppError::invalid(
+                "mentions",
+                format!("at most {MAX_MENTIONS} people"),
+            ));
+        }
+        let mut mentions: Vec<i64> = Vec::with_capacity(req.mentions.len());
+        for uid in req.mentions {
+            if uid < 1 {
+                return Err(AppError::invalid("mentions", "uids are positive"));
+            }
+            if !mentions.contains(&uid) {
+                mentions.push(uid);
+            }
+        }
         Ok(Self {
             category: req.category,
             content,
@@ -135,6 +173,7 @@ impl NewPost {
             device,
             geo,
             visibility: req.visibility,
+            mentions,
         })
     }
 }

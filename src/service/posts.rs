@@ -2,13 +2,16 @@
 
 use super::assemble::{assemble_posts, assemble_visible, visible_post};
 use super::loader::to_json;
+use super::notifications::{notify, Event};
 use super::paging::fill_page;
 use super::views::{ExpandedPost, Page};
-use super::{with_fresh_id, Context, Presentation, Viewer};
+use super::{can_see, with_fresh_id, Context, Presentation, Relations, Viewer};
 use crate::domain::cursor::Cursor;
 use crate::domain::post::NewPost;
 use crate::error::{AppError, AppResult};
-use crate::store::{BlobKey, Changes, LiveChange, Owner, PostBody, PostDoc, SetKey};
+use crate::store::{
+    BlobKey, Changes, LiveChange, NotificationKind, Owner, PostBody, PostDoc, SetKey,
+};
 
 #[tracing::instrument(skip(ctx, post, pres))]
 pub async fn create_post(
@@ -17,6 +20,7 @@ pub async fn create_post(
     post: NewPost,
     pres: &Presentation,
 ) -> AppResult<ExpandedPost> {
+    check_mentions(ctx, author, &post).await?;
     let doc = with_fresh_id(|id| {
         let doc = PostDoc {
             id,
@@ -56,10 +60,97 @@ pub async fn create_post(
         now: crate::ids::now_ms(),
         ..*pres
     };
+    let notified = post.mentions.iter().map(|uid| {
+        notify(
+            ctx,
+            Event {
+                recipient: *uid,
+                kind: NotificationKind::Mention,
+                actor: author,
+                post_id: Some(id),
+                comment_id: None,
+                dedupe: format!("mention:{id}:{uid}"),
+            },
+        )
+    });
+    futures_util::future::join_all(notified).await;
     let mut posts = assemble_posts(ctx, &[id], Some(author), &pres).await?;
     posts.pop().ok_or_else(|| {
         AppError::Internal(anyhow::anyhow!("a post vanished right after publishing"))
     })
+}
+
+/// Refuses the post, naming them, unless everyone it mentions exists and
+/// may see it (visibility.rs, as each of them relates to the author).
+async fn check_mentions(ctx: &Context, author: i64, post: &NewPost) -> AppResult<()> {
+    let mentioned = &post.mentions;
+    if mentioned.is_empty() {
+        return Ok(());
+    }
+    if mentioned.contains(&author) {
+        return Err(AppError::invalid(
+            "mentions",
+            "a post cannot mention its author",
+        ));
+    }
+    let (users, (followed_by_author, following_author), blocked) = tokio::try_join!(
+        ctx.docs.users_by_ids(mentioned),
+        ctx.docs.follow_edges(author, mentioned),
+        ctx.docs.blocks_between(author, mentioned),
+    )?;
+    let named = |uids: Vec<i64>| {
+        uids.iter()
+            .map(|u| u.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let missing: Vec<i64> = mentioned
+        .iter()
+        .copied()
+        .filter(|m| !users.iter().any(|u| u.uid == *m && !u.is_erased()))
+        .collect();
+    if !missing.is_empty() {
+        return Err(AppError::invalid(
+            "mentions",
+            format!("no such users: {}", named(missing)),
+        ));
+    }
+    let probe = PostBody {
+        id: 0,
+        author_uid: author,
+        category: post.category,
+        content: String::new(),
+        picture_urls: Vec::new(),
+        device: String::new(),
+        geo: None,
+        visibility: post.visibility,
+        createtime: 0,
+        deleted: false,
+    };
+    let unseeing: Vec<i64> = mentioned
+        .iter()
+        .copied()
+        .filter(|m| {
+            let follows = following_author.contains(m);
+            let rel = Relations {
+                viewer: Some(*m),
+                following: follows.then_some(author).into_iter().collect(),
+                friends: (follows && followed_by_author.contains(m))
+                    .then_some(author)
+                    .into_iter()
+                    .collect(),
+                blocks: blocked.contains(m).then_some(author).into_iter().collect(),
+            };
+            !can_see(&probe, &rel)
+        })
+        .collect();
+    if !unseeing.is_empty() {
+        return Err(AppError::invalid(
+            "mentions",
+            format!("these users may not see the post: {}", named(unseeing)),
+        ));
+    }
+    Ok(())
 }
 
 pub async fn get_post(

@@ -256,6 +256,8 @@ pub enum NotificationKind {
     Comment,
     Reply,
     Follow,
+    /// The actor's new post names the recipient (提醒谁看).
+    Mention,
 }
 
 /// Seed 000's msg_info: something that happened to `uid`, done by `actor`.

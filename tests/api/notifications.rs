@@ -364,3 +364,74 @@ async fn quoted_reply(app: &TestApp, who: &User) -> serde_json::Value {
         .unwrap();
     reply["comment"].clone()
 }
+
+#[tokio::test]
+async fn a_post_mentions_only_people_who_may_see_it_and_notifies_each_once() {
+    use crate::helpers::{assert_problem, follow};
+    let app = spawn_app().await;
+    let zhang = app.user("zhangsan").await;
+    let li = app.user("lisi").await; // a friend
+    let wang = app.user("wangwu").await; // a follower
+    let zhao = app.user("zhaoliu").await; // blocked by zhang
+    follow(&app, &zhang, &li).await;
+    follow(&app, &li, &zhang).await;
+    follow(&app, &wang, &zhang).await;
+    let block = format!("/api/v1/users/{}/block", zhao.uid);
+    assert_eq!(app.put(&block, Some(&zhang.token)).await.0.as_u16(), 200);
+    let publish = |visibility: &str, mentions: Vec<i64>| {
+        app.post(
+            "/api/v1/posts",
+            Some(&zhang.token),
+            json!({"category": "TEXT", "content": "看这里", "visibility": visibility, "mentions": mentions}),
+        )
+    };
+
+    // Refused, naming those who may not see it; nothing is published.
+    let refused = publish("friends", vec![li.uid, wang.uid]).await;
+    let p = assert_problem(&refused, 400, "invalid_input");
+    assert_eq!(p["field"], "mentions");
+    let detail = p["detail"].as_str().unwrap();
+    assert!(detail.contains(&wang.uid.to_string()), "{detail}");
+    assert!(!detail.contains(&li.uid.to_string()), "{detail}");
+    let blocked = publish("public", vec![zhao.uid]).await;
+    assert!(assert_problem(&blocked, 400, "invalid_input")["detail"]
+        .as_str()
+        .unwrap()
+        .contains(&zhao.uid.to_string()));
+    let unknown = publish("public", vec![li.uid, 1_000_000_000_000_001]).await;
+    assert!(assert_problem(&unknown, 400, "invalid_input")["detail"]
+        .as_str()
+        .unwrap()
+        .contains("1000000000000001"));
+    assert_problem(
+        &publish("public", vec![zhang.uid]).await,
+        400,
+        "invalid_input",
+    );
+    let crowd: Vec<i64> = (1..=11).collect();
+    assert_problem(&publish("public", crowd).await, 400, "invalid_input");
+    let (_, mine) = app
+        .get(
+            &format!("/api/v1/users/{}/posts", zhang.uid),
+            Some(&zhang.token),
+        )
+        .await;
+    assert_eq!(mine["items"], json!([]), "refused posts were not stored");
+    for who in [&li, &wang, &zhao] {
+        assert!(inbox(&app, who).await.iter().all(|(k, _)| k != "mention"));
+    }
+
+    // Each one mentioned, however often, hears of it once.
+    let (s, created) = publish("followers", vec![li.uid, wang.uid, li.uid]).await;
+    assert_eq!(s.as_u16(), 201, "{created}");
+    for who in [&li, &wang] {
+        // Newest first: the mention, then (for Li) Zhang's follow.
+        let inbox = inbox(&app, who).await;
+        let mentions: Vec<&(String, i64)> = inbox.iter().filter(|(k, _)| k == "mention").collect();
+        assert_eq!(mentions, vec![&("mention".to_string(), zhang.uid)]);
+        assert_eq!(inbox[0].0, "mention");
+        let (_, page) = app.get("/api/v1/notifications", Some(&who.token)).await;
+        assert_eq!(page["items"][0]["postId"], created["id"], "{page}");
+    }
+    assert!(inbox(&app, &zhao).await.is_empty());
+}
