@@ -355,7 +355,6 @@ impl Application {
             None => None,
         };
         let server = server.run();
-        tracing::info!(port, "serving");
         Ok(Self {
             port,
             server,
@@ -390,6 +389,10 @@ impl Application {
     /// Serves until asked to stop (`stopper`), then stops in order (see the
     /// module's documentation) and returns.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        // Said here, not when built: the binary catches its signals between
+        // the two, and whoever waits for this line (an orchestrator, the
+        // shutdown tests) may signal at once.
+        tracing::info!(port = self.port, "serving");
         let Self {
             server,
             metrics,

@@ -180,6 +180,11 @@ pub async fn assemble_posts(
 /// (a like, a favorite): those posts the viewer may see, expanded, with
 /// what was looked at counted in records, so the next page starts right
 /// after the last record used.
+///
+/// The posts' bodies and the viewer's relations are read first, and only
+/// the posts the viewer may see are expanded: a list can hold many posts
+/// deleted since (whose likes and comments are never cached again), and
+/// expanding those would read all of their likes on every page.
 pub async fn keep_visible_posts<T>(
     ctx: &Context,
     records: &[T],
@@ -188,11 +193,24 @@ pub async fn keep_visible_posts<T>(
     viewer: Viewer,
     pres: &Presentation,
 ) -> AppResult<Kept<ExpandedPost>> {
-    let (at, posts): (Vec<usize>, Vec<i64>) = records
+    let named: Vec<(usize, i64)> = records
         .iter()
         .enumerate()
         .filter_map(|(i, r)| post_of(r).map(|p| (i, p)))
-        .unzip();
+        .collect();
+    let mut loader = Loader::new(ctx);
+    let bodies: Vec<BlobKey> = named.iter().map(|(_, p)| BlobKey::PostBody(*p)).collect();
+    let loaded = loader.load(&bodies, &Relations::reads(viewer)).await?;
+    loader.finish("keep_visible_posts");
+    let rel = Relations::from_loaded(viewer, &loaded);
+    let shown = |p: i64| {
+        loaded
+            .blobs
+            .get(&BlobKey::PostBody(p))
+            .and_then(|text| from_json::<PostBody>(text).ok())
+            .is_some_and(|body| can_see(&body, &rel))
+    };
+    let (at, posts): (Vec<usize>, Vec<i64>) = named.into_iter().filter(|(_, p)| shown(*p)).unzip();
     let kept = assemble_visible(ctx, &posts, room, viewer, pres).await?;
     let looked_at = if kept.looked_at >= posts.len() {
         records.len()

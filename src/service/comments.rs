@@ -167,7 +167,12 @@ pub async fn list_replies(
     pres: &Presentation,
 ) -> AppResult<Page<CommentView>> {
     let comment = live_comment(ctx, id).await?;
-    let post = visible_post(ctx, comment.post_id, viewer).await?;
+    // The same answer as for no such comment: which comments exist on
+    // posts the viewer may not see is not theirs to learn.
+    let post = match visible_post(ctx, comment.post_id, viewer).await {
+        Err(AppError::NotFound(_)) => return Err(AppError::NotFound("comment")),
+        other => other?,
+    };
     if !post.shows_actor(comment.author_uid) {
         return Err(AppError::NotFound("comment"));
     }

@@ -1,5 +1,7 @@
 //! Publishing, reading, deleting and listing posts.
 
+use std::collections::HashSet;
+
 use super::assemble::{assemble_posts, assemble_visible, visible_post};
 use super::loader::to_json;
 use super::notifications::{notify, Event};
@@ -20,7 +22,7 @@ pub async fn create_post(
     post: NewPost,
     pres: &Presentation,
 ) -> AppResult<ExpandedPost> {
-    check_mentions(ctx, author, &post).await?;
+    let notified = check_mentions(ctx, author, &post).await?;
     let doc = with_fresh_id(|id| {
         let doc = PostDoc {
             id,
@@ -60,7 +62,7 @@ pub async fn create_post(
         now: crate::ids::now_ms(),
         ..*pres
     };
-    let notified = post.mentions.iter().map(|uid| {
+    let notified = notified.iter().map(|uid| {
         notify(
             ctx,
             Event {
@@ -81,11 +83,14 @@ pub async fn create_post(
 }
 
 /// Refuses the post, naming them, unless everyone it mentions exists and
-/// may see it (visibility.rs, as each of them relates to the author).
-async fn check_mentions(ctx: &Context, author: i64, post: &NewPost) -> AppResult<()> {
+/// is in its audience (visibility.rs, as each of them relates to the
+/// author); answers whom to notify. Someone across a block, either way, is
+/// passed over in silence: naming them would tell the author who blocked
+/// them, and they would not see the post anyway.
+async fn check_mentions(ctx: &Context, author: i64, post: &NewPost) -> AppResult<Vec<i64>> {
     let mentioned = &post.mentions;
     if mentioned.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     if mentioned.contains(&author) {
         return Err(AppError::invalid(
@@ -130,6 +135,7 @@ async fn check_mentions(ctx: &Context, author: i64, post: &NewPost) -> AppResult
     let unseeing: Vec<i64> = mentioned
         .iter()
         .copied()
+        .filter(|m| !blocked.contains(m))
         .filter(|m| {
             let follows = following_author.contains(m);
             let rel = Relations {
@@ -139,7 +145,7 @@ async fn check_mentions(ctx: &Context, author: i64, post: &NewPost) -> AppResult
                     .then_some(author)
                     .into_iter()
                     .collect(),
-                blocks: blocked.contains(m).then_some(author).into_iter().collect(),
+                blocks: HashSet::new(),
             };
             !can_see(&probe, &rel)
         })
@@ -150,7 +156,11 @@ async fn check_mentions(ctx: &Context, author: i64, post: &NewPost) -> AppResult
             format!("these users may not see the post: {}", named(unseeing)),
         ));
     }
-    Ok(())
+    Ok(mentioned
+        .iter()
+        .copied()
+        .filter(|m| !blocked.contains(m))
+        .collect())
 }
 
 pub async fn get_post(

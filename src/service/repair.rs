@@ -30,8 +30,9 @@ use crate::store::{Changes, DocStore, LiveKey, LiveRepairDoc, LiveStore, Owner};
 pub const POLL_EVERY: Duration = Duration::from_millis(100);
 /// How old a copy of the shared list may be and still be trusted.
 pub const VIEW_MAX_AGE: Duration = Duration::from_millis(500);
-/// Records read per poll. Past this many stale owners the live store is
-/// failing wholesale, and every read already falls back to the documents.
+/// Records read per poll (a record per owner per failed save). A list that
+/// long means the live store is failing wholesale: every owner then counts
+/// as stale, and reads fall back to the documents until it is drained.
 const LIST_LIMIT: usize = 10_000;
 
 #[derive(Default)]
@@ -55,6 +56,9 @@ struct View {
     owners: HashMap<Owner, (Vec<LiveKey>, Vec<String>)>,
     /// When the read behind `owners` began; `None` before the first.
     read_at: Option<Instant>,
+    /// The read stopped at [`LIST_LIMIT`] records: owners past it are not
+    /// in `owners`, so every owner counts as stale.
+    truncated: bool,
 }
 
 fn keys_of(changes: &[Changes]) -> Vec<(Owner, Vec<LiveKey>)> {
@@ -221,8 +225,24 @@ impl LiveRepair {
 }
 
 impl Shared {
+    /// One record per owner: a save's records are named by owner and mark.
     async fn save(&self, keys: &[(Owner, Vec<LiveKey>)]) -> crate::store::StoreResult<()> {
-        self.docs.save_live_repairs(keys, next_id(), now_ms()).await
+        let mut merged: Vec<(Owner, Vec<LiveKey>)> = Vec::new();
+        for (owner, ks) in keys {
+            match merged.iter_mut().find(|(o, _)| o == owner) {
+                Some((_, into)) => {
+                    for k in ks {
+                        if !into.contains(k) {
+                            into.push(*k);
+                        }
+                    }
+                }
+                None => merged.push((*owner, ks.clone())),
+            }
+        }
+        self.docs
+            .save_live_repairs(&merged, next_id(), now_ms())
+            .await
     }
 
     fn queue(&self, keys: Vec<(Owner, Vec<LiveKey>)>) {
@@ -247,7 +267,7 @@ impl Shared {
             return true;
         };
         let fresh = view.read_at.is_some_and(|at| at.elapsed() < VIEW_MAX_AGE);
-        !fresh || view.owners.contains_key(&owner)
+        !fresh || view.truncated || view.owners.contains_key(&owner)
     }
 
     async fn poll(&self) {
@@ -269,6 +289,7 @@ impl Shared {
                     *view = View {
                         owners,
                         read_at: Some(began),
+                        truncated: docs.len() >= LIST_LIMIT,
                     };
                 }
             }

@@ -352,11 +352,18 @@ async fn a_reply_thread_shows_each_viewer_only_what_they_may_see() {
     );
     // Nobody outside the audience sees the thread, nor a thread opened
     // from a comment they may not see.
+    let never = app
+        .get("/api/v1/comments/1000000000000001/replies", None)
+        .await;
     for token in [Some(stranger.token.as_str()), None] {
         let hidden = app
             .get(&format!("/api/v1/comments/{root}/replies"), token)
             .await;
-        assert_problem(&hidden, 404, "not_found");
+        // Word for word the answer for no such comment.
+        assert_eq!(
+            assert_problem(&hidden, 404, "not_found")["detail"],
+            never.1["detail"]
+        );
     }
     let not_for_wang = app
         .get(

@@ -41,4 +41,15 @@ impl MongoDocs {
         }
         Ok(won)
     }
+
+    /// Gives a claim back when the write it was won for did not happen (it
+    /// failed, or its document changed since it was seen): without this its
+    /// name would be refused for an hour. Best effort: a claim left behind
+    /// only delays that retry until it expires.
+    pub(super) async fn unclaim(&self, name: String) {
+        let claims = self.db.collection::<Document>("claims");
+        if let Err(e) = claims.delete_one(doc! { "_id": name }).await {
+            tracing::debug!(error = %e, "could not give a claim back; it expires within the hour");
+        }
+    }
 }

@@ -51,16 +51,28 @@ impl FanOutDocs for MongoDocs {
             // Of instances claiming at once, only the one whose claim on
             // this fan-out as it was saved and last claimed wins it.
             let name = format!("fan_out:{}:{}:{}", f.post_id, f.saved_at, f.claimed_until);
-            if !self.claim(name, now).await? {
+            if !self.claim(name.clone(), now).await? {
                 continue;
             }
-            self.fan_outs()
+            // Still as it was seen (atomic on MongoDB: a save since wins).
+            let taken = self
+                .fan_outs()
                 .update_one(
-                    doc! { "_id": f.post_id },
+                    doc! { "_id": f.post_id, "savedAt": f.saved_at, "claimedUntil": f.claimed_until },
                     doc! { "$set": { "claimedUntil": until } },
                 )
-                .await
-                .map_err(classify)?;
+                .await;
+            match taken {
+                Ok(r) if r.matched_count == 1 => {}
+                Ok(_) => {
+                    self.unclaim(name).await;
+                    continue;
+                }
+                Err(e) => {
+                    self.unclaim(name).await;
+                    return Err(classify(e));
+                }
+            }
             claimed.push(FanOutDoc {
                 claimed_until: until,
                 ..f

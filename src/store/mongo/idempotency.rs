@@ -50,20 +50,28 @@ impl IdempotencyDocs for MongoDocs {
         // Only if nobody replaced it first: the claim on the one it
         // replaces is named by that one's start, so two retries cannot both
         // take it.
-        if !self
-            .claim(
-                format!("idempotency:{}:{}", key.id, existing.started_at),
-                now,
-            )
-            .await?
-        {
+        let claim = format!("idempotency:{}:{}", key.id, existing.started_at);
+        if !self.claim(claim.clone(), now).await? {
             return Ok(Some(existing));
         }
-        self.idempotency_keys()
-            .replace_one(doc! { "_id": &key.id }, stored)
-            .await
-            .map_err(classify)?;
-        Ok(None)
+        let replaced = self
+            .idempotency_keys()
+            .replace_one(
+                doc! { "_id": &key.id, "startedAt": existing.started_at },
+                stored,
+            )
+            .await;
+        match replaced {
+            Ok(r) if r.matched_count == 1 => Ok(None),
+            Ok(_) => {
+                self.unclaim(claim).await;
+                Ok(Some(existing))
+            }
+            Err(e) => {
+                self.unclaim(claim).await;
+                Err(classify(e))
+            }
+        }
     }
 
     async fn complete_idempotency_key(

@@ -25,7 +25,14 @@ impl LiveRepairDocs for MongoDocs {
         if records.is_empty() {
             return Ok(());
         }
-        match self.live_repairs_coll().insert_many(records).await {
+        // Unordered: a record already in (a retried save) does not stop
+        // the rest.
+        match self
+            .live_repairs_coll()
+            .insert_many(records)
+            .ordered(false)
+            .await
+        {
             Ok(_) => Ok(()),
             // A retry of a save that reached the server: its records are in.
             Err(e) if duplicate_of(&e).is_some() => Ok(()),

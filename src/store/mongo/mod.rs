@@ -570,21 +570,27 @@ impl DocStore for MongoDocs {
             else {
                 continue;
             };
-            if ended >= now
-                || !self
-                    .claim(format!("lease:{id}:{was_holder}:{ended}"), now)
-                    .await?
-            {
+            let claim = format!("lease:{id}:{was_holder}:{ended}");
+            if ended >= now || !self.claim(claim.clone(), now).await? {
                 continue;
             }
-            leases
+            // Still the lease that was seen ended: on MongoDB this update is
+            // atomic, so a renewal that landed since wins (the claim alone
+            // decides only between takers).
+            let taken = leases
                 .update_one(
-                    doc! { "_id": i32::from(id) },
+                    doc! { "_id": i32::from(id), "holder": was_holder, "expiresAt": ended },
                     doc! { "$set": { "holder": holder, "expiresAt": until } },
                 )
-                .await
-                .map_err(classify)?;
-            return Ok(Some(id));
+                .await;
+            match taken {
+                Ok(r) if r.matched_count == 1 => return Ok(Some(id)),
+                Ok(_) => self.unclaim(claim).await,
+                Err(e) => {
+                    self.unclaim(claim).await;
+                    return Err(classify(e));
+                }
+            }
         }
         Ok(None)
     }

@@ -112,8 +112,10 @@ impl Batch {
 
     /// Every command in it may run twice without harm (see the module's
     /// comment), so on a cluster it may go out one pipeline per node.
-    /// A rate-limit charge in such a batch counts twice in the rare case
-    /// that its node's part is re-sent while slots move.
+    /// A rate-limit charge in such a batch counts twice when its node's
+    /// part is re-sent (a slot moved, or the node answered after the
+    /// client's 1 s timeout): only ever stricter, and only while the
+    /// cluster is in trouble.
     pub fn repeatable(mut self) -> Self {
         self.repeatable = true;
         self
@@ -188,6 +190,9 @@ pub(super) struct Cluster {
     seeds: Vec<(String, u16)>,
     /// One reading of the map at a time.
     refreshing: tokio::sync::Mutex<()>,
+    /// A reread asked for by a failed node pipeline is on its way: the
+    /// next failures do not ask again (a dead master fails every request).
+    reread_asked: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Clone)]
@@ -355,12 +360,16 @@ impl Cluster {
                             return Ok(at.zip(values).collect());
                         }
                     }
-                    let me = self.clone();
-                    tokio::spawn(async move {
-                        if let Err(e) = me.refresh().await {
-                            tracing::debug!(error = %e, "rereading the slot map after a failed node pipeline failed");
-                        }
-                    });
+                    use std::sync::atomic::Ordering;
+                    if !self.reread_asked.swap(true, Ordering::AcqRel) {
+                        let me = self.clone();
+                        tokio::spawn(async move {
+                            if let Err(e) = me.refresh().await {
+                                tracing::debug!(error = %e, "rereading the slot map after a failed node pipeline failed");
+                            }
+                            me.reread_asked.store(false, Ordering::Release);
+                        });
+                    }
                 }
                 self.send_per_slot(part, false).await
             }
@@ -420,6 +429,7 @@ impl Conn {
                 template,
                 seeds,
                 refreshing: tokio::sync::Mutex::new(()),
+                reread_asked: std::sync::atomic::AtomicBool::new(false),
             });
             Cluster::watch(&cluster);
             return Ok(Conn::Cluster(cluster));
