@@ -128,12 +128,25 @@ pub fn optional_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>
     let Some(n) = <Option<serde_json::Number> as serde::Deserialize>::deserialize(d)? else {
         return Ok(None);
     };
+    whole_number(&n).map(Some).map_err(D::Error::custom)
+}
+
+/// Reads a list of ids in a body, each as `optional_id` reads one.
+pub fn id_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<i64>, D::Error> {
+    use serde::de::Error;
+    <Vec<serde_json::Number> as serde::Deserialize>::deserialize(d)?
+        .iter()
+        .map(|n| whole_number(n).map_err(D::Error::custom))
+        .collect()
+}
+
+fn whole_number(n: &serde_json::Number) -> Result<i64, String> {
     if let Some(i) = n.as_i64() {
-        return Ok(Some(i));
+        return Ok(i);
     }
     match n.as_f64() {
-        Some(f) if f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0 => Ok(Some(f as i64)),
-        _ => Err(D::Error::custom(format!("{n} is not a whole number"))),
+        Some(f) if f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0 => Ok(f as i64),
+        _ => Err(format!("{n} is not a whole number")),
     }
 }
 

@@ -95,7 +95,7 @@ pub struct NewPostRequest {
     #[serde(default)]
     pub visibility: Visibility,
     /// Uids to notify (提醒谁看): at most 10, each one who may see the post.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::id_list")]
     #[schema(schema_with = mentions_schema)]
     pub mentions: Vec<i64>,
 }
