@@ -219,24 +219,8 @@ async fn whole_thread(
     token: Option<&str>,
     limit: usize,
 ) -> Vec<i64> {
-    let mut ids = Vec::new();
-    let mut cursor = String::new();
-    loop {
-        let (s, page) = app
-            .get(
-                &format!("/api/v1/comments/{comment}/replies?limit={limit}&cursor={cursor}"),
-                token,
-            )
-            .await;
-        assert_eq!(s.as_u16(), 200, "{page}");
-        let items = page["items"].as_array().unwrap();
-        assert!(items.len() <= limit);
-        ids.extend(items.iter().map(|c| c["id"].as_i64().unwrap()));
-        match page["nextCursor"].as_str() {
-            Some(c) => cursor = c.to_string(),
-            None => return ids,
-        }
-    }
+    let path = format!("/api/v1/comments/{comment}/replies");
+    crate::helpers::ids(&crate::helpers::every_item(app, &path, token, limit).await)
 }
 
 #[tokio::test]

@@ -268,31 +268,41 @@ pub async fn follow(app: &TestApp, who: &User, whom: &User) {
     assert_eq!(s.as_u16(), 200);
 }
 
-/// Every post id of the viewer's timeline, paging through all of it.
-pub async fn whole_feed(app: &TestApp, viewer: &User, limit: usize) -> Vec<i64> {
-    let mut seen = Vec::new();
+/// Every item of a cursor-paged list at `path` (which takes `?limit=`),
+/// walking its pages of `limit`: each page answers 200 and holds at most
+/// `limit` items.
+pub async fn every_item(
+    app: &TestApp,
+    path: &str,
+    token: Option<&str>,
+    limit: usize,
+) -> Vec<Value> {
+    let mut items = Vec::new();
     let mut cursor = String::new();
     for _ in 0..100 {
         let (s, page) = app
-            .get(
-                &format!("/api/v1/feed?limit={limit}&cursor={cursor}"),
-                Some(&viewer.token),
-            )
+            .get(&format!("{path}?limit={limit}&cursor={cursor}"), token)
             .await;
         assert_eq!(s.as_u16(), 200, "{page}");
-        seen.extend(
-            page["items"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|p| p["id"].as_i64().unwrap()),
-        );
+        let got = page["items"].as_array().unwrap();
+        assert!(got.len() <= limit, "{page}");
+        items.extend(got.iter().cloned());
         match page["nextCursor"].as_str() {
             Some(c) => cursor = c.to_string(),
-            None => return seen,
+            None => return items,
         }
     }
-    panic!("the feed never ended");
+    panic!("{path} never ended");
+}
+
+/// The `id` of each item.
+pub fn ids(items: &[Value]) -> Vec<i64> {
+    items.iter().map(|i| i["id"].as_i64().unwrap()).collect()
+}
+
+/// Every post id of the viewer's timeline, paging through all of it.
+pub async fn whole_feed(app: &TestApp, viewer: &User, limit: usize) -> Vec<i64> {
+    ids(&every_item(app, "/api/v1/feed", Some(&viewer.token), limit).await)
 }
 
 pub fn assert_problem(resp: &(StatusCode, Value), status: u16, code: &str) -> Value {

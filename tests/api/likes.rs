@@ -2,7 +2,7 @@ use serde_json::json;
 
 use reqwest::Method;
 
-use crate::helpers::{assert_problem, settle, spawn_app, TestApp};
+use crate::helpers::{assert_problem, every_item, ids, settle, spawn_app, TestApp};
 
 #[tokio::test]
 async fn liking_twice_is_one_like_and_unliking_twice_is_fine() {
@@ -239,27 +239,11 @@ async fn a_retried_like_repairs_a_live_step_that_was_lost() {
 
 /// Every post id of the caller's liked posts, walking pages of `limit`.
 async fn whole_liked(app: &TestApp, token: &str, limit: usize) -> Vec<i64> {
-    let mut ids = Vec::new();
-    let mut cursor = String::new();
-    loop {
-        let (s, page) = app
-            .get(
-                &format!("/api/v1/me/likes?limit={limit}&cursor={cursor}"),
-                Some(token),
-            )
-            .await;
-        assert_eq!(s.as_u16(), 200, "{page}");
-        let items = page["items"].as_array().unwrap();
-        assert!(items.len() <= limit, "{page}");
-        for p in items {
-            assert_eq!(p["likedByMe"], true, "{p}");
-            ids.push(p["id"].as_i64().unwrap());
-        }
-        match page["nextCursor"].as_str() {
-            Some(c) => cursor = c.to_string(),
-            None => return ids,
-        }
+    let posts = every_item(app, "/api/v1/me/likes", Some(token), limit).await;
+    for p in &posts {
+        assert_eq!(p["likedByMe"], true, "{p}");
     }
+    ids(&posts)
 }
 
 #[tokio::test]
@@ -326,24 +310,7 @@ async fn my_likes_list_the_posts_i_liked_and_may_still_see_newest_first() {
 
 /// Every post id of the caller's favorites, walking pages of `limit`.
 async fn whole_favorites(app: &TestApp, token: &str, limit: usize) -> Vec<i64> {
-    let mut ids = Vec::new();
-    let mut cursor = String::new();
-    loop {
-        let (s, page) = app
-            .get(
-                &format!("/api/v1/me/favorites?limit={limit}&cursor={cursor}"),
-                Some(token),
-            )
-            .await;
-        assert_eq!(s.as_u16(), 200, "{page}");
-        let items = page["items"].as_array().unwrap();
-        assert!(items.len() <= limit, "{page}");
-        ids.extend(items.iter().map(|p| p["id"].as_i64().unwrap()));
-        match page["nextCursor"].as_str() {
-            Some(c) => cursor = c.to_string(),
-            None => return ids,
-        }
-    }
+    ids(&every_item(app, "/api/v1/me/favorites", Some(token), limit).await)
 }
 
 #[tokio::test]
