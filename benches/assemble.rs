@@ -115,6 +115,7 @@ fn fixture() -> Fixture {
             name: Some("杭州·西湖风景区".to_string()),
         }),
         visibility: Visibility::Public,
+        audience: None,
         createtime: created,
         deleted: false,
     };

@@ -773,6 +773,7 @@ async fn follow_counts_are_kept_on_the_user_and_backfilled_once() {
         roles: vec![],
         created_at: 0,
         last_active_at: 0,
+        album_window: Default::default(),
     };
     let (a, b, c) = (id(1), id(2), id(3));
     for u in [a, b] {
@@ -979,6 +980,7 @@ async fn a_posts_id_arrays_hold_its_newest_ids_first_capped() {
         device: String::new(),
         geo: None,
         visibility: Visibility::Public,
+        audience: None,
         createtime: 0,
         comments_postid: vec![],
         likes_postid: vec![],

@@ -17,6 +17,7 @@ pub fn user(uid: i64) -> UserDoc {
         roles: vec![],
         created_at: now_ms(),
         last_active_at: now_ms(),
+        album_window: Default::default(),
     }
 }
 
@@ -31,6 +32,7 @@ pub fn post(author: i64) -> PostDoc {
         device: String::new(),
         geo: None,
         visibility: moments::domain::post::Visibility::Public,
+        audience: None,
         createtime: timestamp_of(id),
         comments_postid: vec![],
         likes_postid: vec![],

@@ -5,6 +5,7 @@ pub mod addr;
 pub mod comment;
 pub mod cursor;
 pub mod device;
+pub mod label;
 pub mod post;
 pub mod time_text;
 pub mod user;

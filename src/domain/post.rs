@@ -9,6 +9,11 @@ pub const MAX_CONTENT_CHARS: usize = 5000;
 pub const MAX_PICTURES: usize = 9;
 /// People a post may name for their attention (提醒谁看).
 pub const MAX_MENTIONS: usize = 10;
+/// Labels an `only` or `except` audience may name.
+pub const MAX_AUDIENCE_LABELS: usize = 20;
+/// People an `only` or `except` audience may name one by one (more go in a
+/// label: the post body, which every read of it carries, stays small).
+pub const MAX_AUDIENCE_UIDS: usize = 200;
 pub const MAX_DEVICE_CHARS: usize = 100;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -28,6 +33,100 @@ pub enum Visibility {
     Followers,
     Friends,
     Private,
+    /// The author and the friends the audience names, directly or through
+    /// one of the author's labels (WeChat's 部分可见).
+    Only,
+    /// All the author's friends but those the audience names (不给谁看).
+    Except,
+}
+
+impl Visibility {
+    /// Whether this visibility takes an `audience`.
+    pub fn names_an_audience(self) -> bool {
+        matches!(self, Visibility::Only | Visibility::Except)
+    }
+}
+
+/// Whom an `only` or `except` post names: labels of its author's (whose
+/// members are read when the post is, so a label change applies to earlier
+/// posts at once) and uids.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Audience {
+    /// Ids of the author's labels.
+    #[serde(default, deserialize_with = "super::id_list")]
+    #[schema(schema_with = audience_labels_schema)]
+    pub labels: Vec<i64>,
+    #[serde(default, deserialize_with = "super::id_list")]
+    #[schema(schema_with = audience_uids_schema)]
+    pub uids: Vec<i64>,
+}
+
+impl Audience {
+    /// Whether it names `uid` directly or through one of `labels_with_uid`
+    /// (the author's labels that hold `uid`).
+    pub fn names(&self, uid: i64, in_label: impl Fn(i64) -> bool) -> bool {
+        self.uids.contains(&uid) || self.labels.iter().any(|l| in_label(*l))
+    }
+
+    fn parse(raw: Audience) -> Result<Self, AppError> {
+        if raw.labels.len() > MAX_AUDIENCE_LABELS {
+            return Err(AppError::invalid(
+                "audience.labels",
+                format!("at most {MAX_AUDIENCE_LABELS} labels"),
+            ));
+        }
+        if raw.uids.len() > MAX_AUDIENCE_UIDS {
+            return Err(AppError::invalid(
+                "audience.uids",
+                format!("at most {MAX_AUDIENCE_UIDS} people; put more in a label"),
+            ));
+        }
+        let distinct = |field: &str, ids: Vec<i64>| -> Result<Vec<i64>, AppError> {
+            let mut out: Vec<i64> = Vec::with_capacity(ids.len());
+            for i in ids {
+                if i < 1 {
+                    return Err(AppError::invalid(field, "ids are positive"));
+                }
+                if !out.contains(&i) {
+                    out.push(i);
+                }
+            }
+            Ok(out)
+        };
+        let audience = Audience {
+            labels: distinct("audience.labels", raw.labels)?,
+            uids: distinct("audience.uids", raw.uids)?,
+        };
+        if audience.labels.is_empty() && audience.uids.is_empty() {
+            return Err(AppError::invalid(
+                "audience",
+                "name at least one label or uid",
+            ));
+        }
+        Ok(audience)
+    }
+}
+
+fn id_array_schema(max: usize) -> utoipa::openapi::Array {
+    utoipa::openapi::ArrayBuilder::new()
+        .items(
+            utoipa::openapi::ObjectBuilder::new()
+                .schema_type(utoipa::openapi::schema::Type::Integer)
+                .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(
+                    utoipa::openapi::KnownFormat::Int64,
+                )))
+                .minimum(Some(1)),
+        )
+        .max_items(Some(max))
+        .build()
+}
+
+fn audience_labels_schema() -> utoipa::openapi::Array {
+    id_array_schema(MAX_AUDIENCE_LABELS)
+}
+
+fn audience_uids_schema() -> utoipa::openapi::Array {
+    id_array_schema(MAX_AUDIENCE_UIDS)
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -61,17 +160,7 @@ fn picture_urls_schema() -> utoipa::openapi::Array {
 }
 
 fn mentions_schema() -> utoipa::openapi::Array {
-    utoipa::openapi::ArrayBuilder::new()
-        .items(
-            utoipa::openapi::ObjectBuilder::new()
-                .schema_type(utoipa::openapi::schema::Type::Integer)
-                .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(
-                    utoipa::openapi::KnownFormat::Int64,
-                )))
-                .minimum(Some(1)),
-        )
-        .max_items(Some(MAX_MENTIONS))
-        .build()
+    id_array_schema(MAX_MENTIONS)
 }
 
 /// The body of `POST /posts` as a client sends it. A post needs content
@@ -94,6 +183,10 @@ pub struct NewPostRequest {
     pub geo: Option<Geo>,
     #[serde(default)]
     pub visibility: Visibility,
+    /// Whom an `only` or `except` post names (required with those, refused
+    /// with any other visibility).
+    #[serde(default)]
+    pub audience: Option<Audience>,
     /// Uids to notify (提醒谁看): at most 10, each one who may see the post.
     #[serde(default, deserialize_with = "super::id_list")]
     #[schema(schema_with = mentions_schema)]
@@ -109,6 +202,9 @@ pub struct NewPost {
     pub device: String,
     pub geo: Option<Geo>,
     pub visibility: Visibility,
+    /// With `only` and `except`: distinct ids, at least one. The labels are
+    /// checked to be the author's when the post is published.
+    pub audience: Option<Audience>,
     /// Distinct, in the order given; checked against who may see the post
     /// when it is published.
     pub mentions: Vec<i64>,
@@ -166,6 +262,22 @@ impl NewPost {
                 mentions.push(uid);
             }
         }
+        let audience = match (req.visibility.names_an_audience(), req.audience) {
+            (true, Some(a)) => Some(Audience::parse(a)?),
+            (true, None) => {
+                return Err(AppError::invalid(
+                    "audience",
+                    "an only or except post names its audience",
+                ))
+            }
+            (false, Some(_)) => {
+                return Err(AppError::invalid(
+                    "audience",
+                    "only an only or except post names an audience",
+                ))
+            }
+            (false, None) => None,
+        };
         Ok(Self {
             category: req.category,
             content,
@@ -173,6 +285,7 @@ impl NewPost {
             device,
             geo,
             visibility: req.visibility,
+            audience,
             mentions,
         })
     }
@@ -254,6 +367,53 @@ mod tests {
         assert_eq!(
             field(req(serde_json::json!({"category":"TEXT","content":"   "}))),
             "content"
+        );
+    }
+
+    #[test]
+    fn only_and_except_need_an_audience_and_nothing_else_takes_one() {
+        let only = req(
+            serde_json::json!({"category":"TEXT","content":"x","visibility":"only",
+            "audience":{"labels":[5,5],"uids":[7]}}),
+        )
+        .unwrap();
+        assert_eq!(
+            only.audience,
+            Some(Audience {
+                labels: vec![5],
+                uids: vec![7]
+            })
+        );
+        assert_eq!(
+            field(req(
+                serde_json::json!({"category":"TEXT","content":"x","visibility":"except"})
+            )),
+            "audience"
+        );
+        assert_eq!(
+            field(req(
+                serde_json::json!({"category":"TEXT","content":"x","visibility":"only","audience":{}})
+            )),
+            "audience"
+        );
+        assert_eq!(
+            field(req(
+                serde_json::json!({"category":"TEXT","content":"x","visibility":"public","audience":{"uids":[1]}})
+            )),
+            "audience"
+        );
+        let many: Vec<i64> = (1..=201).collect();
+        assert_eq!(
+            field(req(
+                serde_json::json!({"category":"TEXT","content":"x","visibility":"only","audience":{"uids":many}})
+            )),
+            "audience.uids"
+        );
+        assert_eq!(
+            field(req(
+                serde_json::json!({"category":"TEXT","content":"x","visibility":"only","audience":{"labels":[0]}})
+            )),
+            "audience.labels"
         );
     }
 

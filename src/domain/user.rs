@@ -1,5 +1,7 @@
 //! Account fields: usernames are the login key, nick names and avatars are what others see.
 
+use serde::{Deserialize, Serialize};
+
 use super::{char_len, parse_http_url, parse_text, text_schema, url_schema, StringSchema};
 
 /// What `Username::parse` accepts; letters are stored lower-case.
@@ -116,6 +118,49 @@ impl HeadImg {
     }
     pub fn into_inner(self) -> String {
         self.0
+    }
+}
+
+/// How far back others may see a user's posts (WeChat's 允许朋友查看朋友圈的范围:
+/// 最近三天 / 一个月 / 半年 / 全部). The author always sees all of their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
+pub enum AlbumWindow {
+    #[default]
+    #[serde(rename = "all")]
+    All,
+    #[serde(rename = "3d")]
+    ThreeDays,
+    #[serde(rename = "1m")]
+    OneMonth,
+    #[serde(rename = "6m")]
+    SixMonths,
+}
+
+const DAY_MS: i64 = 24 * 3600 * 1000;
+
+impl AlbumWindow {
+    /// The narrowest window there is: a post younger than this is inside
+    /// every author's window, so reading it needs no author's setting.
+    pub const NARROWEST_MS: i64 = 3 * DAY_MS;
+
+    /// How far back, in ms; `None` for no limit.
+    pub fn span_ms(self) -> Option<i64> {
+        match self {
+            AlbumWindow::All => None,
+            AlbumWindow::ThreeDays => Some(Self::NARROWEST_MS),
+            AlbumWindow::OneMonth => Some(30 * DAY_MS),
+            AlbumWindow::SixMonths => Some(182 * DAY_MS),
+        }
+    }
+
+    /// Whether a post made at `createtime` is inside the window at `now`.
+    pub fn shows(self, createtime: i64, now: i64) -> bool {
+        self.span_ms()
+            .is_none_or(|span| createtime >= now.saturating_sub(span))
+    }
+
+    pub fn is_all(&self) -> bool {
+        *self == AlbumWindow::All
     }
 }
 

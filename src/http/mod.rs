@@ -8,6 +8,7 @@ pub mod extract;
 pub mod favorites;
 pub mod feed;
 pub mod idempotency;
+pub mod labels;
 pub mod likes;
 pub mod notifications;
 pub mod openapi;
@@ -31,6 +32,7 @@ pub fn api(cfg: &mut web::ServiceConfig) {
             .configure(comments::routes)
             .configure(likes::routes)
             .configure(favorites::routes)
+            .configure(labels::routes)
             .configure(social::routes)
             .configure(feed::routes)
             .configure(notifications::routes)

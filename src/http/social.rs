@@ -1,14 +1,16 @@
-//! Follows, blocks and the lists of a user's graph.
+//! Follows, blocks, mutes, hides and the lists of a user's graph.
 
 use actix_web::http::Method;
 use actix_web::{web, HttpResponse};
 
 use super::extract::{path_id, AuthUser, MaybeAuthUser, PageParams, PageQuery};
 use crate::error::AppError;
-use crate::service::social::{self, BlockState, FollowState, Listing, Profile};
+use crate::service::social::{
+    self, BlockState, FollowState, HideState, Listing, MuteState, Profile,
+};
 use crate::service::views::Page;
 use crate::service::Context;
-use crate::store::UserCard;
+use crate::store::{FilterKind, UserCard};
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(super::resource(
@@ -28,6 +30,28 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             (Method::PUT, web::to(block)),
             (Method::DELETE, web::to(unblock)),
         ],
+    ));
+    cfg.service(super::resource(
+        "/users/{uid}/mute",
+        [
+            (Method::PUT, web::to(mute)),
+            (Method::DELETE, web::to(unmute)),
+        ],
+    ));
+    cfg.service(super::resource(
+        "/users/{uid}/hide",
+        [
+            (Method::PUT, web::to(hide)),
+            (Method::DELETE, web::to(unhide)),
+        ],
+    ));
+    cfg.service(super::resource(
+        "/me/muted",
+        [(Method::GET, web::to(muted))],
+    ));
+    cfg.service(super::resource(
+        "/me/hidden",
+        [(Method::GET, web::to(hidden))],
     ));
     cfg.service(super::resource(
         "/users/{uid}/followers",
@@ -102,6 +126,97 @@ pub async fn unblock(
 ) -> Result<HttpResponse, AppError> {
     let them = path_id(&uid, "user")?;
     Ok(HttpResponse::Ok().json(social::unblock(&ctx, user.uid, them).await?))
+}
+
+#[utoipa::path(put, path = "/api/v1/users/{uid}/mute", tag = "social", params(("uid" = i64, Path, minimum = 1)),
+    responses((status = 200, body = MuteState, description = "their posts leave the caller's home feed; their album stays open; repeating it changes nothing"),
+              (status = 409, description = "that is the caller, or the caller mutes as many accounts as one may")),
+    security(("bearer" = [])))]
+pub async fn mute(
+    ctx: web::Data<Context>,
+    user: AuthUser,
+    uid: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    let them = path_id(&uid, "user")?;
+    Ok(HttpResponse::Ok().json(social::mute(&ctx, user.uid, them).await?))
+}
+
+#[utoipa::path(delete, path = "/api/v1/users/{uid}/mute", tag = "social", params(("uid" = i64, Path, minimum = 1)),
+    responses((status = 200, body = MuteState), (status = 409, description = "that is the caller")),
+    security(("bearer" = [])))]
+pub async fn unmute(
+    ctx: web::Data<Context>,
+    user: AuthUser,
+    uid: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    let them = path_id(&uid, "user")?;
+    Ok(HttpResponse::Ok().json(social::unmute(&ctx, user.uid, them).await?))
+}
+
+#[utoipa::path(put, path = "/api/v1/users/{uid}/hide", tag = "social", params(("uid" = i64, Path, minimum = 1)),
+    responses((status = 200, body = HideState, description = "none of the caller's posts are visible to them; repeating it changes nothing"),
+              (status = 409, description = "that is the caller, or the caller hides from as many accounts as one may")),
+    security(("bearer" = [])))]
+pub async fn hide(
+    ctx: web::Data<Context>,
+    user: AuthUser,
+    uid: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    let them = path_id(&uid, "user")?;
+    Ok(HttpResponse::Ok().json(social::hide(&ctx, user.uid, them).await?))
+}
+
+#[utoipa::path(delete, path = "/api/v1/users/{uid}/hide", tag = "social", params(("uid" = i64, Path, minimum = 1)),
+    responses((status = 200, body = HideState, description = "they see the caller's posts again, earlier ones included"),
+              (status = 409, description = "that is the caller")),
+    security(("bearer" = [])))]
+pub async fn unhide(
+    ctx: web::Data<Context>,
+    user: AuthUser,
+    uid: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    let them = path_id(&uid, "user")?;
+    Ok(HttpResponse::Ok().json(social::unhide(&ctx, user.uid, them).await?))
+}
+
+#[utoipa::path(get, path = "/api/v1/me/muted", tag = "social", params(PageQuery),
+    responses((status = 200, body = Page<UserCard>, description = "the accounts the caller muted, newest first")),
+    security(("bearer" = [])))]
+pub async fn muted(
+    ctx: web::Data<Context>,
+    user: AuthUser,
+    params: PageParams,
+) -> Result<HttpResponse, AppError> {
+    let page = social::filtered(
+        &ctx,
+        user.uid,
+        FilterKind::Mute,
+        params.cursor,
+        params.limit,
+        crate::ids::now_ms(),
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(page))
+}
+
+#[utoipa::path(get, path = "/api/v1/me/hidden", tag = "social", params(PageQuery),
+    responses((status = 200, body = Page<UserCard>, description = "the accounts the caller hides their posts from, newest first")),
+    security(("bearer" = [])))]
+pub async fn hidden(
+    ctx: web::Data<Context>,
+    user: AuthUser,
+    params: PageParams,
+) -> Result<HttpResponse, AppError> {
+    let page = social::filtered(
+        &ctx,
+        user.uid,
+        FilterKind::Hide,
+        params.cursor,
+        params.limit,
+        crate::ids::now_ms(),
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(page))
 }
 
 async fn listing(

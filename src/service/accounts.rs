@@ -16,12 +16,12 @@ use super::loader::{from_json, to_json};
 use super::rate_limits::{self, Budget, Traffic};
 use super::views::Page;
 use super::{password_pool, with_fresh_id, Context};
-use crate::domain::user::{self, HeadImg, NickName, Password, Username};
+use crate::domain::user::{self, AlbumWindow, HeadImg, NickName, Password, Username};
 use crate::error::{AppError, AppResult};
 use crate::ids::now_ms;
 use crate::store::{
-    BlobKey, LiveChange, LiveFill, LiveKey, LiveRead, Owner, SessionDoc, StoreError, TokenHash,
-    UserCard, UserDoc,
+    BlobKey, LiveChange, LiveFill, LiveKey, LiveRead, Owner, ProfileChange, SessionDoc, StoreError,
+    TokenHash, UserCard, UserDoc,
 };
 
 pub const SESSION_TTL_SECS: u64 = 30 * 24 * 3600;
@@ -125,6 +125,9 @@ pub struct ProfilePatch {
     #[serde(default)]
     #[schema(schema_with = user::head_img_schema)]
     pub head_img: Option<String>,
+    /// How far back others see the caller's posts (WeChat's 最近三天 / 一个月 / 半年 / 全部).
+    #[serde(default)]
+    pub album_window: Option<AlbumWindow>,
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -145,6 +148,8 @@ pub struct Me {
     pub head_img: String,
     pub roles: Vec<String>,
     pub created_at: i64,
+    /// How far back others see this user's posts.
+    pub album_window: AlbumWindow,
 }
 
 impl From<UserDoc> for Me {
@@ -156,6 +161,7 @@ impl From<UserDoc> for Me {
             head_img: u.head_img,
             roles: u.roles,
             created_at: u.created_at,
+            album_window: u.album_window,
         }
     }
 }
@@ -356,6 +362,7 @@ pub async fn register(ctx: &Context, reg: Registration) -> AppResult<UserCard> {
         roles: Vec::new(),
         created_at: now,
         last_active_at: now,
+        album_window: AlbumWindow::All,
     };
     match insert_user(ctx, &user).await {
         Ok(user) => Ok(user.card()),
@@ -817,7 +824,14 @@ pub async fn update_me(ctx: &Context, uid: i64, patch: ProfilePatch) -> AppResul
         .map(HeadImg::into_inner);
     let user = ctx
         .docs
-        .update_profile(uid, nick.as_deref(), head.as_deref())
+        .update_profile(
+            uid,
+            ProfileChange {
+                nick_name: nick.as_deref(),
+                head_img: head.as_deref(),
+                album_window: patch.album_window,
+            },
+        )
         .await?
         .ok_or(AppError::Unauthorized("account no longer exists"))?;
     ctx.repair
@@ -863,6 +877,7 @@ pub async fn bootstrap_admin(ctx: &Context, username: &str, password: &str) -> A
                 roles: vec!["admin".into()],
                 created_at: now,
                 last_active_at: now,
+                album_window: AlbumWindow::All,
             };
             match insert_user(ctx, &user).await {
                 Ok(user) => return Ok(user.uid),

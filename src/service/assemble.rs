@@ -10,7 +10,7 @@ use super::device_names::DeviceNames;
 use super::loader::{from_json, Loaded, Loader};
 use super::paging::Kept;
 use super::views::{unknown_user, CommentView, ExpandedPost, LikeView, ReplyToView};
-use super::visibility::{self, Interactions, Sight};
+use super::visibility::{self, Interactions, Place, Sight};
 use super::{can_see, Context, Presentation, Relations, Viewer};
 use crate::error::AppResult;
 use crate::ids;
@@ -86,6 +86,7 @@ pub fn build_post(
         device_model: b.device.clone(),
         geo: b.geo.clone(),
         visibility: b.visibility,
+        audience: None,
         author: card(cards, b.author_uid),
         picture_urls: b.picture_urls.clone(),
         like_count: parts.likers.count,
@@ -171,9 +172,11 @@ pub async fn assemble_posts(
     viewer: Viewer,
     pres: &Presentation,
 ) -> AppResult<Vec<ExpandedPost>> {
-    Ok(assemble_visible(ctx, post_ids, usize::MAX, viewer, pres)
-        .await?
-        .items)
+    Ok(
+        assemble_visible(ctx, post_ids, usize::MAX, viewer, pres, Place::Elsewhere)
+            .await?
+            .items,
+    )
 }
 
 /// `fill_page`'s `keep` for a page of records that each may name a post
@@ -201,17 +204,20 @@ pub async fn keep_visible_posts<T>(
     let mut loader = Loader::new(ctx);
     let bodies: Vec<BlobKey> = named.iter().map(|(_, p)| BlobKey::PostBody(*p)).collect();
     let loaded = loader.load(&bodies, &Relations::reads(viewer)).await?;
+    let mut rel = Relations::from_loaded(viewer, &loaded);
+    let parsed: HashMap<i64, PostBody> = loaded
+        .blobs
+        .iter()
+        .filter_map(|(key, text)| match key {
+            BlobKey::PostBody(p) => from_json::<PostBody>(text).ok().map(|b| (*p, b)),
+            _ => None,
+        })
+        .collect();
+    visibility::read_author_rules(&mut loader, &mut rel, parsed.values()).await?;
     loader.finish("keep_visible_posts");
-    let rel = Relations::from_loaded(viewer, &loaded);
-    let shown = |p: i64| {
-        loaded
-            .blobs
-            .get(&BlobKey::PostBody(p))
-            .and_then(|text| from_json::<PostBody>(text).ok())
-            .is_some_and(|body| can_see(&body, &rel))
-    };
+    let shown = |p: i64| parsed.get(&p).is_some_and(|body| can_see(body, &rel));
     let (at, posts): (Vec<usize>, Vec<i64>) = named.into_iter().filter(|(_, p)| shown(*p)).unzip();
-    let kept = assemble_visible(ctx, &posts, room, viewer, pres).await?;
+    let kept = assemble_visible(ctx, &posts, room, viewer, pres, Place::Elsewhere).await?;
     let looked_at = if kept.looked_at >= posts.len() {
         records.len()
     } else {
@@ -233,6 +239,7 @@ pub async fn assemble_visible(
     room: usize,
     viewer: Viewer,
     pres: &Presentation,
+    place: Place,
 ) -> AppResult<Kept<ExpandedPost>> {
     let mut loader = Loader::new(ctx);
 
@@ -260,8 +267,8 @@ pub async fn assemble_visible(
         ]
     }));
     let mut first = loader.load(&blobs, &sets).await?;
-    let rel = Relations::from_loaded(viewer, &first);
-    let mut posts = Vec::new();
+    let mut rel = Relations::from_loaded(viewer, &first);
+    let mut bodies: HashMap<i64, PostBody> = HashMap::new();
     for p in post_ids {
         let Some(text) = first.blobs.get(&BlobKey::PostBody(*p)) else {
             // Unknown ids must not leave empty sets behind in the live store.
@@ -272,7 +279,17 @@ pub async fn assemble_visible(
         if body.deleted {
             loader.discard_fills(Owner::Post(*p));
         }
-        if !can_see(&body, &rel) {
+        bodies.insert(*p, body);
+    }
+    // Round 1b, only for older posts or labelled audiences: what decides
+    // them beyond the viewer's own sets.
+    visibility::read_author_rules(&mut loader, &mut rel, bodies.values()).await?;
+    let mut posts = Vec::new();
+    for p in post_ids {
+        let Some(body) = bodies.remove(p) else {
+            continue;
+        };
+        if !visibility::sight_at(&body, &rel, place).is_shown() {
             continue;
         }
         let mut likers = first
@@ -510,13 +527,20 @@ pub async fn assemble_visible(
                     })
                 })
                 .collect();
+            let audience = body
+                .audience
+                .clone()
+                .filter(|_| viewer == Some(body.author_uid));
             let parts = PostParts {
                 body,
                 likers,
                 comment_count: comment_ids.count,
                 comments,
             };
-            build_post(&parts, &cards, &ctx.devices, pres)
+            ExpandedPost {
+                audience,
+                ..build_post(&parts, &cards, &ctx.devices, pres)
+            }
         })
         .collect();
     loader.finish("assemble_posts");
@@ -652,13 +676,17 @@ pub async fn visible_post(ctx: &Context, post_id: i64, viewer: Viewer) -> AppRes
     let loaded = loader
         .load(&[BlobKey::PostBody(post_id)], &Relations::reads(viewer))
         .await?;
-    let rel = Relations::from_loaded(viewer, &loaded);
+    let mut rel = Relations::from_loaded(viewer, &loaded);
     let gen = loader.generation(Owner::Post(post_id));
-    loader.finish("visible_post");
     let body: PostBody = match loaded.blobs.get(&BlobKey::PostBody(post_id)) {
         Some(text) => from_json(text)?,
-        None => return Err(crate::error::AppError::NotFound("post")),
+        None => {
+            loader.finish("visible_post");
+            return Err(crate::error::AppError::NotFound("post"));
+        }
     };
+    visibility::read_author_rules(&mut loader, &mut rel, [&body]).await?;
+    loader.finish("visible_post");
     if !can_see(&body, &rel) {
         return Err(crate::error::AppError::NotFound("post"));
     }

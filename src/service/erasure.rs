@@ -1,7 +1,8 @@
 //! Erasing a deleted account's traces, so that every other user's reads
 //! show none of it: its posts (tombstoned, so every read drops them), its
 //! comments and likes (taken out of their posts' sets and counts), its
-//! favorites, every follow and block it had (both sides' sets rebuilt),
+//! favorites, labels, mutes and hides, every follow and block it had (both
+//! sides' sets rebuilt),
 //! and every notification to or by it. Work goes in batches; a request does a
 //! bounded share and the rest continues in the background. The account
 //! stays marked until nothing is left, and the periodic sweep resumes
@@ -47,6 +48,17 @@ pub async fn erase_traces(ctx: &Context, uid: i64, budget: usize) -> AppResult<b
     loop {
         // Only its keeper ever reads them: nothing live to update.
         let n = ctx.docs.delete_favorites_of(uid, BATCH).await?;
+        if n == 0 {
+            break;
+        }
+        spend!(n as usize);
+    }
+    loop {
+        // Its labels: the posts naming them are gone. Its mutes and hides,
+        // and those set on it: a live set still naming it names nobody who
+        // posts, and is rebuilt without it once dropped.
+        let n = ctx.docs.delete_labels_of(uid, BATCH).await?
+            + ctx.docs.delete_filters_involving(uid, BATCH).await?;
         if n == 0 {
             break;
         }

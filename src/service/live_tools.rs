@@ -9,8 +9,8 @@ use std::collections::{BTreeSet, HashMap};
 use serde::Serialize;
 
 use crate::store::{
-    BlobKey, CommentDoc, DocStore, LikeKind, LiveFill, LiveKey, LiveRead, LiveStore, Owner,
-    PostBody, SetKey, SetRead, StoreResult, UserCard,
+    BlobKey, CachedCard, CommentDoc, DocStore, LikeKind, LiveFill, LiveKey, LiveRead, LiveStore,
+    Owner, PostBody, SetKey, SetRead, StoreResult,
 };
 
 use super::assemble::LATEST_COMMENTS;
@@ -183,7 +183,7 @@ pub async fn rebuild_live(
         for u in users {
             fill.blobs.push((
                 BlobKey::Card(u.uid),
-                json(&u.card())?,
+                json(&u.cached_card())?,
                 gens.get(&Owner::User(u.uid)).copied(),
             ));
         }
@@ -205,6 +205,9 @@ fn describe_set(key: SetKey) -> String {
         SetKey::Home(u) => format!("user {u}: home timeline"),
         SetKey::Friends(u) => format!("user {u}: friends"),
         SetKey::Blocks(u) => format!("user {u}: blocks"),
+        SetKey::Muted(u) => format!("user {u}: muted"),
+        SetKey::HiddenBy(u) => format!("user {u}: hidden by"),
+        SetKey::LabelMembers(u, l) => format!("user {u}, label {l}: members"),
     }
 }
 
@@ -288,9 +291,9 @@ pub async fn check_live(
         };
         let answer = live.read(&read).await?;
         for (user, cached) in users.iter().zip(answer.blobs) {
-            match cached.map(|t| serde_json::from_str::<UserCard>(&t)) {
+            match cached.map(|t| serde_json::from_str::<CachedCard>(&t)) {
                 None => report.absent += 1,
-                Some(Ok(c)) if c == user.card() => {}
+                Some(Ok(c)) if c == user.cached_card() => {}
                 Some(_) => report.mismatches.push(format!(
                     "user {}: cached card differs from the account",
                     user.uid

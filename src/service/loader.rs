@@ -11,8 +11,8 @@ use super::Context;
 use crate::error::AppResult;
 use crate::metrics::LiveLookups;
 use crate::store::{
-    BlobKey, LikeDoc, LikeKind, LiveAnswer, LiveFill, LiveRead, LiveStore, Owner, PostBody, SetKey,
-    SetRead, SetView, StoreResult,
+    BlobKey, FilterKind, LikeDoc, LikeKind, LiveAnswer, LiveFill, LiveRead, LiveStore, Owner,
+    PostBody, SetKey, SetRead, SetView, StoreResult,
 };
 
 #[derive(Default)]
@@ -256,6 +256,23 @@ impl<'a> Loader<'a> {
             SetKey::Blocks(u) => Some(*u),
             _ => None,
         });
+        let muted_by = set_ids(&|k| match k {
+            SetKey::Muted(u) => Some(*u),
+            _ => None,
+        });
+        let hidden_from = set_ids(&|k| match k {
+            SetKey::HiddenBy(u) => Some(*u),
+            _ => None,
+        });
+        let mut label_ids: Vec<(i64, i64)> = sets
+            .iter()
+            .filter_map(|s| match s.key {
+                SetKey::LabelMembers(owner, label) => Some((owner, label)),
+                _ => None,
+            })
+            .collect();
+        label_ids.sort_unstable();
+        label_ids.dedup();
         let calls = [
             !post_ids.is_empty(),
             !comment_ids.is_empty(),
@@ -266,6 +283,9 @@ impl<'a> Loader<'a> {
             !replied_comments.is_empty(),
             !followers_of.is_empty(),
             !blocks_of.is_empty(),
+            !muted_by.is_empty(),
+            !hidden_from.is_empty(),
+            !label_ids.is_empty(),
         ];
         self.doc_round_trips += calls.iter().filter(|c| **c).count() as u32;
         let (
@@ -278,6 +298,9 @@ impl<'a> Loader<'a> {
             replies,
             follows,
             blocks,
+            mutes,
+            hides,
+            labels,
         ) = tokio::try_join!(
             docs.posts_by_ids(&post_ids),
             docs.comments_by_ids(&comment_ids),
@@ -288,6 +311,9 @@ impl<'a> Loader<'a> {
             rebuilds.reply_ids_of_comments(docs, &replied_comments),
             docs.follows_from(&followers_of),
             docs.blocks_involving(&blocks_of),
+            docs.filters_set_by(FilterKind::Mute, &muted_by),
+            docs.filters_set_on(FilterKind::Hide, &hidden_from),
+            docs.labels_by_ids(&label_ids),
         )?;
         // Friends are the followees who follow back: one more query per user
         // asked for (a request asks for its viewer's only).
@@ -334,10 +360,11 @@ impl<'a> Loader<'a> {
         // its profile is not found.
         for u in users.into_iter().filter(|u| !u.is_erased()) {
             let key = BlobKey::Card(u.uid);
+            let card = to_json(&u.cached_card())?;
             match self.gens.get(&key.owner()).copied() {
-                Some(g) => put(key, to_json(&u.card())?, Some(g), out),
+                Some(g) => put(key, card, Some(g), out),
                 None => {
-                    out.blobs.insert(key, to_json(&u.card())?);
+                    out.blobs.insert(key, card);
                 }
             }
         }
@@ -412,6 +439,24 @@ impl<'a> Loader<'a> {
                         .push((theirs, b.id));
                 }
             }
+        }
+        for f in &mutes {
+            members
+                .entry(SetKey::Muted(f.uid))
+                .or_default()
+                .push((f.other, f.id));
+        }
+        for f in &hides {
+            members
+                .entry(SetKey::HiddenBy(f.other))
+                .or_default()
+                .push((f.uid, f.id));
+        }
+        for l in &labels {
+            members.insert(
+                SetKey::LabelMembers(l.owner, l.id),
+                l.members.iter().map(|m| (*m, 0)).collect(),
+            );
         }
         // A key may be asked for more than once in one call; fill it once.
         let mut filled: HashSet<SetKey> = HashSet::new();

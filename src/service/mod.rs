@@ -11,6 +11,7 @@ pub mod favorites;
 pub mod idempotency;
 pub mod in_flight;
 pub mod instance_lease;
+pub mod labels;
 pub mod likes;
 pub mod live_tools;
 pub mod loader;

@@ -12,7 +12,7 @@ use super::assemble::load_cards;
 use super::loader::{from_json, Loader};
 use super::paging::{fill_page, keep_where};
 use super::views::{unknown_user, Page};
-use super::{can_see, with_fresh_id, Context, Presentation, Relations};
+use super::{can_see, visibility, with_fresh_id, Context, Presentation, Relations};
 use crate::domain::cursor::Cursor;
 use crate::error::AppResult;
 use crate::ids::timestamp_of;
@@ -134,7 +134,8 @@ pub async fn list(
     // see is not quoted.
     let mut loader = Loader::new(ctx);
     let related = loader.load(&[], &Relations::reads(Some(uid))).await?;
-    let rel = &Relations::from_loaded(Some(uid), &related);
+    let mut relations = Relations::from_loaded(Some(uid), &related);
+    let rel = &relations;
     let (docs, next_cursor) = fill_page(
         limit,
         cursor.map(|c| c.0),
@@ -161,16 +162,17 @@ pub async fn list(
         loader.load(&post_keys, &[]),
         async { Ok(ctx.docs.comments_by_ids(&comment_ids).await?) },
     )?;
-    loader.finish("notifications");
     let mut posts: HashMap<i64, PostBody> = HashMap::new();
     for (key, text) in &loaded.blobs {
         if let BlobKey::PostBody(_) = key {
             let p: PostBody = from_json(text)?;
-            if can_see(&p, rel) {
-                posts.insert(p.id, p);
-            }
+            posts.insert(p.id, p);
         }
     }
+    visibility::read_author_rules(&mut loader, &mut relations, posts.values()).await?;
+    loader.finish("notifications");
+    let rel = &relations;
+    posts.retain(|_, p| can_see(p, rel));
     // A comment is quoted only where the recipient would see it on its post.
     let comments: HashMap<i64, CommentSnippet> = comments
         .into_iter()

@@ -1,18 +1,19 @@
 //! Publishing, reading, deleting and listing posts.
 
-use std::collections::HashSet;
-
 use super::assemble::{assemble_posts, assemble_visible, visible_post};
 use super::loader::to_json;
 use super::notifications::{notify, Event};
 use super::paging::fill_page;
 use super::views::{ExpandedPost, Page};
+use super::visibility::Place;
 use super::{can_see, with_fresh_id, Context, Presentation, Relations, Viewer};
 use crate::domain::cursor::Cursor;
 use crate::domain::post::NewPost;
+use crate::domain::user::AlbumWindow;
 use crate::error::{AppError, AppResult};
 use crate::store::{
-    BlobKey, Changes, LiveChange, NotificationKind, Owner, PostBody, PostDoc, SetKey,
+    BlobKey, CachedCard, Changes, FilterKind, LabelDoc, LiveChange, NotificationKind, Owner,
+    PostBody, PostDoc, SetKey,
 };
 
 #[tracing::instrument(skip(ctx, post, pres))]
@@ -22,7 +23,8 @@ pub async fn create_post(
     post: NewPost,
     pres: &Presentation,
 ) -> AppResult<ExpandedPost> {
-    let notified = check_mentions(ctx, author, &post).await?;
+    let labels = check_audience(ctx, author, &post).await?;
+    let notified = check_mentions(ctx, author, &post, &labels).await?;
     let doc = with_fresh_id(|id| {
         let doc = PostDoc {
             id,
@@ -33,6 +35,7 @@ pub async fn create_post(
             device: post.device.clone(),
             geo: post.geo.clone(),
             visibility: post.visibility,
+            audience: post.audience.clone(),
             createtime: crate::ids::timestamp_of(id),
             comments_postid: Vec::new(),
             likes_postid: Vec::new(),
@@ -82,12 +85,43 @@ pub async fn create_post(
     })
 }
 
+/// The labels an `only` or `except` post names, which must be its
+/// author's: 400 naming those that are not.
+async fn check_audience(ctx: &Context, author: i64, post: &NewPost) -> AppResult<Vec<LabelDoc>> {
+    let Some(audience) = &post.audience else {
+        return Ok(Vec::new());
+    };
+    if audience.labels.is_empty() {
+        return Ok(Vec::new());
+    }
+    let keys: Vec<(i64, i64)> = audience.labels.iter().map(|l| (author, *l)).collect();
+    let found = ctx.docs.labels_by_ids(&keys).await?;
+    let unknown: Vec<String> = audience
+        .labels
+        .iter()
+        .filter(|l| !found.iter().any(|f| f.id == **l))
+        .map(|l| l.to_string())
+        .collect();
+    if !unknown.is_empty() {
+        return Err(AppError::invalid(
+            "audience.labels",
+            format!("no such labels of yours: {}", unknown.join(", ")),
+        ));
+    }
+    Ok(found)
+}
+
 /// Refuses the post, naming them, unless everyone it mentions exists and
 /// is in its audience (visibility.rs, as each of them relates to the
 /// author); answers whom to notify. Someone across a block, either way, is
 /// passed over in silence: naming them would tell the author who blocked
 /// them, and they would not see the post anyway.
-async fn check_mentions(ctx: &Context, author: i64, post: &NewPost) -> AppResult<Vec<i64>> {
+async fn check_mentions(
+    ctx: &Context,
+    author: i64,
+    post: &NewPost,
+    labels: &[LabelDoc],
+) -> AppResult<Vec<i64>> {
     let mentioned = &post.mentions;
     if mentioned.is_empty() {
         return Ok(Vec::new());
@@ -98,10 +132,12 @@ async fn check_mentions(ctx: &Context, author: i64, post: &NewPost) -> AppResult
             "a post cannot mention its author",
         ));
     }
-    let (users, (followed_by_author, following_author), blocked) = tokio::try_join!(
+    let author_only = [author];
+    let (users, (followed_by_author, following_author), blocked, hides) = tokio::try_join!(
         ctx.docs.users_by_ids(mentioned),
         ctx.docs.follow_edges(author, mentioned),
         ctx.docs.blocks_between(author, mentioned),
+        ctx.docs.filters_set_by(FilterKind::Hide, &author_only),
     )?;
     let named = |uids: Vec<i64>| {
         uids.iter()
@@ -129,7 +165,8 @@ async fn check_mentions(ctx: &Context, author: i64, post: &NewPost) -> AppResult
         device: String::new(),
         geo: None,
         visibility: post.visibility,
-        createtime: 0,
+        audience: post.audience.clone(),
+        createtime: crate::ids::now_ms(),
         deleted: false,
     };
     let unseeing: Vec<i64> = mentioned
@@ -138,15 +175,27 @@ async fn check_mentions(ctx: &Context, author: i64, post: &NewPost) -> AppResult
         .filter(|m| !blocked.contains(m))
         .filter(|m| {
             let follows = following_author.contains(m);
-            let rel = Relations {
+            let mut rel = Relations {
                 viewer: Some(*m),
                 following: follows.then_some(author).into_iter().collect(),
                 friends: (follows && followed_by_author.contains(m))
                     .then_some(author)
                     .into_iter()
                     .collect(),
-                blocks: HashSet::new(),
+                hidden_by: hides
+                    .iter()
+                    .any(|h| h.other == *m)
+                    .then_some(author)
+                    .into_iter()
+                    .collect(),
+                ..Relations::default()
             };
+            rel.authors.now = probe.createtime;
+            for label in labels {
+                rel.authors
+                    .labels
+                    .insert((author, label.id), label.members.contains(m));
+            }
             !can_see(&probe, &rel)
         })
         .collect();
@@ -208,7 +257,10 @@ pub async fn remove_post(ctx: &Context, body: PostBody) -> AppResult<()> {
     Ok(())
 }
 
-/// A user's posts, newest first, that the viewer may see.
+/// A user's posts, newest first, that the viewer may see. Past the
+/// author's album window the album ends for everyone but the author: the
+/// window is read once a page reaches posts old enough for it to matter,
+/// and older ids are not read at all (a post's id carries its time).
 pub async fn user_posts(
     ctx: &Context,
     author: i64,
@@ -217,11 +269,32 @@ pub async fn user_posts(
     limit: usize,
     pres: &Presentation,
 ) -> AppResult<Page<ExpandedPost>> {
+    let window_start: tokio::sync::OnceCell<Option<i64>> = tokio::sync::OnceCell::new();
+    let window_start = &window_start;
     let (items, next_cursor) = fill_page(
         limit,
         cursor.map(|c| c.0),
-        |before, n| async move { Ok(ctx.docs.post_ids_by_author(author, before, n).await?) },
-        |ids, room| async move { assemble_visible(ctx, &ids, room, viewer, pres).await },
+        |before, n| async move {
+            let mut ids = ctx.docs.post_ids_by_author(author, before, n).await?;
+            let oldest = ids.last().map(|p| crate::ids::timestamp_of(*p));
+            let now = crate::ids::now_ms();
+            let old = oldest.is_some_and(|t| t < now - AlbumWindow::NARROWEST_MS);
+            if old && viewer != Some(author) {
+                let start = window_start
+                    .get_or_try_init(|| async {
+                        let cards = album_window_of(ctx, author).await?;
+                        Ok::<_, AppError>(cards.and_then(|w| w.span_ms()).map(|span| now - span))
+                    })
+                    .await?;
+                if let Some(start) = *start {
+                    ids.retain(|p| crate::ids::timestamp_of(*p) >= start);
+                }
+            }
+            Ok(ids)
+        },
+        |ids, room| async move {
+            assemble_visible(ctx, &ids, room, viewer, pres, Place::Elsewhere).await
+        },
         |id| *id,
     )
     .await?;
@@ -230,4 +303,16 @@ pub async fn user_posts(
         next_cursor,
         server_time: pres.now,
     })
+}
+
+/// The author's album window, from their cached card.
+async fn album_window_of(ctx: &Context, author: i64) -> AppResult<Option<AlbumWindow>> {
+    let mut loader = super::loader::Loader::new(ctx);
+    let loaded = loader.load(&[BlobKey::Card(author)], &[]).await?;
+    loader.finish("album_window");
+    loaded
+        .blobs
+        .get(&BlobKey::Card(author))
+        .map(|text| super::loader::from_json::<CachedCard>(text).map(|c| c.album_window))
+        .transpose()
 }

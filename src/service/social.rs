@@ -16,8 +16,8 @@ use crate::domain::cursor::Cursor;
 use crate::error::{AppError, AppResult};
 use crate::ids::{now_ms, timestamp_of};
 use crate::store::{
-    BlockDoc, Changes, FollowDoc, LiveChange, LiveKey, NotificationKind, Owner, SetKey, SetRead,
-    UserCard,
+    BlockDoc, Changes, FilterDoc, FilterKind, FollowDoc, LiveChange, LiveKey, NotificationKind,
+    Owner, SetKey, SetRead, UserCard,
 };
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -29,6 +29,20 @@ pub struct FollowState {
 pub struct BlockState {
     pub blocked: bool,
 }
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct MuteState {
+    pub muted: bool,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct HideState {
+    pub hidden: bool,
+}
+
+/// Mutes, and hides, one account may set: each user's are read whole on
+/// every read (the viewer's mutes; the hides of an author's fan-out).
+pub const MAX_FILTERS: usize = 5000;
 
 /// A user's card with the numbers and, for a signed-in viewer, how the two relate.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -250,6 +264,140 @@ pub async fn unblock(ctx: &Context, me: i64, them: i64) -> AppResult<BlockState>
     };
     apply_graph_change(ctx, me, them, &before, mine, theirs).await;
     Ok(BlockState { blocked: false })
+}
+
+/// 不看他: `them`'s posts leave `me`'s home feed (their album stays open).
+/// Muting twice is muting once.
+#[tracing::instrument(skip(ctx))]
+pub async fn mute(ctx: &Context, me: i64, them: i64) -> AppResult<MuteState> {
+    target(ctx, me, them).await?;
+    let before = before_write(ctx, me, them).await?;
+    if before.rel.blocks.contains(&them) {
+        return Err(AppError::NotFound("user"));
+    }
+    if !before.rel.muted.contains(&them) && before.rel.muted.len() >= MAX_FILTERS {
+        return Err(AppError::Conflict(format!(
+            "you mute {MAX_FILTERS} accounts, the most one account may; unmute one first"
+        )));
+    }
+    let (added, id) = insert_filter(ctx, FilterKind::Mute, me, them).await?;
+    let change = if added {
+        LiveChange::SetAdd(SetKey::Muted(me), them, id)
+    } else {
+        // Nothing changed: drop the set, so a retry repairs a lost live step.
+        LiveChange::Drop(LiveKey::Set(SetKey::Muted(me)))
+    };
+    apply_graph_change(ctx, me, them, &before, vec![change], Vec::new()).await;
+    Ok(MuteState { muted: true })
+}
+
+#[tracing::instrument(skip(ctx))]
+pub async fn unmute(ctx: &Context, me: i64, them: i64) -> AppResult<MuteState> {
+    target(ctx, me, them).await?;
+    let before = before_write(ctx, me, them).await?;
+    let removed = ctx.docs.delete_filter(FilterKind::Mute, me, them).await?;
+    let change = if removed {
+        LiveChange::SetRemove(SetKey::Muted(me), them)
+    } else {
+        LiveChange::Drop(LiveKey::Set(SetKey::Muted(me)))
+    };
+    apply_graph_change(ctx, me, them, &before, vec![change], Vec::new()).await;
+    Ok(MuteState { muted: false })
+}
+
+/// 不让他看: none of `me`'s posts are visible to `them`, as if each were
+/// private; nothing else changes. Hiding twice is hiding once.
+#[tracing::instrument(skip(ctx))]
+pub async fn hide(ctx: &Context, me: i64, them: i64) -> AppResult<HideState> {
+    target(ctx, me, them).await?;
+    let before = before_write(ctx, me, them).await?;
+    if before.rel.blocks.contains(&them) {
+        return Err(AppError::NotFound("user"));
+    }
+    let hidden = ctx.docs.filters_set_by(FilterKind::Hide, &[me]).await?;
+    if !hidden.iter().any(|h| h.other == them) && hidden.len() >= MAX_FILTERS {
+        return Err(AppError::Conflict(format!(
+            "you hide your posts from {MAX_FILTERS} accounts, the most one account may; unhide one first"
+        )));
+    }
+    let (added, id) = insert_filter(ctx, FilterKind::Hide, me, them).await?;
+    let change = if added {
+        LiveChange::SetAdd(SetKey::HiddenBy(them), me, id)
+    } else {
+        LiveChange::Drop(LiveKey::Set(SetKey::HiddenBy(them)))
+    };
+    apply_graph_change(ctx, me, them, &before, Vec::new(), vec![change]).await;
+    Ok(HideState { hidden: true })
+}
+
+/// Shows `them` `me`'s posts again, earlier ones included: their timeline
+/// is rebuilt on their next read, since fan-outs passed them over meanwhile.
+#[tracing::instrument(skip(ctx))]
+pub async fn unhide(ctx: &Context, me: i64, them: i64) -> AppResult<HideState> {
+    target(ctx, me, them).await?;
+    let before = before_write(ctx, me, them).await?;
+    let removed = ctx.docs.delete_filter(FilterKind::Hide, me, them).await?;
+    let change = if removed {
+        LiveChange::SetRemove(SetKey::HiddenBy(them), me)
+    } else {
+        LiveChange::Drop(LiveKey::Set(SetKey::HiddenBy(them)))
+    };
+    let theirs = vec![change, forget_timeline(them)];
+    apply_graph_change(ctx, me, them, &before, Vec::new(), theirs).await;
+    Ok(HideState { hidden: false })
+}
+
+async fn insert_filter(
+    ctx: &Context,
+    kind: FilterKind,
+    me: i64,
+    them: i64,
+) -> AppResult<(bool, i64)> {
+    Ok(with_fresh_id(|id| {
+        let filter = FilterDoc {
+            id,
+            kind,
+            uid: me,
+            other: them,
+            created_at: timestamp_of(id),
+        };
+        async move {
+            ctx.docs
+                .insert_filter(&filter)
+                .await
+                .map(|added| (added, id))
+        }
+    })
+    .await?)
+}
+
+/// The accounts `me` muted, or hides posts from, newest first.
+pub async fn filtered(
+    ctx: &Context,
+    me: i64,
+    kind: FilterKind,
+    cursor: Option<Cursor>,
+    limit: usize,
+    now: i64,
+) -> AppResult<Page<UserCard>> {
+    let (filters, next_cursor) = fill_page(
+        limit,
+        cursor.map(|c| c.0),
+        |b, n| async move { Ok(ctx.docs.filters_page(kind, me, b, n).await?) },
+        |batch, room| async move { Ok(keep_where(batch, room, |_| true)) },
+        |f| f.id,
+    )
+    .await?;
+    let others: Vec<i64> = filters.iter().map(|f| f.other).collect();
+    let cards = load_cards(ctx, &others).await?;
+    Ok(Page {
+        items: others
+            .iter()
+            .map(|o| cards.get(o).cloned().unwrap_or_else(|| unknown_user(*o)))
+            .collect(),
+        next_cursor,
+        server_time: now,
+    })
 }
 
 /// Removes everything between `a` and `b` for good (one of them is being

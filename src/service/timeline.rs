@@ -17,14 +17,14 @@
 //! - History: timelines keep `MOMENTS_TIMELINE_MAX` entries; pages past that
 //!   continue from the documents, so nothing is ever lost.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Mutex;
 
 use super::assemble::assemble_visible;
 use super::loader::Loader;
 use super::paging::fill_page;
 use super::views::{ExpandedPost, Page};
-use super::visibility::{self, Reach};
+use super::visibility::{self, Place, PushFilter, Reach};
 use super::{Context, Presentation};
 use crate::domain::cursor::Cursor;
 use crate::domain::post::Visibility;
@@ -32,7 +32,8 @@ use crate::error::AppResult;
 use crate::ids::now_ms;
 use crate::metrics::LiveLookups;
 use crate::store::{
-    Changes, FanOutDoc, LiveFill, LiveRead, Owner, PostBody, SetKey, SetRead, StoreResult,
+    Changes, FanOutDoc, FilterKind, LiveFill, LiveRead, Owner, PostBody, SetKey, SetRead,
+    StoreResult,
 };
 
 const DAY_MS: i64 = 24 * 3600 * 1000;
@@ -323,6 +324,7 @@ pub async fn push_remaining(
             return Ok(pushed);
         }
     }
+    let filter = push_filter(ctx, plan).await?;
     // Page by page, each page pushed while the next is read, so the
     // documents and the live store work at once and a big following never
     // sits in memory whole.
@@ -342,6 +344,7 @@ pub async fn push_remaining(
             // Friends are the followers the author follows back.
             active = ctx.docs.follow_edges(author, &active).await?.0;
         }
+        active.retain(|uid| filter.admits(*uid));
         pushed += active.len();
         let live = ctx.live.clone();
         let uids = active.clone();
@@ -358,6 +361,40 @@ pub async fn push_remaining(
         last.settle(ctx, post_id).await;
     }
     Ok(pushed)
+}
+
+/// Whom, of those `reach` names, the fan-out leaves out: those the author
+/// hides posts from, and those an `only` or `except` audience leaves out,
+/// with its labels as they are now.
+async fn push_filter(ctx: &Context, plan: &FanOutDoc) -> AppResult<PushFilter> {
+    let hidden = ctx
+        .docs
+        .filters_set_by(FilterKind::Hide, &[plan.author])
+        .await?
+        .into_iter()
+        .map(|f| f.other)
+        .collect();
+    let mut filter = PushFilter {
+        hidden,
+        named: None,
+    };
+    if !plan.visibility.names_an_audience() {
+        return Ok(filter);
+    }
+    let audience = ctx
+        .docs
+        .posts_by_ids(&[plan.post_id])
+        .await?
+        .pop()
+        .and_then(|p| p.audience)
+        .unwrap_or_default();
+    let keys: Vec<(i64, i64)> = audience.labels.iter().map(|l| (plan.author, *l)).collect();
+    let mut named: HashSet<i64> = audience.uids.iter().copied().collect();
+    for label in ctx.docs.labels_by_ids(&keys).await? {
+        named.extend(label.members);
+    }
+    filter.named = Some((plan.visibility == Visibility::Only, named));
+    Ok(filter)
 }
 
 /// One page of a fan-out's push, running.
@@ -438,7 +475,9 @@ pub async fn home(
         limit,
         cursor.map(|c| c.0),
         |before, n| home_ids(ctx, viewer, before, n),
-        |ids, room| async move { assemble_visible(ctx, &ids, room, Some(viewer), pres).await },
+        |ids, room| async move {
+            assemble_visible(ctx, &ids, room, Some(viewer), pres, Place::HomeFeed).await
+        },
         |id| *id,
     )
     .await?;

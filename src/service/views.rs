@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::domain::post::{Category, Geo, Visibility};
+use crate::domain::post::{Audience, Category, Geo, Visibility};
 use crate::store::UserCard;
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -19,6 +19,9 @@ pub struct ExpandedPost {
     pub device_model: String,
     pub geo: Option<Geo>,
     pub visibility: Visibility,
+    /// Whom an `only` or `except` post names: shown to its author alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audience: Option<Audience>,
     pub author: UserCard,
     pub picture_urls: Vec<String>,
     pub like_count: u64,

@@ -1,58 +1,101 @@
 //! Who may see a post, and which of what others did on it: the one place
 //! every read and every write asks (single reads, feeds, albums, comment
-//! and like lists, notifications, replies, likes, the fan-out).
+//! and like lists, notifications, replies, likes, mentions, the fan-out).
 //!
 //! The rules, as WeChat Moments and Weibo keep them:
 //! - the author sees their own post, and everything on it, always;
 //! - nothing crosses a block, either way: not the post, and not what the
 //!   other did on someone else's post;
+//! - an author who hides their posts from a viewer (不让他看) shows that
+//!   viewer none of them, as if each were private;
+//! - others see only the posts inside the author's album window (最近三天
+//!   / 一个月 / 半年), counted back from now;
 //! - the audience: `public` anyone, `followers` those who follow the
-//!   author, `friends` mutual follows, `private` the author alone;
-//! - in a friends-only post, a viewer other than the author sees only the
-//!   likes and comments of their own friends and their own: two of the
-//!   author's friends who are strangers to each other do not see each
-//!   other there (WeChat's rule). Counts follow what is shown.
+//!   author, `friends` mutual follows, `private` the author alone, `only`
+//!   the friends the post names (directly or through one of the author's
+//!   labels, as the label is now), `except` every friend but those named;
+//! - in a post for friends (`friends`, `only`, `except`), a viewer other
+//!   than the author sees only the likes and comments of their own friends
+//!   and their own: two of the author's friends who are strangers to each
+//!   other do not see each other there (WeChat's rule). Counts follow what
+//!   is shown;
+//! - a muted author (不看他) is kept out of the viewer's home feed only:
+//!   their album and posts stay open.
 //!
 //! New audience rules go here, with a row in the matrix test below.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use super::{loader, Viewer};
 use crate::domain::post::Visibility;
-use crate::store::{PostBody, SetKey, SetRead};
+use crate::domain::user::AlbumWindow;
+use crate::error::AppResult;
+use crate::store::{BlobKey, CachedCard, PostBody, SetKey, SetRead};
 
 /// The viewer's side of the social graph, as far as reads need it: whom the
-/// viewer follows, the viewer's friends (mutual follows), and everyone the
-/// viewer blocked or was blocked by. Empty for an anonymous reader.
+/// viewer follows, the viewer's friends (mutual follows), everyone the
+/// viewer blocked or was blocked by, whom the viewer muted, who hide their
+/// posts from the viewer; and what was read of the authors at hand
+/// (`read_author_rules`). Empty for an anonymous reader.
 #[derive(Debug, Default, Clone)]
 pub struct Relations {
     pub viewer: Viewer,
     pub following: HashSet<i64>,
     pub friends: HashSet<i64>,
     pub blocks: HashSet<i64>,
+    pub muted: HashSet<i64>,
+    pub hidden_by: HashSet<i64>,
+    pub authors: AuthorRules,
+}
+
+/// What `sight` needs to know of the posts' authors, beyond the viewer's
+/// own sets: read per batch of posts, only where it matters.
+#[derive(Debug, Default, Clone)]
+pub struct AuthorRules {
+    /// Epoch ms the album windows are counted back from.
+    pub now: i64,
+    /// Album windows of the authors whose older posts are at hand (a post
+    /// younger than the narrowest window needs none).
+    pub windows: HashMap<i64, AlbumWindow>,
+    /// (author, label) → whether the viewer is in that label of the
+    /// author's, for the labels that posts at hand name.
+    pub labels: HashMap<(i64, i64), bool>,
 }
 
 impl Relations {
     /// The live sets to read for `viewer` (whole: a user's own relations are
-    /// bounded by whom they follow and block).
+    /// bounded by whom they follow, block, mute, and by who hide from them).
     pub fn reads(viewer: Viewer) -> Vec<SetRead> {
         let Some(v) = viewer else {
             return Vec::new();
         };
-        [SetKey::Following(v), SetKey::Friends(v), SetKey::Blocks(v)]
-            .into_iter()
-            .map(|key| SetRead {
-                key,
-                top: usize::MAX >> 24,
-                probe: None,
-                below: None,
-            })
-            .collect()
+        [
+            SetKey::Following(v),
+            SetKey::Friends(v),
+            SetKey::Blocks(v),
+            SetKey::Muted(v),
+            SetKey::HiddenBy(v),
+        ]
+        .into_iter()
+        .map(|key| SetRead {
+            key,
+            top: usize::MAX >> 24,
+            probe: None,
+            below: None,
+        })
+        .collect()
     }
 
     pub fn from_loaded(viewer: Viewer, loaded: &loader::Loaded) -> Self {
+        let authors = AuthorRules {
+            now: crate::ids::now_ms(),
+            ..AuthorRules::default()
+        };
         let Some(v) = viewer else {
-            return Relations::default();
+            return Relations {
+                authors,
+                ..Relations::default()
+            };
         };
         let members = |key: SetKey| -> HashSet<i64> {
             loaded
@@ -66,6 +109,9 @@ impl Relations {
             following: members(SetKey::Following(v)),
             friends: members(SetKey::Friends(v)),
             blocks: members(SetKey::Blocks(v)),
+            muted: members(SetKey::Muted(v)),
+            hidden_by: members(SetKey::HiddenBy(v)),
+            authors,
         }
     }
 
@@ -73,6 +119,121 @@ impl Relations {
     pub fn blocked(&self, uid: i64) -> bool {
         self.blocks.contains(&uid)
     }
+
+    /// Whether `post` is old enough for its author's album window to
+    /// matter to this viewer.
+    fn needs_window(&self, post: &PostBody) -> bool {
+        self.viewer != Some(post.author_uid)
+            && post.createtime < self.authors.now.saturating_sub(AlbumWindow::NARROWEST_MS)
+    }
+
+    /// The labels of `post`'s author whose membership decides whether this
+    /// viewer is in its audience.
+    fn labels_needed<'p>(&self, post: &'p PostBody) -> impl Iterator<Item = i64> + 'p {
+        let decides = post.visibility.names_an_audience()
+            && self.viewer.is_some_and(|v| v != post.author_uid)
+            && self.friends.contains(&post.author_uid);
+        post.audience
+            .as_ref()
+            .filter(|_| decides)
+            .map(|a| a.labels.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .copied()
+    }
+
+    /// Inside the author's album window for this viewer. An author whose
+    /// window was not read counts as showing nothing: a caller that forgot
+    /// `read_author_rules` hides old posts rather than leak them.
+    fn inside_window(&self, post: &PostBody) -> bool {
+        if !self.needs_window(post) {
+            return true;
+        }
+        match self.authors.windows.get(&post.author_uid) {
+            Some(w) => w.shows(post.createtime, self.authors.now),
+            None => {
+                debug_assert!(false, "album window of {} not read", post.author_uid);
+                false
+            }
+        }
+    }
+
+    /// Whether the post's audience names the viewer, directly or through
+    /// one of the author's labels; `unread` is what a label whose
+    /// membership was not read counts as.
+    fn named(&self, post: &PostBody, unread: bool) -> bool {
+        let (Some(v), Some(audience)) = (self.viewer, post.audience.as_ref()) else {
+            return false;
+        };
+        audience.names(v, |label| {
+            match self.authors.labels.get(&(post.author_uid, label)) {
+                Some(holds) => *holds,
+                None => {
+                    debug_assert!(false, "label {label} not read");
+                    unread
+                }
+            }
+        })
+    }
+}
+
+/// Reads, in one batched live read, what `sight` needs to decide these
+/// posts beyond the viewer's own sets: the album windows of the authors of
+/// older posts, and whether the viewer is in the labels that `only` and
+/// `except` posts name. Nothing is read when none of the posts needs it
+/// (the usual case: recent posts, no labels), so a warm page costs no
+/// round trip more.
+pub async fn read_author_rules<'p>(
+    loader: &mut loader::Loader<'_>,
+    rel: &mut Relations,
+    posts: impl IntoIterator<Item = &'p PostBody>,
+) -> AppResult<()> {
+    let mut authors: Vec<i64> = Vec::new();
+    let mut labels: Vec<(i64, i64)> = Vec::new();
+    for post in posts.into_iter().filter(|p| !p.deleted) {
+        if rel.needs_window(post) && !rel.authors.windows.contains_key(&post.author_uid) {
+            authors.push(post.author_uid);
+        }
+        labels.extend(
+            rel.labels_needed(post)
+                .map(|l| (post.author_uid, l))
+                .filter(|k| !rel.authors.labels.contains_key(k)),
+        );
+    }
+    authors.sort_unstable();
+    authors.dedup();
+    labels.sort_unstable();
+    labels.dedup();
+    if authors.is_empty() && labels.is_empty() {
+        return Ok(());
+    }
+    let blobs: Vec<BlobKey> = authors.iter().map(|a| BlobKey::Card(*a)).collect();
+    let sets: Vec<SetRead> = labels
+        .iter()
+        .map(|(owner, label)| SetRead {
+            key: SetKey::LabelMembers(*owner, *label),
+            top: 0,
+            probe: rel.viewer,
+            below: None,
+        })
+        .collect();
+    let loaded = loader.load(&blobs, &sets).await?;
+    for a in authors {
+        // No card: the account is gone, and its posts with it.
+        let window = match loaded.blobs.get(&BlobKey::Card(a)) {
+            Some(text) => loader::from_json::<CachedCard>(text)?.album_window,
+            None => AlbumWindow::All,
+        };
+        rel.authors.windows.insert(a, window);
+    }
+    for (owner, label) in labels {
+        let holds = loaded
+            .sets
+            .get(&SetKey::LabelMembers(owner, label))
+            .is_some_and(|v| v.probe_score.is_some());
+        rel.authors.labels.insert((owner, label), holds);
+    }
+    Ok(())
 }
 
 /// What one viewer may see of one post.
@@ -91,7 +252,7 @@ pub enum Interactions {
     /// Everyone's.
     All,
     /// Only the viewer's friends' and the viewer's own (WeChat's rule for a
-    /// friends-only post seen by anyone but its author).
+    /// post for friends seen by anyone but its author).
     FriendsOnly,
 }
 
@@ -103,20 +264,43 @@ pub fn sight(post: &PostBody, rel: &Relations) -> Sight {
     if rel.viewer == Some(post.author_uid) {
         return Sight::Shown(Interactions::All);
     }
-    if rel.blocked(post.author_uid) {
+    if rel.blocked(post.author_uid) || rel.hidden_by.contains(&post.author_uid) {
         return Sight::Hidden;
     }
+    if !rel.inside_window(post) {
+        return Sight::Hidden;
+    }
+    let friend = rel.friends.contains(&post.author_uid);
     let in_audience = match post.visibility {
         Visibility::Public => true,
         Visibility::Followers => rel.following.contains(&post.author_uid),
-        Visibility::Friends => rel.friends.contains(&post.author_uid),
+        Visibility::Friends => friend,
         Visibility::Private => false,
+        // An unread label counts against the viewer either way.
+        Visibility::Only => friend && rel.named(post, false),
+        Visibility::Except => friend && !rel.named(post, true),
     };
     match (in_audience, post.visibility) {
         (false, _) => Sight::Hidden,
-        (true, Visibility::Friends) => Sight::Shown(Interactions::FriendsOnly),
-        (true, _) => Sight::Shown(Interactions::All),
+        (true, Visibility::Public | Visibility::Followers) => Sight::Shown(Interactions::All),
+        (true, _) => Sight::Shown(Interactions::FriendsOnly),
     }
+}
+
+/// Where a post is being shown: the home feed leaves out muted authors,
+/// nothing else does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    HomeFeed,
+    Elsewhere,
+}
+
+/// `sight`, for a post shown at `place`.
+pub fn sight_at(post: &PostBody, rel: &Relations, place: Place) -> Sight {
+    if place == Place::HomeFeed && rel.muted.contains(&post.author_uid) {
+        return Sight::Hidden;
+    }
+    sight(post, rel)
 }
 
 impl Sight {
@@ -171,21 +355,52 @@ pub enum Reach {
 pub fn reach(visibility: Visibility) -> Reach {
     match visibility {
         Visibility::Private => Reach::AuthorOnly,
-        Visibility::Friends => Reach::Friends,
+        Visibility::Friends | Visibility::Only | Visibility::Except => Reach::Friends,
         Visibility::Followers | Visibility::Public => Reach::Followers,
+    }
+}
+
+/// Who among those `reach` names a fan-out pushes a post to, as things
+/// stand when it runs: not those the author hides posts from, and for an
+/// `only` or `except` post, the named friends (labels resolved to their
+/// members) or the others. Reads check again, so a label changed later
+/// applies there at once.
+#[derive(Debug, Clone, Default)]
+pub struct PushFilter {
+    /// Those the author hides their posts from.
+    pub hidden: HashSet<i64>,
+    /// For `only` (true) or `except` (false): whom the audience names.
+    pub named: Option<(bool, HashSet<i64>)>,
+}
+
+impl PushFilter {
+    pub fn admits(&self, uid: i64) -> bool {
+        if self.hidden.contains(&uid) {
+            return false;
+        }
+        match &self.named {
+            Some((only, named)) => named.contains(&uid) == *only,
+            None => true,
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::post::Category;
+    use crate::domain::post::{Audience, Category};
 
     const AUTHOR: i64 = 1;
     const VIEWER: i64 = 2;
+    /// The author's label that the `only` and `except` posts name.
+    const LABEL: i64 = 50;
+    /// Someone the `only` and `except` posts name by uid.
+    const NAMED: i64 = 60;
+    const DAY: i64 = 24 * 3600 * 1000;
+    const NOW: i64 = 1_000 * DAY;
 
     /// How the viewer stands to the author.
-    #[derive(Debug, Clone, Copy)]
+    #[derive(Debug, Clone, Copy, PartialEq)]
     enum Relation {
         Anonymous,
         Author,
@@ -196,35 +411,81 @@ mod tests {
         BlockedByViewer,
         /// A friend who has blocked the viewer (blocks are read both ways).
         BlockingViewer,
+        /// A friend whom the viewer muted (不看他).
+        MutedByViewer,
+        /// A friend who hides their posts from the viewer (不让他看).
+        HidingFromViewer,
+        /// A friend in the author's label that the post names.
+        FriendInLabel,
+        /// A friend the post names by uid.
+        FriendNamed,
+        /// A follower (not a friend) in the label the post names.
+        FollowerInLabel,
     }
 
+    const RELATIONS: [Relation; 12] = [
+        Relation::Anonymous,
+        Relation::Author,
+        Relation::Stranger,
+        Relation::Follower,
+        Relation::Friend,
+        Relation::BlockedByViewer,
+        Relation::BlockingViewer,
+        Relation::MutedByViewer,
+        Relation::HidingFromViewer,
+        Relation::FriendInLabel,
+        Relation::FriendNamed,
+        Relation::FollowerInLabel,
+    ];
+
     fn relations(r: Relation) -> Relations {
+        use Relation::*;
+        let authors = AuthorRules {
+            now: NOW,
+            ..AuthorRules::default()
+        };
         let viewer = match r {
-            Relation::Anonymous => return Relations::default(),
-            Relation::Author => AUTHOR,
+            Anonymous => {
+                return Relations {
+                    authors,
+                    ..Relations::default()
+                }
+            }
+            Author => AUTHOR,
+            FriendNamed => NAMED,
             _ => VIEWER,
         };
         let mut rel = Relations {
             viewer: Some(viewer),
+            authors,
             ..Relations::default()
         };
+        if !matches!(r, Author | Stranger) {
+            rel.following.insert(AUTHOR);
+        }
+        if !matches!(r, Author | Stranger | Follower | FollowerInLabel) {
+            rel.friends.insert(AUTHOR);
+        }
         match r {
-            Relation::Follower => {
-                rel.following.insert(AUTHOR);
+            BlockedByViewer | BlockingViewer => {
+                rel.blocks.insert(AUTHOR);
             }
-            Relation::Friend | Relation::BlockedByViewer | Relation::BlockingViewer => {
-                rel.following.insert(AUTHOR);
-                rel.friends.insert(AUTHOR);
+            MutedByViewer => {
+                rel.muted.insert(AUTHOR);
+            }
+            HidingFromViewer => {
+                rel.hidden_by.insert(AUTHOR);
             }
             _ => {}
         }
-        if matches!(r, Relation::BlockedByViewer | Relation::BlockingViewer) {
-            rel.blocks.insert(AUTHOR);
-        }
+        rel.authors.labels.insert(
+            (AUTHOR, LABEL),
+            matches!(r, FriendInLabel | FollowerInLabel),
+        );
         rel
     }
 
-    fn post(visibility: Visibility, deleted: bool) -> PostBody {
+    fn post(visibility: Visibility, age: i64) -> PostBody {
         PostBody {
             id: 10,
             author_uid: AUTHOR,
@@ -234,46 +495,134 @@ mod tests {
             device: String::new(),
             geo: None,
             visibility,
-            createtime: 0,
-            deleted,
+            audience: visibility.names_an_audience().then(|| Audience {
+                labels: vec![LABEL],
+                uids: vec![NAMED],
+            }),
+            createtime: NOW - age,
+            deleted: false,
         }
     }
 
+    /// Who sees a post, by the viewer's relation, the post's audience and
+    /// the author's album window: the whole matrix. Each row says, for
+    /// public, followers, friends, private, only and except, whether the
+    /// viewer sees a recent post.
     #[test]
-    fn who_sees_a_post_by_relation_and_audience() {
+    fn who_sees_a_post_by_relation_audience_and_album_window() {
         use Relation::*;
         use Visibility::*;
-        // Visible to: public, followers, friends, private.
-        let table: [(Relation, [bool; 4]); 7] = [
-            (Anonymous, [true, false, false, false]),
-            (Author, [true, true, true, true]),
-            (Stranger, [true, false, false, false]),
-            (Follower, [true, true, false, false]),
-            (Friend, [true, true, true, false]),
-            (BlockedByViewer, [false, false, false, false]),
-            (BlockingViewer, [false, false, false, false]),
+        const AUDIENCES: [Visibility; 6] = [Public, Followers, Friends, Private, Only, Except];
+        let table: [(Relation, [bool; 6]); 12] = [
+            (Anonymous, [true, false, false, false, false, false]),
+            (Author, [true, true, true, true, true, true]),
+            (Stranger, [true, false, false, false, false, false]),
+            (Follower, [true, true, false, false, false, false]),
+            (Friend, [true, true, true, false, false, true]),
+            (BlockedByViewer, [false; 6]),
+            (BlockingViewer, [false; 6]),
+            // Muting is the home feed's business only (below).
+            (MutedByViewer, [true, true, true, false, false, true]),
+            (HidingFromViewer, [false; 6]),
+            (FriendInLabel, [true, true, true, false, true, false]),
+            (FriendNamed, [true, true, true, false, true, false]),
+            // A label names friends: a follower in it is not one.
+            (FollowerInLabel, [true, true, false, false, false, false]),
+        ];
+        assert_eq!(table.map(|(r, _)| r), RELATIONS, "every relation has a row");
+        // (window, age of the post, whether others may see it at all).
+        let windows = [
+            (AlbumWindow::All, 400 * DAY, true),
+            (AlbumWindow::ThreeDays, DAY, true),
+            (AlbumWindow::ThreeDays, 4 * DAY, false),
+            (AlbumWindow::OneMonth, 20 * DAY, true),
+            (AlbumWindow::OneMonth, 40 * DAY, false),
+            (AlbumWindow::SixMonths, 100 * DAY, true),
+            (AlbumWindow::SixMonths, 200 * DAY, false),
         ];
         for (relation, row) in table {
-            let rel = relations(relation);
-            for (visibility, expected) in [Public, Followers, Friends, Private].into_iter().zip(row)
-            {
-                let p = post(visibility, false);
-                assert_eq!(
-                    can_see(&p, &rel),
-                    expected,
-                    "{relation:?} on a {visibility:?} post"
-                );
-                // A deleted post is nobody's, its author's neither.
-                assert!(!can_see(&post(visibility, true), &rel));
-                // Pushed to whoever may read it (among followers).
-                let pushed = match reach(visibility) {
-                    Reach::AuthorOnly => matches!(relation, Author),
-                    Reach::Friends => matches!(relation, Author | Friend),
-                    Reach::Followers => matches!(relation, Author | Follower | Friend),
-                };
-                if matches!(relation, Author | Follower | Friend) {
-                    assert_eq!(pushed, expected, "pushed to {relation:?}, {visibility:?}");
+            for (window, age, inside) in windows {
+                let mut rel = relations(relation);
+                rel.authors.windows.insert(AUTHOR, window);
+                for (visibility, recent) in AUDIENCES.into_iter().zip(row) {
+                    let p = post(visibility, age);
+                    let expected = recent && (inside || relation == Author);
+                    let case = format!("{relation:?}, {visibility:?}, {window:?} at {age} ms");
+                    assert_eq!(can_see(&p, &rel), expected, "{case}");
+                    // The home feed also leaves out whom the viewer muted.
+                    let in_feed = expected && relation != MutedByViewer;
+                    assert_eq!(
+                        sight_at(&p, &rel, Place::HomeFeed).is_shown(),
+                        in_feed,
+                        "{case}"
+                    );
+                    // A deleted post is nobody's, its author's neither.
+                    let gone = PostBody {
+                        deleted: true,
+                        ..p.clone()
+                    };
+                    assert!(!can_see(&gone, &rel), "{case}, deleted");
+                    // Posts for friends show only friends' interactions.
+                    let narrowed = sight(&p, &rel) == Sight::Shown(Interactions::FriendsOnly);
+                    let for_friends = !matches!(visibility, Public | Followers);
+                    assert_eq!(
+                        narrowed,
+                        expected && for_friends && relation != Author,
+                        "{case}"
+                    );
                 }
+            }
+        }
+    }
+
+    /// Pushed to whoever may read it, of the followers: the fan-out's
+    /// `reach` and `PushFilter` against `sight`, for recent posts.
+    #[test]
+    fn a_post_is_pushed_to_the_followers_who_may_see_it() {
+        use Relation::*;
+        for visibility in [
+            Visibility::Public,
+            Visibility::Followers,
+            Visibility::Friends,
+            Visibility::Private,
+            Visibility::Only,
+            Visibility::Except,
+        ] {
+            let p = post(visibility, 0);
+            for relation in [
+                Follower,
+                Friend,
+                HidingFromViewer,
+                FriendInLabel,
+                FriendNamed,
+                FollowerInLabel,
+            ] {
+                let rel = relations(relation);
+                let uid = rel.viewer.unwrap();
+                let in_label = matches!(relation, FriendInLabel | FollowerInLabel);
+                let named: HashSet<i64> =
+                    [NAMED].into_iter().chain(in_label.then_some(uid)).collect();
+                let filter = PushFilter {
+                    hidden: (relation == HidingFromViewer)
+                        .then_some(uid)
+                        .into_iter()
+                        .collect(),
+                    named: match visibility {
+                        Visibility::Only => Some((true, named)),
+                        Visibility::Except => Some((false, named)),
+                        _ => None,
+                    },
+                };
+                let reached = match reach(visibility) {
+                    Reach::AuthorOnly => false,
+                    Reach::Friends => rel.friends.contains(&AUTHOR),
+                    Reach::Followers => true,
+                };
+                assert_eq!(
+                    reached && filter.admits(uid),
+                    can_see(&p, &rel),
+                    "{relation:?}, {visibility:?}"
+                );
             }
         }
     }
@@ -290,13 +639,14 @@ mod tests {
         let author = relations(Relation::Author);
         // Shown to the viewer: the viewer, a friend, a stranger, the
         // author, a blocked user; on each audience the viewer may read.
-        let table: [(Visibility, [bool; 5]); 3] = [
+        let table: [(Visibility, [bool; 5]); 4] = [
             (Public, [true, true, true, true, false]),
             (Followers, [true, true, true, true, false]),
             (Friends, [true, true, false, true, false]),
+            (Except, [true, true, false, true, false]),
         ];
         for (visibility, row) in table {
-            let p = post(visibility, false);
+            let p = post(visibility, 0);
             for (actor, expected) in [VIEWER, FRIEND, OTHER, AUTHOR, BLOCKED]
                 .into_iter()
                 .zip(row)
@@ -313,11 +663,31 @@ mod tests {
             assert!(sight.may_hide_some(&viewer), "the viewer blocks someone");
             assert_eq!(
                 sight.may_hide_some(&relations(Relation::Friend)),
-                visibility == Friends
+                !matches!(visibility, Public | Followers)
             );
         }
         // Nothing on a post the viewer may not read.
-        let private = post(Private, false);
+        let private = post(Private, 0);
         assert!(!shows_actor(&private, &viewer, VIEWER));
+    }
+
+    /// Reading what decides the posts: nothing for recent posts without
+    /// labels, the window for older ones, the labels only for friends.
+    #[test]
+    fn author_rules_are_needed_only_where_they_decide() {
+        let friend = relations(Relation::Friend);
+        let follower = relations(Relation::Follower);
+        let author = relations(Relation::Author);
+        assert!(!friend.needs_window(&post(Visibility::Public, DAY)));
+        assert!(friend.needs_window(&post(Visibility::Public, 4 * DAY)));
+        assert!(!author.needs_window(&post(Visibility::Public, 400 * DAY)));
+        let only = post(Visibility::Only, 0);
+        assert_eq!(friend.labels_needed(&only).collect::<Vec<_>>(), vec![LABEL]);
+        assert_eq!(follower.labels_needed(&only).count(), 0);
+        assert_eq!(author.labels_needed(&only).count(), 0);
+        assert_eq!(
+            friend.labels_needed(&post(Visibility::Friends, 0)).count(),
+            0
+        );
     }
 }

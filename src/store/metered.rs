@@ -185,11 +185,7 @@ metered! {
         counted fn insert_user(user: &UserDoc) -> ();
         counted fn user_by_username(username: &str) -> Option<UserDoc>;
         batch(uids) fn users_by_ids(uids: &[i64]) -> Vec<UserDoc>;
-        counted fn update_profile(
-            uid: i64,
-            nick_name: Option<&str>,
-            head_img: Option<&str>,
-        ) -> Option<UserDoc>;
+        counted fn update_profile(uid: i64, change: ProfileChange<'_>) -> Option<UserDoc>;
         counted fn set_password_hash(uid: i64, password_hash: &str) -> ();
         counted fn touch_user(uid: i64, at: i64) -> ();
         counted fn insert_session(session: &SessionDoc) -> ();
@@ -259,6 +255,12 @@ metered! {
         batch(uids) fn follower_counts(uids: &[i64]) -> Vec<(i64, u64)>;
         batch(uids) fn follows_from(uids: &[i64]) -> Vec<FollowDoc>;
         batch(uids) fn blocks_involving(uids: &[i64]) -> Vec<BlockDoc>;
+        counted fn insert_filter(filter: &FilterDoc) -> bool;
+        counted fn delete_filter(kind: FilterKind, uid: i64, other: i64) -> bool;
+        counted fn filters_page(kind: FilterKind, uid: i64, before: Option<i64>, limit: usize) -> Vec<FilterDoc>;
+        batch(uids) fn filters_set_by(kind: FilterKind, uids: &[i64]) -> Vec<FilterDoc>;
+        batch(uids) fn filters_set_on(kind: FilterKind, uids: &[i64]) -> Vec<FilterDoc>;
+        background fn delete_filters_involving(uid: i64, limit: usize) -> u64;
     }
 
     impl NotificationDocs for MeteredDocs {
@@ -304,6 +306,15 @@ metered! {
         counted fn delete_favorite(uid: i64, post_id: i64) -> bool;
         counted fn favorites_page(uid: i64, before: Option<i64>, limit: usize) -> Vec<FavoriteDoc>;
         background fn delete_favorites_of(uid: i64, limit: usize) -> u64;
+    }
+
+    impl LabelDocs for MeteredDocs {
+        counted fn insert_label(label: &LabelDoc) -> ();
+        counted fn labels_of(owner: i64, limit: usize) -> Vec<LabelDoc>;
+        batch(ids) fn labels_by_ids(ids: &[(i64, i64)]) -> Vec<LabelDoc>;
+        counted fn update_label(owner: i64, id: i64, name: Option<&str>, members: Option<&[i64]>, at: i64) -> Option<LabelDoc>;
+        counted fn delete_label(owner: i64, id: i64) -> bool;
+        background fn delete_labels_of(owner: i64, limit: usize) -> u64;
     }
 
     impl IdempotencyDocs for MeteredDocs {

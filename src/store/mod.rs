@@ -16,7 +16,8 @@ use async_trait::async_trait;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::domain::device::DisplayName;
-use crate::domain::post::{Category, Geo, Visibility};
+use crate::domain::post::{Audience, Category, Geo, Visibility};
+use crate::domain::user::AlbumWindow;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -68,6 +69,13 @@ pub struct UserDoc {
     pub created_at: i64,
     #[serde(rename = "lastActiveAt")]
     pub last_active_at: i64,
+    /// How far back others see this user's posts.
+    #[serde(
+        rename = "albumWindow",
+        default,
+        skip_serializing_if = "AlbumWindow::is_all"
+    )]
+    pub album_window: AlbumWindow,
 }
 
 impl UserDoc {
@@ -91,6 +99,38 @@ impl UserDoc {
     pub fn is_admin(&self) -> bool {
         self.roles.iter().any(|r| r == "admin")
     }
+
+    /// What the live store caches of the account: the card, and the album
+    /// window every read of this user's older posts needs beside it.
+    pub fn cached_card(&self) -> CachedCard {
+        CachedCard {
+            card: self.card(),
+            album_window: self.album_window,
+        }
+    }
+}
+
+/// A card as the live store keeps it (`BlobKey::Card`). Read as a plain
+/// `UserCard` wherever the window does not matter: the extra field is
+/// ignored.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CachedCard {
+    #[serde(flatten)]
+    pub card: UserCard,
+    #[serde(
+        rename = "albumWindow",
+        default,
+        skip_serializing_if = "AlbumWindow::is_all"
+    )]
+    pub album_window: AlbumWindow,
+}
+
+/// A profile change: what is `Some` replaces what was.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProfileChange<'a> {
+    pub nick_name: Option<&'a str>,
+    pub head_img: Option<&'a str>,
+    pub album_window: Option<AlbumWindow>,
 }
 
 /// Seed 000's "simple info": what every list shows next to an item.
@@ -115,6 +155,9 @@ pub struct PostDoc {
     pub device: String,
     pub geo: Option<Geo>,
     pub visibility: Visibility,
+    /// Whom an `only` or `except` post names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<Audience>,
     pub createtime: i64,
     #[serde(default)]
     pub comments_postid: Vec<i64>,
@@ -137,6 +180,8 @@ pub struct PostBody {
     pub device: String,
     pub geo: Option<Geo>,
     pub visibility: Visibility,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<Audience>,
     pub createtime: i64,
     #[serde(default)]
     pub deleted: bool,
@@ -153,6 +198,7 @@ impl From<PostDoc> for PostBody {
             device: p.device,
             geo: p.geo,
             visibility: p.visibility,
+            audience: p.audience,
             createtime: p.createtime,
             deleted: p.deleted,
         }
@@ -236,6 +282,43 @@ pub struct FollowDoc {
     pub followee: i64,
     #[serde(rename = "createdAt")]
     pub created_at: i64,
+}
+
+/// A one-way filter lighter than a block, set by `uid` on `other`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum FilterKind {
+    /// 不看他: `other`'s posts leave `uid`'s home feed; their album stays open.
+    Mute,
+    /// 不让他看: none of `uid`'s posts are visible to `other`.
+    Hide,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FilterDoc {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    pub kind: FilterKind,
+    /// Who set it.
+    pub uid: i64,
+    /// On whom.
+    pub other: i64,
+    #[serde(rename = "createdAt")]
+    pub created_at: i64,
+}
+
+/// One of `owner`'s labels (标签): a named group of their friends.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LabelDoc {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    pub owner: i64,
+    pub name: String,
+    pub members: Vec<i64>,
+    #[serde(rename = "createdAt")]
+    pub created_at: i64,
+    #[serde(rename = "updatedAt")]
+    pub updated_at: i64,
 }
 
 /// `blocker` blocked `blocked`: neither sees the other anywhere.
@@ -357,8 +440,7 @@ pub trait AccountDocs: Send + Sync {
     async fn update_profile(
         &self,
         uid: i64,
-        nick_name: Option<&str>,
-        head_img: Option<&str>,
+        change: ProfileChange<'_>,
     ) -> StoreResult<Option<UserDoc>>;
 
     async fn set_password_hash(&self, uid: i64, password_hash: &str) -> StoreResult<()>;
@@ -569,6 +651,63 @@ pub trait SocialDocs: Send + Sync {
 
     /// Every block these users made or received.
     async fn blocks_involving(&self, uids: &[i64]) -> StoreResult<Vec<BlockDoc>>;
+
+    /// `Ok(false)` when the filter exists already.
+    async fn insert_filter(&self, filter: &FilterDoc) -> StoreResult<bool>;
+
+    /// True when this call removed it.
+    async fn delete_filter(&self, kind: FilterKind, uid: i64, other: i64) -> StoreResult<bool>;
+
+    /// Filters of a kind `uid` set, below `before`, newest first.
+    async fn filters_page(
+        &self,
+        kind: FilterKind,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<FilterDoc>>;
+
+    /// Every filter of a kind set by these users.
+    async fn filters_set_by(&self, kind: FilterKind, uids: &[i64]) -> StoreResult<Vec<FilterDoc>>;
+
+    /// Every filter of a kind set on these users.
+    async fn filters_set_on(&self, kind: FilterKind, uids: &[i64]) -> StoreResult<Vec<FilterDoc>>;
+
+    /// Deletes up to `limit` filters set by or on `uid` (erasing an
+    /// account); how many went.
+    async fn delete_filters_involving(&self, uid: i64, limit: usize) -> StoreResult<u64>;
+}
+
+/// Users' labels. Part of `DocStore`.
+#[async_trait]
+pub trait LabelDocs: Send + Sync {
+    /// `Duplicate("label name")` when the owner has a label of that name.
+    async fn insert_label(&self, label: &LabelDoc) -> StoreResult<()>;
+
+    /// Up to `limit` of the owner's labels, oldest first.
+    async fn labels_of(&self, owner: i64, limit: usize) -> StoreResult<Vec<LabelDoc>>;
+
+    /// Labels by `(owner, id)`: with their owner, the labels' shard key.
+    async fn labels_by_ids(&self, ids: &[(i64, i64)]) -> StoreResult<Vec<LabelDoc>>;
+
+    /// Replaces what is `Some`; the label as it is now, `None` if the owner
+    /// has no such label. `Duplicate("label name")` when the owner has
+    /// another label of the new name.
+    async fn update_label(
+        &self,
+        owner: i64,
+        id: i64,
+        name: Option<&str>,
+        members: Option<&[i64]>,
+        at: i64,
+    ) -> StoreResult<Option<LabelDoc>>;
+
+    /// True when this call deleted it.
+    async fn delete_label(&self, owner: i64, id: i64) -> StoreResult<bool>;
+
+    /// Deletes up to `limit` of the owner's labels (erasing an account);
+    /// how many went.
+    async fn delete_labels_of(&self, owner: i64, limit: usize) -> StoreResult<u64>;
 }
 
 /// Notifications and their read marks. Part of `DocStore`.
@@ -828,6 +967,7 @@ pub trait DocStore:
     + DeviceModelDocs
     + IdempotencyDocs
     + FavoriteDocs
+    + LabelDocs
     + FanOutDocs
     + LiveRepairDocs
     + Send
@@ -946,6 +1086,14 @@ pub enum SetKey {
     Friends(i64),
     /// Users a user blocked or was blocked by: member the other, score block id.
     Blocks(i64),
+    /// Users whose posts a user keeps out of their home feed (不看他):
+    /// member the muted, score filter id.
+    Muted(i64),
+    /// Users who hide their posts from a user (不让他看): member the one
+    /// hiding, score filter id.
+    HiddenBy(i64),
+    /// (owner, label): the label's members, score 0.
+    LabelMembers(i64, i64),
 }
 
 impl SetKey {
@@ -976,6 +1124,9 @@ impl SetKey {
             SetKey::Home(_) => "home",
             SetKey::Friends(_) => "friends",
             SetKey::Blocks(_) => "blocks",
+            SetKey::Muted(_) => "muted",
+            SetKey::HiddenBy(_) => "hidden_by",
+            SetKey::LabelMembers(..) => "label_members",
         }
     }
 
@@ -985,9 +1136,13 @@ impl SetKey {
             | SetKey::PostComments(p)
             | SetKey::CommentLikers(p, _)
             | SetKey::CommentReplies(p, _) => Owner::Post(p),
-            SetKey::Following(u) | SetKey::Friends(u) | SetKey::Blocks(u) | SetKey::Home(u) => {
-                Owner::User(u)
-            }
+            SetKey::Following(u)
+            | SetKey::Friends(u)
+            | SetKey::Blocks(u)
+            | SetKey::Home(u)
+            | SetKey::Muted(u)
+            | SetKey::HiddenBy(u)
+            | SetKey::LabelMembers(u, _) => Owner::User(u),
         }
     }
 }
@@ -1126,6 +1281,7 @@ impl LiveKey {
             LiveKey::Blob(b) => format!("b:{}", b.kind()),
             LiveKey::Set(SetKey::CommentLikers(_, c)) => format!("s:comment_likers:{c}"),
             LiveKey::Set(SetKey::CommentReplies(_, c)) => format!("s:comment_replies:{c}"),
+            LiveKey::Set(SetKey::LabelMembers(_, l)) => format!("s:label_members:{l}"),
             LiveKey::Set(k) => format!("s:{}", k.kind()),
         }
     }
@@ -1163,6 +1319,11 @@ impl LiveKey {
             (Owner::User(u), "s", "home", false) => LiveKey::Set(SetKey::Home(u)),
             (Owner::User(u), "s", "friends", false) => LiveKey::Set(SetKey::Friends(u)),
             (Owner::User(u), "s", "blocks", false) => LiveKey::Set(SetKey::Blocks(u)),
+            (Owner::User(u), "s", "muted", false) => LiveKey::Set(SetKey::Muted(u)),
+            (Owner::User(u), "s", "hidden_by", false) => LiveKey::Set(SetKey::HiddenBy(u)),
+            (Owner::User(u), "s", "label_members", true) => {
+                LiveKey::Set(SetKey::LabelMembers(u, sub()?))
+            }
             _ => return None,
         };
         Some(key)
@@ -1252,6 +1413,9 @@ mod tests {
             LiveKey::Set(SetKey::Home(3)),
             LiveKey::Set(SetKey::Friends(3)),
             LiveKey::Set(SetKey::Blocks(3)),
+            LiveKey::Set(SetKey::Muted(3)),
+            LiveKey::Set(SetKey::HiddenBy(3)),
+            LiveKey::Set(SetKey::LabelMembers(3, 30)),
         ];
         for key in keys {
             let owner = match key {

@@ -133,6 +133,7 @@ async fn a_saved_fan_out_is_resumed_from_where_it_got_to() {
         device: String::new(),
         geo: None,
         visibility: Visibility::Public,
+        audience: None,
         createtime: now_ms(),
         comments_postid: vec![],
         likes_postid: vec![],

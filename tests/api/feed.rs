@@ -345,6 +345,7 @@ async fn fan_out_in_pages_reaches_every_built_timeline_once() {
             device: String::new(),
             geo: None,
             visibility: moments::domain::post::Visibility::Public,
+            audience: None,
             createtime: moments::ids::timestamp_of(id),
             comments_postid: vec![],
             likes_postid: vec![],

@@ -19,6 +19,7 @@ mod metrics;
 mod notifications;
 mod ops;
 mod posts;
+mod privacy;
 mod rate_limits;
 mod repair;
 mod sessions;

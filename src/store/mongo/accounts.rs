@@ -1,7 +1,7 @@
 //! `AccountDocs` on MongoDB: accounts and their sessions.
 
 use super::*;
-use crate::store::AccountDocs;
+use crate::store::{AccountDocs, ProfileChange};
 
 #[async_trait]
 impl AccountDocs for MongoDocs {
@@ -27,15 +27,18 @@ impl AccountDocs for MongoDocs {
     async fn update_profile(
         &self,
         uid: i64,
-        nick_name: Option<&str>,
-        head_img: Option<&str>,
+        change: ProfileChange<'_>,
     ) -> StoreResult<Option<UserDoc>> {
         let mut set = Document::new();
-        if let Some(n) = nick_name {
+        if let Some(n) = change.nick_name {
             set.insert("nickName", n);
         }
-        if let Some(h) = head_img {
+        if let Some(h) = change.head_img {
             set.insert("headImg", h);
+        }
+        if let Some(w) = change.album_window {
+            let text = mongodb::bson::to_bson(&w).map_err(|e| StoreError::Other(e.into()))?;
+            set.insert("albumWindow", text);
         }
         if !set.is_empty() {
             self.users()

@@ -14,6 +14,7 @@ mod device_models;
 mod fan_outs;
 mod favorites;
 mod idempotency;
+mod labels;
 mod live_repairs;
 mod notifications;
 mod posts;

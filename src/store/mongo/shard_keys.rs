@@ -79,6 +79,16 @@ pub const SCATTER: &[(&str, &[&str], &str)] = &[
         "blocks between a page's authors and the viewer, either way round: one query for both directions",
     ),
     (
+        "filters",
+        &["kind", "other"],
+        "who hides their posts from a viewer, to rebuild the viewer's live set (as rare as the reverse block check); filters are sharded by who set them, which setting, listing and the fan-out read by",
+    ),
+    (
+        "filters",
+        &["$or"],
+        "erasing an account: the mutes and hides set by or on it",
+    ),
+    (
         "comments",
         &["_id"],
         "a comment found by the id alone in its own URL (DELETE /comments/{id}, GET /comments/{id}/replies), or in a like of it (erasing an account)",

@@ -1,7 +1,20 @@
-//! `SocialDocs` on MongoDB: the social graph, follows and blocks.
+//! `SocialDocs` on MongoDB: the social graph, follows, blocks, mutes and hides.
 
 use super::*;
-use crate::store::SocialDocs;
+use crate::store::{FilterDoc, FilterKind, SocialDocs};
+
+impl MongoDocs {
+    fn filters(&self) -> Collection<FilterDoc> {
+        self.db.collection("filters")
+    }
+}
+
+fn kind_name(kind: FilterKind) -> &'static str {
+    match kind {
+        FilterKind::Mute => "mute",
+        FilterKind::Hide => "hide",
+    }
+}
 
 #[async_trait]
 impl SocialDocs for MongoDocs {
@@ -199,5 +212,58 @@ impl SocialDocs for MongoDocs {
         let filter =
             doc! { "$or": [ { "blocker": { "$in": uids } }, { "blocked": { "$in": uids } } ] };
         collect(self.blocks().find(filter).await.map_err(classify)?).await
+    }
+
+    async fn insert_filter(&self, filter: &FilterDoc) -> StoreResult<bool> {
+        insert_unless_duplicate(&self.filters(), filter).await
+    }
+
+    async fn delete_filter(&self, kind: FilterKind, uid: i64, other: i64) -> StoreResult<bool> {
+        self.delete_matching(
+            "filters",
+            doc! { "uid": uid, "kind": kind_name(kind), "other": other },
+        )
+        .await
+    }
+
+    async fn filters_page(
+        &self,
+        kind: FilterKind,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<FilterDoc>> {
+        newest_page(
+            self.filters(),
+            doc! { "uid": uid, "kind": kind_name(kind) },
+            before,
+            limit,
+        )
+        .await
+    }
+
+    async fn filters_set_by(&self, kind: FilterKind, uids: &[i64]) -> StoreResult<Vec<FilterDoc>> {
+        if uids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let filter = doc! { "uid": { "$in": uids }, "kind": kind_name(kind) };
+        collect(self.filters().find(filter).await.map_err(classify)?).await
+    }
+
+    async fn filters_set_on(&self, kind: FilterKind, uids: &[i64]) -> StoreResult<Vec<FilterDoc>> {
+        if uids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let filter = doc! { "other": { "$in": uids }, "kind": kind_name(kind) };
+        collect(self.filters().find(filter).await.map_err(classify)?).await
+    }
+
+    async fn delete_filters_involving(&self, uid: i64, limit: usize) -> StoreResult<u64> {
+        self.delete_some::<i64>(
+            "filters",
+            doc! { "$or": [ { "uid": uid }, { "other": uid } ] },
+            limit,
+        )
+        .await
     }
 }

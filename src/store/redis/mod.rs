@@ -302,6 +302,9 @@ impl RedisLive {
             SetKey::Home(u) => home_key(&self.prefix, u),
             SetKey::Friends(_) => format!("{}{tag}:friends", self.prefix),
             SetKey::Blocks(_) => format!("{}{tag}:blocks", self.prefix),
+            SetKey::Muted(_) => format!("{}{tag}:muted", self.prefix),
+            SetKey::HiddenBy(_) => format!("{}{tag}:hidden_by", self.prefix),
+            SetKey::LabelMembers(_, l) => format!("{}{tag}:label:{l}", self.prefix),
         }
     }
 

@@ -1,7 +1,7 @@
 //! `AccountDocs` on redb: accounts and their sessions.
 
 use super::*;
-use crate::store::AccountDocs;
+use crate::store::{AccountDocs, ProfileChange};
 
 #[async_trait]
 impl AccountDocs for EmbeddedDocs {
@@ -61,10 +61,13 @@ impl AccountDocs for EmbeddedDocs {
     async fn update_profile(
         &self,
         uid: i64,
-        nick_name: Option<&str>,
-        head_img: Option<&str>,
+        change: ProfileChange<'_>,
     ) -> StoreResult<Option<UserDoc>> {
-        let (nick, head) = (nick_name.map(String::from), head_img.map(String::from));
+        let (nick, head) = (
+            change.nick_name.map(String::from),
+            change.head_img.map(String::from),
+        );
+        let window = change.album_window;
         self.write(move |txn| {
             let mut users = txn.open_table(USERS).map_err(other)?;
             let Some(mut user) = get_doc::<UserDoc>(&users, id(uid))? else {
@@ -75,6 +78,9 @@ impl AccountDocs for EmbeddedDocs {
             }
             if let Some(h) = head.clone() {
                 user.head_img = h;
+            }
+            if let Some(w) = window {
+                user.album_window = w;
             }
             users
                 .insert(id(uid), encode(&user)?.as_slice())

@@ -12,6 +12,7 @@ mod device_models;
 mod fan_outs;
 mod favorites;
 mod idempotency;
+mod labels;
 mod live_repairs;
 mod notifications;
 mod posts;
@@ -30,8 +31,8 @@ use serde::Serialize;
 use super::group_commit::{GroupCommit, Job};
 use super::other;
 use crate::store::{
-    BlockDoc, CommentDoc, DeviceModelDoc, DocStore, FollowDoc, LikeDoc, LikeKind, NotificationDoc,
-    PostDoc, SessionDoc, StoreError, StoreResult, UserDoc,
+    BlockDoc, CommentDoc, DeviceModelDoc, DocStore, FilterDoc, FilterKind, FollowDoc, LikeDoc,
+    LikeKind, NotificationDoc, PostDoc, SessionDoc, StoreError, StoreResult, UserDoc,
 };
 use std::any::Any;
 
@@ -114,11 +115,28 @@ const IDEMPOTENCY_EXPIRY: TableDefinition<(i64, &str), ()> =
 const BLOCKS: TableDefinition<(u64, u64), u64> = TableDefinition::new("blocks");
 /// (blocked, blocker) → block id: the same blocks, found from the other side.
 const BLOCKED_BY: TableDefinition<(u64, u64), u64> = TableDefinition::new("blocked_by");
+/// (kind, uid, other) → filter id: one filter of a kind per pair.
+const FILTERS: TableDefinition<(u8, u64, u64), u64> = TableDefinition::new("filters");
+/// (kind, other, uid) → filter id: the same filters, found from whom they are on.
+const FILTERS_ON: TableDefinition<(u8, u64, u64), u64> = TableDefinition::new("filters_on");
+/// (kind, uid, filter id) → other: a user's filters of a kind, newest last.
+const FILTERS_BY_ID: TableDefinition<(u8, u64, u64), u64> = TableDefinition::new("filters_by_id");
+/// Label id → the label (`LabelDoc` JSON).
+const LABELS: TableDefinition<u64, &[u8]> = TableDefinition::new("labels");
+/// (owner, label id) of every label.
+const LABELS_BY_OWNER: TableDefinition<(u64, u64), ()> = TableDefinition::new("labels_by_owner");
 /// Post id → its unfinished fan-out (`FanOutDoc` JSON).
 const FAN_OUTS: TableDefinition<u64, &[u8]> = TableDefinition::new("fan_outs");
 /// Record id → stale live keys of one owner (`LiveRepairDoc` JSON): only used when
 /// the live state is in a Redis that other processes share.
 const LIVE_REPAIRS: TableDefinition<&str, &[u8]> = TableDefinition::new("live_repairs");
+
+fn filter_code(k: FilterKind) -> u8 {
+    match k {
+        FilterKind::Mute => 1,
+        FilterKind::Hide => 2,
+    }
+}
 
 fn kind_code(k: LikeKind) -> u8 {
     match k {
@@ -430,6 +448,11 @@ impl DocStore for EmbeddedDocs {
             txn.open_table(FOLLOW_COUNTS).map_err(other)?;
             txn.open_table(BLOCKS).map_err(other)?;
             txn.open_table(BLOCKED_BY).map_err(other)?;
+            txn.open_table(FILTERS).map_err(other)?;
+            txn.open_table(FILTERS_ON).map_err(other)?;
+            txn.open_table(FILTERS_BY_ID).map_err(other)?;
+            txn.open_table(LABELS).map_err(other)?;
+            txn.open_table(LABELS_BY_OWNER).map_err(other)?;
             txn.open_table(LAST_ACTIVE).map_err(other)?;
             txn.open_table(NOTIFICATIONS).map_err(other)?;
             txn.open_table(NOTIFIED).map_err(other)?;
@@ -638,6 +661,7 @@ mod tests {
             device: String::new(),
             geo: None,
             visibility: Visibility::Public,
+            audience: None,
             createtime: 0,
             comments_postid: vec![],
             likes_postid: vec![],
@@ -726,6 +750,7 @@ mod tests {
                     roles: vec![],
                     created_at: 0,
                     last_active_at: 0,
+                    album_window: Default::default(),
                 };
                 docs.insert_user(&user).await
             }

@@ -1,4 +1,4 @@
-//! `SocialDocs` on redb: the social graph, follows and blocks.
+//! `SocialDocs` on redb: the social graph, follows, blocks, mutes and hides.
 
 use super::*;
 use crate::store::SocialDocs;
@@ -244,4 +244,158 @@ impl SocialDocs for EmbeddedDocs {
         })
         .await
     }
+
+    async fn insert_filter(&self, filter: &FilterDoc) -> StoreResult<bool> {
+        let f = filter.clone();
+        self.write(move |txn| {
+            let k = filter_code(f.kind);
+            let (u, o, fid) = (id(f.uid), id(f.other), id(f.id));
+            let mut pairs = txn.open_table(FILTERS).map_err(other)?;
+            if pairs.get((k, u, o)).map_err(other)?.is_some() {
+                return Ok(false);
+            }
+            pairs.insert((k, u, o), fid).map_err(other)?;
+            txn.open_table(FILTERS_ON)
+                .map_err(other)?
+                .insert((k, o, u), fid)
+                .map_err(other)?;
+            txn.open_table(FILTERS_BY_ID)
+                .map_err(other)?
+                .insert((k, u, fid), o)
+                .map_err(other)?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn delete_filter(&self, kind: FilterKind, uid: i64, other_uid: i64) -> StoreResult<bool> {
+        self.write(move |txn| remove_filter(txn, filter_code(kind), id(uid), id(other_uid)))
+            .await
+    }
+
+    async fn filters_page(
+        &self,
+        kind: FilterKind,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<FilterDoc>> {
+        self.read(move |txn| {
+            let table = txn.open_table(FILTERS_BY_ID).map_err(other)?;
+            let (k, u) = (filter_code(kind), id(uid));
+            let upper = before.map_or(u64::MAX, id);
+            let mut out = Vec::new();
+            for entry in table
+                .range((k, u, 0)..(k, u, upper))
+                .map_err(other)?
+                .rev()
+                .take(limit)
+            {
+                let (key, other_uid) = entry.map_err(other)?;
+                out.push(filter_doc(kind, uid, other_uid.value(), key.value().2));
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn filters_set_by(&self, kind: FilterKind, uids: &[i64]) -> StoreResult<Vec<FilterDoc>> {
+        let uids = uids.to_vec();
+        self.read(move |txn| {
+            let table = txn.open_table(FILTERS).map_err(other)?;
+            let k = filter_code(kind);
+            let mut out = Vec::new();
+            for u in uids {
+                for entry in table
+                    .range((k, id(u), 0)..=(k, id(u), u64::MAX))
+                    .map_err(other)?
+                {
+                    let (key, fid) = entry.map_err(other)?;
+                    out.push(filter_doc(kind, u, key.value().2, fid.value()));
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn filters_set_on(&self, kind: FilterKind, uids: &[i64]) -> StoreResult<Vec<FilterDoc>> {
+        let uids = uids.to_vec();
+        self.read(move |txn| {
+            let table = txn.open_table(FILTERS_ON).map_err(other)?;
+            let k = filter_code(kind);
+            let mut out = Vec::new();
+            for o in uids {
+                for entry in table
+                    .range((k, id(o), 0)..=(k, id(o), u64::MAX))
+                    .map_err(other)?
+                {
+                    let (key, fid) = entry.map_err(other)?;
+                    out.push(filter_doc(kind, key.value().2 as i64, id(o), fid.value()));
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn delete_filters_involving(&self, uid: i64, limit: usize) -> StoreResult<u64> {
+        self.write(move |txn| {
+            let u = id(uid);
+            let mut doomed: Vec<(u8, u64, u64)> = Vec::new();
+            {
+                let set_by = txn.open_table(FILTERS).map_err(other)?;
+                let set_on = txn.open_table(FILTERS_ON).map_err(other)?;
+                for kind in [FilterKind::Mute, FilterKind::Hide] {
+                    let k = filter_code(kind);
+                    for entry in set_by.range((k, u, 0)..=(k, u, u64::MAX)).map_err(other)? {
+                        let (key, _) = entry.map_err(other)?;
+                        doomed.push((k, u, key.value().2));
+                    }
+                    for entry in set_on.range((k, u, 0)..=(k, u, u64::MAX)).map_err(other)? {
+                        let (key, _) = entry.map_err(other)?;
+                        doomed.push((k, key.value().2, u));
+                    }
+                }
+            }
+            doomed.truncate(limit);
+            for (k, by, on) in &doomed {
+                remove_filter(txn, *k, *by, *on)?;
+            }
+            Ok(doomed.len() as u64)
+        })
+        .await
+    }
+}
+
+fn filter_doc(kind: FilterKind, uid: i64, other_uid: u64, fid: u64) -> FilterDoc {
+    FilterDoc {
+        id: fid as i64,
+        kind,
+        uid,
+        other: other_uid as i64,
+        created_at: crate::ids::timestamp_of(fid as i64),
+    }
+}
+
+/// Removes one filter with its index entries; true when there was one.
+fn remove_filter(txn: &WriteTransaction, k: u8, uid: u64, on: u64) -> StoreResult<bool> {
+    let Some(fid) = txn
+        .open_table(FILTERS)
+        .map_err(other)?
+        .remove((k, uid, on))
+        .map_err(other)?
+        .map(|v| v.value())
+    else {
+        return Ok(false);
+    };
+    txn.open_table(FILTERS_ON)
+        .map_err(other)?
+        .remove((k, on, uid))
+        .map_err(other)?;
+    txn.open_table(FILTERS_BY_ID)
+        .map_err(other)?
+        .remove((k, uid, fid))
+        .map_err(other)?;
+    Ok(true)
 }
