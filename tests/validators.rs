@@ -230,6 +230,56 @@ async fn write_everything(c: &Client) {
         None,
     )
     .await;
+    // The privacy controls: an album window, a label, an only post naming
+    // it, a mute and a hide.
+    c.call(
+        Method::PATCH,
+        "/api/v1/me",
+        Some(&ann),
+        &[],
+        Some(json!({"albumWindow": "1m"})),
+    )
+    .await;
+    let label = c
+        .call(
+            Method::POST,
+            "/api/v1/labels",
+            Some(&ann),
+            &[],
+            Some(json!({"name": "同事", "members": [bob_uid]})),
+        )
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    c.call(
+        Method::PATCH,
+        &format!("/api/v1/labels/{label}"),
+        Some(&ann),
+        &[],
+        Some(json!({"name": "老同事"})),
+    )
+    .await;
+    c.call(
+        Method::POST,
+        "/api/v1/posts",
+        Some(&ann),
+        &[],
+        Some(
+            json!({"category": "TEXT", "content": "only them", "visibility": "only",
+                    "audience": {"labels": [label], "uids": [bob_uid]}}),
+        ),
+    )
+    .await;
+    for what in ["mute", "hide"] {
+        c.call(
+            Method::PUT,
+            &format!("/api/v1/users/{cat_uid}/{what}"),
+            Some(&ann),
+            &[],
+            None,
+        )
+        .await;
+    }
     c.call(
         Method::DELETE,
         &format!("/api/v1/posts/{plain}"),

@@ -69,27 +69,55 @@ class SignedIn:
 
 
 
-@schemathesis.hook.apply_to(method="POST", path="/api/v1/posts")
-def before_call(ctx, case, kwargs):
-    """Mentions must name users who exist and may see the post, or the post
-    is refused with 400 naming them (the issue's rule, tested in
-    tests/api/notifications.rs). Drawn uids name nobody, so a well-formed
-    list is emptied and the rest of the body is what gets checked; a
-    malformed one (too long, not uids) is left for the negative checks."""
-    body = case.body
-    if not isinstance(body, dict):
-        return
-    mentions = body.get("mentions")
+def _uids(values, most):
+    """Whether `values` is a list the server reads as at most `most` uids
+    (JSON's integers, 12.0 included)."""
+
     def uid(m):
-        # JSON's integers, 12.0 included, as the server reads them.
         if isinstance(m, bool):
             return False
         if isinstance(m, int):
             return 1 <= m <= 2**63 - 1
         return isinstance(m, float) and m.is_integer() and 1 <= m <= 2**53
 
-    well_formed = isinstance(mentions, list) and len(mentions) <= 10 and all(
-        uid(m) for m in mentions
-    )
-    if well_formed:
+    return isinstance(values, list) and len(values) <= most and all(uid(m) for m in values)
+
+
+@schemathesis.hook.apply_to(method="POST", path="/api/v1/posts")
+def before_call(ctx, case, kwargs):
+    """Rules across the database that a schema cannot draw for, each tested
+    in the API suite; a malformed value (too long, not uids) is left for
+    the negative checks.
+
+    - Mentions must name users who exist and may see the post, or the post
+      is refused with 400 naming them (tests/api/notifications.rs). Drawn
+      uids name nobody, so a well-formed list is emptied.
+    - An audience's labels must be the author's (400 naming them,
+      tests/api/privacy.rs), and drawn label ids are nobody's: a
+      well-formed audience keeps its uids (any uid may be named), and names
+      one when its labels are dropped."""
+    body = case.body
+    if not isinstance(body, dict):
+        return
+    if _uids(body.get("mentions"), 10):
         body["mentions"] = []
+    audience = body.get("audience")
+    if (
+        isinstance(audience, dict)
+        and _uids(audience.get("labels", []), 20)
+        and _uids(audience.get("uids", []), 200)
+    ):
+        audience["labels"] = []
+        if not audience.get("uids"):
+            audience["uids"] = [1]
+
+
+@schemathesis.hook.apply_to(method="POST", path="/api/v1/labels")
+@schemathesis.hook.apply_to(method="PATCH", path="/api/v1/labels/{id}")
+def before_call(ctx, case, kwargs):  # noqa: F811 (hooks register as they are defined)
+    """A label holds the owner's friends only (400 naming the others,
+    tests/api/privacy.rs); the fuzzer's account has none, so a well-formed
+    member list is emptied and the rest of the body is what gets checked."""
+    body = case.body
+    if isinstance(body, dict) and _uids(body.get("members"), 1000):
+        body["members"] = []

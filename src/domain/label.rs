@@ -16,6 +16,11 @@ fn name_schema() -> utoipa::openapi::Object {
     text_schema(MAX_LABEL_NAME_CHARS, true, false)
 }
 
+/// In a patch, null (or absence) leaves the name as it is.
+fn new_name_schema() -> utoipa::openapi::Object {
+    text_schema(MAX_LABEL_NAME_CHARS, true, true)
+}
+
 fn members_schema() -> utoipa::openapi::Array {
     utoipa::openapi::ArrayBuilder::new()
         .items(
@@ -45,7 +50,7 @@ pub struct NewLabelRequest {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct LabelPatchRequest {
     #[serde(default)]
-    #[schema(schema_with = name_schema)]
+    #[schema(schema_with = new_name_schema)]
     pub name: Option<String>,
     /// The whole new member list.
     #[serde(default, deserialize_with = "optional_id_list")]

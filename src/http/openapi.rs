@@ -141,9 +141,10 @@ fn complete_errors(doc: &mut serde_json::Value) {
     }
 }
 
-/// A post needs content that is not blank or a picture, and a PICTURE post
-/// a picture (`NewPost::parse`): rules across fields, which the derive cannot
-/// say, so they are added to the schema it made.
+/// A post needs content that is not blank or a picture, a PICTURE post a
+/// picture, and an `only` or `except` post an audience naming someone
+/// (`NewPost::parse`): rules across fields, which the derive cannot say, so
+/// they are added to the schema it made.
 fn require_something_to_post(doc: &mut serde_json::Value) {
     use crate::domain::VISIBLE_TEXT_PATTERN;
     let with_picture = serde_json::json!({
@@ -159,6 +160,23 @@ fn require_something_to_post(doc: &mut serde_json::Value) {
                 { "properties": { "category": { "not": { "const": "PICTURE" } } } },
                 with_picture,
             ] },
+            // `only` and `except` name their audience; nothing else does.
+            { "anyOf": [
+                { "required": ["visibility", "audience"],
+                  "properties": {
+                    "visibility": { "enum": ["only", "except"] },
+                    "audience": { "type": "object" } } },
+                { "properties": {
+                    "visibility": { "enum": ["public", "followers", "friends", "private"] },
+                    "audience": { "type": "null" } } },
+            ] },
+        ]);
+    }
+    // An audience names someone: a label or a uid.
+    if let Some(schema) = doc.pointer_mut("/components/schemas/Audience") {
+        schema["anyOf"] = serde_json::json!([
+            { "required": ["labels"], "properties": { "labels": { "minItems": 1 } } },
+            { "required": ["uids"], "properties": { "uids": { "minItems": 1 } } },
         ]);
     }
 }
@@ -178,6 +196,17 @@ fn link_created_to_their_uses(doc: &mut serde_json::Value) {
                 ("LikeComment", "/api/v1/comments/{id}/like", "put"),
                 ("UnlikeComment", "/api/v1/comments/{id}/like", "delete"),
                 ("RepliesOfComment", "/api/v1/comments/{id}/replies", "get"),
+            ]
+            .as_slice(),
+        ),
+        (
+            "/api/v1/labels",
+            "post",
+            "201",
+            "$response.body#/id",
+            [
+                ("RenameLabel", "/api/v1/labels/{id}", "patch"),
+                ("DeleteLabel", "/api/v1/labels/{id}", "delete"),
             ]
             .as_slice(),
         ),

@@ -554,3 +554,206 @@ async fn labels_hold_friends_and_audiences_name_only_the_authors_labels() {
     assert_eq!(notes["items"][0]["kind"], "mention");
     assert_eq!(notes["items"][0]["post"]["id"], ok);
 }
+
+/// Stores a post of `author`'s with this visibility made `days` ago (the
+/// API only makes posts now).
+async fn old_post_as(
+    app: &TestApp,
+    author: &User,
+    days: i64,
+    visibility: moments::domain::post::Visibility,
+    audience: Option<moments::domain::post::Audience>,
+) -> i64 {
+    let id = moments::ids::next_id();
+    let createtime = moments::ids::now_ms() - days * 24 * 3600 * 1000;
+    app.ctx
+        .docs
+        .insert_post(&moments::store::PostDoc {
+            id,
+            author_uid: author.uid,
+            category: moments::domain::post::Category::Text,
+            content: format!("{days} days ago"),
+            picture_urls: vec![],
+            device: String::new(),
+            geo: None,
+            visibility,
+            audience,
+            createtime,
+            comments_postid: vec![],
+            likes_postid: vec![],
+            deleted: false,
+        })
+        .await
+        .unwrap();
+    id
+}
+
+/// visibility.rs's matrix, through the API on this backend: each relation
+/// a real account stands in, each audience a real post (recent, and ten
+/// days old), under two album windows; each cell checked on the single
+/// read, the album and the home feed.
+#[tokio::test]
+async fn the_visibility_matrix_holds_through_the_api() {
+    use moments::domain::post::{Audience, Visibility};
+    let app = spawn_app().await;
+    let author = app.user("mxauthor").await;
+    let stranger = app.user("mxstranger").await;
+    let follower = app.user("mxfollower").await;
+    let friend = app.user("mxfriend").await;
+    let blocker = app.user("mxblocker").await;
+    let blocked = app.user("mxblocked").await;
+    let muter = app.user("mxmuter").await;
+    let hidden = app.user("mxhidden").await;
+    let in_label = app.user("mxinlabel").await;
+    let named = app.user("mxnamed").await;
+    let ex_friend = app.user("mxexfriend").await;
+    follow(&app, &follower, &author).await;
+    for f in [
+        &friend, &blocker, &blocked, &muter, &hidden, &in_label, &named, &ex_friend,
+    ] {
+        friends(&app, &author, f).await;
+    }
+    let lab = label(&app, &author, "matrix", &[in_label.uid, ex_friend.uid]).await;
+    // The ex-friend stays in the label, following the author: a follower
+    // in a label, which names friends only.
+    let (s, _) = app
+        .delete(
+            &format!("/api/v1/users/{}/follow", ex_friend.uid),
+            Some(&author.token),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 200);
+    for (who, whom, what) in [
+        (&blocker, &author, "block"),
+        (&author, &blocked, "block"),
+        (&muter, &author, "mute"),
+        (&author, &hidden, "hide"),
+    ] {
+        let (s, r) = app
+            .put(
+                &format!("/api/v1/users/{}/{what}", whom.uid),
+                Some(&who.token),
+            )
+            .await;
+        assert_eq!(s.as_u16(), 200, "{r}");
+    }
+    let audiences = [
+        "public",
+        "followers",
+        "friends",
+        "private",
+        "only",
+        "except",
+    ];
+    let audience = json!({"labels": [lab], "uids": [named.uid]});
+    let mut recent = Vec::new();
+    let mut old = Vec::new();
+    for visibility in audiences {
+        let mut body = json!({"category": "TEXT", "content": visibility, "visibility": visibility});
+        let v: Visibility = serde_json::from_value(json!(visibility)).unwrap();
+        let named_audience: Option<Audience> = v.names_an_audience().then(|| {
+            body["audience"] = audience.clone();
+            serde_json::from_value(audience.clone()).unwrap()
+        });
+        recent.push(post_with(&app, &author, body).await);
+        old.push(old_post_as(&app, &author, 10, v, named_audience).await);
+    }
+    settle(&app).await;
+    // (who, the viewer's account, sees public, followers, friends,
+    // private, only, except when recent)
+    let rows: [(&str, Option<&User>, [bool; 6]); 12] = [
+        ("anonymous", None, [true, false, false, false, false, false]),
+        ("author", Some(&author), [true; 6]),
+        (
+            "stranger",
+            Some(&stranger),
+            [true, false, false, false, false, false],
+        ),
+        (
+            "follower",
+            Some(&follower),
+            [true, true, false, false, false, false],
+        ),
+        (
+            "friend",
+            Some(&friend),
+            [true, true, true, false, false, true],
+        ),
+        ("blocked by the viewer", Some(&blocker), [false; 6]),
+        ("blocking the viewer", Some(&blocked), [false; 6]),
+        (
+            "muted by the viewer",
+            Some(&muter),
+            [true, true, true, false, false, true],
+        ),
+        ("hiding from the viewer", Some(&hidden), [false; 6]),
+        (
+            "a friend in the label",
+            Some(&in_label),
+            [true, true, true, false, true, false],
+        ),
+        (
+            "a friend named",
+            Some(&named),
+            [true, true, true, false, true, false],
+        ),
+        (
+            "a follower in the label",
+            Some(&ex_friend),
+            [true, true, false, false, false, false],
+        ),
+    ];
+    for (window, old_shown) in [("3d", false), ("all", true)] {
+        let (s, _) = app
+            .call(
+                reqwest::Method::PATCH,
+                "/api/v1/me",
+                Some(&author.token),
+                Some(json!({"albumWindow": window})),
+            )
+            .await;
+        assert_eq!(s.as_u16(), 200);
+        for (who, viewer, row) in &rows {
+            let token = viewer.map(|v| v.token.as_str());
+            let is_author = viewer.is_some_and(|v| v.uid == author.uid);
+            let mut expected_album = Vec::new();
+            let mut expected_feed = Vec::new();
+            for (i, shown) in row.iter().enumerate() {
+                for (post, age_shown) in [(recent[i], true), (old[i], old_shown || is_author)] {
+                    let expected = *shown && age_shown;
+                    let (s, body) = app.get(&format!("/api/v1/posts/{post}"), token).await;
+                    let case = format!("{who}, {}, window {window}, post {post}", audiences[i]);
+                    assert_eq!(
+                        s.as_u16(),
+                        if expected { 200 } else { 404 },
+                        "{case}: {body}"
+                    );
+                    if expected {
+                        expected_album.push(post);
+                        if *who != "muted by the viewer" {
+                            expected_feed.push(post);
+                        }
+                    }
+                }
+            }
+            expected_album.sort_unstable_by(|a, b| b.cmp(a));
+            expected_feed.sort_unstable_by(|a, b| b.cmp(a));
+            let album_path = format!("/api/v1/users/{}/posts", author.uid);
+            let shown = ids(&every_item(&app, &album_path, token, 5).await);
+            assert_eq!(shown, expected_album, "{who}'s album, window {window}");
+            if let Some(v) = viewer {
+                let follows = !matches!(*who, "anonymous" | "stranger")
+                    && !who.starts_with("blocked")
+                    && !who.starts_with("blocking");
+                if follows {
+                    let feed: Vec<i64> = whole_feed(&app, v, 5)
+                        .await
+                        .into_iter()
+                        .filter(|p| recent.contains(p) || old.contains(p))
+                        .collect();
+                    assert_eq!(feed, expected_feed, "{who}'s feed, window {window}");
+                }
+            }
+        }
+    }
+}
