@@ -171,6 +171,7 @@ fn fixture() -> Fixture {
             body,
             likers: post_likers,
             comment_count: 57,
+            share_count: 12,
             comments,
         },
         cards,

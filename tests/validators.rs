@@ -270,6 +270,14 @@ async fn write_everything(c: &Client) {
         ),
     )
     .await;
+    c.call(
+        Method::POST,
+        &format!("/api/v1/posts/{post}/shares"),
+        Some(&bob),
+        &[],
+        Some(json!({"platform": "wechat"})),
+    )
+    .await;
     for what in ["mute", "hide"] {
         c.call(
             Method::PUT,

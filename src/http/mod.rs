@@ -16,6 +16,7 @@ pub mod ops;
 pub mod posts;
 pub mod problem;
 pub mod request_id;
+pub mod shares;
 pub mod social;
 
 use actix_web::http::Method;
@@ -33,6 +34,7 @@ pub fn api(cfg: &mut web::ServiceConfig) {
             .configure(likes::routes)
             .configure(favorites::routes)
             .configure(labels::routes)
+            .configure(shares::routes)
             .configure(social::routes)
             .configure(feed::routes)
             .configure(notifications::routes)

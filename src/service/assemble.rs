@@ -33,6 +33,7 @@ pub struct PostParts {
     pub body: PostBody,
     pub likers: SetView,
     pub comment_count: u64,
+    pub share_count: u64,
     pub comments: Vec<CommentParts>,
 }
 
@@ -91,6 +92,7 @@ pub fn build_post(
         picture_urls: b.picture_urls.clone(),
         like_count: parts.likers.count,
         comment_count: parts.comment_count,
+        share_count: parts.share_count,
         liked_by_me: parts.likers.probe_score.is_some(),
         comments: parts
             .comments
@@ -264,6 +266,12 @@ pub async fn assemble_visible(
                 probe: None,
                 below: None,
             },
+            SetRead {
+                key: SetKey::PostShares(*p),
+                top: 0,
+                probe: None,
+                below: None,
+            },
         ]
     }));
     let mut first = loader.load(&blobs, &sets).await?;
@@ -300,9 +308,13 @@ pub async fn assemble_visible(
             .sets
             .remove(&SetKey::PostComments(*p))
             .unwrap_or_default();
+        let shares = first
+            .sets
+            .remove(&SetKey::PostShares(*p))
+            .map_or(0, |v| v.count);
         // Hidden across a block: not in the latest likes shown either.
         likers.top.retain(|(uid, _)| !rel.blocked(*uid));
-        posts.push((body, likers, comment_ids));
+        posts.push((body, likers, comment_ids, shares));
     }
     let mut looked_at = post_ids.len();
     let more_visible = posts.len() > room;
@@ -378,7 +390,7 @@ pub async fn assemble_visible(
                 *hidden_replies.entry(r.comment_id).or_default() += 1;
             }
         }
-        for (body, likers, comment_ids) in posts.iter_mut() {
+        for (body, likers, comment_ids, _) in posts.iter_mut() {
             if !restricted.contains(&body.id) {
                 continue;
             }
@@ -418,7 +430,7 @@ pub async fn assemble_visible(
     // Round 2: latest comments with their sets, and the cards known so far.
     let mut blobs = Vec::new();
     let mut sets = Vec::new();
-    for (body, _, comment_ids) in &posts {
+    for (body, _, comment_ids, _) in &posts {
         let likers_top = if restricted.contains(&body.id) {
             NARROW_WINDOW
         } else {
@@ -441,7 +453,7 @@ pub async fn assemble_visible(
     let first_cards = card_keys(
         posts
             .iter()
-            .flat_map(|(b, l, _)| std::iter::once(b.author_uid).chain(l.top.iter().map(|t| t.0)))
+            .flat_map(|(b, l, ..)| std::iter::once(b.author_uid).chain(l.top.iter().map(|t| t.0)))
             .chain(hinted.values().flatten().copied()),
         &asked,
     );
@@ -476,7 +488,7 @@ pub async fn assemble_visible(
     }
     // Remember whose cards each post's latest comments needed, so the next
     // read fetches them in round 2 and skips round 3.
-    for (body, _, comment_ids) in &posts {
+    for (body, _, comment_ids, _) in &posts {
         let mut people: Vec<i64> = comment_ids
             .top
             .iter()
@@ -498,7 +510,7 @@ pub async fn assemble_visible(
 
     let out = posts
         .into_iter()
-        .map(|(body, likers, comment_ids)| {
+        .map(|(body, likers, comment_ids, share_count)| {
             let comments = comment_ids
                 .top
                 .iter()
@@ -535,6 +547,7 @@ pub async fn assemble_visible(
                 body,
                 likers,
                 comment_count: comment_ids.count,
+                share_count,
                 comments,
             };
             ExpandedPost {

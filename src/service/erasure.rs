@@ -1,7 +1,8 @@
 //! Erasing a deleted account's traces, so that every other user's reads
 //! show none of it: its posts (tombstoned, so every read drops them), its
 //! comments and likes (taken out of their posts' sets and counts), its
-//! favorites, labels, mutes and hides, every follow and block it had (both
+//! favorites, shares (taken out of their posts' counts), labels, mutes
+//! and hides, every follow and block it had (both
 //! sides' sets rebuilt),
 //! and every notification to or by it. Work goes in batches; a request does a
 //! bounded share and the rest continues in the background. The account
@@ -52,6 +53,26 @@ pub async fn erase_traces(ctx: &Context, uid: i64, budget: usize) -> AppResult<b
             break;
         }
         spend!(n as usize);
+    }
+    loop {
+        // Its shares, taken out of their posts' counts.
+        let shares = ctx.docs.shares_by_user(uid, BATCH).await?;
+        if shares.is_empty() {
+            break;
+        }
+        for share in &shares {
+            if ctx.docs.delete_share(share).await? {
+                let set = SetKey::PostShares(share.post_id);
+                ctx.repair
+                    .apply_unordered(
+                        ctx.live.as_ref(),
+                        set.owner(),
+                        vec![LiveChange::LwwRemove(set, share.id, share.id)],
+                    )
+                    .await;
+            }
+        }
+        spend!(shares.len());
     }
     loop {
         // Its labels: the posts naming them are gone. Its mutes and hides,

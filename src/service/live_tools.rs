@@ -208,6 +208,7 @@ fn describe_set(key: SetKey) -> String {
         SetKey::Muted(u) => format!("user {u}: muted"),
         SetKey::HiddenBy(u) => format!("user {u}: hidden by"),
         SetKey::LabelMembers(u, l) => format!("user {u}, label {l}: members"),
+        SetKey::PostShares(p) => format!("post {p}: shares"),
     }
 }
 

@@ -264,6 +264,10 @@ impl<'a> Loader<'a> {
             SetKey::HiddenBy(u) => Some(*u),
             _ => None,
         });
+        let shared_posts = set_ids(&|k| match k {
+            SetKey::PostShares(p) => Some(*p),
+            _ => None,
+        });
         let mut label_ids: Vec<(i64, i64)> = sets
             .iter()
             .filter_map(|s| match s.key {
@@ -286,6 +290,7 @@ impl<'a> Loader<'a> {
             !muted_by.is_empty(),
             !hidden_from.is_empty(),
             !label_ids.is_empty(),
+            !shared_posts.is_empty(),
         ];
         self.doc_round_trips += calls.iter().filter(|c| **c).count() as u32;
         let (
@@ -301,6 +306,7 @@ impl<'a> Loader<'a> {
             mutes,
             hides,
             labels,
+            shares,
         ) = tokio::try_join!(
             docs.posts_by_ids(&post_ids),
             docs.comments_by_ids(&comment_ids),
@@ -314,6 +320,7 @@ impl<'a> Loader<'a> {
             docs.filters_set_by(FilterKind::Mute, &muted_by),
             docs.filters_set_on(FilterKind::Hide, &hidden_from),
             docs.labels_by_ids(&label_ids),
+            docs.share_ids_of_posts(&shared_posts),
         )?;
         // Friends are the followees who follow back: one more query per user
         // asked for (a request asks for its viewer's only).
@@ -451,6 +458,12 @@ impl<'a> Loader<'a> {
                 .entry(SetKey::HiddenBy(f.other))
                 .or_default()
                 .push((f.uid, f.id));
+        }
+        for &(post, share) in &shares {
+            members
+                .entry(SetKey::PostShares(post))
+                .or_default()
+                .push((share, share));
         }
         for l in &labels {
             members.insert(

@@ -21,6 +21,7 @@ pub mod password_pool;
 pub mod posts;
 pub mod rate_limits;
 pub mod repair;
+pub mod shares;
 pub mod social;
 pub mod timeline;
 pub mod views;

@@ -26,6 +26,8 @@ pub struct ExpandedPost {
     pub picture_urls: Vec<String>,
     pub like_count: u64,
     pub comment_count: u64,
+    /// Shares recorded (one per reader, post and platform).
+    pub share_count: u64,
     pub liked_by_me: bool,
     /// The latest 5, newest first.
     pub comments: Vec<CommentView>,

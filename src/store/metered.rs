@@ -317,6 +317,13 @@ metered! {
         background fn delete_labels_of(owner: i64, limit: usize) -> u64;
     }
 
+    impl ShareDocs for MeteredDocs {
+        counted fn insert_share(share: &ShareDoc) -> bool;
+        batch(post_ids) fn share_ids_of_posts(post_ids: &[i64]) -> Vec<(i64, i64)>;
+        background fn shares_by_user(uid: i64, limit: usize) -> Vec<ShareDoc>;
+        background fn delete_share(share: &ShareDoc) -> bool;
+    }
+
     impl IdempotencyDocs for MeteredDocs {
         counted fn claim_idempotency_key(key: &IdempotencyDoc, now: i64, stale_before: i64) -> Option<IdempotencyDoc>;
         counted fn complete_idempotency_key(id: &str, started_at: i64, status: u16, body: &str) -> ();

@@ -273,6 +273,21 @@ pub struct FavoriteDoc {
     pub created_at: i64,
 }
 
+/// A post passed on (分享, seed 002): one per user, post and platform, so
+/// sharing again to the same place counts once and no client can grow a
+/// post's share count past its readers times the platforms.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ShareDoc {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    #[serde(rename = "postId")]
+    pub post_id: i64,
+    pub uid: i64,
+    pub platform: crate::domain::share::SharePlatform,
+    #[serde(rename = "createdAt")]
+    pub created_at: i64,
+}
+
 /// `follower` follows `followee`; friends are mutual follows.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct FollowDoc {
@@ -678,6 +693,23 @@ pub trait SocialDocs: Send + Sync {
     async fn delete_filters_involving(&self, uid: i64, limit: usize) -> StoreResult<u64>;
 }
 
+/// Shares of posts. Part of `DocStore`.
+#[async_trait]
+pub trait ShareDocs: Send + Sync {
+    /// Records it; `Ok(false)` when the user shared the post to that
+    /// platform already.
+    async fn insert_share(&self, share: &ShareDoc) -> StoreResult<bool>;
+
+    /// `(post_id, share_id)` of every share of these posts.
+    async fn share_ids_of_posts(&self, post_ids: &[i64]) -> StoreResult<Vec<(i64, i64)>>;
+
+    /// Up to `limit` of a user's shares (erasing an account).
+    async fn shares_by_user(&self, uid: i64, limit: usize) -> StoreResult<Vec<ShareDoc>>;
+
+    /// True when this call deleted it.
+    async fn delete_share(&self, share: &ShareDoc) -> StoreResult<bool>;
+}
+
 /// Users' labels. Part of `DocStore`.
 #[async_trait]
 pub trait LabelDocs: Send + Sync {
@@ -968,6 +1000,7 @@ pub trait DocStore:
     + IdempotencyDocs
     + FavoriteDocs
     + LabelDocs
+    + ShareDocs
     + FanOutDocs
     + LiveRepairDocs
     + Send
@@ -1094,6 +1127,8 @@ pub enum SetKey {
     HiddenBy(i64),
     /// (owner, label): the label's members, score 0.
     LabelMembers(i64, i64),
+    /// member and score share id.
+    PostShares(i64),
 }
 
 impl SetKey {
@@ -1110,6 +1145,7 @@ impl SetKey {
                 | SetKey::PostComments(_)
                 | SetKey::CommentLikers(..)
                 | SetKey::CommentReplies(..)
+                | SetKey::PostShares(_)
         )
     }
 
@@ -1127,6 +1163,7 @@ impl SetKey {
             SetKey::Muted(_) => "muted",
             SetKey::HiddenBy(_) => "hidden_by",
             SetKey::LabelMembers(..) => "label_members",
+            SetKey::PostShares(_) => "post_shares",
         }
     }
 
@@ -1135,7 +1172,8 @@ impl SetKey {
             SetKey::PostLikers(p)
             | SetKey::PostComments(p)
             | SetKey::CommentLikers(p, _)
-            | SetKey::CommentReplies(p, _) => Owner::Post(p),
+            | SetKey::CommentReplies(p, _)
+            | SetKey::PostShares(p) => Owner::Post(p),
             SetKey::Following(u)
             | SetKey::Friends(u)
             | SetKey::Blocks(u)
@@ -1309,6 +1347,7 @@ impl LiveKey {
             }
             (Owner::Post(p), "s", "post_likers", false) => LiveKey::Set(SetKey::PostLikers(p)),
             (Owner::Post(p), "s", "post_comments", false) => LiveKey::Set(SetKey::PostComments(p)),
+            (Owner::Post(p), "s", "post_shares", false) => LiveKey::Set(SetKey::PostShares(p)),
             (Owner::Post(p), "s", "comment_likers", true) => {
                 LiveKey::Set(SetKey::CommentLikers(p, sub()?))
             }
@@ -1416,6 +1455,7 @@ mod tests {
             LiveKey::Set(SetKey::Muted(3)),
             LiveKey::Set(SetKey::HiddenBy(3)),
             LiveKey::Set(SetKey::LabelMembers(3, 30)),
+            LiveKey::Set(SetKey::PostShares(7)),
         ];
         for key in keys {
             let owner = match key {

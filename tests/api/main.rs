@@ -23,4 +23,5 @@ mod privacy;
 mod rate_limits;
 mod repair;
 mod sessions;
+mod shares;
 mod social;

@@ -52,6 +52,7 @@ async fn the_expanded_post_has_seed_003s_shape() {
             "pictureUrls",
             "likeCount",
             "commentCount",
+            "shareCount",
             "likedByMe",
             "comments",
             "likes",

@@ -20,6 +20,7 @@ mod notifications;
 mod posts;
 mod schemas;
 pub mod shard_keys;
+mod shares;
 mod social;
 
 use async_trait::async_trait;

@@ -12,7 +12,7 @@ use super::classify;
 use crate::store::{StoreError, StoreResult};
 
 /// Compiled in, so the binary never depends on where it was started from.
-pub const SCHEMAS: [(&str, &str); 17] = [
+pub const SCHEMAS: [(&str, &str); 18] = [
     ("users", include_str!("../../../schemas/users.json")),
     ("posts", include_str!("../../../schemas/posts.json")),
     ("comments", include_str!("../../../schemas/comments.json")),
@@ -45,6 +45,7 @@ pub const SCHEMAS: [(&str, &str); 17] = [
     ("favorites", include_str!("../../../schemas/favorites.json")),
     ("filters", include_str!("../../../schemas/filters.json")),
     ("labels", include_str!("../../../schemas/labels.json")),
+    ("shares", include_str!("../../../schemas/shares.json")),
 ];
 
 #[derive(Deserialize)]

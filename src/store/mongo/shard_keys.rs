@@ -84,6 +84,11 @@ pub const SCATTER: &[(&str, &[&str], &str)] = &[
         "who hides their posts from a viewer, to rebuild the viewer's live set (as rare as the reverse block check); filters are sharded by who set them, which setting, listing and the fan-out read by",
     ),
     (
+        "shares",
+        &["uid"],
+        "erasing an account: its shares (shares are sharded by post, which counting them reads by)",
+    ),
+    (
         "filters",
         &["$or"],
         "erasing an account: the mutes and hides set by or on it",

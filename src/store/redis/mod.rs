@@ -305,6 +305,7 @@ impl RedisLive {
             SetKey::Muted(_) => format!("{}{tag}:muted", self.prefix),
             SetKey::HiddenBy(_) => format!("{}{tag}:hidden_by", self.prefix),
             SetKey::LabelMembers(_, l) => format!("{}{tag}:label:{l}", self.prefix),
+            SetKey::PostShares(_) => format!("{}{tag}:shares", self.prefix),
         }
     }
 

@@ -16,6 +16,7 @@ mod labels;
 mod live_repairs;
 mod notifications;
 mod posts;
+mod shares;
 mod social;
 
 use std::sync::Arc;
@@ -125,6 +126,14 @@ const FILTERS_BY_ID: TableDefinition<(u8, u64, u64), u64> = TableDefinition::new
 const LABELS: TableDefinition<u64, &[u8]> = TableDefinition::new("labels");
 /// (owner, label id) of every label.
 const LABELS_BY_OWNER: TableDefinition<(u64, u64), ()> = TableDefinition::new("labels_by_owner");
+/// Share id → the share (`ShareDoc` JSON).
+const SHARES: TableDefinition<u64, &[u8]> = TableDefinition::new("shares");
+/// (uid, post, platform) → share id: one share per user, post and platform.
+const SHARE_OF: TableDefinition<(u64, u64, u8), u64> = TableDefinition::new("share_of");
+/// (post, share id) of every share.
+const SHARES_BY_POST: TableDefinition<(u64, u64), ()> = TableDefinition::new("shares_by_post");
+/// (uid, share id) of every share, for erasing an account.
+const SHARES_BY_USER: TableDefinition<(u64, u64), ()> = TableDefinition::new("shares_by_user");
 /// Post id → its unfinished fan-out (`FanOutDoc` JSON).
 const FAN_OUTS: TableDefinition<u64, &[u8]> = TableDefinition::new("fan_outs");
 /// Record id → stale live keys of one owner (`LiveRepairDoc` JSON): only used when
@@ -453,6 +462,10 @@ impl DocStore for EmbeddedDocs {
             txn.open_table(FILTERS_BY_ID).map_err(other)?;
             txn.open_table(LABELS).map_err(other)?;
             txn.open_table(LABELS_BY_OWNER).map_err(other)?;
+            txn.open_table(SHARES).map_err(other)?;
+            txn.open_table(SHARE_OF).map_err(other)?;
+            txn.open_table(SHARES_BY_POST).map_err(other)?;
+            txn.open_table(SHARES_BY_USER).map_err(other)?;
             txn.open_table(LAST_ACTIVE).map_err(other)?;
             txn.open_table(NOTIFICATIONS).map_err(other)?;
             txn.open_table(NOTIFIED).map_err(other)?;

@@ -1,0 +1,58 @@
+//! `ShareDocs` on MongoDB: shares by post.
+
+use super::*;
+use crate::store::{ShareDoc, ShareDocs};
+
+impl MongoDocs {
+    fn shares(&self) -> Collection<ShareDoc> {
+        self.db.collection("shares")
+    }
+}
+
+#[async_trait]
+impl ShareDocs for MongoDocs {
+    async fn insert_share(&self, share: &ShareDoc) -> StoreResult<bool> {
+        insert_unless_duplicate(&self.shares(), share).await
+    }
+
+    async fn share_ids_of_posts(&self, post_ids: &[i64]) -> StoreResult<Vec<(i64, i64)>> {
+        #[derive(Deserialize)]
+        struct Ids {
+            #[serde(rename = "_id")]
+            id: i64,
+            #[serde(rename = "postId")]
+            post_id: i64,
+        }
+        if post_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let cursor = self
+            .db
+            .collection::<Ids>("shares")
+            .find(doc! { "postId": { "$in": post_ids } })
+            .projection(doc! { "_id": 1, "postId": 1 })
+            .await
+            .map_err(classify)?;
+        Ok(collect(cursor)
+            .await?
+            .into_iter()
+            .map(|s| (s.post_id, s.id))
+            .collect())
+    }
+
+    async fn shares_by_user(&self, uid: i64, limit: usize) -> StoreResult<Vec<ShareDoc>> {
+        collect(
+            self.shares()
+                .find(doc! { "uid": uid })
+                .limit(limit as i64)
+                .await
+                .map_err(classify)?,
+        )
+        .await
+    }
+
+    async fn delete_share(&self, share: &ShareDoc) -> StoreResult<bool> {
+        self.delete_matching("shares", doc! { "postId": share.post_id, "_id": share.id })
+            .await
+    }
+}
