@@ -172,6 +172,7 @@ fn fixture() -> Fixture {
             likers: post_likers,
             comment_count: 57,
             share_count: 12,
+            view_count: 345,
             comments,
         },
         cards,

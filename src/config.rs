@@ -156,6 +156,10 @@ pub struct Settings {
     pub instance_id: Option<u16>,
     /// Accounts one account may follow.
     pub max_following: u64,
+    /// How often views waiting in this instance are written, in ms.
+    pub view_flush_ms: u64,
+    /// Views that may wait in this instance at most.
+    pub view_buffer: usize,
     /// Where `/metrics` is served without a token; `None`: on the main
     /// port, to an admin's token.
     pub metrics_listen: Option<String>,
@@ -187,6 +191,8 @@ impl Default for Settings {
             trusted_proxies: Vec::new(),
             instance_id: None,
             max_following: 5000,
+            view_flush_ms: 1000,
+            view_buffer: 10_000,
             metrics_listen: None,
             shutdown_timeout_secs: 20,
             log_format: LogFormat::Text,
@@ -527,6 +533,28 @@ pub const VARIABLES: &[Variable] = &[
         echo: Echo::Plain,
         apply: |d, v| {
             d.settings.max_following = whole(v, 1, u64::MAX)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_VIEW_FLUSH_MS",
+        default: DefaultValue::Literal("1000"),
+        allowed: "a whole number of milliseconds, at least 10",
+        meaning: "how often the views counted by this instance are written to the documents",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.view_flush_ms = whole(v, 10, u64::MAX)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_VIEW_BUFFER",
+        default: DefaultValue::Literal("10000"),
+        allowed: "a whole number, at least 1",
+        meaning: "views that may wait to be written at most; a crash loses at most these, and a view that finds the buffer full is not counted",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.view_buffer = whole(v, 1, u32::MAX as u64)? as usize;
             Ok(())
         },
     },
@@ -1206,6 +1234,8 @@ mod tests {
             ("MOMENTS_TIMELINE_MAX", "0", "1"),
             ("MOMENTS_WORKERS", "0", "1"),
             ("MOMENTS_MAX_FOLLOWING", "0", "1"),
+            ("MOMENTS_VIEW_FLUSH_MS", "9", "10"),
+            ("MOMENTS_VIEW_BUFFER", "0", "1"),
             ("MOMENTS_SHUTDOWN_TIMEOUT_SECS", "0", "1"),
         ];
         for (name, refused, ok) in limits {

@@ -35,6 +35,7 @@ pub const FAN_OUT_FAILURES: &str = "moments_fan_out_failures_total";
 pub const FAN_OUTS_IN_FLIGHT: &str = "moments_fan_outs_in_flight";
 pub const REPAIR_PENDING: &str = "moments_live_repair_pending";
 pub const RATE_LIMIT_REJECTIONS: &str = "moments_rate_limit_rejections_total";
+pub const VIEWS_UNCOUNTED: &str = "moments_views_uncounted_total";
 /// The names Prometheus's own clients give these, so stock dashboards work.
 pub const RESIDENT_BYTES: &str = "process_resident_memory_bytes";
 pub const VIRTUAL_BYTES: &str = "process_virtual_memory_bytes";
@@ -80,7 +81,12 @@ pub fn install() -> &'static PrometheusHandle {
         describe();
         // Series that may stay at zero for days are shown from the start,
         // so that a rate or an alert over them has something to read.
-        for name in [FAN_OUT_PUSHED, FAN_OUT_MISSED, FAN_OUT_FAILURES] {
+        for name in [
+            FAN_OUT_PUSHED,
+            FAN_OUT_MISSED,
+            FAN_OUT_FAILURES,
+            VIEWS_UNCOUNTED,
+        ] {
             counter!(name).increment(0);
         }
         gauge!(FAN_OUTS_IN_FLIGHT).increment(0.0);
@@ -127,6 +133,10 @@ fn describe() {
         "Live keys built from the documents instead (absent, awaiting repair, or the live store failed), by kind of key"
     );
     describe_counter!(FAN_OUT_PUSHED, "Home timelines a new post was pushed to");
+    describe_counter!(
+        VIEWS_UNCOUNTED,
+        "Views not counted because this instance's buffer of views to write was full"
+    );
     describe_counter!(
         FAN_OUT_MISSED,
         "Home timelines a push failed to reach, dropped to be rebuilt on read"
@@ -323,6 +333,10 @@ pub fn fan_out_pushed(timelines: usize) {
 
 pub fn fan_out_missed(timelines: usize) {
     counter!(FAN_OUT_MISSED).increment(timelines as u64);
+}
+
+pub fn view_uncounted() {
+    counter!(VIEWS_UNCOUNTED).increment(1);
 }
 
 pub fn fan_out_failed() {

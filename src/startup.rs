@@ -12,7 +12,8 @@
 //!    then the servers stop, the metrics listener with them;
 //! 3. fan-outs: waited for until the deadline; those left are saved, to be
 //!    resumed by any instance (`service::fan_outs`);
-//! 4. background tasks: stopped, and failed live updates dropped once more;
+//! 4. background tasks: stopped, the views waiting written, and failed live
+//!    updates dropped once more;
 //! 5. stores: the embedded documents commit what was queued and close.
 
 use std::net::TcpListener;
@@ -31,6 +32,7 @@ use crate::config::{without_credentials, Settings};
 use crate::http;
 use crate::service::device_names::DeviceNames;
 use crate::service::fan_outs::FanOuts;
+use crate::service::post_views::PostViews;
 use crate::service::repair::LiveRepair;
 use crate::service::{accounts, expiry, instance_lease, Context};
 use crate::store::embedded::{self, docs::EmbeddedDocs, live::MemoryLive};
@@ -213,6 +215,7 @@ impl Application {
             activity: Arc::default(),
             session_activity: Arc::default(),
             fan_outs: Arc::new(FanOuts::new(tokio::runtime::Handle::current())),
+            post_views: Arc::new(PostViews::new(settings.view_buffer)),
         };
         if let Some((user, password)) = &settings.admin {
             let uid = accounts::bootstrap_admin(&context, user, password.expose())
@@ -233,6 +236,10 @@ impl Application {
             repair.spawn(live.clone()),
             context.celebrity_cache.spawn_poller(live.clone()),
             expiry::spawn(context.clone()),
+            PostViews::spawn_flusher(
+                context.clone(),
+                Duration::from_millis(settings.view_flush_ms),
+            ),
         ];
         if let Some(lease) = lease {
             tasks.push(instance_lease::spawn_renewal(docs.clone(), lease));
@@ -470,6 +477,10 @@ impl Application {
             futures_util::future::join_all(tasks),
         )
         .await;
+        // The views waiting here are written now, or they would be lost.
+        if let Err(e) = context.post_views.flush(&context).await {
+            tracing::error!(error = %e, waiting = context.post_views.waiting(), "could not write the views waiting");
+        }
         // Timelines a failed push may have missed are dropped by the repair
         // task; once this instance is gone nothing would drop them.
         if context.repair.pending_count() > 0 {

@@ -19,6 +19,10 @@ fn free_port() -> u16 {
 }
 
 fn start(dir: &Path, port: u16) -> Child {
+    start_with(dir, port, &[])
+}
+
+fn start_with(dir: &Path, port: u16, env: &[(&str, &str)]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_moments"))
         .arg("serve")
         .env_clear()
@@ -26,6 +30,7 @@ fn start(dir: &Path, port: u16) -> Child {
         .env("MOMENTS_DATA_DIR", dir)
         .env("MOMENTS_LISTEN", format!("127.0.0.1:{port}"))
         .env("RUST_LOG", "warn")
+        .envs(env.iter().copied())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -194,5 +199,129 @@ async fn acknowledged_writes_survive_kill_9_and_a_second_process_is_refused() {
     assert_eq!(p["comments"][0]["id"], c["id"]);
     again.kill().unwrap();
     again.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Registers and signs in `name`; returns (uid, token).
+async fn account(client: &reqwest::Client, api: &str, name: &str) -> (i64, String) {
+    let body = json!({"username": name, "password": "password-123"});
+    let (s, card) = call(
+        client,
+        reqwest::Method::POST,
+        format!("{api}/users"),
+        None,
+        Some(body.clone()),
+    )
+    .await;
+    assert_eq!(s, 201, "{card}");
+    let (s, session) = call(
+        client,
+        reqwest::Method::POST,
+        format!("{api}/sessions"),
+        None,
+        Some(body),
+    )
+    .await;
+    assert_eq!(s, 201, "{session}");
+    (
+        card["uid"].as_i64().unwrap(),
+        session["token"].as_str().unwrap().to_string(),
+    )
+}
+
+/// The README's promise for views: a crash loses at most the views
+/// waiting in the process (`MOMENTS_VIEW_BUFFER`), a view that finds the
+/// buffer full is not counted, a graceful stop writes every waiting view,
+/// and a reader is counted once a day however often the process restarts.
+#[tokio::test]
+async fn a_crash_loses_at_most_the_views_waiting_to_be_written() {
+    let dir = std::env::temp_dir().join(format!("moments-views-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let client = reqwest::Client::new();
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let api = format!("{base}/api/v1");
+    // Views wait an hour unless the process stops; at most 3 wait.
+    let settings = [
+        ("MOMENTS_VIEW_FLUSH_MS", "3600000"),
+        ("MOMENTS_VIEW_BUFFER", "3"),
+    ];
+    let run = |dir: &Path| start_with(dir, port, &settings);
+    let mut app = run(&dir);
+    wait_ready(&client, &base, &mut app).await;
+    let (_, author) = account(&client, &api, "viewed").await;
+    let mut readers = Vec::new();
+    for i in 0..7 {
+        readers.push(account(&client, &api, &format!("reader{i}")).await.1);
+    }
+    let (s, p) = call(
+        &client,
+        reqwest::Method::POST,
+        format!("{api}/posts"),
+        Some(&author),
+        Some(json!({"category": "TEXT", "content": "read me"})),
+    )
+    .await;
+    assert_eq!(s, 201, "{p}");
+    let post = format!("{api}/posts/{}", p["id"]);
+    let read = |token: Option<String>| {
+        let (client, post) = (client.clone(), post.clone());
+        async move {
+            let (s, p) = call(&client, reqwest::Method::GET, post, token.as_deref(), None).await;
+            assert_eq!(s, 200, "{p}");
+            p["viewCount"].as_u64().unwrap()
+        }
+    };
+    let stop_gracefully = |app: &mut Child| {
+        let killed = Command::new("kill")
+            .args(["-TERM", &app.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        assert!(app.wait().unwrap().success(), "a graceful stop exits 0");
+    };
+
+    // Two readers, the author (never counted) and a graceful stop: both
+    // views are written on the way out.
+    read(Some(readers[0].clone())).await;
+    read(Some(readers[1].clone())).await;
+    read(Some(author.clone())).await;
+    assert_eq!(read(None).await, 0, "nothing is written within the hour");
+    stop_gracefully(&mut app);
+    app = run(&dir);
+    wait_ready(&client, &base, &mut app).await;
+    assert_eq!(read(None).await, 2);
+
+    // Five more readers: three views wait, two find the buffer full. Then
+    // the process dies: it loses the three, as many as the buffer holds.
+    for r in &readers[2..7] {
+        read(Some(r.clone())).await;
+    }
+    app.kill().unwrap();
+    app.wait().unwrap();
+    app = run(&dir);
+    wait_ready(&client, &base, &mut app).await;
+    let after_crash = read(None).await;
+    assert_eq!(
+        after_crash, 2,
+        "the crash lost the 3 waiting views, no more"
+    );
+
+    // Read again the same day: the lost views count now.
+    for r in &readers[2..5] {
+        read(Some(r.clone())).await;
+    }
+    stop_gracefully(&mut app);
+    app = run(&dir);
+    wait_ready(&client, &base, &mut app).await;
+    assert_eq!(read(None).await, 5);
+    // A reader already written is not counted twice the same day.
+    read(Some(readers[0].clone())).await;
+    stop_gracefully(&mut app);
+    app = run(&dir);
+    wait_ready(&client, &base, &mut app).await;
+    assert_eq!(read(None).await, 5, "reader 0 once a day");
+    app.kill().unwrap();
+    app.wait().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }

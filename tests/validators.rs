@@ -278,6 +278,15 @@ async fn write_everything(c: &Client) {
         Some(json!({"platform": "wechat"})),
     )
     .await;
+    // A view, written when the app stops.
+    c.call(
+        Method::GET,
+        &format!("/api/v1/posts/{post}"),
+        Some(&bob),
+        &[],
+        None,
+    )
+    .await;
     for what in ["mute", "hide"] {
         c.call(
             Method::PUT,

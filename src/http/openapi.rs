@@ -37,7 +37,7 @@ impl Modify for BearerAuth {
         super::likes::like_post, super::likes::unlike_post, super::likes::like_comment,
         super::likes::unlike_comment, super::likes::list, super::likes::liked_by_me,
         super::favorites::favorite, super::favorites::unfavorite, super::favorites::list,
-        super::shares::share,
+        super::shares::share, super::favorites::history,
         super::admin::list, super::admin::upsert, super::admin::delete, super::admin::import,
         super::admin::rebuild_live, super::admin::check_live,
     ),

@@ -34,6 +34,7 @@ pub struct PostParts {
     pub likers: SetView,
     pub comment_count: u64,
     pub share_count: u64,
+    pub view_count: u64,
     pub comments: Vec<CommentParts>,
 }
 
@@ -93,6 +94,7 @@ pub fn build_post(
         like_count: parts.likers.count,
         comment_count: parts.comment_count,
         share_count: parts.share_count,
+        view_count: parts.view_count,
         liked_by_me: parts.likers.probe_score.is_some(),
         comments: parts
             .comments
@@ -126,6 +128,15 @@ fn cards_of(loaded: &Loaded, into: &mut HashMap<i64, UserCard>) -> AppResult<()>
         }
     }
     Ok(())
+}
+
+/// The view count the documents hold for `post`, as loaded.
+fn view_count(loaded: &Loaded, post: i64) -> u64 {
+    loaded
+        .blobs
+        .get(&BlobKey::ViewCount(post))
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(0)
 }
 
 /// How many of a set's newest members are read to narrow its count to what
@@ -249,7 +260,13 @@ pub async fn assemble_visible(
     // and the viewer's relations.
     let blobs: Vec<BlobKey> = post_ids
         .iter()
-        .flat_map(|p| [BlobKey::PostBody(*p), BlobKey::CommentPeople(*p)])
+        .flat_map(|p| {
+            [
+                BlobKey::PostBody(*p),
+                BlobKey::CommentPeople(*p),
+                BlobKey::ViewCount(*p),
+            ]
+        })
         .collect();
     let mut sets: Vec<SetRead> = Relations::reads(viewer);
     sets.extend(post_ids.iter().flat_map(|p| {
@@ -543,11 +560,13 @@ pub async fn assemble_visible(
                 .audience
                 .clone()
                 .filter(|_| viewer == Some(body.author_uid));
+            let views = view_count(&first, body.id);
             let parts = PostParts {
                 body,
                 likers,
                 comment_count: comment_ids.count,
                 share_count,
+                view_count: views,
                 comments,
             };
             ExpandedPost {

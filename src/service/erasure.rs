@@ -55,6 +55,15 @@ pub async fn erase_traces(ctx: &Context, uid: i64, budget: usize) -> AppResult<b
         spend!(n as usize);
     }
     loop {
+        // Its history; the views stay counted on their posts, as a count
+        // names nobody.
+        let n = ctx.docs.delete_views_of(uid, BATCH).await?;
+        if n == 0 {
+            break;
+        }
+        spend!(n as usize);
+    }
+    loop {
         // Its shares, taken out of their posts' counts.
         let shares = ctx.docs.shares_by_user(uid, BATCH).await?;
         if shares.is_empty() {

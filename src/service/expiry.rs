@@ -1,5 +1,5 @@
-//! Deletes what has expired, on every backend: sessions past their 30 days
-//! and notifications past theirs. Reads already ignore both; this keeps the
+//! Deletes what has expired, on every backend: sessions past their 30 days,
+//! and notifications and views past theirs. Reads already ignore both; this keeps the
 //! stores from growing with them (MongoDB's TTL indexes do the same, and
 //! the sweep covers the embedded store, which has none, and lagging TTL
 //! monitors).
@@ -44,6 +44,8 @@ pub async fn sweep_once(docs: &dyn DocStore) {
         docs.purge_notifications_before(kept_from, BATCH)
     })
     .await;
+    let views_from = first_id_at(now_ms() - super::post_views::HISTORY_MS);
+    sweep("views", || docs.purge_views_before(views_from, BATCH)).await;
 }
 
 /// At start-up and every few minutes: the fan-outs and account erasures

@@ -217,6 +217,10 @@ impl<'a> Loader<'a> {
             BlobKey::Card(u) => Some(*u),
             _ => None,
         });
+        let viewed_posts = ids(&|b| match b {
+            BlobKey::ViewCount(p) => Some(*p),
+            _ => None,
+        });
         let set_ids = |f: &dyn Fn(&SetKey) -> Option<i64>| -> Vec<i64> {
             let mut v: Vec<i64> = sets.iter().filter_map(|s| f(&s.key)).collect();
             v.sort_unstable();
@@ -291,6 +295,7 @@ impl<'a> Loader<'a> {
             !hidden_from.is_empty(),
             !label_ids.is_empty(),
             !shared_posts.is_empty(),
+            !viewed_posts.is_empty(),
         ];
         self.doc_round_trips += calls.iter().filter(|c| **c).count() as u32;
         let (
@@ -307,6 +312,7 @@ impl<'a> Loader<'a> {
             hides,
             labels,
             shares,
+            view_counts,
         ) = tokio::try_join!(
             docs.posts_by_ids(&post_ids),
             docs.comments_by_ids(&comment_ids),
@@ -321,6 +327,7 @@ impl<'a> Loader<'a> {
             docs.filters_set_on(FilterKind::Hide, &hidden_from),
             docs.labels_by_ids(&label_ids),
             docs.share_ids_of_posts(&shared_posts),
+            docs.view_counts(&viewed_posts),
         )?;
         // Friends are the followees who follow back: one more query per user
         // asked for (a request asks for its viewer's only).
@@ -354,6 +361,11 @@ impl<'a> Loader<'a> {
             } else {
                 out.blobs.insert(key, to_json(&PostBody::from(p))?);
             }
+        }
+        for (post, n) in view_counts {
+            let key = BlobKey::ViewCount(post);
+            let guard = self.gens.get(&key.owner()).copied();
+            put(key, n.to_string(), guard, out);
         }
         for c in comments {
             // Comment bodies never change (deletion removes them from the

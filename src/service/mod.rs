@@ -18,6 +18,7 @@ pub mod loader;
 pub mod notifications;
 pub mod paging;
 pub mod password_pool;
+pub mod post_views;
 pub mod posts;
 pub mod rate_limits;
 pub mod repair;
@@ -75,6 +76,8 @@ pub struct Context {
     /// Fan-outs running in the background, which a stopping instance
     /// finishes or saves.
     pub fan_outs: Arc<fan_outs::FanOuts>,
+    /// Views counted here and not yet written to the documents.
+    pub post_views: Arc<post_views::PostViews>,
 }
 
 /// Runs an insert that takes a generated id, with a fresh id each time the

@@ -212,16 +212,22 @@ async fn check_mentions(
         .collect())
 }
 
+/// One post, expanded for the viewer; a signed-in reader's read of
+/// someone else's post is counted as their view of it (`post_views`).
 pub async fn get_post(
     ctx: &Context,
     id: i64,
     viewer: Viewer,
     pres: &Presentation,
 ) -> AppResult<ExpandedPost> {
-    assemble_posts(ctx, &[id], viewer, pres)
+    let post = assemble_posts(ctx, &[id], viewer, pres)
         .await?
         .pop()
-        .ok_or(AppError::NotFound("post"))
+        .ok_or(AppError::NotFound("post"))?;
+    if let Some(reader) = viewer.filter(|v| *v != post.author.uid) {
+        ctx.post_views.record(id, reader, pres.now);
+    }
+    Ok(post)
 }
 
 #[tracing::instrument(skip(ctx))]

@@ -28,6 +28,9 @@ pub struct ExpandedPost {
     pub comment_count: u64,
     /// Shares recorded (one per reader, post and platform).
     pub share_count: u64,
+    /// Views by signed-in readers other than the author, one per reader
+    /// and day.
+    pub view_count: u64,
     pub liked_by_me: bool,
     /// The latest 5, newest first.
     pub comments: Vec<CommentView>,

@@ -324,6 +324,16 @@ metered! {
         background fn delete_share(share: &ShareDoc) -> bool;
     }
 
+    // Written by the view flusher, off every request's path.
+    impl ViewDocs for MeteredDocs {
+        background fn insert_views(views: &[ViewDoc]) -> Vec<ViewDoc>;
+        background fn add_view_counts(counts: &[(i64, u64)]) -> ();
+        batch(post_ids) fn view_counts(post_ids: &[i64]) -> Vec<(i64, u64)>;
+        counted fn views_page(uid: i64, since: i64, before: Option<i64>, limit: usize) -> Vec<ViewDoc>;
+        background fn purge_views_before(before: i64, limit: usize) -> u64;
+        background fn delete_views_of(uid: i64, limit: usize) -> u64;
+    }
+
     impl IdempotencyDocs for MeteredDocs {
         counted fn claim_idempotency_key(key: &IdempotencyDoc, now: i64, stale_before: i64) -> Option<IdempotencyDoc>;
         counted fn complete_idempotency_key(id: &str, started_at: i64, status: u16, body: &str) -> ();

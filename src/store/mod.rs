@@ -288,6 +288,21 @@ pub struct ShareDoc {
     pub created_at: i64,
 }
 
+/// A reader's view of a post on one day (浏览, seed 002): one per reader,
+/// post and day, kept `post_views::HISTORY_MS` for the reader's history.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ViewDoc {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    pub uid: i64,
+    #[serde(rename = "postId")]
+    pub post_id: i64,
+    /// Days since the epoch (UTC) of the view.
+    pub day: i64,
+    #[serde(rename = "createdAt")]
+    pub created_at: i64,
+}
+
 /// `follower` follows `followee`; friends are mutual follows.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct FollowDoc {
@@ -710,6 +725,37 @@ pub trait ShareDocs: Send + Sync {
     async fn delete_share(&self, share: &ShareDoc) -> StoreResult<bool>;
 }
 
+/// Views and each post's view count. Part of `DocStore`. Written in
+/// batches by `post_views`, never on a read's path.
+#[async_trait]
+pub trait ViewDocs: Send + Sync {
+    /// Stores those of these views not stored already (same reader, post
+    /// and day); returns the ones it stored.
+    async fn insert_views(&self, views: &[ViewDoc]) -> StoreResult<Vec<ViewDoc>>;
+
+    /// Adds to posts' view counts.
+    async fn add_view_counts(&self, counts: &[(i64, u64)]) -> StoreResult<()>;
+
+    /// `(post_id, views)` of these posts (0 for none).
+    async fn view_counts(&self, post_ids: &[i64]) -> StoreResult<Vec<(i64, u64)>>;
+
+    /// A reader's views made at or after `since` and below `before`,
+    /// newest first.
+    async fn views_page(
+        &self,
+        uid: i64,
+        since: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<ViewDoc>>;
+
+    /// Deletes up to `limit` views with ids below `before`; how many went.
+    async fn purge_views_before(&self, before: i64, limit: usize) -> StoreResult<u64>;
+
+    /// Deletes up to `limit` of a reader's views (erasing an account).
+    async fn delete_views_of(&self, uid: i64, limit: usize) -> StoreResult<u64>;
+}
+
 /// Users' labels. Part of `DocStore`.
 #[async_trait]
 pub trait LabelDocs: Send + Sync {
@@ -1001,6 +1047,7 @@ pub trait DocStore:
     + FavoriteDocs
     + LabelDocs
     + ShareDocs
+    + ViewDocs
     + FanOutDocs
     + LiveRepairDocs
     + Send
@@ -1075,6 +1122,9 @@ pub enum BlobKey {
     /// A session, cached under its user so that signing it out is one
     /// owner's change like any other (`SessionDoc` JSON).
     Session(i64, TokenHash),
+    /// A post's view count as the documents have it (a JSON number);
+    /// dropped after each flush of its views, rebuilt on the next read.
+    ViewCount(i64),
 }
 
 impl BlobKey {
@@ -1086,14 +1136,16 @@ impl BlobKey {
             BlobKey::Card(_) => "card",
             BlobKey::CommentPeople(_) => "comment_people",
             BlobKey::Session(..) => "session",
+            BlobKey::ViewCount(_) => "view_count",
         }
     }
 
     pub fn owner(self) -> Owner {
         match self {
-            BlobKey::PostBody(p) | BlobKey::CommentBody(p, _) | BlobKey::CommentPeople(p) => {
-                Owner::Post(p)
-            }
+            BlobKey::PostBody(p)
+            | BlobKey::CommentBody(p, _)
+            | BlobKey::CommentPeople(p)
+            | BlobKey::ViewCount(p) => Owner::Post(p),
             BlobKey::Card(u) | BlobKey::Session(u, _) => Owner::User(u),
         }
     }
@@ -1341,6 +1393,7 @@ impl LiveKey {
             (Owner::Post(p), "b", "comment_people", false) => {
                 LiveKey::Blob(BlobKey::CommentPeople(p))
             }
+            (Owner::Post(p), "b", "view_count", false) => LiveKey::Blob(BlobKey::ViewCount(p)),
             (Owner::User(u), "b", "card", false) => LiveKey::Blob(BlobKey::Card(u)),
             (Owner::User(u), "b", "session", true) => {
                 LiveKey::Blob(BlobKey::Session(u, TokenHash::from_hex(rest?)?))
@@ -1442,6 +1495,7 @@ mod tests {
             LiveKey::Blob(BlobKey::PostBody(7)),
             LiveKey::Blob(BlobKey::CommentBody(7, 70)),
             LiveKey::Blob(BlobKey::CommentPeople(7)),
+            LiveKey::Blob(BlobKey::ViewCount(7)),
             LiveKey::Blob(BlobKey::Card(3)),
             LiveKey::Blob(BlobKey::Session(3, hash)),
             LiveKey::Set(SetKey::PostLikers(7)),

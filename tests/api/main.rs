@@ -25,3 +25,4 @@ mod repair;
 mod sessions;
 mod shares;
 mod social;
+mod views;

@@ -53,6 +53,7 @@ async fn the_expanded_post_has_seed_003s_shape() {
             "likeCount",
             "commentCount",
             "shareCount",
+            "viewCount",
             "likedByMe",
             "comments",
             "likes",

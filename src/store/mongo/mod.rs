@@ -22,6 +22,7 @@ mod schemas;
 pub mod shard_keys;
 mod shares;
 mod social;
+mod views;
 
 use async_trait::async_trait;
 use futures_util::TryStreamExt;

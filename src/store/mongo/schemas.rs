@@ -12,7 +12,7 @@ use super::classify;
 use crate::store::{StoreError, StoreResult};
 
 /// Compiled in, so the binary never depends on where it was started from.
-pub const SCHEMAS: [(&str, &str); 18] = [
+pub const SCHEMAS: [(&str, &str); 19] = [
     ("users", include_str!("../../../schemas/users.json")),
     ("posts", include_str!("../../../schemas/posts.json")),
     ("comments", include_str!("../../../schemas/comments.json")),
@@ -46,6 +46,7 @@ pub const SCHEMAS: [(&str, &str); 18] = [
     ("filters", include_str!("../../../schemas/filters.json")),
     ("labels", include_str!("../../../schemas/labels.json")),
     ("shares", include_str!("../../../schemas/shares.json")),
+    ("views", include_str!("../../../schemas/views.json")),
 ];
 
 #[derive(Deserialize)]

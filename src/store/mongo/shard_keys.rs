@@ -30,6 +30,7 @@ pub const SCATTER: &[(&str, &[&str], &str)] = &[
     ("idempotency_keys", &["expiresAt"], "the expiry sweep"),
     ("claims", &["expireAt"], "purging expired claims, a few per claim"),
     ("notifications", &["_id"], "the retention sweep (by id range)"),
+    ("views", &["_id"], "the retention sweep (by id range)"),
     ("notifications", &["$or"], "erasing an account: notifications to or by it"),
     ("comments", &["author_uid", "deleted"], "erasing an account: its comments"),
     ("users", &[], "the repair tools' scans and totals"),

@@ -278,6 +278,7 @@ impl RedisLive {
             BlobKey::CommentBody(_, c) => (format!("{}{tag}:cb", self.prefix), Some(c.to_string())),
             BlobKey::Card(_) => (format!("{}{tag}:card", self.prefix), None),
             BlobKey::CommentPeople(_) => (format!("{}{tag}:people", self.prefix), None),
+            BlobKey::ViewCount(_) => (format!("{}{tag}:views", self.prefix), None),
             BlobKey::Session(_, hash) => {
                 (format!("{}{tag}:session:{}", self.prefix, hash.hex()), None)
             }

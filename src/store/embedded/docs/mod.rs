@@ -18,6 +18,7 @@ mod notifications;
 mod posts;
 mod shares;
 mod social;
+mod views;
 
 use std::sync::Arc;
 
@@ -134,6 +135,14 @@ const SHARE_OF: TableDefinition<(u64, u64, u8), u64> = TableDefinition::new("sha
 const SHARES_BY_POST: TableDefinition<(u64, u64), ()> = TableDefinition::new("shares_by_post");
 /// (uid, share id) of every share, for erasing an account.
 const SHARES_BY_USER: TableDefinition<(u64, u64), ()> = TableDefinition::new("shares_by_user");
+/// View id → the view (`ViewDoc` JSON), in id order for the retention sweep.
+const VIEWS: TableDefinition<u64, &[u8]> = TableDefinition::new("views");
+/// (uid, post, day) → view id: one view per reader, post and day.
+const VIEW_OF: TableDefinition<(u64, u64, u64), u64> = TableDefinition::new("view_of");
+/// (uid, view id) of every view: a reader's history.
+const VIEWS_BY_USER: TableDefinition<(u64, u64), ()> = TableDefinition::new("views_by_user");
+/// Post id → its views.
+const VIEW_COUNTS: TableDefinition<u64, u64> = TableDefinition::new("view_counts");
 /// Post id → its unfinished fan-out (`FanOutDoc` JSON).
 const FAN_OUTS: TableDefinition<u64, &[u8]> = TableDefinition::new("fan_outs");
 /// Record id → stale live keys of one owner (`LiveRepairDoc` JSON): only used when
@@ -466,6 +475,10 @@ impl DocStore for EmbeddedDocs {
             txn.open_table(SHARE_OF).map_err(other)?;
             txn.open_table(SHARES_BY_POST).map_err(other)?;
             txn.open_table(SHARES_BY_USER).map_err(other)?;
+            txn.open_table(VIEWS).map_err(other)?;
+            txn.open_table(VIEW_OF).map_err(other)?;
+            txn.open_table(VIEWS_BY_USER).map_err(other)?;
+            txn.open_table(VIEW_COUNTS).map_err(other)?;
             txn.open_table(LAST_ACTIVE).map_err(other)?;
             txn.open_table(NOTIFICATIONS).map_err(other)?;
             txn.open_table(NOTIFIED).map_err(other)?;

@@ -1,0 +1,181 @@
+//! Views (浏览, seed 002): a signed-in read of a post by anyone but its
+//! author counts one view per reader, post and day (UTC). Counting adds no
+//! document write to the read: a view waits in this instance's buffer,
+//! which a flusher writes to the documents in batches (seed 002's "redis
+//! 异步+队列，把数据批量写入数据库"), every `MOMENTS_VIEW_FLUSH_MS` and when
+//! the service stops. A post's `viewCount` is what the documents hold (a
+//! live blob, dropped after each flush of the post): a view shows in it
+//! once written, within a flush, and is never shown and then taken back.
+//!
+//! What a failure can cost, at most:
+//! - this process dying (`kill -9`, a crash): the views waiting in its
+//!   buffer, which holds at most `MOMENTS_VIEW_BUFFER` (10,000) and only
+//!   what came in since the last flush (one second). A view that finds the
+//!   buffer full is not counted;
+//! - losing Redis: none. Views wait in the process, counts are documents,
+//!   and the live blobs are rebuilt from them.
+//!
+//! The documents are the judge of "once per reader, post and day": a view
+//! this instance counts that another instance (or an earlier flush) stored
+//! already is refused by the unique index, and the count follows what was
+//! stored.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use super::assemble::keep_visible_posts;
+use super::paging::fill_page;
+use super::views::{ExpandedPost, Page};
+use super::{Context, Presentation};
+use crate::domain::cursor::Cursor;
+use crate::error::AppResult;
+use crate::store::{BlobKey, Changes, LiveChange, LiveKey, Owner, ViewDoc};
+
+const DAY_MS: i64 = 24 * 3600 * 1000;
+/// How long a reader's views are kept, and listed in their history.
+pub const HISTORY_MS: i64 = 30 * DAY_MS;
+
+/// The views waiting to be written, keyed by (post, reader, day), with
+/// when each was made.
+#[derive(Default)]
+struct Waiting {
+    views: HashMap<(i64, i64, i64), i64>,
+}
+
+pub struct PostViews {
+    waiting: Mutex<Waiting>,
+    capacity: usize,
+    /// One flush at a time, so two never write the same views.
+    flushing: tokio::sync::Mutex<()>,
+    uncounted: AtomicU64,
+}
+
+impl PostViews {
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            waiting: Mutex::new(Waiting::default()),
+            capacity,
+            flushing: tokio::sync::Mutex::new(()),
+            uncounted: AtomicU64::new(0),
+        }
+    }
+
+    /// Counts `uid`'s view of `post` at `at` (epoch ms), once per day here
+    /// (the documents decide across instances and flushes); false when it
+    /// was waiting already, or the buffer is full.
+    pub fn record(&self, post: i64, uid: i64, at: i64) -> bool {
+        let Ok(mut w) = self.waiting.lock() else {
+            return false;
+        };
+        let key = (post, uid, at.div_euclid(DAY_MS));
+        if w.views.contains_key(&key) {
+            return false;
+        }
+        if w.views.len() >= self.capacity {
+            self.uncounted.fetch_add(1, Ordering::Relaxed);
+            crate::metrics::view_uncounted();
+            return false;
+        }
+        w.views.insert(key, at);
+        true
+    }
+
+    /// Views waiting, in all.
+    pub fn waiting(&self) -> usize {
+        self.waiting.lock().map(|w| w.views.len()).unwrap_or(0)
+    }
+
+    /// Views turned away because the buffer was full.
+    pub fn uncounted(&self) -> u64 {
+        self.uncounted.load(Ordering::Relaxed)
+    }
+
+    /// Writes every view waiting now: the new ones become documents and
+    /// their posts' counts grow by them; the posts' live counts are
+    /// dropped, to be read again. Views that a failed write left are tried
+    /// again by the next flush. Returns how many views it stored.
+    pub async fn flush(&self, ctx: &Context) -> AppResult<usize> {
+        let _one = self.flushing.lock().await;
+        let batch: Vec<((i64, i64, i64), i64)> = match self.waiting.lock() {
+            Ok(w) => w.views.iter().map(|(k, at)| (*k, *at)).collect(),
+            Err(_) => return Ok(0),
+        };
+        if batch.is_empty() {
+            return Ok(0);
+        }
+        let docs: Vec<ViewDoc> = batch
+            .iter()
+            .map(|((post, uid, day), at)| ViewDoc {
+                id: crate::ids::next_id(),
+                uid: *uid,
+                post_id: *post,
+                day: *day,
+                created_at: *at,
+            })
+            .collect();
+        let stored = ctx.docs.insert_views(&docs).await?;
+        let mut counts: HashMap<i64, u64> = HashMap::new();
+        for v in &stored {
+            *counts.entry(v.post_id).or_default() += 1;
+        }
+        let counts: Vec<(i64, u64)> = counts.into_iter().collect();
+        ctx.docs.add_view_counts(&counts).await?;
+        if let Ok(mut w) = self.waiting.lock() {
+            for (key, _) in &batch {
+                w.views.remove(key);
+            }
+        }
+        let drops: Vec<Changes> = counts
+            .iter()
+            .map(|(post, _)| Changes {
+                owner: Owner::Post(*post),
+                expected_gen: None,
+                changes: vec![LiveChange::Drop(LiveKey::Blob(BlobKey::ViewCount(*post)))],
+            })
+            .collect();
+        ctx.repair.apply(ctx.live.as_ref(), drops).await;
+        Ok(stored.len())
+    }
+
+    /// Flushes every `every`, for as long as the returned task lives.
+    pub fn spawn_flusher(ctx: Context, every: std::time::Duration) -> tokio::task::JoinHandle<()> {
+        super::spawn_every(every, move || {
+            let ctx = ctx.clone();
+            async move {
+                if let Err(e) = ctx.post_views.flush(&ctx).await {
+                    tracing::warn!(error = %e, "could not write views; they wait for the next flush");
+                }
+            }
+        })
+    }
+}
+
+/// The posts `uid` viewed in the last 30 days and may still see, newest
+/// view first (one entry per post and day; views of the last second may
+/// not be written yet).
+pub async fn history(
+    ctx: &Context,
+    uid: i64,
+    cursor: Option<Cursor>,
+    limit: usize,
+    pres: &Presentation,
+) -> AppResult<Page<ExpandedPost>> {
+    let since = pres.now - HISTORY_MS;
+    let (items, next_cursor) = fill_page(
+        limit,
+        cursor.map(|c| c.0),
+        |before, n| async move { Ok(ctx.docs.views_page(uid, since, before, n).await?) },
+        |views: Vec<ViewDoc>, room| async move {
+            let post_of = |v: &ViewDoc| Some(v.post_id);
+            keep_visible_posts(ctx, &views, post_of, room, Some(uid), pres).await
+        },
+        |v: &ViewDoc| v.id,
+    )
+    .await?;
+    Ok(Page {
+        items,
+        next_cursor,
+        server_time: pres.now,
+    })
+}

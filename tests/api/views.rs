@@ -1,0 +1,93 @@
+//! Views (浏览): one per signed-in reader, post and day, never the author's
+//! own; written in batches; listed in the reader's history.
+
+use serde_json::json;
+
+use crate::helpers::{every_item, ids, spawn_app, TestApp, User};
+
+async fn view_count(app: &TestApp, post: i64, reader: Option<&User>) -> u64 {
+    let (s, p) = app
+        .get(
+            &format!("/api/v1/posts/{post}"),
+            reader.map(|r| r.token.as_str()),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 200, "{p}");
+    p["viewCount"].as_u64().unwrap()
+}
+
+async fn listed(app: &TestApp, who: &User) -> Vec<i64> {
+    ids(&every_item(app, "/api/v1/me/history", Some(&who.token), 2).await)
+}
+
+async fn flush(app: &TestApp) -> usize {
+    app.ctx.post_views.flush(&app.ctx).await.unwrap()
+}
+
+#[tokio::test]
+async fn views_count_once_per_reader_and_day_and_never_the_authors() {
+    let app = spawn_app().await;
+    let author = app.user("viewedauthor").await;
+    let a = app.user("viewera").await;
+    let b = app.user("viewerb").await;
+    let post = app.text_post(&author, "look").await;
+    for reader in [Some(&a), Some(&a), Some(&b), Some(&author), None] {
+        assert_eq!(view_count(&app, post, reader).await, 0, "not written yet");
+    }
+    // Reading counts nothing in the documents until the flush.
+    assert_eq!(
+        app.ctx.docs.view_counts(&[post]).await.unwrap(),
+        vec![(post, 0)]
+    );
+    assert_eq!(flush(&app).await, 2, "a and b, once each");
+    assert_eq!(
+        app.ctx.docs.view_counts(&[post]).await.unwrap(),
+        vec![(post, 2)]
+    );
+    assert_eq!(view_count(&app, post, None).await, 2);
+    // The same readers the same day, after the flush: refused by the
+    // documents, counted once.
+    view_count(&app, post, Some(&a)).await;
+    assert_eq!(flush(&app).await, 0);
+    assert_eq!(view_count(&app, post, Some(&b)).await, 2);
+    assert_eq!(flush(&app).await, 0);
+    // Losing the live state loses no view: counts are documents.
+    app.lose_live_state().await;
+    assert_eq!(view_count(&app, post, None).await, 2);
+    let (_, feed) = app.get("/api/v1/feed", Some(&author.token)).await;
+    assert_eq!(feed["items"][0]["viewCount"], 2);
+}
+
+#[tokio::test]
+async fn the_history_lists_what_i_viewed_and_may_still_see() {
+    let app = spawn_app().await;
+    let author = app.user("historyauthor").await;
+    let me = app.user("historyreader").await;
+    let first = app.text_post(&author, "first").await;
+    let second = app.text_post(&author, "second").await;
+    let third = app.text_post(&author, "third").await;
+    for post in [first, third, second] {
+        view_count(&app, post, Some(&me)).await;
+        // One flush per view, so that their order is their ids' order.
+        flush(&app).await;
+    }
+    assert_eq!(listed(&app, &me).await, vec![second, third, first]);
+    assert!(
+        listed(&app, &author).await.is_empty(),
+        "the author's reads are not views"
+    );
+    // A post I may no longer see drops out: deleted, or hidden from me.
+    let (s, _) = app
+        .delete(&format!("/api/v1/posts/{third}"), Some(&author.token))
+        .await;
+    assert_eq!(s.as_u16(), 204);
+    assert_eq!(listed(&app, &me).await, vec![second, first]);
+    let (s, r) = app
+        .put(
+            &format!("/api/v1/users/{}/hide", me.uid),
+            Some(&author.token),
+        )
+        .await;
+    assert_eq!((s.as_u16(), r), (200, json!({"hidden": true})));
+    assert!(listed(&app, &me).await.is_empty());
+}
