@@ -22,17 +22,7 @@ fn new_name_schema() -> utoipa::openapi::Object {
 }
 
 fn members_schema() -> utoipa::openapi::Array {
-    utoipa::openapi::ArrayBuilder::new()
-        .items(
-            utoipa::openapi::ObjectBuilder::new()
-                .schema_type(utoipa::openapi::schema::Type::Integer)
-                .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(
-                    utoipa::openapi::KnownFormat::Int64,
-                )))
-                .minimum(Some(1)),
-        )
-        .max_items(Some(MAX_LABEL_MEMBERS))
-        .build()
+    super::id_array_schema(MAX_LABEL_MEMBERS)
 }
 
 /// `POST /labels`.

@@ -133,6 +133,21 @@ pub fn optional_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>
     whole_number(&n).map(Some).map_err(D::Error::custom)
 }
 
+/// An array of at most `max` ids (positive int64), as `id_list` reads them.
+pub fn id_array_schema(max: usize) -> utoipa::openapi::Array {
+    utoipa::openapi::ArrayBuilder::new()
+        .items(
+            utoipa::openapi::ObjectBuilder::new()
+                .schema_type(utoipa::openapi::schema::Type::Integer)
+                .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(
+                    utoipa::openapi::KnownFormat::Int64,
+                )))
+                .minimum(Some(1)),
+        )
+        .max_items(Some(max))
+        .build()
+}
+
 /// Reads a list of ids in a body, each as `optional_id` reads one.
 pub fn id_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<i64>, D::Error> {
     use serde::de::Error;

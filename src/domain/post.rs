@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{parse_http_url, parse_text, text_schema, url_schema};
+use super::{id_array_schema, parse_http_url, parse_text, text_schema, url_schema};
 use crate::error::AppError;
 
 pub const MAX_CONTENT_CHARS: usize = 5000;
@@ -105,20 +105,6 @@ impl Audience {
         }
         Ok(audience)
     }
-}
-
-fn id_array_schema(max: usize) -> utoipa::openapi::Array {
-    utoipa::openapi::ArrayBuilder::new()
-        .items(
-            utoipa::openapi::ObjectBuilder::new()
-                .schema_type(utoipa::openapi::schema::Type::Integer)
-                .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(
-                    utoipa::openapi::KnownFormat::Int64,
-                )))
-                .minimum(Some(1)),
-        )
-        .max_items(Some(max))
-        .build()
 }
 
 fn audience_labels_schema() -> utoipa::openapi::Array {

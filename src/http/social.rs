@@ -128,6 +128,26 @@ pub async fn unblock(
     Ok(HttpResponse::Ok().json(social::unblock(&ctx, user.uid, them).await?))
 }
 
+/// Sets or clears a mute or a hide, answering the state as JSON.
+async fn filter(
+    ctx: web::Data<Context>,
+    user: AuthUser,
+    uid: web::Path<String>,
+    kind: FilterKind,
+    on: bool,
+) -> Result<HttpResponse, AppError> {
+    let them = path_id(&uid, "user")?;
+    if on {
+        social::set_filter(&ctx, kind, user.uid, them).await?;
+    } else {
+        social::clear_filter(&ctx, kind, user.uid, them).await?;
+    }
+    Ok(match kind {
+        FilterKind::Mute => HttpResponse::Ok().json(MuteState { muted: on }),
+        FilterKind::Hide => HttpResponse::Ok().json(HideState { hidden: on }),
+    })
+}
+
 #[utoipa::path(put, path = "/api/v1/users/{uid}/mute", tag = "social", params(("uid" = i64, Path, minimum = 1)),
     responses((status = 200, body = MuteState, description = "their posts leave the caller's home feed; their album stays open; repeating it changes nothing"),
               (status = 409, description = "that is the caller, or the caller mutes as many accounts as one may")),
@@ -137,8 +157,7 @@ pub async fn mute(
     user: AuthUser,
     uid: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
-    let them = path_id(&uid, "user")?;
-    Ok(HttpResponse::Ok().json(social::mute(&ctx, user.uid, them).await?))
+    filter(ctx, user, uid, FilterKind::Mute, true).await
 }
 
 #[utoipa::path(delete, path = "/api/v1/users/{uid}/mute", tag = "social", params(("uid" = i64, Path, minimum = 1)),
@@ -149,8 +168,7 @@ pub async fn unmute(
     user: AuthUser,
     uid: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
-    let them = path_id(&uid, "user")?;
-    Ok(HttpResponse::Ok().json(social::unmute(&ctx, user.uid, them).await?))
+    filter(ctx, user, uid, FilterKind::Mute, false).await
 }
 
 #[utoipa::path(put, path = "/api/v1/users/{uid}/hide", tag = "social", params(("uid" = i64, Path, minimum = 1)),
@@ -162,8 +180,7 @@ pub async fn hide(
     user: AuthUser,
     uid: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
-    let them = path_id(&uid, "user")?;
-    Ok(HttpResponse::Ok().json(social::hide(&ctx, user.uid, them).await?))
+    filter(ctx, user, uid, FilterKind::Hide, true).await
 }
 
 #[utoipa::path(delete, path = "/api/v1/users/{uid}/hide", tag = "social", params(("uid" = i64, Path, minimum = 1)),
@@ -175,8 +192,18 @@ pub async fn unhide(
     user: AuthUser,
     uid: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
-    let them = path_id(&uid, "user")?;
-    Ok(HttpResponse::Ok().json(social::unhide(&ctx, user.uid, them).await?))
+    filter(ctx, user, uid, FilterKind::Hide, false).await
+}
+
+async fn filtered(
+    ctx: web::Data<Context>,
+    user: AuthUser,
+    params: PageParams,
+    kind: FilterKind,
+) -> Result<HttpResponse, AppError> {
+    let now = crate::ids::now_ms();
+    let page = social::filtered(&ctx, user.uid, kind, params.cursor, params.limit, now).await?;
+    Ok(HttpResponse::Ok().json(page))
 }
 
 #[utoipa::path(get, path = "/api/v1/me/muted", tag = "social", params(PageQuery),
@@ -187,16 +214,7 @@ pub async fn muted(
     user: AuthUser,
     params: PageParams,
 ) -> Result<HttpResponse, AppError> {
-    let page = social::filtered(
-        &ctx,
-        user.uid,
-        FilterKind::Mute,
-        params.cursor,
-        params.limit,
-        crate::ids::now_ms(),
-    )
-    .await?;
-    Ok(HttpResponse::Ok().json(page))
+    filtered(ctx, user, params, FilterKind::Mute).await
 }
 
 #[utoipa::path(get, path = "/api/v1/me/hidden", tag = "social", params(PageQuery),
@@ -207,16 +225,7 @@ pub async fn hidden(
     user: AuthUser,
     params: PageParams,
 ) -> Result<HttpResponse, AppError> {
-    let page = social::filtered(
-        &ctx,
-        user.uid,
-        FilterKind::Hide,
-        params.cursor,
-        params.limit,
-        crate::ids::now_ms(),
-    )
-    .await?;
-    Ok(HttpResponse::Ok().json(page))
+    filtered(ctx, user, params, FilterKind::Hide).await
 }
 
 async fn listing(

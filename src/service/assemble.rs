@@ -243,6 +243,41 @@ pub async fn keep_visible_posts<T>(
     })
 }
 
+/// A page of the posts a reader's own records name (likes, favorites,
+/// views), newest record first: those the reader may still see, expanded
+/// for them, filled past the ones they may not (`fill_page`).
+#[allow(clippy::too_many_arguments)]
+pub async fn page_of_named_posts<T, R, RF>(
+    ctx: &Context,
+    reader: i64,
+    cursor: Option<crate::domain::cursor::Cursor>,
+    limit: usize,
+    pres: &Presentation,
+    read: R,
+    post_of: impl Fn(&T) -> Option<i64> + Copy,
+    id_of: impl Fn(&T) -> i64,
+) -> AppResult<super::views::Page<ExpandedPost>>
+where
+    R: FnMut(Option<i64>, usize) -> RF,
+    RF: std::future::Future<Output = AppResult<Vec<T>>>,
+{
+    let (items, next_cursor) = super::paging::fill_page(
+        limit,
+        cursor.map(|c| c.0),
+        read,
+        |records: Vec<T>, room| async move {
+            keep_visible_posts(ctx, &records, post_of, room, Some(reader), pres).await
+        },
+        id_of,
+    )
+    .await?;
+    Ok(super::views::Page {
+        items,
+        next_cursor,
+        server_time: pres.now,
+    })
+}
+
 /// `assemble_posts` for at most `room` of these candidates: the first ones
 /// the viewer may see, found in the same first batched read that loads them
 /// (so a page's filling costs no round trip of its own).

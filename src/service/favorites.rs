@@ -3,8 +3,7 @@
 //! deleted since, or one its keeper may no longer see, drops out of the
 //! list (visibility.rs), and comes back if the post becomes visible again.
 
-use super::assemble::{keep_visible_posts, visible_post};
-use super::paging::fill_page;
+use super::assemble::{page_of_named_posts, visible_post};
 use super::views::{ExpandedPost, FavoriteState, Page};
 use super::{with_fresh_id, Context, Presentation};
 use crate::domain::cursor::Cursor;
@@ -46,20 +45,15 @@ pub async fn favorites(
     limit: usize,
     pres: &Presentation,
 ) -> AppResult<Page<ExpandedPost>> {
-    let (items, next_cursor) = fill_page(
+    page_of_named_posts(
+        ctx,
+        uid,
+        cursor,
         limit,
-        cursor.map(|c| c.0),
+        pres,
         |before, n| async move { Ok(ctx.docs.favorites_page(uid, before, n).await?) },
-        |kept: Vec<FavoriteDoc>, room| async move {
-            let post_of = |f: &FavoriteDoc| Some(f.post_id);
-            keep_visible_posts(ctx, &kept, post_of, room, Some(uid), pres).await
-        },
+        |f: &FavoriteDoc| Some(f.post_id),
         |f: &FavoriteDoc| f.id,
     )
-    .await?;
-    Ok(Page {
-        items,
-        next_cursor,
-        server_time: pres.now,
-    })
+    .await
 }

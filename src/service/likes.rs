@@ -3,7 +3,7 @@
 //! keyed by uid, so replaying a change is harmless too.
 
 use super::assemble::{
-    assemble_posts, comment_views, keep_visible_posts, load_cards, visible_post, VisiblePost,
+    assemble_posts, comment_views, load_cards, page_of_named_posts, visible_post, VisiblePost,
 };
 use super::comments::live_comment;
 use super::notifications::{notify, Event};
@@ -225,20 +225,15 @@ pub async fn liked_posts(
     limit: usize,
     pres: &Presentation,
 ) -> AppResult<Page<ExpandedPost>> {
-    let (items, next_cursor) = fill_page(
+    page_of_named_posts(
+        ctx,
+        uid,
+        cursor,
         limit,
-        cursor.map(|c| c.0),
+        pres,
         |before, n| async move { Ok(ctx.docs.likes_by_user(uid, before, n).await?) },
-        |likes: Vec<LikeDoc>, room| async move {
-            let post_of = |l: &LikeDoc| (l.kind == LikeKind::Post).then_some(l.target_id);
-            keep_visible_posts(ctx, &likes, post_of, room, Some(uid), pres).await
-        },
+        |l: &LikeDoc| (l.kind == LikeKind::Post).then_some(l.target_id),
         |l: &LikeDoc| l.id,
     )
-    .await?;
-    Ok(Page {
-        items,
-        next_cursor,
-        server_time: pres.now,
-    })
+    .await
 }

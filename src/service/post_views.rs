@@ -24,8 +24,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use super::assemble::keep_visible_posts;
-use super::paging::fill_page;
+use super::assemble::page_of_named_posts;
 use super::views::{ExpandedPost, Page};
 use super::{Context, Presentation};
 use crate::domain::cursor::Cursor;
@@ -162,20 +161,15 @@ pub async fn history(
     pres: &Presentation,
 ) -> AppResult<Page<ExpandedPost>> {
     let since = pres.now - HISTORY_MS;
-    let (items, next_cursor) = fill_page(
+    page_of_named_posts(
+        ctx,
+        uid,
+        cursor,
         limit,
-        cursor.map(|c| c.0),
+        pres,
         |before, n| async move { Ok(ctx.docs.views_page(uid, since, before, n).await?) },
-        |views: Vec<ViewDoc>, room| async move {
-            let post_of = |v: &ViewDoc| Some(v.post_id);
-            keep_visible_posts(ctx, &views, post_of, room, Some(uid), pres).await
-        },
+        |v: &ViewDoc| Some(v.post_id),
         |v: &ViewDoc| v.id,
     )
-    .await?;
-    Ok(Page {
-        items,
-        next_cursor,
-        server_time: pres.now,
-    })
+    .await
 }

@@ -266,85 +266,77 @@ pub async fn unblock(ctx: &Context, me: i64, them: i64) -> AppResult<BlockState>
     Ok(BlockState { blocked: false })
 }
 
-/// 不看他: `them`'s posts leave `me`'s home feed (their album stays open).
-/// Muting twice is muting once.
+/// Where a filter of `kind` set by `me` on `them` lives in the live state:
+/// a mute in `me`'s muted set, a hide in `them`'s hidden-by set (each is
+/// read by the one whose reads it changes).
+fn filter_entry(kind: FilterKind, me: i64, them: i64) -> (SetKey, i64) {
+    match kind {
+        FilterKind::Mute => (SetKey::Muted(me), them),
+        FilterKind::Hide => (SetKey::HiddenBy(them), me),
+    }
+}
+
+/// Splits one change by whose it is, for `apply_graph_change`.
+fn by_owner(me: i64, changes: Vec<LiveChange>) -> (Vec<LiveChange>, Vec<LiveChange>) {
+    changes.into_iter().partition(|c| match c.key() {
+        LiveKey::Set(k) => k.owner() == Owner::User(me),
+        LiveKey::Blob(b) => b.owner() == Owner::User(me),
+    })
+}
+
+/// Sets a mute (不看他: `them`'s posts leave `me`'s home feed, their album
+/// stays open) or a hide (不让他看: none of `me`'s posts are visible to
+/// `them`, as if each were private). Setting one twice is setting it once.
 #[tracing::instrument(skip(ctx))]
-pub async fn mute(ctx: &Context, me: i64, them: i64) -> AppResult<MuteState> {
+pub async fn set_filter(ctx: &Context, kind: FilterKind, me: i64, them: i64) -> AppResult<()> {
     target(ctx, me, them).await?;
     let before = before_write(ctx, me, them).await?;
     if before.rel.blocks.contains(&them) {
         return Err(AppError::NotFound("user"));
     }
-    if !before.rel.muted.contains(&them) && before.rel.muted.len() >= MAX_FILTERS {
+    let set_already = ctx.docs.filters_set_by(kind, &[me]).await?;
+    if !set_already.iter().any(|f| f.other == them) && set_already.len() >= MAX_FILTERS {
+        let what = match kind {
+            FilterKind::Mute => "mute",
+            FilterKind::Hide => "hide your posts from",
+        };
         return Err(AppError::Conflict(format!(
-            "you mute {MAX_FILTERS} accounts, the most one account may; unmute one first"
+            "you {what} {MAX_FILTERS} accounts, the most one account may; undo one first"
         )));
     }
-    let (added, id) = insert_filter(ctx, FilterKind::Mute, me, them).await?;
+    let (added, id) = insert_filter(ctx, kind, me, them).await?;
+    let (set, member) = filter_entry(kind, me, them);
     let change = if added {
-        LiveChange::SetAdd(SetKey::Muted(me), them, id)
+        LiveChange::SetAdd(set, member, id)
     } else {
         // Nothing changed: drop the set, so a retry repairs a lost live step.
-        LiveChange::Drop(LiveKey::Set(SetKey::Muted(me)))
+        LiveChange::Drop(LiveKey::Set(set))
     };
-    apply_graph_change(ctx, me, them, &before, vec![change], Vec::new()).await;
-    Ok(MuteState { muted: true })
+    let (mine, theirs) = by_owner(me, vec![change]);
+    apply_graph_change(ctx, me, them, &before, mine, theirs).await;
+    Ok(())
 }
 
+/// Undoes a mute or a hide; undoing one never set is not an error. An
+/// unhidden reader's timeline is rebuilt on their next read, since
+/// fan-outs passed them over meanwhile.
 #[tracing::instrument(skip(ctx))]
-pub async fn unmute(ctx: &Context, me: i64, them: i64) -> AppResult<MuteState> {
+pub async fn clear_filter(ctx: &Context, kind: FilterKind, me: i64, them: i64) -> AppResult<()> {
     target(ctx, me, them).await?;
     let before = before_write(ctx, me, them).await?;
-    let removed = ctx.docs.delete_filter(FilterKind::Mute, me, them).await?;
-    let change = if removed {
-        LiveChange::SetRemove(SetKey::Muted(me), them)
+    let removed = ctx.docs.delete_filter(kind, me, them).await?;
+    let (set, member) = filter_entry(kind, me, them);
+    let mut changes = vec![if removed {
+        LiveChange::SetRemove(set, member)
     } else {
-        LiveChange::Drop(LiveKey::Set(SetKey::Muted(me)))
-    };
-    apply_graph_change(ctx, me, them, &before, vec![change], Vec::new()).await;
-    Ok(MuteState { muted: false })
-}
-
-/// 不让他看: none of `me`'s posts are visible to `them`, as if each were
-/// private; nothing else changes. Hiding twice is hiding once.
-#[tracing::instrument(skip(ctx))]
-pub async fn hide(ctx: &Context, me: i64, them: i64) -> AppResult<HideState> {
-    target(ctx, me, them).await?;
-    let before = before_write(ctx, me, them).await?;
-    if before.rel.blocks.contains(&them) {
-        return Err(AppError::NotFound("user"));
+        LiveChange::Drop(LiveKey::Set(set))
+    }];
+    if kind == FilterKind::Hide {
+        changes.push(forget_timeline(them));
     }
-    let hidden = ctx.docs.filters_set_by(FilterKind::Hide, &[me]).await?;
-    if !hidden.iter().any(|h| h.other == them) && hidden.len() >= MAX_FILTERS {
-        return Err(AppError::Conflict(format!(
-            "you hide your posts from {MAX_FILTERS} accounts, the most one account may; unhide one first"
-        )));
-    }
-    let (added, id) = insert_filter(ctx, FilterKind::Hide, me, them).await?;
-    let change = if added {
-        LiveChange::SetAdd(SetKey::HiddenBy(them), me, id)
-    } else {
-        LiveChange::Drop(LiveKey::Set(SetKey::HiddenBy(them)))
-    };
-    apply_graph_change(ctx, me, them, &before, Vec::new(), vec![change]).await;
-    Ok(HideState { hidden: true })
-}
-
-/// Shows `them` `me`'s posts again, earlier ones included: their timeline
-/// is rebuilt on their next read, since fan-outs passed them over meanwhile.
-#[tracing::instrument(skip(ctx))]
-pub async fn unhide(ctx: &Context, me: i64, them: i64) -> AppResult<HideState> {
-    target(ctx, me, them).await?;
-    let before = before_write(ctx, me, them).await?;
-    let removed = ctx.docs.delete_filter(FilterKind::Hide, me, them).await?;
-    let change = if removed {
-        LiveChange::SetRemove(SetKey::HiddenBy(them), me)
-    } else {
-        LiveChange::Drop(LiveKey::Set(SetKey::HiddenBy(them)))
-    };
-    let theirs = vec![change, forget_timeline(them)];
-    apply_graph_change(ctx, me, them, &before, Vec::new(), theirs).await;
-    Ok(HideState { hidden: false })
+    let (mine, theirs) = by_owner(me, changes);
+    apply_graph_change(ctx, me, them, &before, mine, theirs).await;
+    Ok(())
 }
 
 async fn insert_filter(
