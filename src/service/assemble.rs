@@ -429,14 +429,16 @@ pub async fn assemble_visible(
             .collect();
         let bodies = loader.load(&all_comments, &[]).await?;
         let mut by_post: HashMap<i64, Vec<CommentDoc>> = HashMap::new();
-        let mut authors: HashMap<i64, i64> = HashMap::new();
+        // Whether each comment is shown: its author and whom it replies to.
+        let mut shown: HashMap<i64, bool> = HashMap::new();
         for text in bodies.blobs.values() {
             let c: CommentDoc = from_json(text)?;
-            authors.insert(c.id, c.author_uid);
+            let visible = allowed(c.author_uid) && c.reply_to.is_none_or(|r| allowed(r.uid));
+            shown.insert(c.id, visible);
             if c.deleted {
                 continue;
             }
-            if allowed(c.author_uid) {
+            if visible {
                 by_post.entry(c.post_id).or_default().push(c);
             } else if let Some(r) = c.reply_to {
                 *hidden_replies.entry(r.comment_id).or_default() += 1;
@@ -465,7 +467,7 @@ pub async fn assemble_visible(
             visible.sort_unstable_by_key(|c| std::cmp::Reverse(c.id));
             // A comment whose body is gone is counted as hidden.
             let count = narrowed_count(newest.count, &newest.top, |cid| {
-                authors.get(&cid).is_some_and(|a| allowed(*a))
+                shown.get(&cid).copied().unwrap_or(false)
             });
             *comment_ids = SetView {
                 count,
@@ -568,7 +570,8 @@ pub async fn assemble_visible(
                 .iter()
                 .filter_map(|(cid, _)| {
                     let doc = comment_docs.remove(cid)?;
-                    if rel.blocked(doc.author_uid) {
+                    let replied_blocked = doc.reply_to.is_some_and(|r| rel.blocked(r.uid));
+                    if rel.blocked(doc.author_uid) || replied_blocked {
                         return None;
                     }
                     let mut likers = second
@@ -733,6 +736,17 @@ impl VisiblePost {
     /// viewer (WeChat's rule; the author sees everything).
     pub fn shows_actor(&self, actor: i64) -> bool {
         super::shows_actor(&self.body, &self.rel, actor)
+    }
+
+    /// Whether the viewer sees this comment on this post: its author's,
+    /// and the one it replies to (`visibility::shows_comment`).
+    pub fn shows_comment(&self, c: &CommentDoc) -> bool {
+        visibility::shows_comment(
+            &self.body,
+            &self.rel,
+            c.author_uid,
+            c.reply_to.map(|r| r.uid),
+        )
     }
 }
 

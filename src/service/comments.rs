@@ -31,7 +31,7 @@ pub async fn create_comment(
             // A comment the replier may not read is not there to reply to:
             // the same answer as none, so its author is not revealed.
             match parent {
-                Some(p) if p.post_id == post_id && !p.deleted && post.shows_actor(p.author_uid) => {
+                Some(p) if p.post_id == post_id && !p.deleted && post.shows_comment(&p) => {
                     (
                         Some(ReplyRef {
                             comment_id: p.id,
@@ -142,7 +142,7 @@ pub async fn list_comments(
         limit,
         cursor.map(|c| c.0),
         |before, n| async move { Ok(ctx.docs.comments_page(post_id, before, n).await?) },
-        |batch, room| async move { Ok(keep_where(batch, room, |c| post.shows_actor(c.author_uid))) },
+        |batch, room| async move { Ok(keep_where(batch, room, |c| post.shows_comment(c))) },
         |c| c.id,
     )
     .await?;
@@ -173,7 +173,7 @@ pub async fn list_replies(
         Err(AppError::NotFound(_)) => return Err(AppError::NotFound("comment")),
         other => other?,
     };
-    if !post.shows_actor(comment.author_uid) {
+    if !post.shows_comment(&comment) {
         return Err(AppError::NotFound("comment"));
     }
     let (post_id, thread) = (comment.post_id, comment.thread_id.unwrap_or(comment.id));
@@ -182,7 +182,7 @@ pub async fn list_replies(
         limit,
         cursor.map(|c| c.0),
         |after, n| async move { Ok(ctx.docs.thread_page(post_id, thread, after, n).await?) },
-        |batch, room| async move { Ok(keep_where(batch, room, |c| post.shows_actor(c.author_uid))) },
+        |batch, room| async move { Ok(keep_where(batch, room, |c| post.shows_comment(c))) },
         |c| c.id,
     )
     .await?;
@@ -201,12 +201,21 @@ pub async fn live_comment(ctx: &Context, id: i64) -> AppResult<CommentDoc> {
     }
 }
 
-/// The comment's author or the post's author may delete it.
+/// The comment's author or the post's author may delete it. A comment's
+/// author may delete it even where they no longer see its post (a block, a
+/// hide); anyone else gets 404 for a comment on a post they may not see,
+/// the same as for no such comment.
 #[tracing::instrument(skip(ctx))]
 pub async fn delete_comment(ctx: &Context, id: i64, uid: i64) -> AppResult<()> {
     let comment = live_comment(ctx, id).await?;
-    let post = visible_post(ctx, comment.post_id, Some(uid)).await?;
-    if comment.author_uid != uid && post.body.author_uid != uid {
+    if comment.author_uid == uid {
+        return remove_comment(ctx, &comment).await;
+    }
+    let post = match visible_post(ctx, comment.post_id, Some(uid)).await {
+        Err(AppError::NotFound(_)) => return Err(AppError::NotFound("comment")),
+        other => other?,
+    };
+    if post.body.author_uid != uid {
         return Err(AppError::Forbidden(
             "only the comment's author or the post's author may delete it",
         ));

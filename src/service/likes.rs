@@ -49,10 +49,14 @@ async fn resolve(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<Resol
         }
         LikeTarget::Comment(c) => {
             let comment = live_comment(ctx, c).await?;
-            let post = visible_post(ctx, comment.post_id, Some(uid)).await?;
+            // On a post the liker may not see, the same answer as none.
+            let post = match visible_post(ctx, comment.post_id, Some(uid)).await {
+                Err(AppError::NotFound(_)) => return Err(AppError::NotFound("comment")),
+                other => other?,
+            };
             // A comment the liker may not read (across a block, or outside
             // WeChat's friends rule) is not there for them to like either.
-            if !post.shows_actor(comment.author_uid) {
+            if !post.shows_comment(&comment) {
                 return Err(AppError::NotFound("comment"));
             }
             Resolved {

@@ -306,13 +306,15 @@ pub async fn set_filter(ctx: &Context, kind: FilterKind, me: i64, them: i64) -> 
     }
     let (added, id) = insert_filter(ctx, kind, me, them).await?;
     let (set, member) = filter_entry(kind, me, them);
-    let change = if added {
-        LiveChange::SetAdd(set, member, id)
-    } else {
-        // Nothing changed: drop the set, so a retry repairs a lost live step.
-        LiveChange::Drop(LiveKey::Set(set))
+    let change = match (added, kind) {
+        (true, _) => Some(LiveChange::SetAdd(set, member, id)),
+        // Nothing changed: a mute's set, the caller's own, is dropped so a
+        // retry repairs a lost live step; another user's keys are left
+        // alone, or anyone could make them rebuild at will.
+        (false, FilterKind::Mute) => Some(LiveChange::Drop(LiveKey::Set(set))),
+        (false, FilterKind::Hide) => None,
     };
-    let (mine, theirs) = by_owner(me, vec![change]);
+    let (mine, theirs) = by_owner(me, change.into_iter().collect());
     apply_graph_change(ctx, me, them, &before, mine, theirs).await;
     Ok(())
 }
@@ -326,14 +328,13 @@ pub async fn clear_filter(ctx: &Context, kind: FilterKind, me: i64, them: i64) -
     let before = before_write(ctx, me, them).await?;
     let removed = ctx.docs.delete_filter(kind, me, them).await?;
     let (set, member) = filter_entry(kind, me, them);
-    let mut changes = vec![if removed {
-        LiveChange::SetRemove(set, member)
-    } else {
-        LiveChange::Drop(LiveKey::Set(set))
-    }];
-    if kind == FilterKind::Hide {
-        changes.push(forget_timeline(them));
-    }
+    let changes = match (removed, kind) {
+        (true, FilterKind::Mute) => vec![LiveChange::SetRemove(set, member)],
+        (true, FilterKind::Hide) => vec![LiveChange::SetRemove(set, member), forget_timeline(them)],
+        // As in `set_filter`: only the caller's own keys are dropped.
+        (false, FilterKind::Mute) => vec![LiveChange::Drop(LiveKey::Set(set))],
+        (false, FilterKind::Hide) => Vec::new(),
+    };
     let (mine, theirs) = by_owner(me, changes);
     apply_graph_change(ctx, me, them, &before, mine, theirs).await;
     Ok(())

@@ -332,6 +332,15 @@ impl Sight {
     }
 }
 
+/// Whether the viewer sees a comment on `post`: what its author did and,
+/// for a reply, the one it answers ("A 回复 B" names B), each as
+/// `shows_actor` says. So two of the author's friends who are strangers
+/// to each other, or across a block, do not see each other in a reply.
+pub fn shows_comment(post: &PostBody, rel: &Relations, author: i64, replied: Option<i64>) -> bool {
+    let sight = sight(post, rel);
+    sight.shows_actor(rel, author) && replied.is_none_or(|r| sight.shows_actor(rel, r))
+}
+
 /// Whether the viewer may read `post`.
 pub fn can_see(post: &PostBody, rel: &Relations) -> bool {
     sight(post, rel).is_shown()

@@ -128,10 +128,18 @@ async fn a_hide_keeps_every_post_of_mine_from_them_as_if_private() {
     settle(&app).await;
     assert_eq!(whole_feed(&app, &them, 5).await, vec![for_friends, public]);
 
+    let said = app.comment(&them, public, "before the hide", None).await["id"]
+        .as_i64()
+        .unwrap();
     let (s, r) = app
         .put(&format!("/api/v1/users/{}/hide", them.uid), Some(&me.token))
         .await;
     assert_eq!((s.as_u16(), r), (200, json!({"hidden": true})));
+    // What they said on a post they no longer see is still theirs to delete.
+    let (s, _) = app
+        .delete(&format!("/api/v1/comments/{said}"), Some(&them.token))
+        .await;
+    assert_eq!(s.as_u16(), 204);
     let later = app.text_post(&me, "later").await;
     settle(&app).await;
     for post in [public, for_friends, later] {
@@ -756,4 +764,121 @@ async fn the_visibility_matrix_holds_through_the_api() {
             }
         }
     }
+}
+
+/// "A 回复 B" names B: where the reader may not see B (a friend of the
+/// author's who is a stranger to the reader, or someone across a block),
+/// the reply is hidden with B's own comment, in every list and count.
+#[tokio::test]
+async fn a_reply_to_someone_hidden_from_me_is_hidden_with_them() {
+    let app = spawn_app().await;
+    let author = app.user("replyauthor").await;
+    let mine = app.user("replyfriend").await;
+    let stranger = app.user("replystranger").await;
+    let me = app.user("replyreader").await;
+    for f in [&mine, &stranger, &me] {
+        friends(&app, &author, f).await;
+    }
+    friends(&app, &me, &mine).await;
+    let post = post_with(
+        &app,
+        &author,
+        json!({"category": "TEXT", "content": "friends", "visibility": "friends"}),
+    )
+    .await;
+    let theirs = app.comment(&stranger, post, "stranger's", None).await["id"]
+        .as_i64()
+        .unwrap();
+    // The author sees everyone's comment, and answers the stranger.
+    let reply = app
+        .comment(&author, post, "the author to the stranger", Some(theirs))
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    let plain = app.comment(&mine, post, "my friend's", None).await["id"]
+        .as_i64()
+        .unwrap();
+    let (_, read) = app
+        .get(&format!("/api/v1/posts/{post}"), Some(&me.token))
+        .await;
+    assert_eq!(
+        ids(read["comments"].as_array().unwrap()),
+        vec![plain],
+        "{read}"
+    );
+    assert_eq!(read["commentCount"], 1);
+    let listed = every_item(
+        &app,
+        &format!("/api/v1/posts/{post}/comments"),
+        Some(&me.token),
+        5,
+    )
+    .await;
+    assert_eq!(ids(&listed), vec![plain]);
+    for hidden in [theirs, reply] {
+        assert_problem(
+            &app.get(
+                &format!("/api/v1/comments/{hidden}/replies"),
+                Some(&me.token),
+            )
+            .await,
+            404,
+            "not_found",
+        );
+        assert_problem(
+            &app.put(&format!("/api/v1/comments/{hidden}/like"), Some(&me.token))
+                .await,
+            404,
+            "not_found",
+        );
+        assert_problem(
+            &app.post(
+                &format!("/api/v1/posts/{post}/comments"),
+                Some(&me.token),
+                json!({"content": "me too", "replyToCommentId": hidden}),
+            )
+            .await,
+            404,
+            "not_found",
+        );
+    }
+    // The author sees the whole exchange; the stranger, the answer too.
+    let (_, read) = app
+        .get(&format!("/api/v1/posts/{post}"), Some(&author.token))
+        .await;
+    assert_eq!(read["commentCount"], 3);
+    let (_, read) = app
+        .get(&format!("/api/v1/posts/{post}"), Some(&stranger.token))
+        .await;
+    assert_eq!(
+        ids(read["comments"].as_array().unwrap()),
+        vec![reply, theirs]
+    );
+
+    // On a public post, across a block.
+    let public = app.text_post(&author, "public").await;
+    let blocked = app.comment(&stranger, public, "blocked one's", None).await["id"]
+        .as_i64()
+        .unwrap();
+    app.comment(&mine, public, "to the blocked one", Some(blocked))
+        .await;
+    let (s, _) = app
+        .put(
+            &format!("/api/v1/users/{}/block", stranger.uid),
+            Some(&me.token),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 200);
+    let (_, read) = app
+        .get(&format!("/api/v1/posts/{public}"), Some(&me.token))
+        .await;
+    assert!(read["comments"].as_array().unwrap().is_empty(), "{read}");
+    let listed = every_item(
+        &app,
+        &format!("/api/v1/posts/{public}/comments"),
+        Some(&me.token),
+        5,
+    )
+    .await;
+    assert!(listed.is_empty(), "{listed:?}");
 }
