@@ -92,7 +92,7 @@ impl<T> SharedRead<Vec<T>> {
 }
 
 /// The rebuild reads whose size strangers can grow (every like of a post,
-/// every comment, every reply), shared while in flight.
+/// every comment, every reply, every share), shared while in flight.
 /// Two ids that go together: `(post_id, comment_id)` asked for,
 /// `(comment_id, reply_id)` answered.
 type IdPair = (i64, i64);
@@ -102,6 +102,7 @@ pub struct Rebuilds {
     likes: InFlight<(LikeKind, Vec<i64>), Vec<LikeDoc>>,
     comment_ids: InFlight<Vec<i64>, Vec<(i64, i64)>>,
     reply_ids: InFlight<Vec<IdPair>, Vec<IdPair>>,
+    share_ids: InFlight<Vec<i64>, Vec<(i64, i64)>>,
 }
 
 impl Rebuilds {
@@ -128,6 +129,18 @@ impl Rebuilds {
     ) -> StoreResult<SharedRead<Vec<(i64, i64)>>> {
         shared_by_ids(&self.comment_ids, ids.to_vec(), docs, ids, |d, ids| {
             async move { d.comment_ids_of_posts(&ids).await }.boxed()
+        })
+        .await
+    }
+
+    /// `(post_id, share_id)` of these posts.
+    pub async fn share_ids_of_posts(
+        &self,
+        docs: &Arc<dyn DocStore>,
+        ids: &[i64],
+    ) -> StoreResult<SharedRead<Vec<(i64, i64)>>> {
+        shared_by_ids(&self.share_ids, ids.to_vec(), docs, ids, |d, ids| {
+            async move { d.share_ids_of_posts(&ids).await }.boxed()
         })
         .await
     }

@@ -326,7 +326,7 @@ impl<'a> Loader<'a> {
             docs.filters_set_by(FilterKind::Mute, &muted_by),
             docs.filters_set_on(FilterKind::Hide, &hidden_from),
             docs.labels_by_ids(&label_ids),
-            docs.share_ids_of_posts(&shared_posts),
+            rebuilds.share_ids_of_posts(docs, &shared_posts),
             docs.view_counts(&viewed_posts),
         )?;
         // Friends are the followees who follow back: one more query per user
@@ -398,6 +398,7 @@ impl<'a> Loader<'a> {
             SetKey::PostComments(_) => !post_comments.led,
             SetKey::CommentLikers(..) => !comment_likes.led,
             SetKey::CommentReplies(..) => !replies.led,
+            SetKey::PostShares(_) => !shares.led,
             _ => false,
         };
         for l in post_likes.value.iter() {
@@ -471,7 +472,7 @@ impl<'a> Loader<'a> {
                 .or_default()
                 .push((f.uid, f.id));
         }
-        for &(post, share) in &shares {
+        for &(post, share) in shares.value.iter() {
             members
                 .entry(SetKey::PostShares(post))
                 .or_default()
