@@ -144,6 +144,7 @@ fn fixture() -> Fixture {
                 createtime: now - age,
                 reply_to: None,
                 thread_id: None,
+                likes_peak: 0,
                 deleted: false,
             },
             likers: SetView {

@@ -240,6 +240,7 @@ async fn main() {
             createtime: timestamp_of(id),
             reply_to: None,
             thread_id: None,
+            likes_peak: 0,
             deleted: false,
         };
         ctx.docs.insert_comment(&c, 10_000).await.unwrap();

@@ -997,6 +997,7 @@ async fn a_posts_id_arrays_hold_its_newest_ids_first_capped() {
         createtime: 0,
         reply_to: None,
         thread_id: None,
+        likes_peak: 0,
         deleted: false,
     };
     for n in 1..=5 {

@@ -14,8 +14,65 @@ pub const MAX_LIMIT: usize = 100;
 /// the first page.
 pub const CURSOR_PATTERN: &str = "^(v[0-9a-z]{1,12})?$";
 
+/// What `HotCursor::parse` accepts besides `CURSOR_PATTERN`'s, for the
+/// comments in hot order: the last comment's likes peak and id.
+pub const COMMENTS_CURSOR_PATTERN: &str = "^(v[0-9a-z]{1,12}|h[0-9a-z]{1,12}\\.[0-9a-z]{1,12})?$";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cursor(pub i64);
+
+fn base36(n: i64) -> String {
+    let mut n = n.max(0) as u64;
+    let mut digits = Vec::new();
+    loop {
+        digits.push(std::char::from_digit((n % 36) as u32, 36).unwrap_or('0'));
+        n /= 36;
+        if n == 0 {
+            break;
+        }
+    }
+    digits.into_iter().rev().collect()
+}
+
+fn from_base36(s: &str) -> Option<i64> {
+    if s.is_empty()
+        || s.len() > 12
+        || !s
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
+    {
+        return None;
+    }
+    i64::try_from(u64::from_str_radix(s, 36).ok()?).ok()
+}
+
+/// A page of comments in hot order ends at the last one's (likes peak, id):
+/// the next page is what ranks below it. The peak never falls, so a comment
+/// shown once never ranks below a later page's start: no duplicates however
+/// the likes change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HotCursor {
+    pub peak: i64,
+    pub id: i64,
+}
+
+impl HotCursor {
+    pub fn encode((peak, id): (i64, i64)) -> String {
+        format!("h{}.{}", base36(peak), base36(id))
+    }
+
+    pub fn parse(raw: &str) -> Result<Self, AppError> {
+        let bad = || AppError::invalid("cursor", "is not a cursor this service issued");
+        let (peak, id) = raw
+            .strip_prefix('h')
+            .and_then(|r| r.split_once('.'))
+            .ok_or_else(bad)?;
+        Ok(HotCursor {
+            peak: from_base36(peak).ok_or_else(bad)?,
+            id: from_base36(id).ok_or_else(bad)?,
+        })
+    }
+}
 
 impl Cursor {
     pub fn encode(id: i64) -> String {
@@ -121,6 +178,30 @@ mod tests {
         ] {
             let shaped = shape.is_match(raw) && !raw.is_empty();
             assert_eq!(shaped, Cursor::parse(raw).is_ok(), "{raw}");
+        }
+    }
+
+    #[test]
+    fn hot_cursors_read_back_and_match_the_documented_shape() {
+        for key in [(0, 0), (3, 1_247_677_933_998_080), (1_000_000_000, 1)] {
+            let raw = HotCursor::encode(key);
+            let at = HotCursor::parse(&raw).unwrap();
+            assert_eq!((at.peak, at.id), key, "{raw}");
+        }
+        let shape = regex::Regex::new(COMMENTS_CURSOR_PATTERN).unwrap();
+        for raw in [
+            "h0.0",
+            "h1.2",
+            "hzzzzzzzzzzzz.1",
+            "h1",
+            "h.1",
+            "h1.",
+            "hZ.1",
+            "h1.2.3",
+            "v1",
+        ] {
+            let either = HotCursor::parse(raw).is_ok() || Cursor::parse(raw).is_ok();
+            assert_eq!(shape.is_match(raw), either, "{raw}");
         }
     }
 

@@ -4,8 +4,8 @@ use actix_web::http::Method;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::extract::{
-    parse_json_object, path_id, AuthUser, Body, MaybeAuthUser, PageQuery, PresentationParams,
-    PresentationQuery, ReadParams,
+    parse_json_object, path_id, AuthUser, Body, CommentsParams, CommentsQuery, MaybeAuthUser,
+    PageQuery, PresentationParams, PresentationQuery, ReadParams,
 };
 use super::idempotency::{self, IdempotencyKeyHeader};
 use crate::domain::comment::NewCommentRequest;
@@ -55,21 +55,21 @@ pub async fn create(
 }
 
 #[utoipa::path(get, path = "/api/v1/posts/{id}/comments", tag = "comments",
-    params(("id" = i64, Path, minimum = 1), PageQuery, PresentationQuery),
-    responses((status = 200, body = Page<CommentView>, description = "the comments the viewer may see, newest first")),
+    params(("id" = i64, Path, minimum = 1), CommentsQuery, PresentationQuery),
+    responses((status = 200, body = Page<CommentView>, description = "the comments the viewer may see, newest first, or with sort=hot by the most likes each has had at once, then newest; no page repeats a comment while likes change")),
     security((), ("bearer" = [])))]
 pub async fn list(
     ctx: web::Data<Context>,
     viewer: MaybeAuthUser,
     id: web::Path<String>,
-    params: ReadParams,
+    params: CommentsParams,
 ) -> Result<HttpResponse, AppError> {
     let post = path_id(&id, "post")?;
     let page = comments::list_comments(
         &ctx,
         post,
         viewer.0,
-        params.cursor,
+        params.from,
         params.limit,
         &params.pres,
     )

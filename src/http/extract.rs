@@ -313,6 +313,76 @@ pub struct PageQuery {
     limit: Option<String>,
 }
 
+fn comments_cursor_schema() -> utoipa::openapi::Object {
+    pattern_schema(crate::domain::cursor::COMMENTS_CURSOR_PATTERN)
+}
+
+/// The order of a post's comments.
+#[derive(Debug, Clone, Copy, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CommentSort {
+    /// Newest first (the default).
+    Newest,
+    /// By the most likes each has had at once, then newest.
+    Hot,
+}
+
+/// `?sort=&cursor=&limit=` on a post's comments.
+#[derive(Deserialize, Default, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct CommentsQuery {
+    /// `newest` (the default) or `hot`, for the first page: a cursor goes
+    /// on in the order it came from.
+    #[param(inline)]
+    sort: Option<CommentSort>,
+    /// The previous page's `nextCursor`; absent or empty for the first page.
+    #[param(schema_with = comments_cursor_schema)]
+    cursor: Option<String>,
+    /// Items per page, 1 to 100.
+    #[param(schema_with = limit_schema)]
+    limit: Option<String>,
+}
+
+/// A page of a post's comments (`CommentsQuery`) and how to show it.
+pub struct CommentsParams {
+    pub from: crate::service::comments::CommentsFrom,
+    pub limit: usize,
+    pub pres: Presentation,
+}
+
+impl CommentsParams {
+    fn parse(req: &HttpRequest) -> Result<Self, AppError> {
+        use crate::domain::cursor::HotCursor;
+        use crate::service::comments::CommentsFrom;
+        let q: CommentsQuery = query(req)?;
+        // A cursor goes on in the order it came from; `sort` picks the
+        // order of a first page.
+        let from = match (q.cursor.as_deref().filter(|c| !c.is_empty()), q.sort) {
+            (Some(c), _) if c.starts_with('h') => {
+                let at = HotCursor::parse(c)?;
+                CommentsFrom::Hot(Some((at.peak, at.id)))
+            }
+            (Some(c), _) => CommentsFrom::Newest(Some(Cursor::parse(c)?.0)),
+            (None, Some(CommentSort::Hot)) => CommentsFrom::Hot(None),
+            (None, _) => CommentsFrom::Newest(None),
+        };
+        Ok(CommentsParams {
+            from,
+            limit: parse_limit(q.limit.as_deref())?,
+            pres: query::<PresentationQuery>(req)?.parse()?,
+        })
+    }
+}
+
+impl FromRequest for CommentsParams {
+    type Error = AppError;
+    type Future = std::future::Ready<Result<Self, AppError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        std::future::ready(CommentsParams::parse(req))
+    }
+}
+
 /// `?lang=&tz=` on every answer that shows posts, comments or likes.
 #[derive(Deserialize, Default, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]

@@ -3,11 +3,11 @@
 use super::assemble::{comment_views, visible_post};
 use super::loader::to_json;
 use super::notifications::{notify, Event};
-use super::paging::{fill_page, keep_where};
+use super::paging::{fill_page, fill_page_by, keep_where};
 use super::views::{CommentView, Page};
 use super::{with_fresh_id, Context, Presentation, Viewer};
 use crate::domain::comment::{CommentContent, NewCommentRequest};
-use crate::domain::cursor::Cursor;
+use crate::domain::cursor::{Cursor, HotCursor};
 use crate::error::{AppError, AppResult};
 use crate::ids::timestamp_of;
 use crate::store::NotificationKind;
@@ -57,6 +57,7 @@ pub async fn create_comment(
             createtime: timestamp_of(id),
             reply_to,
             thread_id,
+            likes_peak: 0,
             deleted: false,
         };
         async move {
@@ -127,25 +128,52 @@ pub async fn create_comment(
         .ok_or_else(|| AppError::Internal(anyhow::anyhow!("a comment vanished")))
 }
 
-/// A post's comments, newest first, keyset-paged.
+/// Where a page of a post's comments starts, and so in which order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommentsFrom {
+    /// Newest first, below this comment id (`None`: the first page).
+    Newest(Option<i64>),
+    /// Hot order (the most likes at once, then newest), below this
+    /// (likes peak, id) (`None`: the first page).
+    Hot(Option<(i64, i64)>),
+}
+
+/// A post's comments the viewer may see, newest first or in hot order
+/// (seed 002's 对象前 N 个评论, by likes), keyset-paged: neither order shows a
+/// comment twice however comments and likes come and go meanwhile.
 pub async fn list_comments(
     ctx: &Context,
     post_id: i64,
     viewer: Viewer,
-    cursor: Option<Cursor>,
+    from: CommentsFrom,
     limit: usize,
     pres: &Presentation,
 ) -> AppResult<Page<CommentView>> {
     let post = visible_post(ctx, post_id, viewer).await?;
     let post = &post;
-    let (docs, next_cursor) = fill_page(
-        limit,
-        cursor.map(|c| c.0),
-        |before, n| async move { Ok(ctx.docs.comments_page(post_id, before, n).await?) },
-        |batch, room| async move { Ok(keep_where(batch, room, |c| post.shows_comment(c))) },
-        |c| c.id,
-    )
-    .await?;
+    let shown = |batch: Vec<CommentDoc>, room| async move {
+        Ok(keep_where(batch, room, |c| post.shows_comment(c)))
+    };
+    let (docs, next_cursor) =
+        match from {
+            CommentsFrom::Newest(before) => fill_page(
+                limit,
+                before,
+                |before, n| async move { Ok(ctx.docs.comments_page(post_id, before, n).await?) },
+                shown,
+                |c| c.id,
+            )
+            .await?,
+            CommentsFrom::Hot(after) => fill_page_by(
+                limit,
+                after,
+                |after, n| async move { Ok(ctx.docs.hot_comments_page(post_id, after, n).await?) },
+                shown,
+                |c| (c.likes_peak, c.id),
+                HotCursor::encode,
+            )
+            .await?,
+        };
     Ok(Page {
         items: comment_views(ctx, docs, viewer, pres, Some(post)).await?,
         next_cursor,

@@ -146,6 +146,13 @@ pub async fn like(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<Like
     .await?;
     if added {
         mirror(ctx, set, LiveChange::LwwAdd(set, uid, id)).await;
+        if kind == LikeKind::Comment {
+            // The like stands whatever this does; a peak left low only
+            // ranks the comment lower in the hot order until its next like.
+            if let Err(e) = ctx.docs.raise_likes_peak(r.post.body.id, target_id).await {
+                tracing::warn!(error = %e, comment = target_id, "could not raise a comment's likes peak");
+            }
+        }
         notify(
             ctx,
             Event {

@@ -33,12 +33,32 @@ pub struct Kept<U> {
 pub async fn fill_page<T, U, R, RF, K, KF>(
     limit: usize,
     before: Option<i64>,
-    mut read: R,
-    mut keep: K,
+    read: R,
+    keep: K,
     id_of: impl Fn(&T) -> i64,
 ) -> AppResult<(Vec<U>, Option<String>)>
 where
     R: FnMut(Option<i64>, usize) -> RF,
+    RF: Future<Output = AppResult<Vec<T>>>,
+    K: FnMut(Vec<T>, usize) -> KF,
+    KF: Future<Output = AppResult<Kept<U>>>,
+{
+    fill_page_by(limit, before, read, keep, id_of, Cursor::encode).await
+}
+
+/// `fill_page` for any keyset key (the hot comment order's is a pair),
+/// written into the next cursor by `encode`.
+pub async fn fill_page_by<T, U, Key, R, RF, K, KF>(
+    limit: usize,
+    before: Option<Key>,
+    mut read: R,
+    mut keep: K,
+    id_of: impl Fn(&T) -> Key,
+    encode: impl Fn(Key) -> String,
+) -> AppResult<(Vec<U>, Option<String>)>
+where
+    Key: Copy,
+    R: FnMut(Option<Key>, usize) -> RF,
     RF: Future<Output = AppResult<Vec<T>>>,
     K: FnMut(Vec<T>, usize) -> KF,
     KF: Future<Output = AppResult<Kept<U>>>,
@@ -50,7 +70,7 @@ where
         let items = read(before, batch).await?;
         let n = items.len();
         let ends = n < batch;
-        let ids: Vec<i64> = items.iter().map(&id_of).collect();
+        let ids: Vec<Key> = items.iter().map(&id_of).collect();
         let kept = keep(items, limit - out.len()).await?;
         out.extend(kept.items);
         if let Some(last) = kept.looked_at.checked_sub(1).and_then(|i| ids.get(i)) {
@@ -58,14 +78,14 @@ where
         }
         if out.len() >= limit {
             let more = kept.more || !ends;
-            return Ok((out, before.filter(|_| more).map(Cursor::encode)));
+            return Ok((out, before.filter(|_| more).map(&encode)));
         }
         if ends {
             return Ok((out, None));
         }
         batch = (batch * 2).min(MAX_BATCH);
     }
-    Ok((out, before.map(Cursor::encode)))
+    Ok((out, before.map(&encode)))
 }
 
 /// `keep` for a plain filter: the first `room` items that pass.

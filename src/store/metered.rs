@@ -208,6 +208,8 @@ metered! {
         batch(ids) fn posts_by_ids(ids: &[i64]) -> Vec<PostDoc>;
         counted fn delete_post(id: i64) -> bool;
         counted fn post_ids_by_author(uid: i64, before: Option<i64>, limit: usize) -> Vec<i64>;
+        counted fn raise_likes_peak(post_id: i64, comment_id: i64) -> ();
+        counted fn hot_comments_page(post_id: i64, after: Option<(i64, i64)>, limit: usize) -> Vec<CommentDoc>;
         counted fn insert_comment(comment: &CommentDoc, cap: usize) -> ();
         batch(ids) fn comments_by_ids(ids: &[(i64, i64)]) -> Vec<CommentDoc>;
         batch(ids) fn comments_by_id_alone(ids: &[i64]) -> Vec<CommentDoc>;

@@ -229,6 +229,12 @@ pub struct CommentDoc {
     /// (2026-12-01), which no thread lists.
     #[serde(rename = "threadId", default, skip_serializing_if = "Option::is_none")]
     pub thread_id: Option<i64>,
+    /// The most likes the comment has had at once: what the hot order
+    /// ranks by. It never falls (an unlike leaves it), so paging in that
+    /// order shows no comment twice. Kept in the documents; a cached body
+    /// holds whatever it was when cached, and nothing reads it there.
+    #[serde(rename = "likesPeak", default)]
+    pub likes_peak: i64,
     #[serde(default, deserialize_with = "lenient_bool")]
     pub deleted: bool,
 }
@@ -575,6 +581,19 @@ pub trait PostDocs: Send + Sync {
         post_id: i64,
         thread_id: i64,
         after: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<CommentDoc>>;
+
+    /// Raises the comment's `likes_peak` to the number of its likes, if
+    /// that is more (after a like of it).
+    async fn raise_likes_peak(&self, post_id: i64, comment_id: i64) -> StoreResult<()>;
+
+    /// A post's live comments by (`likes_peak`, id), highest first, below
+    /// `after` in that order.
+    async fn hot_comments_page(
+        &self,
+        post_id: i64,
+        after: Option<(i64, i64)>,
         limit: usize,
     ) -> StoreResult<Vec<CommentDoc>>;
 

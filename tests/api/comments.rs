@@ -1,6 +1,6 @@
 use serde_json::json;
 
-use crate::helpers::{assert_problem, spawn_app};
+use crate::helpers::{assert_problem, ids, spawn_app};
 
 #[tokio::test]
 async fn replies_name_whom_they_answer_and_must_stay_on_their_post() {
@@ -358,4 +358,126 @@ async fn a_reply_thread_shows_each_viewer_only_what_they_may_see() {
         )
         .await;
     assert_problem(&not_for_wang, 404, "not_found");
+}
+
+/// Seed 002's hot comments: by the most likes each has had at once, then
+/// newest; a client paging while likes come and go never sees a comment
+/// twice (a comment's rank never falls, so none drops below a cursor).
+#[tokio::test]
+async fn hot_comments_rank_by_likes_and_page_without_duplicates() {
+    let app = spawn_app().await;
+    let author = app.user("hotauthor").await;
+    let mut fans = Vec::new();
+    for i in 0..4 {
+        fans.push(app.user(&format!("hotfan{i}")).await);
+    }
+    let post = app.text_post(&author, "热评").await;
+    let mut c = Vec::new();
+    for i in 0..5 {
+        c.push(
+            app.comment(&author, post, &format!("c{i}"), None).await["id"]
+                .as_i64()
+                .unwrap(),
+        );
+    }
+    let like = |who: usize, comment: i64, on: bool| {
+        let token = fans[who].token.clone();
+        let app = &app;
+        async move {
+            let path = format!("/api/v1/comments/{comment}/like");
+            let (s, r) = if on {
+                app.put(&path, Some(&token)).await
+            } else {
+                app.delete(&path, Some(&token)).await
+            };
+            assert_eq!(s.as_u16(), 200, "{r}");
+        }
+    };
+    // c2: 3 likes, c0: 2, c4: 1, c1 and c3: none.
+    for (comment, likers) in [(c[2], 3), (c[0], 2), (c[4], 1)] {
+        for who in 0..likers {
+            like(who, comment, true).await;
+        }
+    }
+    let page = |cursor: String| {
+        let app = &app;
+        async move {
+            let (s, p) = app
+                .get(
+                    &format!("/api/v1/posts/{post}/comments?sort=hot&limit=2&cursor={cursor}"),
+                    None,
+                )
+                .await;
+            assert_eq!(s.as_u16(), 200, "{p}");
+            (
+                ids(p["items"].as_array().unwrap()),
+                p["nextCursor"].as_str().map(String::from),
+            )
+        }
+    };
+    let (first, next) = page(String::new()).await;
+    assert_eq!(first, vec![c[2], c[0]]);
+    // Meanwhile c0 loses its likes and c3 gains three.
+    like(0, c[0], false).await;
+    like(1, c[0], false).await;
+    for who in 0..3 {
+        like(who, c[3], true).await;
+    }
+    let mut seen = first.clone();
+    let mut cursor = next;
+    while let Some(at) = cursor {
+        let (items, next) = page(at).await;
+        seen.extend(items);
+        cursor = next;
+    }
+    let mut distinct = seen.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(
+        distinct.len(),
+        seen.len(),
+        "a comment shown twice: {seen:?}"
+    );
+    // Below the first page's cursor, in order: c4 (1), c1 (0). c3 rose
+    // above the cursor while paging, so that reader passed it.
+    assert_eq!(seen, vec![c[2], c[0], c[4], c[1]]);
+    // A fresh read ranks by the most likes each has had: c3 and c2 (3, the
+    // newer first), c0 (2 once, none now), c4, c1.
+    let (fresh, _) = page(String::new()).await;
+    assert_eq!(fresh, vec![c[3], c[2]]);
+    let mut all = Vec::new();
+    let mut cursor = Some(String::new());
+    while let Some(at) = cursor {
+        let (items, next) = page(at).await;
+        all.extend(items);
+        cursor = next;
+    }
+    assert_eq!(all, vec![c[3], c[2], c[0], c[4], c[1]]);
+
+    // A cursor goes on in its own order, whatever `sort` says.
+    let (_, newest) = app
+        .get(&format!("/api/v1/posts/{post}/comments?limit=1"), None)
+        .await;
+    assert_eq!(ids(newest["items"].as_array().unwrap()), vec![c[4]]);
+    let newest_cursor = newest["nextCursor"].as_str().unwrap().to_string();
+    let (_, next) = app
+        .get(
+            &format!("/api/v1/posts/{post}/comments?sort=hot&limit=1&cursor={newest_cursor}"),
+            None,
+        )
+        .await;
+    assert_eq!(ids(next["items"].as_array().unwrap()), vec![c[3]]);
+    for bad in [
+        "sort=best",
+        "cursor=h1",
+        "cursor=hz.",
+        "sort=hot&cursor=x1.2",
+    ] {
+        assert_problem(
+            &app.get(&format!("/api/v1/posts/{post}/comments?{bad}"), None)
+                .await,
+            400,
+            "invalid_input",
+        );
+    }
 }

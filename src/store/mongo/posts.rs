@@ -194,6 +194,56 @@ impl PostDocs for MongoDocs {
         newest_page(self.comments(), filter, before, limit).await
     }
 
+    async fn raise_likes_peak(&self, post_id: i64, comment_id: i64) -> StoreResult<()> {
+        let likes = self
+            .likes()
+            .count_documents(doc! { "kind": LikeKind::Comment.as_str(), "targetId": comment_id })
+            .await
+            .map_err(classify)? as i64;
+        // Only upward: a like counted late never lowers a peak another set.
+        self.comments()
+            .update_one(
+                doc! {
+                    "_id": comment_id,
+                    "postId": post_id,
+                    "$or": [ { "likesPeak": { "$lt": likes } }, { "likesPeak": { "$exists": false } } ],
+                },
+                doc! { "$set": { "likesPeak": likes } },
+            )
+            .await
+            .map_err(classify)?;
+        Ok(())
+    }
+
+    async fn hot_comments_page(
+        &self,
+        post_id: i64,
+        after: Option<(i64, i64)>,
+        limit: usize,
+    ) -> StoreResult<Vec<CommentDoc>> {
+        // Comments stored before the hot order (no peak) join it when liked.
+        let mut filter =
+            doc! { "postId": post_id, "deleted": false, "likesPeak": { "$exists": true } };
+        if let Some((peak, id)) = after {
+            filter.insert(
+                "$or",
+                vec![
+                    doc! { "likesPeak": { "$lt": peak } },
+                    doc! { "likesPeak": peak, "_id": { "$lt": id } },
+                ],
+            );
+        }
+        collect(
+            self.comments()
+                .find(filter)
+                .sort(doc! { "likesPeak": -1, "_id": -1 })
+                .limit(limit as i64)
+                .await
+                .map_err(classify)?,
+        )
+        .await
+    }
+
     async fn thread_page(
         &self,
         post_id: i64,

@@ -127,6 +127,11 @@ const FILTERS_BY_ID: TableDefinition<(u8, u64, u64), u64> = TableDefinition::new
 const LABELS: TableDefinition<u64, &[u8]> = TableDefinition::new("labels");
 /// (owner, label id) of every label.
 const LABELS_BY_OWNER: TableDefinition<(u64, u64), ()> = TableDefinition::new("labels_by_owner");
+/// (post, likes peak, comment) of live comments: the hot order.
+const COMMENTS_BY_PEAK: TableDefinition<(u64, u64, u64), ()> =
+    TableDefinition::new("comments_by_peak");
+/// (kind, target) → how many likes it has, kept with the likes.
+const LIKE_COUNTS: TableDefinition<(u8, u64), u64> = TableDefinition::new("like_counts");
 /// Share id → the share (`ShareDoc` JSON).
 const SHARES: TableDefinition<u64, &[u8]> = TableDefinition::new("shares");
 /// (uid, post, platform) → share id: one share per user, post and platform.
@@ -526,6 +531,30 @@ impl DocStore for EmbeddedDocs {
                     }
                 }
             }
+            let mut by_peak = txn.open_table(COMMENTS_BY_PEAK).map_err(other)?;
+            if by_peak.is_empty().map_err(other)? {
+                let all = txn.open_table(COMMENTS).map_err(other)?;
+                for entry in all.iter().map_err(other)? {
+                    let c: CommentDoc = decode(entry.map_err(other)?.1.value())?;
+                    if !c.deleted {
+                        by_peak
+                            .insert((id(c.post_id), id(c.likes_peak), id(c.id)), ())
+                            .map_err(other)?;
+                    }
+                }
+            }
+            let mut counts = txn.open_table(LIKE_COUNTS).map_err(other)?;
+            if counts.is_empty().map_err(other)? {
+                let all = txn.open_table(LIKES).map_err(other)?;
+                for entry in all.iter().map_err(other)? {
+                    let (kind, target, _) = entry.map_err(other)?.0.value();
+                    let n = counts
+                        .get((kind, target))
+                        .map_err(other)?
+                        .map_or(0, |v| v.value());
+                    counts.insert((kind, target), n + 1).map_err(other)?;
+                }
+            }
             let mut by_liker = txn.open_table(LIKES_BY_LIKER).map_err(other)?;
             if by_liker.is_empty().map_err(other)? {
                 let all = txn.open_table(LIKES).map_err(other)?;
@@ -707,6 +736,7 @@ mod tests {
                 uid: 8,
             }),
             thread_id: reply_to,
+            likes_peak: 0,
             deleted: false,
         }
     }

@@ -95,6 +95,10 @@ impl PostDocs for EmbeddedDocs {
                 .map_err(other)?
                 .insert((id(c.author_uid), id(c.id)), ())
                 .map_err(other)?;
+            txn.open_table(COMMENTS_BY_PEAK)
+                .map_err(other)?
+                .insert((id(c.post_id), id(c.likes_peak), id(c.id)), ())
+                .map_err(other)?;
             if let Some(r) = c.reply_to {
                 txn.open_table(REPLIES)
                     .map_err(other)?
@@ -143,6 +147,10 @@ impl PostDocs for EmbeddedDocs {
             txn.open_table(COMMENTS_BY_AUTHOR)
                 .map_err(other)?
                 .remove((id(c.author_uid), id(cid)))
+                .map_err(other)?;
+            txn.open_table(COMMENTS_BY_PEAK)
+                .map_err(other)?
+                .remove((id(c.post_id), id(c.likes_peak), id(cid)))
                 .map_err(other)?;
             if let Some(r) = c.reply_to {
                 txn.open_table(REPLIES)
@@ -201,6 +209,62 @@ impl PostDocs for EmbeddedDocs {
         .await
     }
 
+    async fn raise_likes_peak(&self, _post_id: i64, comment_id: i64) -> StoreResult<()> {
+        self.write(move |txn| {
+            let likes = txn
+                .open_table(LIKE_COUNTS)
+                .map_err(other)?
+                .get((kind_code(LikeKind::Comment), id(comment_id)))
+                .map_err(other)?
+                .map_or(0, |v| v.value()) as i64;
+            let mut comments = txn.open_table(COMMENTS).map_err(other)?;
+            let Some(mut c) = get_doc::<CommentDoc>(&comments, id(comment_id))? else {
+                return Ok(());
+            };
+            if c.deleted || likes <= c.likes_peak {
+                return Ok(());
+            }
+            let mut by_peak = txn.open_table(COMMENTS_BY_PEAK).map_err(other)?;
+            by_peak
+                .remove((id(c.post_id), id(c.likes_peak), id(c.id)))
+                .map_err(other)?;
+            c.likes_peak = likes;
+            by_peak
+                .insert((id(c.post_id), id(c.likes_peak), id(c.id)), ())
+                .map_err(other)?;
+            comments
+                .insert(id(c.id), encode(&c)?.as_slice())
+                .map_err(other)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn hot_comments_page(
+        &self,
+        post_id: i64,
+        after: Option<(i64, i64)>,
+        limit: usize,
+    ) -> StoreResult<Vec<CommentDoc>> {
+        self.read(move |txn| {
+            let index = txn.open_table(COMMENTS_BY_PEAK).map_err(other)?;
+            let p = id(post_id);
+            let upper = after.map_or((p, u64::MAX, u64::MAX), |(peak, c)| (p, id(peak), id(c)));
+            let mut ids = Vec::new();
+            // Exclusive of `after`; without one, up to the highest key.
+            let range = if after.is_some() {
+                index.range((p, 0, 0)..upper).map_err(other)?
+            } else {
+                index.range((p, 0, 0)..=upper).map_err(other)?
+            };
+            for entry in range.rev().take(limit) {
+                ids.push(entry.map_err(other)?.0.value().2 as i64);
+            }
+            docs_by_ids(txn, COMMENTS, &ids)
+        })
+        .await
+    }
+
     async fn comment_ids_of_posts(&self, post_ids: &[i64]) -> StoreResult<Vec<(i64, i64)>> {
         let post_ids = post_ids.to_vec();
         self.read(move |txn| {
@@ -249,6 +313,7 @@ impl PostDocs for EmbeddedDocs {
                 .map_err(other)?
                 .insert((id(l.uid), id(l.id)), (k, id(l.target_id)))
                 .map_err(other)?;
+            count_likes(txn, k, id(l.target_id), 1)?;
             Ok(true)
         })
         .await
@@ -282,6 +347,7 @@ impl PostDocs for EmbeddedDocs {
                 .map_err(other)?
                 .map(|v| v.value().1)
                 .unwrap_or_default();
+            count_likes(txn, k, id(target_id), -1)?;
             Ok(Some(LikeDoc {
                 id: like_id as i64,
                 kind,
@@ -424,4 +490,20 @@ impl PostDocs for EmbeddedDocs {
         })
         .await
     }
+}
+
+/// Moves a target's like count by `delta`, in the like's transaction.
+fn count_likes(txn: &WriteTransaction, kind: u8, target: u64, delta: i64) -> StoreResult<()> {
+    let mut counts = txn.open_table(LIKE_COUNTS).map_err(other)?;
+    let n = counts
+        .get((kind, target))
+        .map_err(other)?
+        .map_or(0, |v| v.value());
+    let n = n.saturating_add_signed(delta);
+    if n == 0 {
+        counts.remove((kind, target)).map_err(other)?;
+    } else {
+        counts.insert((kind, target), n).map_err(other)?;
+    }
+    Ok(())
 }
