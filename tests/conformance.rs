@@ -1032,3 +1032,121 @@ async fn a_posts_id_arrays_hold_its_newest_ids_first_capped() {
     assert_eq!(stored().await.comments_postid.len(), CAP);
     drop_db(docs.database().clone()).await;
 }
+
+#[tokio::test]
+async fn hot_comments_rank_by_their_likes_peak_which_never_falls() {
+    // The hot order: an update raising `likesPeak` guarded by `$lt` or
+    // `$exists: false` in an `$or`, and a page sorted on two fields
+    // descending below a (peak, id) key, through the adapter.
+    use moments::store::{CommentDoc, LikeDoc, LikeKind, PostDocs};
+    let docs = fresh_docs("hot_comments").await;
+    let post = id(1);
+    let comment = |n: i64| CommentDoc {
+        id: id(100 + n),
+        post_id: post,
+        author_uid: id(2),
+        content: format!("c{n}"),
+        createtime: 0,
+        reply_to: None,
+        thread_id: None,
+        likes_peak: 0,
+        deleted: false,
+    };
+    for n in 1..=4 {
+        docs.insert_comment(&comment(n), 10).await.unwrap();
+    }
+    let like = |n: i64, uid: i64| LikeDoc {
+        id: id(1000 + 10 * n + uid),
+        kind: LikeKind::Comment,
+        target_id: id(100 + n),
+        uid: id(500 + uid),
+        create_time: 0,
+    };
+    // c2: two likes, c3: one.
+    for (n, uid) in [(2, 1), (2, 2), (3, 1)] {
+        assert!(docs.insert_like(&like(n, uid), 10).await.unwrap());
+        docs.raise_likes_peak(post, id(100 + n)).await.unwrap();
+    }
+    let page = |after: Option<(i64, i64)>| {
+        let docs = &docs;
+        async move {
+            docs.hot_comments_page(post, after, 10)
+                .await
+                .unwrap()
+                .iter()
+                .map(|c| (c.likes_peak, c.id))
+                .collect::<Vec<_>>()
+        }
+    };
+    let all = page(None).await;
+    assert_eq!(
+        all,
+        vec![(2, id(102)), (1, id(103)), (0, id(104)), (0, id(101))]
+    );
+    // Below a key, exclusive of it.
+    assert_eq!(page(Some((1, id(103)))).await, all[2..].to_vec());
+    assert_eq!(page(Some((0, id(104)))).await, all[3..].to_vec());
+    // An unlike leaves the peak where it was.
+    assert!(docs
+        .delete_like(LikeKind::Comment, id(102), id(501))
+        .await
+        .unwrap()
+        .is_some());
+    docs.raise_likes_peak(post, id(102)).await.unwrap();
+    assert_eq!(page(None).await, all);
+    drop_db(docs.database().clone()).await;
+}
+
+#[tokio::test]
+async fn views_are_stored_once_per_reader_post_and_day() {
+    use moments::domain::post::{Category, Visibility};
+    use moments::store::{PostDoc, PostDocs, ViewDoc, ViewDocs};
+    let docs = fresh_docs("views").await;
+    // Counts are kept on the posts.
+    for post in [10, 11] {
+        docs.insert_post(&PostDoc {
+            id: id(post),
+            author_uid: id(2),
+            category: Category::Text,
+            content: "viewed".into(),
+            picture_urls: vec![],
+            device: String::new(),
+            geo: None,
+            visibility: Visibility::Public,
+            audience: None,
+            createtime: 0,
+            comments_postid: vec![],
+            likes_postid: vec![],
+            deleted: false,
+        })
+        .await
+        .unwrap();
+    }
+    let view = |n: i64, uid: i64, post: i64, day: i64| ViewDoc {
+        id: id(100 + n),
+        uid: id(uid),
+        post_id: id(post),
+        day,
+        created_at: 0,
+    };
+    let first = [view(1, 1, 10, 5), view(2, 2, 10, 5), view(3, 1, 11, 5)];
+    assert_eq!(docs.insert_views(&first).await.unwrap(), first.to_vec());
+    // Again the same reader, post and day (new ids): refused; another day,
+    // and a new reader, stored; the rest of the batch goes in around them.
+    let second = [
+        view(4, 1, 10, 5),
+        view(5, 1, 10, 6),
+        view(6, 2, 10, 5),
+        view(7, 3, 10, 5),
+    ];
+    let stored = docs.insert_views(&second).await.unwrap();
+    assert_eq!(stored, vec![second[1].clone(), second[3].clone()]);
+    docs.add_view_counts(&[(id(10), 4), (id(11), 1)])
+        .await
+        .unwrap();
+    docs.add_view_counts(&[(id(10), 1)]).await.unwrap();
+    let mut counts = docs.view_counts(&[id(10), id(11), id(12)]).await.unwrap();
+    counts.sort_unstable();
+    assert_eq!(counts, vec![(id(10), 5), (id(11), 1), (id(12), 0)]);
+    drop_db(docs.database().clone()).await;
+}
