@@ -160,6 +160,8 @@ pub struct Settings {
     pub view_flush_ms: u64,
     /// Views that may wait in this instance at most.
     pub view_buffer: usize,
+    /// How often queued like-array refreshes are applied, in ms.
+    pub like_array_flush_ms: u64,
     /// Where `/metrics` is served without a token; `None`: on the main
     /// port, to an admin's token.
     pub metrics_listen: Option<String>,
@@ -193,6 +195,7 @@ impl Default for Settings {
             max_following: 5000,
             view_flush_ms: 1000,
             view_buffer: 10_000,
+            like_array_flush_ms: 200,
             metrics_listen: None,
             shutdown_timeout_secs: 20,
             log_format: LogFormat::Text,
@@ -555,6 +558,17 @@ pub const VARIABLES: &[Variable] = &[
         echo: Echo::Plain,
         apply: |d, v| {
             d.settings.view_buffer = whole(v, 1, u32::MAX as u64)? as usize;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_LIKE_ARRAY_FLUSH_MS",
+        default: DefaultValue::Literal("200"),
+        allowed: "a whole number of milliseconds, at least 10",
+        meaning: "on MongoDB with Redis: how often the likes_postid arrays of liked posts are written, in one batch per post, from the queue likes leave in Redis",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.like_array_flush_ms = whole(v, 10, u64::MAX)?;
             Ok(())
         },
     },
@@ -1236,6 +1250,7 @@ mod tests {
             ("MOMENTS_MAX_FOLLOWING", "0", "1"),
             ("MOMENTS_VIEW_FLUSH_MS", "9", "10"),
             ("MOMENTS_VIEW_BUFFER", "0", "1"),
+            ("MOMENTS_LIKE_ARRAY_FLUSH_MS", "9", "10"),
             ("MOMENTS_SHUTDOWN_TIMEOUT_SECS", "0", "1"),
         ];
         for (name, refused, ok) in limits {

@@ -32,6 +32,7 @@ use crate::config::{without_credentials, Settings};
 use crate::http;
 use crate::service::device_names::DeviceNames;
 use crate::service::fan_outs::FanOuts;
+use crate::service::like_arrays;
 use crate::service::post_views::PostViews;
 use crate::service::repair::LiveRepair;
 use crate::service::{accounts, expiry, instance_lease, Context};
@@ -216,6 +217,7 @@ impl Application {
             session_activity: Arc::default(),
             fan_outs: Arc::new(FanOuts::new(tokio::runtime::Handle::current())),
             post_views: Arc::new(PostViews::new(settings.view_buffer)),
+            like_arrays_queued: settings.mongodb_uri.is_some() && settings.redis_url.is_some(),
         };
         if let Some((user, password)) = &settings.admin {
             let uid = accounts::bootstrap_admin(&context, user, password.expose())
@@ -241,6 +243,12 @@ impl Application {
                 Duration::from_millis(settings.view_flush_ms),
             ),
         ];
+        if context.like_arrays_queued {
+            tasks.push(like_arrays::spawn_applier(
+                context.clone(),
+                Duration::from_millis(settings.like_array_flush_ms),
+            ));
+        }
         if let Some(lease) = lease {
             tasks.push(instance_lease::spawn_renewal(docs.clone(), lease));
         }

@@ -233,3 +233,44 @@ async fn last_writer_wins_sets_merge_and_take_any_order() {
     let live = live().await;
     moments::store::live_checks::last_writer_wins_sets(&live.store, next_id()).await;
 }
+
+/// The like-array queue (service/like_arrays.rs): what one applier took and
+/// never acknowledged (it died) is taken over by another once idle, and
+/// what was acknowledged is gone.
+#[tokio::test]
+async fn the_like_array_queue_hands_a_dead_appliers_entries_to_another() {
+    let l = live().await;
+    let (a, b) = (id_of("dead"), id_of("alive"));
+    l.store.queue_array_refreshes(&[11, 12, 11]).await.unwrap();
+    let taken = l.store.take_array_refreshes(&a, 10, 60_000).await.unwrap();
+    let posts: Vec<i64> = taken.iter().map(|(_, p)| *p).collect();
+    assert_eq!(posts, vec![11, 12, 11], "in the order queued");
+    // Not idle long enough yet: nobody else gets them, and nothing is new.
+    assert!(l
+        .store
+        .take_array_refreshes(&b, 10, 60_000)
+        .await
+        .unwrap()
+        .is_empty());
+    // Idle past the limit (0 here): the other applier takes them over.
+    let again = l.store.take_array_refreshes(&b, 10, 0).await.unwrap();
+    assert_eq!(again, taken);
+    l.store
+        .ack_array_refreshes(&again.iter().map(|(e, _)| e.clone()).collect::<Vec<_>>())
+        .await
+        .unwrap();
+    assert!(l
+        .store
+        .take_array_refreshes(&a, 10, 0)
+        .await
+        .unwrap()
+        .is_empty());
+    // New entries after that are delivered once.
+    l.store.queue_array_refreshes(&[13]).await.unwrap();
+    let fresh = l.store.take_array_refreshes(&b, 10, 60_000).await.unwrap();
+    assert_eq!(fresh.iter().map(|(_, p)| *p).collect::<Vec<_>>(), vec![13]);
+}
+
+fn id_of(name: &str) -> String {
+    format!("{name}-{}", next_id())
+}

@@ -6,6 +6,7 @@ use super::assemble::{
     assemble_posts, comment_views, load_cards, page_of_named_posts, visible_post, VisiblePost,
 };
 use super::comments::live_comment;
+use super::like_arrays;
 use super::notifications::{notify, Event};
 use super::paging::{fill_page, keep_where};
 use super::views::{unknown_user, ExpandedPost, LikeState, LikeView, Page};
@@ -128,6 +129,9 @@ async fn state(ctx: &Context, r: &Resolved, uid: i64) -> AppResult<LikeState> {
 pub async fn like(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<LikeState> {
     let r = resolve(ctx, target, uid).await?;
     let (kind, target_id, set) = (r.kind, r.target_id, r.set);
+    // A post's like array is written in batches where there is a queue
+    // (like_arrays): the like document alone is written here.
+    let queued = ctx.like_arrays_queued && kind == LikeKind::Post;
     let (added, id) = with_fresh_id(|id| {
         let doc = LikeDoc {
             id,
@@ -137,13 +141,20 @@ pub async fn like(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<Like
             create_time: timestamp_of(id),
         };
         async move {
-            ctx.docs
-                .insert_like(&doc, ctx.settings.post_id_array_cap)
-                .await
-                .map(|added| (added, id))
+            let added = if queued {
+                ctx.docs.insert_like_only(&doc).await
+            } else {
+                ctx.docs
+                    .insert_like(&doc, ctx.settings.post_id_array_cap)
+                    .await
+            };
+            added.map(|added| (added, id))
         }
     })
     .await?;
+    if added && queued {
+        like_arrays::refresh_later(ctx, target_id).await?;
+    }
     if added {
         mirror(ctx, set, LiveChange::LwwAdd(set, uid, id)).await;
         if kind == LikeKind::Comment {
@@ -173,7 +184,16 @@ pub async fn like(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<Like
 pub async fn unlike(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<LikeState> {
     let r = resolve(ctx, target, uid).await?;
     let (kind, target_id, set) = (r.kind, r.target_id, r.set);
-    if let Some(like) = ctx.docs.delete_like(kind, target_id, uid).await? {
+    let queued = ctx.like_arrays_queued && kind == LikeKind::Post;
+    let removed = if queued {
+        ctx.docs.delete_like_only(kind, target_id, uid).await?
+    } else {
+        ctx.docs.delete_like(kind, target_id, uid).await?
+    };
+    if let Some(like) = removed {
+        if queued {
+            like_arrays::refresh_later(ctx, target_id).await?;
+        }
         mirror(ctx, set, LiveChange::LwwRemove(set, uid, like.id)).await;
     }
     settled_state(ctx, r, uid, false).await

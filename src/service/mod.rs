@@ -12,6 +12,7 @@ pub mod idempotency;
 pub mod in_flight;
 pub mod instance_lease;
 pub mod labels;
+pub mod like_arrays;
 pub mod likes;
 pub mod live_tools;
 pub mod loader;
@@ -78,6 +79,11 @@ pub struct Context {
     pub fan_outs: Arc<fan_outs::FanOuts>,
     /// Views counted here and not yet written to the documents.
     pub post_views: Arc<post_views::PostViews>,
+    /// Whether a like leaves its post's `likes_postid` to the batched
+    /// applier (`like_arrays`): on MongoDB with Redis, whose stream is the
+    /// durable queue. Elsewhere the array is written with the like (MongoDB
+    /// alone) or read from the like index (the embedded documents).
+    pub like_arrays_queued: bool,
 }
 
 /// Runs an insert that takes a generated id, with a fresh id each time the

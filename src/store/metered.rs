@@ -209,6 +209,9 @@ metered! {
         counted fn delete_post(id: i64) -> bool;
         counted fn post_ids_by_author(uid: i64, before: Option<i64>, limit: usize) -> Vec<i64>;
         counted fn raise_likes_peak(post_id: i64, comment_id: i64) -> ();
+        counted fn insert_like_only(like: &LikeDoc) -> bool;
+        counted fn delete_like_only(kind: LikeKind, target_id: i64, uid: i64) -> Option<LikeDoc>;
+        background fn refresh_like_array(post_id: i64, cap: usize, read_at: i64) -> ();
         counted fn hot_comments_page(post_id: i64, after: Option<(i64, i64)>, limit: usize) -> Vec<CommentDoc>;
         counted fn insert_comment(comment: &CommentDoc, cap: usize) -> ();
         batch(ids) fn comments_by_ids(ids: &[(i64, i64)]) -> Vec<CommentDoc>;
@@ -358,6 +361,10 @@ metered! {
         // A fan-out's note and every instance's poll: no request's trips.
         background fn note_pulled_author_posted(author: i64, post: i64) -> ();
         background fn pulled_authors_posted_after(seq: u64) -> PulledNotes;
+        counted fn queue_array_refreshes(post_ids: &[i64]) -> ();
+        // The applier's, off every request's path.
+        background fn take_array_refreshes(consumer: &str, max: usize, reclaim_idle_ms: u64) -> Vec<(String, i64)>;
+        background fn ack_array_refreshes(entries: &[String]) -> ();
     }
 }
 

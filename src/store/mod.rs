@@ -609,6 +609,25 @@ pub trait PostDocs: Send + Sync {
     /// `Ok(false)` when this user already liked it: liking twice is one like.
     async fn insert_like(&self, like: &LikeDoc, cap: usize) -> StoreResult<bool>;
 
+    /// `insert_like` without the post's `likes_postid`: the like document
+    /// alone, the array left to `refresh_like_array` (a like storm's
+    /// arrays are written in batches, not once per like).
+    async fn insert_like_only(&self, like: &LikeDoc) -> StoreResult<bool>;
+
+    /// `delete_like` without the post's `likes_postid`, likewise.
+    async fn delete_like_only(
+        &self,
+        kind: LikeKind,
+        target_id: i64,
+        uid: i64,
+    ) -> StoreResult<Option<LikeDoc>>;
+
+    /// Writes the post's `likes_postid` afresh from its likes (the newest
+    /// `cap`), as they are at `read_at` (epoch ms, taken before reading
+    /// them): a refresh that read earlier than the last one written does
+    /// not overwrite it.
+    async fn refresh_like_array(&self, post_id: i64, cap: usize, read_at: i64) -> StoreResult<()>;
+
     /// Removes the like if there is one, returning it.
     async fn delete_like(
         &self,
@@ -1494,6 +1513,30 @@ pub trait LiveStore: Send + Sync {
     /// forgets every author.
     async fn pulled_authors_posted_after(&self, seq: u64)
         -> StoreResult<crate::store::PulledNotes>;
+
+    /// Queues refreshes of these posts' like arrays, durably (Redis: a
+    /// stream with a consumer group; the in-process store has no queue, and
+    /// there a like writes its post's array at once).
+    async fn queue_array_refreshes(&self, _post_ids: &[i64]) -> StoreResult<()> {
+        Err(StoreError::Other(anyhow::anyhow!("no durable queue")))
+    }
+
+    /// Takes up to `max` queued refreshes for `consumer`: first those
+    /// another consumer took and left unacknowledged for `reclaim_idle_ms`
+    /// (it died), then new ones. Each is (entry id, post id).
+    async fn take_array_refreshes(
+        &self,
+        _consumer: &str,
+        _max: usize,
+        _reclaim_idle_ms: u64,
+    ) -> StoreResult<Vec<(String, i64)>> {
+        Ok(Vec::new())
+    }
+
+    /// Forgets refreshes that were applied.
+    async fn ack_array_refreshes(&self, _entries: &[String]) -> StoreResult<()> {
+        Ok(())
+    }
 }
 
 /// The newest note number, and the (author, post) noted after the number

@@ -403,3 +403,45 @@ async fn favorites_are_kept_once_listed_newest_first_and_drop_what_i_may_not_see
         .await;
     assert_problem(&anonymous, 401, "unauthorized");
 }
+
+/// A like storm on one post: every like stands at once, and the post
+/// document's likes_postid comes to hold them all, newest first, whatever
+/// the backend writes it with (at once; from the like index; or in batches
+/// from the Redis queue, service/like_arrays.rs).
+#[tokio::test]
+async fn a_like_storm_ends_with_every_like_in_the_post_document() {
+    let app = crate::helpers::spawn_app().await;
+    let author = app.user("stormed").await;
+    let post = app.text_post(&author, "viral").await;
+    let fans: Vec<_> =
+        futures_util::future::join_all((0..12).map(|i| app.user_owned(format!("stormfan{i}"))))
+            .await;
+    let path = format!("/api/v1/posts/{post}/like");
+    let liked =
+        futures_util::future::join_all(fans.iter().map(|f| app.put(&path, Some(&f.token)))).await;
+    assert!(liked.iter().all(|(s, _)| s.as_u16() == 200), "{liked:?}");
+    for f in &fans[..2] {
+        let (s, _) = app
+            .delete(&format!("/api/v1/posts/{post}/like"), Some(&f.token))
+            .await;
+        assert_eq!(s.as_u16(), 200);
+    }
+    let (_, likes) = app
+        .get(&format!("/api/v1/posts/{post}/likes?limit=100"), None)
+        .await;
+    let mut want: Vec<i64> = crate::helpers::ids(likes["items"].as_array().unwrap());
+    want.sort_unstable_by(|a, b| b.cmp(a));
+    assert_eq!(want.len(), 10);
+    // The array may trail the likes by a batch: wait for it, boundedly.
+    let mut array = Vec::new();
+    for _ in 0..100 {
+        array = app.ctx.docs.posts_by_ids(&[post]).await.unwrap()[0]
+            .likes_postid
+            .clone();
+        if array == want {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(array, want, "the post document's likes_postid");
+}

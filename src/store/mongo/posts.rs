@@ -308,7 +308,7 @@ impl PostDocs for MongoDocs {
     }
 
     async fn insert_like(&self, like: &LikeDoc, cap: usize) -> StoreResult<bool> {
-        if !insert_unless_duplicate(&self.likes(), like).await? {
+        if !self.insert_like_only(like).await? {
             return Ok(false);
         }
         if like.kind == LikeKind::Post {
@@ -327,7 +327,33 @@ impl PostDocs for MongoDocs {
         Ok(true)
     }
 
+    async fn insert_like_only(&self, like: &LikeDoc) -> StoreResult<bool> {
+        insert_unless_duplicate(&self.likes(), like).await
+    }
+
     async fn delete_like(
+        &self,
+        kind: LikeKind,
+        target_id: i64,
+        uid: i64,
+    ) -> StoreResult<Option<LikeDoc>> {
+        let Some(like) = self.delete_like_only(kind, target_id, uid).await? else {
+            return Ok(None);
+        };
+        if kind == LikeKind::Post {
+            let pulled = self
+                .posts()
+                .update_one(
+                    doc! { "_id": target_id },
+                    doc! { "$pull": { "likes_postid": like.id } },
+                )
+                .await;
+            array_update_result(pulled, target_id);
+        }
+        Ok(Some(like))
+    }
+
+    async fn delete_like_only(
         &self,
         kind: LikeKind,
         target_id: i64,
@@ -347,21 +373,33 @@ impl PostDocs for MongoDocs {
             .delete_one(doc! { "_id": like.id, "targetId": target_id })
             .await
             .map_err(classify)?;
-        if r.deleted_count == 0 {
-            // A concurrent unlike got there first; it also did the $pull.
-            return Ok(None);
-        }
-        if kind == LikeKind::Post {
-            let pulled = self
-                .posts()
-                .update_one(
-                    doc! { "_id": target_id },
-                    doc! { "$pull": { "likes_postid": like.id } },
-                )
-                .await;
-            array_update_result(pulled, target_id);
-        }
-        Ok(Some(like))
+        // A concurrent unlike got there first (and does what follows).
+        Ok((r.deleted_count == 1).then_some(like))
+    }
+
+    async fn refresh_like_array(&self, post_id: i64, cap: usize, read_at: i64) -> StoreResult<()> {
+        let cursor = self
+            .db
+            .collection::<IdOnly>("likes")
+            .find(doc! { "kind": LikeKind::Post.as_str(), "targetId": post_id })
+            .sort(doc! { "_id": -1 })
+            .limit(cap as i64)
+            .projection(doc! { "_id": 1 })
+            .await
+            .map_err(classify)?;
+        let ids: Vec<i64> = collect(cursor).await?.into_iter().map(|d| d.id).collect();
+        // Two appliers refreshing one post at once: the later read wins.
+        self.posts()
+            .update_one(
+                doc! {
+                    "_id": post_id,
+                    "$or": [ { "likesArrayAt": { "$lt": read_at } }, { "likesArrayAt": { "$exists": false } } ],
+                },
+                doc! { "$set": { "likes_postid": ids, "likesArrayAt": read_at } },
+            )
+            .await
+            .map_err(classify)?;
+        Ok(())
     }
 
     async fn likes_of_targets(

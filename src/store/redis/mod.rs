@@ -327,6 +327,30 @@ impl RedisLive {
         ]
     }
 
+    /// The stream of like-array refreshes, under one hash tag (one slot).
+    fn array_queue_key(&self) -> String {
+        format!("{}{{like_arrays}}:queue", self.prefix)
+    }
+
+    /// Creates the queue's consumer group (and the stream) unless it exists.
+    async fn ensure_array_group(&self) -> StoreResult<()> {
+        let created = self
+            .conn
+            .query::<()>(
+                redis::cmd("XGROUP")
+                    .arg("CREATE")
+                    .arg(self.array_queue_key())
+                    .arg(ARRAY_GROUP)
+                    .arg("0")
+                    .arg("MKSTREAM"),
+            )
+            .await;
+        match created {
+            Err(e) if e.to_string().contains("BUSYGROUP") => Ok(()),
+            other => other,
+        }
+    }
+
     fn push_apply(&self, pipe: &mut Batch, batch: &Changes) {
         let (owner, changes) = (batch.owner, &batch.changes);
         let mut keys = vec![self.gen_key(owner)];
@@ -385,6 +409,32 @@ impl RedisLive {
         }
         pipe.ignore();
     }
+}
+
+/// The consumer group every instance's applier reads the queue in.
+const ARRAY_GROUP: &str = "appliers";
+
+/// (entry id, post id) of a stream reply's entries; entries deleted since
+/// they were queued (nil fields) and malformed ones are passed over.
+fn stream_entries(v: &Value) -> Vec<(String, i64)> {
+    let Value::Array(entries) = v else {
+        return Vec::new();
+    };
+    entries
+        .iter()
+        .filter_map(|e| {
+            let Value::Array(parts) = e else { return None };
+            let id: String = redis::from_redis_value(parts.first()?).ok()?;
+            let fields: Vec<String> = redis::from_redis_value(parts.get(1)?).ok()?;
+            let post = fields
+                .chunks(2)
+                .find(|kv| kv.first().map(String::as_str) == Some("post"))?
+                .get(1)?
+                .parse()
+                .ok()?;
+            Some((id, post))
+        })
+        .collect()
 }
 
 fn parse<T: redis::FromRedisValue>(v: &Value) -> StoreResult<T> {
@@ -701,6 +751,97 @@ impl LiveStore for RedisLive {
             newest,
             crate::store::embedded::live::pulled_after(newest, &notes, seq),
         ))
+    }
+
+    async fn queue_array_refreshes(&self, post_ids: &[i64]) -> StoreResult<()> {
+        if post_ids.is_empty() {
+            return Ok(());
+        }
+        // Replicated like every live write that must outlive a failover:
+        // an entry lost with a master would leave its array stale.
+        let mut pipe = Batch::new().replicated();
+        let key = self.array_queue_key();
+        for post in post_ids {
+            pipe.cmd("XADD", &key).arg("*").arg("post").arg(*post);
+            pipe.ignore();
+        }
+        self.conn.run(pipe).await.map(|_| ())
+    }
+
+    async fn take_array_refreshes(
+        &self,
+        consumer: &str,
+        max: usize,
+        reclaim_idle_ms: u64,
+    ) -> StoreResult<Vec<(String, i64)>> {
+        self.ensure_array_group().await?;
+        let key = self.array_queue_key();
+        // What a consumer took and never acknowledged (it died, or its
+        // write failed) first, then what nobody took yet.
+        let claimed: Value = self
+            .conn
+            .query(
+                redis::cmd("XAUTOCLAIM")
+                    .arg(&key)
+                    .arg(ARRAY_GROUP)
+                    .arg(consumer)
+                    .arg(reclaim_idle_ms)
+                    .arg("0-0")
+                    .arg("COUNT")
+                    .arg(max),
+            )
+            .await?;
+        let mut out = match &claimed {
+            Value::Array(parts) => parts.get(1).map(stream_entries).unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        if out.len() < max {
+            let read: Value = self
+                .conn
+                .query(
+                    redis::cmd("XREADGROUP")
+                        .arg("GROUP")
+                        .arg(ARRAY_GROUP)
+                        .arg(consumer)
+                        .arg("COUNT")
+                        .arg(max - out.len())
+                        .arg("STREAMS")
+                        .arg(&key)
+                        .arg(">"),
+                )
+                .await?;
+            // [[key, [entries]]], or nil when there is nothing new.
+            if let Value::Array(streams) = &read {
+                for stream in streams {
+                    if let Value::Array(pair) = stream {
+                        if let Some(entries) = pair.get(1) {
+                            out.extend(stream_entries(entries));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    async fn ack_array_refreshes(&self, entries: &[String]) -> StoreResult<()> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let key = self.array_queue_key();
+        let mut pipe = Batch::new();
+        let ack = pipe.cmd("XACK", &key).arg(ARRAY_GROUP);
+        for e in entries {
+            ack.arg(e);
+        }
+        pipe.ignore();
+        // Applied entries are of no use to anyone: the stream stays small.
+        let del = pipe.cmd("XDEL", &key);
+        for e in entries {
+            del.arg(e);
+        }
+        pipe.ignore();
+        self.conn.run(pipe).await.map(|_| ())
     }
 
     async fn bump_device_table_version(&self) -> StoreResult<u64> {

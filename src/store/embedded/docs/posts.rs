@@ -209,6 +209,30 @@ impl PostDocs for EmbeddedDocs {
         .await
     }
 
+    // A post's arrays here are read from the like index (`with_arrays`),
+    // never written per like: there is nothing to defer or refresh.
+    async fn insert_like_only(&self, like: &LikeDoc) -> StoreResult<bool> {
+        self.insert_like(like, self.array_cap).await
+    }
+
+    async fn delete_like_only(
+        &self,
+        kind: LikeKind,
+        target_id: i64,
+        uid: i64,
+    ) -> StoreResult<Option<LikeDoc>> {
+        self.delete_like(kind, target_id, uid).await
+    }
+
+    async fn refresh_like_array(
+        &self,
+        _post_id: i64,
+        _cap: usize,
+        _read_at: i64,
+    ) -> StoreResult<()> {
+        Ok(())
+    }
+
     async fn raise_likes_peak(&self, _post_id: i64, comment_id: i64) -> StoreResult<()> {
         self.write(move |txn| {
             let likes = txn
