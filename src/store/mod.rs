@@ -623,9 +623,9 @@ pub trait PostDocs: Send + Sync {
     ) -> StoreResult<Option<LikeDoc>>;
 
     /// Writes the post's `likes_postid` afresh from its likes (the newest
-    /// `cap`), as they are at `read_at` (epoch ms, taken before reading
-    /// them): a refresh that read earlier than the last one written does
-    /// not overwrite it.
+    /// `cap`), and `read_at` (epoch ms) as when that was. It reads the
+    /// likes again after writing, and writes again until they agree, so of
+    /// two refreshes racing on one post the array ends as the likes are.
     async fn refresh_like_array(&self, post_id: i64, cap: usize, read_at: i64) -> StoreResult<()>;
 
     /// Removes the like if there is one, returning it.

@@ -201,14 +201,12 @@ impl PostDocs for MongoDocs {
             .await
             .map_err(classify)? as i64;
         // Only upward: a like counted late never lowers a peak another set.
+        // (`$max`, not a filter on the peak: nx-27017 applies an update
+        // whose filter has operators on other fields to the wrong document.)
         self.comments()
             .update_one(
-                doc! {
-                    "_id": comment_id,
-                    "postId": post_id,
-                    "$or": [ { "likesPeak": { "$lt": likes } }, { "likesPeak": { "$exists": false } } ],
-                },
-                doc! { "$set": { "likesPeak": likes } },
+                doc! { "_id": comment_id, "postId": post_id },
+                doc! { "$max": { "likesPeak": likes } },
             )
             .await
             .map_err(classify)?;
@@ -378,27 +376,36 @@ impl PostDocs for MongoDocs {
     }
 
     async fn refresh_like_array(&self, post_id: i64, cap: usize, read_at: i64) -> StoreResult<()> {
-        let cursor = self
-            .db
-            .collection::<IdOnly>("likes")
-            .find(doc! { "kind": LikeKind::Post.as_str(), "targetId": post_id })
-            .sort(doc! { "_id": -1 })
-            .limit(cap as i64)
-            .projection(doc! { "_id": 1 })
-            .await
-            .map_err(classify)?;
-        let ids: Vec<i64> = collect(cursor).await?.into_iter().map(|d| d.id).collect();
-        // Two appliers refreshing one post at once: the later read wins.
-        self.posts()
-            .update_one(
-                doc! {
-                    "_id": post_id,
-                    "$or": [ { "likesArrayAt": { "$lt": read_at } }, { "likesArrayAt": { "$exists": false } } ],
-                },
-                doc! { "$set": { "likes_postid": ids, "likesArrayAt": read_at } },
-            )
-            .await
-            .map_err(classify)?;
+        let newest = || async {
+            let cursor = self
+                .db
+                .collection::<IdOnly>("likes")
+                .find(doc! { "kind": LikeKind::Post.as_str(), "targetId": post_id })
+                .sort(doc! { "_id": -1 })
+                .limit(cap as i64)
+                .projection(doc! { "_id": 1 })
+                .await
+                .map_err(classify)?;
+            Ok::<Vec<i64>, StoreError>(collect(cursor).await?.into_iter().map(|d| d.id).collect())
+        };
+        // Two appliers refreshing one post at once may land the older read
+        // last; read again after writing and write again until the array
+        // holds what the likes say (a storm settles in a round or two).
+        let mut ids = newest().await?;
+        for _ in 0..5 {
+            self.posts()
+                .update_one(
+                    doc! { "_id": post_id },
+                    doc! { "$set": { "likes_postid": &ids }, "$max": { "likesArrayAt": read_at } },
+                )
+                .await
+                .map_err(classify)?;
+            let now = newest().await?;
+            if now == ids {
+                break;
+            }
+            ids = now;
+        }
         Ok(())
     }
 
