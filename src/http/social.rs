@@ -173,7 +173,7 @@ pub async fn unmute(
 
 #[utoipa::path(put, path = "/api/v1/users/{uid}/hide", tag = "social", params(("uid" = i64, Path, minimum = 1)),
     responses((status = 200, body = HideState, description = "none of the caller's posts are visible to them; repeating it changes nothing"),
-              (status = 409, description = "that is the caller, or the caller hides from as many accounts as one may")),
+              (status = 409, description = "that is the caller, not one of the caller's followers, or the caller hides from as many accounts as one may")),
     security(("bearer" = [])))]
 pub async fn hide(
     ctx: web::Data<Context>,

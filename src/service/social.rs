@@ -294,6 +294,15 @@ pub async fn set_filter(ctx: &Context, kind: FilterKind, me: i64, them: i64) -> 
     if before.rel.blocks.contains(&them) {
         return Err(AppError::NotFound("user"));
     }
+    // 不让他看 is for one's followers (WeChat: one's friends); anyone else
+    // is kept out with a block. So the hides on a reader, which every read
+    // of theirs loads, come only from accounts that reader chose to follow,
+    // and no stranger can grow them.
+    if kind == FilterKind::Hide && ctx.docs.follow_edges(me, &[them]).await?.1.is_empty() {
+        return Err(AppError::Conflict(
+            "they do not follow you: only a follower can be hidden from (block anyone else)".into(),
+        ));
+    }
     let set_already = ctx.docs.filters_set_by(kind, &[me]).await?;
     if !set_already.iter().any(|f| f.other == them) && set_already.len() >= MAX_FILTERS {
         let what = match kind {

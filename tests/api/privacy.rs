@@ -179,6 +179,18 @@ async fn a_hide_keeps_every_post_of_mine_from_them_as_if_private() {
         (Some(true), Some(true))
     );
     assert_eq!(listed(&app, &me, "/api/v1/me/hidden").await, vec![them.uid]);
+    // Only a follower can be hidden from: a stranger is blocked instead, so
+    // no stranger can grow the hides every read of theirs loads.
+    let stranger = app.user("nofollow").await;
+    assert_problem(
+        &app.put(
+            &format!("/api/v1/users/{}/hide", stranger.uid),
+            Some(&me.token),
+        )
+        .await,
+        409,
+        "conflict",
+    );
     assert!(listed(&app, &them, "/api/v1/me/hidden").await.is_empty());
 
     // Shown again, the post made while hidden included.
