@@ -82,6 +82,8 @@ async fn the_history_lists_what_i_viewed_and_may_still_see() {
         .await;
     assert_eq!(s.as_u16(), 204);
     assert_eq!(listed(&app, &me).await, vec![second, first]);
+    // Only a follower can be hidden from.
+    crate::helpers::follow(&app, &me, &author).await;
     let (s, r) = app
         .put(
             &format!("/api/v1/users/{}/hide", me.uid),
