@@ -966,28 +966,11 @@ async fn a_posts_id_arrays_hold_its_newest_ids_first_capped() {
     // `$slice`; FerretDB ignores both, and there the adapter rewrites the
     // array from the collection it mirrors. Either way, this is what a
     // post's document carries.
-    use moments::domain::post::{Category, Visibility};
 
-    use moments::store::{CommentDoc, LikeDoc, LikeKind, PostDoc, PostDocs};
+    use moments::store::{CommentDoc, LikeDoc, LikeKind, PostDocs};
     let docs = fresh_docs("id_arrays").await;
     let post = id(1);
-    docs.insert_post(&PostDoc {
-        id: post,
-        author_uid: id(2),
-        category: Category::Text,
-        content: "arrays".into(),
-        picture_urls: vec![],
-        device: String::new(),
-        geo: None,
-        visibility: Visibility::Public,
-        audience: None,
-        createtime: 0,
-        comments_postid: vec![],
-        likes_postid: vec![],
-        deleted: false,
-    })
-    .await
-    .unwrap();
+    docs.insert_post(&text_post(post)).await.unwrap();
     const CAP: usize = 3;
     let comment = |n: i64| CommentDoc {
         id: id(100 + n),
@@ -1099,28 +1082,11 @@ async fn hot_comments_rank_by_their_likes_peak_which_never_falls() {
 
 #[tokio::test]
 async fn views_are_stored_once_per_reader_post_and_day() {
-    use moments::domain::post::{Category, Visibility};
-    use moments::store::{PostDoc, PostDocs, ViewDoc, ViewDocs};
+    use moments::store::{PostDocs, ViewDoc, ViewDocs};
     let docs = fresh_docs("views").await;
     // Counts are kept on the posts.
     for post in [10, 11] {
-        docs.insert_post(&PostDoc {
-            id: id(post),
-            author_uid: id(2),
-            category: Category::Text,
-            content: "viewed".into(),
-            picture_urls: vec![],
-            device: String::new(),
-            geo: None,
-            visibility: Visibility::Public,
-            audience: None,
-            createtime: 0,
-            comments_postid: vec![],
-            likes_postid: vec![],
-            deleted: false,
-        })
-        .await
-        .unwrap();
+        docs.insert_post(&text_post(id(post))).await.unwrap();
     }
     let view = |n: i64, uid: i64, post: i64, day: i64| ViewDoc {
         id: id(100 + n),
@@ -1149,4 +1115,23 @@ async fn views_are_stored_once_per_reader_post_and_day() {
     counts.sort_unstable();
     assert_eq!(counts, vec![(id(10), 5), (id(11), 1), (id(12), 0)]);
     drop_db(docs.database().clone()).await;
+}
+
+/// A live public text post by `id(2)`, with empty id arrays.
+fn text_post(post: i64) -> moments::store::PostDoc {
+    moments::store::PostDoc {
+        id: post,
+        author_uid: id(2),
+        category: moments::domain::post::Category::Text,
+        content: "a post".into(),
+        picture_urls: vec![],
+        device: String::new(),
+        geo: None,
+        visibility: moments::domain::post::Visibility::Public,
+        audience: None,
+        createtime: 0,
+        comments_postid: vec![],
+        likes_postid: vec![],
+        deleted: false,
+    }
 }

@@ -3,20 +3,13 @@
 //! there afterwards; a second process on the same directory must refuse.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::net::TcpListener;
+mod support;
+use support::{account, call, free_port, wait_ready};
+
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
-use serde_json::{json, Value};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use serde_json::json;
 
 fn start(dir: &Path, port: u16) -> Child {
     start_with(dir, port, &[])
@@ -35,41 +28,6 @@ fn start_with(dir: &Path, port: u16, env: &[(&str, &str)]) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start moments")
-}
-
-async fn wait_ready(client: &reqwest::Client, base: &str, child: &mut Child) {
-    for _ in 0..200 {
-        if let Ok(r) = client.get(format!("{base}/readyz")).send().await {
-            if r.status().is_success() {
-                return;
-            }
-        }
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("moments exited early: {status}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("moments did not become ready");
-}
-
-async fn call(
-    client: &reqwest::Client,
-    method: reqwest::Method,
-    url: String,
-    token: Option<&str>,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let mut req = client.request(method, url);
-    if let Some(t) = token {
-        req = req.bearer_auth(t);
-    }
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let resp = req.send().await.unwrap();
-    let status = resp.status().as_u16();
-    let text = resp.text().await.unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
 }
 
 #[tokio::test]
@@ -200,33 +158,6 @@ async fn acknowledged_writes_survive_kill_9_and_a_second_process_is_refused() {
     again.kill().unwrap();
     again.wait().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// Registers and signs in `name`; returns (uid, token).
-async fn account(client: &reqwest::Client, api: &str, name: &str) -> (i64, String) {
-    let body = json!({"username": name, "password": "password-123"});
-    let (s, card) = call(
-        client,
-        reqwest::Method::POST,
-        format!("{api}/users"),
-        None,
-        Some(body.clone()),
-    )
-    .await;
-    assert_eq!(s, 201, "{card}");
-    let (s, session) = call(
-        client,
-        reqwest::Method::POST,
-        format!("{api}/sessions"),
-        None,
-        Some(body),
-    )
-    .await;
-    assert_eq!(s, 201, "{session}");
-    (
-        card["uid"].as_i64().unwrap(),
-        session["token"].as_str().unwrap().to_string(),
-    )
 }
 
 /// The README's promise for views: a crash loses at most the views

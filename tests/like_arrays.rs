@@ -5,25 +5,19 @@
 //! on the stores scripts/test.sh starts.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::net::TcpListener;
+mod support;
+use support::{account, call, free_port, wait_ready};
+
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use mongodb::bson::{doc, Bson, Document};
-use serde_json::{json, Value};
+use serde_json::json;
 
 fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| {
         panic!("{name} is not set: run scripts/test.sh, which starts redis-server and nx-27017")
     })
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn start(port: u16, db: &str, flush_ms: &str) -> Child {
@@ -43,64 +37,6 @@ fn start(port: u16, db: &str, flush_ms: &str) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .expect("start moments")
-}
-
-async fn wait_ready(client: &reqwest::Client, base: &str, child: &mut Child) {
-    for _ in 0..300 {
-        if let Ok(r) = client.get(format!("{base}/readyz")).send().await {
-            if r.status().is_success() {
-                return;
-            }
-        }
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("moments exited early: {status}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("moments did not become ready");
-}
-
-async fn call(
-    client: &reqwest::Client,
-    method: reqwest::Method,
-    url: String,
-    token: Option<&str>,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let mut req = client.request(method, url);
-    if let Some(t) = token {
-        req = req.bearer_auth(t);
-    }
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let resp = req.send().await.unwrap();
-    let status = resp.status().as_u16();
-    let text = resp.text().await.unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-}
-
-async fn account(client: &reqwest::Client, api: &str, name: &str) -> String {
-    let body = json!({"username": name, "password": "password-123"});
-    let (s, r) = call(
-        client,
-        reqwest::Method::POST,
-        format!("{api}/users"),
-        None,
-        Some(body.clone()),
-    )
-    .await;
-    assert_eq!(s, 201, "{r}");
-    let (s, r) = call(
-        client,
-        reqwest::Method::POST,
-        format!("{api}/sessions"),
-        None,
-        Some(body),
-    )
-    .await;
-    assert_eq!(s, 201, "{r}");
-    r["token"].as_str().unwrap().to_string()
 }
 
 /// The post document's likes_postid, read straight from MongoDB.
@@ -140,10 +76,10 @@ async fn likes_queued_for_their_array_survive_kill_9() {
     // The applier runs at start, then not for an hour: likes stay queued.
     let mut app = start(port, &db_name, "3600000");
     wait_ready(&client, &base, &mut app).await;
-    let author = account(&client, &api, "arrayauthor").await;
+    let (_, author) = account(&client, &api, "arrayauthor").await;
     let mut fans = Vec::new();
     for i in 0..4 {
-        fans.push(account(&client, &api, &format!("arrayfan{i}")).await);
+        fans.push(account(&client, &api, &format!("arrayfan{i}")).await.1);
     }
     let (s, p) = call(
         &client,

@@ -21,7 +21,6 @@
 //! stored.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use super::assemble::page_of_named_posts;
@@ -47,7 +46,6 @@ pub struct PostViews {
     capacity: usize,
     /// One flush at a time, so two never write the same views.
     flushing: tokio::sync::Mutex<()>,
-    uncounted: AtomicU64,
 }
 
 impl PostViews {
@@ -56,7 +54,6 @@ impl PostViews {
             waiting: Mutex::new(Waiting::default()),
             capacity,
             flushing: tokio::sync::Mutex::new(()),
-            uncounted: AtomicU64::new(0),
         }
     }
 
@@ -72,7 +69,6 @@ impl PostViews {
             return false;
         }
         if w.views.len() >= self.capacity {
-            self.uncounted.fetch_add(1, Ordering::Relaxed);
             crate::metrics::view_uncounted();
             return false;
         }
@@ -83,11 +79,6 @@ impl PostViews {
     /// Views waiting, in all.
     pub fn waiting(&self) -> usize {
         self.waiting.lock().map(|w| w.views.len()).unwrap_or(0)
-    }
-
-    /// Views turned away because the buffer was full.
-    pub fn uncounted(&self) -> u64 {
-        self.uncounted.load(Ordering::Relaxed)
     }
 
     /// Writes every view waiting now: the new ones become documents and

@@ -391,15 +391,7 @@ pub async fn filtered(
     )
     .await?;
     let others: Vec<i64> = filters.iter().map(|f| f.other).collect();
-    let cards = load_cards(ctx, &others).await?;
-    Ok(Page {
-        items: others
-            .iter()
-            .map(|o| cards.get(o).cloned().unwrap_or_else(|| unknown_user(*o)))
-            .collect(),
-        next_cursor,
-        server_time: now,
-    })
+    cards_page(ctx, &others, next_cursor, now).await
 }
 
 /// Removes everything between `a` and `b` for good (one of them is being
@@ -520,11 +512,22 @@ pub async fn list(
         Listing::Friends => friends_page(ctx, uid, before, limit, rel).await?,
     };
     let others: Vec<i64> = edges.iter().map(other_of).collect();
-    let cards = load_cards(ctx, &others).await?;
+    cards_page(ctx, &others, next_cursor, now).await
+}
+
+/// A page of these users' cards, in this order (an erased account's as
+/// the unknown user's).
+async fn cards_page(
+    ctx: &Context,
+    uids: &[i64],
+    next_cursor: Option<String>,
+    now: i64,
+) -> AppResult<Page<UserCard>> {
+    let cards = load_cards(ctx, uids).await?;
     Ok(Page {
-        items: others
+        items: uids
             .iter()
-            .map(|o| cards.get(o).cloned().unwrap_or_else(|| unknown_user(*o)))
+            .map(|u| cards.get(u).cloned().unwrap_or_else(|| unknown_user(*u)))
             .collect(),
         next_cursor,
         server_time: now,

@@ -493,11 +493,32 @@ struct IdOnly<Id = i64> {
 }
 
 #[derive(Deserialize)]
-struct CommentPostPair {
+struct PostIdPair {
     #[serde(rename = "_id")]
     id: i64,
     #[serde(rename = "postId")]
     post_id: i64,
+}
+
+/// `(postId, _id)` of the documents of `collection` matching `filter`
+/// (which names the posts): what rebuilding a post's set of comment or
+/// share ids reads.
+async fn ids_by_post(
+    db: &Database,
+    collection: &str,
+    filter: Document,
+) -> StoreResult<Vec<(i64, i64)>> {
+    let cursor = db
+        .collection::<PostIdPair>(collection)
+        .find(filter)
+        .projection(doc! { "_id": 1, "postId": 1 })
+        .await
+        .map_err(classify)?;
+    Ok(collect(cursor)
+        .await?
+        .into_iter()
+        .map(|c| (c.post_id, c.id))
+        .collect())
 }
 
 #[derive(Deserialize)]

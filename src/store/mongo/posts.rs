@@ -268,18 +268,12 @@ impl PostDocs for MongoDocs {
         if post_ids.is_empty() {
             return Ok(Vec::new());
         }
-        let cursor = self
-            .db
-            .collection::<CommentPostPair>("comments")
-            .find(doc! { "postId": { "$in": post_ids }, "deleted": false })
-            .projection(doc! { "_id": 1, "postId": 1 })
-            .await
-            .map_err(classify)?;
-        Ok(collect(cursor)
-            .await?
-            .into_iter()
-            .map(|c| (c.post_id, c.id))
-            .collect())
+        ids_by_post(
+            &self.db,
+            "comments",
+            doc! { "postId": { "$in": post_ids }, "deleted": false },
+        )
+        .await
     }
 
     async fn reply_ids_of_comments(&self, comments: &[(i64, i64)]) -> StoreResult<Vec<(i64, i64)>> {

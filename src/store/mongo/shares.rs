@@ -16,28 +16,10 @@ impl ShareDocs for MongoDocs {
     }
 
     async fn share_ids_of_posts(&self, post_ids: &[i64]) -> StoreResult<Vec<(i64, i64)>> {
-        #[derive(Deserialize)]
-        struct Ids {
-            #[serde(rename = "_id")]
-            id: i64,
-            #[serde(rename = "postId")]
-            post_id: i64,
-        }
         if post_ids.is_empty() {
             return Ok(Vec::new());
         }
-        let cursor = self
-            .db
-            .collection::<Ids>("shares")
-            .find(doc! { "postId": { "$in": post_ids } })
-            .projection(doc! { "_id": 1, "postId": 1 })
-            .await
-            .map_err(classify)?;
-        Ok(collect(cursor)
-            .await?
-            .into_iter()
-            .map(|s| (s.post_id, s.id))
-            .collect())
+        ids_by_post(&self.db, "shares", doc! { "postId": { "$in": post_ids } }).await
     }
 
     async fn shares_by_user(&self, uid: i64, limit: usize) -> StoreResult<Vec<ShareDoc>> {
