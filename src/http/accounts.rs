@@ -11,6 +11,7 @@ use crate::service::accounts::{
     self, AccountDeletion, LoginRequest, Me, PasswordChange, ProfilePatch, RegisterRequest,
     Session, SessionView,
 };
+use crate::service::social::{self, Profile};
 use crate::service::views::Page;
 use crate::service::Context;
 use crate::store::UserCard;
@@ -18,7 +19,10 @@ use crate::store::UserCard;
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(super::resource(
         "/users",
-        [(Method::POST, web::to(register))],
+        [
+            (Method::POST, web::to(register)),
+            (Method::GET, web::to(find_user)),
+        ],
     ));
     cfg.service(super::resource(
         "/sessions",
@@ -48,6 +52,31 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         "/me/password",
         [(Method::PUT, web::to(change_password))],
     ));
+}
+
+/// `?username=` on `GET /users`.
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct FindUserQuery {
+    /// The exact username, any case.
+    #[param(schema_with = crate::domain::user::username_schema)]
+    username: String,
+}
+
+/// Finding someone to follow by the name they told you (WeChat's "search
+/// by ID"): an exact match only, for a signed-in caller, so the directory
+/// cannot be listed. Sign-up already says whether a name is taken.
+#[utoipa::path(get, path = "/api/v1/users", tag = "accounts", params(FindUserQuery),
+    responses((status = 200, body = Profile),
+              (status = 404, description = "no such user, or one who blocked the caller")),
+    security(("bearer" = [])))]
+pub async fn find_user(
+    ctx: web::Data<Context>,
+    user: AuthUser,
+    req: HttpRequest,
+) -> Result<HttpResponse, AppError> {
+    let q: FindUserQuery = super::extract::query(&req)?;
+    Ok(HttpResponse::Ok().json(social::profile_by_username(&ctx, &q.username, user.uid).await?))
 }
 
 #[utoipa::path(post, path = "/api/v1/users", tag = "accounts", request_body = RegisterRequest,

@@ -7,7 +7,7 @@ use super::extract::{parse_json_object, read_body, AdminUser, Body};
 use crate::domain::device::DeviceModelRequest;
 use crate::error::AppError;
 use crate::ids::now_ms;
-use crate::service::device_names::{self, DeviceModelView, ImportFormat, ImportRow};
+use crate::service::device_names::{self, DeviceModelView, ImportFormat, ImportPreview, ImportRow};
 use crate::service::live_tools::{self, CheckReport, RebuildReport};
 use crate::service::views::Page;
 use crate::service::Context;
@@ -75,6 +75,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(super::resource(
         "/admin/device-models/import",
         [(Method::POST, web::to(import))],
+    ));
+    cfg.service(super::resource(
+        "/admin/device-models/import/preview",
+        [(Method::POST, web::to(preview_import))],
     ));
     cfg.service(super::resource(
         "/admin/device-models/{model}",
@@ -164,6 +168,31 @@ pub async fn import(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, AppError> {
+    let models = read_import(&req, payload).await?;
+    let imported = device_names::import(&ctx, admin.0, models).await?;
+    Ok(HttpResponse::Ok().json(Imported { imported }))
+}
+
+#[utoipa::path(post, path = "/api/v1/admin/device-models/import/preview", tag = "admin",
+    request_body(description = "an import as `POST /admin/device-models/import` takes it; nothing is written",
+        content((ImportRows = "application/json"), (ImportCsv = "text/csv"))),
+    responses((status = 200, body = ImportPreview, description = "what the import would add and change")),
+    security(("bearer" = [])))]
+pub async fn preview_import(
+    ctx: web::Data<Context>,
+    _admin: AdminUser,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, AppError> {
+    let models = read_import(&req, payload).await?;
+    Ok(HttpResponse::Ok().json(device_names::preview_import(&ctx, models).await?))
+}
+
+/// An import's body, parsed whole (JSON or CSV by its Content-Type).
+async fn read_import(
+    req: &HttpRequest,
+    payload: web::Payload,
+) -> Result<Vec<crate::domain::device::DeviceModel>, AppError> {
     // A whole table is bigger than any other body; only an admin may send
     // one, so it is read after the role is checked.
     let body = read_body(payload, device_names::MAX_IMPORT_BYTES).await?;
@@ -183,7 +212,5 @@ pub async fn import(
             "send application/json or text/csv",
         ));
     };
-    let models = device_names::parse_import(&body, format)?;
-    let imported = device_names::import(&ctx, admin.0, models).await?;
-    Ok(HttpResponse::Ok().json(Imported { imported }))
+    device_names::parse_import(&body, format)
 }

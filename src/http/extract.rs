@@ -395,7 +395,7 @@ pub struct PresentationQuery {
     tz: Option<String>,
 }
 
-fn query<T: DeserializeOwned>(req: &HttpRequest) -> Result<T, AppError> {
+pub(crate) fn query<T: DeserializeOwned>(req: &HttpRequest) -> Result<T, AppError> {
     web::Query::<T>::from_query(req.query_string())
         .map(|q| q.into_inner())
         .map_err(|e| AppError::invalid("query", e.to_string()))

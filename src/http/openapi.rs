@@ -20,7 +20,7 @@ impl Modify for BearerAuth {
 #[openapi(
     info(title = "moments", description = "WeChat-Moments / Weibo-style social circles"),
     paths(
-        super::accounts::register, super::accounts::login, super::accounts::logout,
+        super::accounts::register, super::accounts::find_user, super::accounts::login, super::accounts::logout,
         super::accounts::list_sessions, super::accounts::sign_out_everywhere,
         super::accounts::sign_out_session, super::accounts::change_password,
         super::accounts::delete_account,
@@ -38,7 +38,7 @@ impl Modify for BearerAuth {
         super::likes::unlike_comment, super::likes::list, super::likes::liked_by_me,
         super::favorites::favorite, super::favorites::unfavorite, super::favorites::list,
         super::shares::share, super::favorites::history,
-        super::admin::list, super::admin::upsert, super::admin::delete, super::admin::import,
+        super::admin::list, super::admin::upsert, super::admin::delete, super::admin::import, super::admin::preview_import,
         super::admin::rebuild_live, super::admin::check_live,
     ),
     components(schemas(

@@ -259,18 +259,101 @@ fn check_rows(n: usize) -> AppResult<()> {
     Ok(())
 }
 
+/// The rows an import writes: later rows win over earlier rows of the same
+/// model, as in a sequence of PUTs.
+fn last_row_per_model(models: Vec<DeviceModel>) -> Vec<DeviceModel> {
+    let mut by_key: HashMap<String, DeviceModel> = HashMap::new();
+    for m in models {
+        by_key.insert(m.key.as_str().to_string(), m);
+    }
+    let mut rows: Vec<DeviceModel> = by_key.into_values().collect();
+    rows.sort_by(|a, b| a.key.as_str().cmp(b.key.as_str()));
+    rows
+}
+
 pub async fn import(ctx: &Context, admin: i64, models: Vec<DeviceModel>) -> AppResult<usize> {
     let at = now_ms();
-    // Later rows win over earlier rows of the same model, as in a sequence of PUTs.
-    let mut by_key: HashMap<String, DeviceModelDoc> = HashMap::new();
-    for m in models {
-        let d = to_doc(m, admin, at);
-        by_key.insert(d.key.clone(), d);
-    }
-    let docs: Vec<DeviceModelDoc> = by_key.into_values().collect();
+    let docs: Vec<DeviceModelDoc> = last_row_per_model(models)
+        .into_iter()
+        .map(|m| to_doc(m, admin, at))
+        .collect();
     ctx.docs.upsert_device_models(&docs).await?;
     announce(ctx).await?;
     Ok(docs.len())
+}
+
+/// A row of the table as an import would write it.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelNames {
+    pub display_name: DisplayName,
+    pub brand: String,
+}
+
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AddedModel {
+    pub model: String,
+    pub after: ModelNames,
+}
+
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChangedModel {
+    pub model: String,
+    pub before: ModelNames,
+    pub after: ModelNames,
+}
+
+/// What an import would do to the table, without doing it.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportPreview {
+    /// Models not in the table yet, by model.
+    pub added: Vec<AddedModel>,
+    /// Models whose names or brand would change, by model.
+    pub changed: Vec<ChangedModel>,
+    /// Rows the table holds already as they are.
+    pub unchanged: usize,
+}
+
+/// Compares a parsed import with the table: the same rows `import` would
+/// write, so applying right after a preview does what it showed.
+pub async fn preview_import(ctx: &Context, models: Vec<DeviceModel>) -> AppResult<ImportPreview> {
+    let table: HashMap<String, DeviceModelDoc> = ctx
+        .docs
+        .device_models()
+        .await?
+        .into_iter()
+        .map(|d| (d.key.clone(), d))
+        .collect();
+    let mut preview = ImportPreview {
+        added: Vec::new(),
+        changed: Vec::new(),
+        unchanged: 0,
+    };
+    for m in last_row_per_model(models) {
+        let model = m.key.as_str().to_string();
+        let after = ModelNames {
+            display_name: m.display_name,
+            brand: m.brand,
+        };
+        match table.get(&model) {
+            None => preview.added.push(AddedModel { model, after }),
+            Some(d) if d.display_name == after.display_name && d.brand == after.brand => {
+                preview.unchanged += 1
+            }
+            Some(d) => preview.changed.push(ChangedModel {
+                model,
+                before: ModelNames {
+                    display_name: d.display_name.clone(),
+                    brand: d.brand.clone(),
+                },
+                after,
+            }),
+        }
+    }
+    Ok(preview)
 }
 
 /// What a CSV import may look like, for the OpenAPI document: the header

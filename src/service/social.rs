@@ -450,6 +450,17 @@ pub async fn profile(ctx: &Context, uid: i64, viewer: Viewer) -> AppResult<Profi
     })
 }
 
+/// A profile found by its exact username (any case), seen as `viewer`.
+pub async fn profile_by_username(ctx: &Context, username: &str, viewer: i64) -> AppResult<Profile> {
+    let username = crate::domain::user::Username::parse(username)?;
+    let user = ctx
+        .docs
+        .user_by_username(username.as_str())
+        .await?
+        .ok_or(AppError::NotFound("user"))?;
+    profile(ctx, user.uid, Some(viewer)).await
+}
+
 /// Which list of a user's graph to page through.
 #[derive(Debug, Clone, Copy)]
 pub enum Listing {

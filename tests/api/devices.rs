@@ -233,3 +233,79 @@ async fn a_table_larger_than_other_bodies_imports_for_an_admin_only() {
     let body: serde_json::Value = resp.json().await.unwrap();
     assert_eq!(body["imported"], 3000);
 }
+
+#[tokio::test]
+async fn an_import_preview_shows_what_would_change_and_writes_nothing() {
+    let app = spawn_app().await;
+    let admin = app.admin().await;
+    let (s, _) = app
+        .call(
+            Method::PUT,
+            "/api/v1/admin/device-models/ONEPLUS%20A6000",
+            Some(&admin.token),
+            Some(json!({"displayName": {"zh": "一加 6", "en": "OnePlus 6"}, "brand": "OnePlus"})),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 200);
+    app.call(
+        Method::PUT,
+        "/api/v1/admin/device-models/SM-G9910",
+        Some(&admin.token),
+        Some(json!({"displayName": {"zh": "三星 S21", "en": "Galaxy S21"}})),
+    )
+    .await;
+    // One row the same, one renamed, one new written twice (the last wins).
+    let csv = "model,zh,en,brand\noneplus a6000,一加 6,OnePlus 6,OnePlus\nSM-G9910,三星 Galaxy S21,Galaxy S21,Samsung\nM2004J19C,红米,Redmi,Xiaomi\nm2004j19c,红米 9,Redmi 9,Xiaomi\n";
+    let resp = app
+        .client
+        .post(format!(
+            "{}/api/v1/admin/device-models/import/preview",
+            app.base
+        ))
+        .bearer_auth(&admin.token)
+        .header("content-type", "text/csv")
+        .body(csv)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let preview: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(preview["unchanged"], 1, "{preview}");
+    assert_eq!(
+        preview["added"],
+        json!([{"model": "m2004j19c", "after": {"displayName": {"zh": "红米 9", "en": "Redmi 9"}, "brand": "Xiaomi"}}])
+    );
+    assert_eq!(
+        preview["changed"],
+        json!([{"model": "sm-g9910",
+                "before": {"displayName": {"zh": "三星 S21", "en": "Galaxy S21"}, "brand": ""},
+                "after": {"displayName": {"zh": "三星 Galaxy S21", "en": "Galaxy S21"}, "brand": "Samsung"}}])
+    );
+    let (_, list) = app
+        .get("/api/v1/admin/device-models", Some(&admin.token))
+        .await;
+    assert_eq!(list["items"].as_array().unwrap().len(), 2, "{list}");
+
+    let bad = app
+        .call(
+            Method::POST,
+            "/api/v1/admin/device-models/import/preview",
+            Some(&admin.token),
+            Some(json!([{"model": "X1", "displayName": {"zh": "", "en": "x"}}])),
+        )
+        .await;
+    assert_eq!(
+        assert_problem(&bad, 400, "invalid_input")["field"],
+        "[0].displayName.zh"
+    );
+    let user = app.user("curious").await;
+    let not_admin = app
+        .call(
+            Method::POST,
+            "/api/v1/admin/device-models/import/preview",
+            Some(&user.token),
+            Some(json!([{"model": "X1", "displayName": {"zh": "x", "en": "x"}}])),
+        )
+        .await;
+    assert_problem(&not_admin, 403, "forbidden");
+}

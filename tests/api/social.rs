@@ -479,3 +479,61 @@ async fn follows_per_account_are_capped() {
         .await;
     assert_eq!(page["items"].as_array().unwrap().len(), 2);
 }
+
+#[tokio::test]
+async fn people_are_found_by_their_exact_username_only() {
+    let app = spawn_app().await;
+    let finder = app.user("finder").await;
+    let found = app.user("Found.One").await;
+    let (s, p) = app
+        .get("/api/v1/users?username=found.one", Some(&finder.token))
+        .await;
+    assert_eq!(s.as_u16(), 200, "{p}");
+    assert_eq!(p["uid"], found.uid);
+    assert_eq!(p["nickName"], "Found.One昵称");
+    assert_eq!(p["following"], false);
+    follow(&app, &finder, &found).await;
+    let (_, p) = app
+        .get("/api/v1/users?username=FOUND.ONE", Some(&finder.token))
+        .await;
+    assert_eq!(p["following"], true);
+
+    // No prefix search, no listing, no anonymous lookups.
+    assert_problem(
+        &app.get("/api/v1/users?username=found", Some(&finder.token))
+            .await,
+        404,
+        "not_found",
+    );
+    let bad = app
+        .get("/api/v1/users?username=no%20spaces", Some(&finder.token))
+        .await;
+    assert_eq!(
+        assert_problem(&bad, 400, "invalid_input")["field"],
+        "username"
+    );
+    assert_problem(
+        &app.get("/api/v1/users", Some(&finder.token)).await,
+        400,
+        "invalid_input",
+    );
+    assert_problem(
+        &app.get("/api/v1/users?username=found.one", None).await,
+        401,
+        "unauthorized",
+    );
+    // Someone who blocked the caller is not there for them.
+    let (s, _) = app
+        .put(
+            &format!("/api/v1/users/{}/block", finder.uid),
+            Some(&found.token),
+        )
+        .await;
+    assert!(s.is_success());
+    assert_problem(
+        &app.get("/api/v1/users?username=found.one", Some(&finder.token))
+            .await,
+        404,
+        "not_found",
+    );
+}
