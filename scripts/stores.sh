@@ -81,6 +81,33 @@ need_ferretdb() {
   rm -rf "$dir"
 }
 
+# Debian's chromium (from apt when missing) and the browser tests' npm
+# packages (playwright-core, typescript; pinned by tests/browser's lock
+# file) in tests/browser/node_modules. Playwright never downloads a browser
+# of its own here: the tests launch /usr/bin/chromium.
+# Two small fonts come with it, so Chinese text and emoji render in the
+# screenshots instead of empty boxes.
+BROWSER_PACKAGES=(chromium fonts-wqy-microhei fonts-noto-color-emoji)
+need_browser() {
+  local missing=() package
+  for package in "${BROWSER_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' || missing+=("$package")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "== installing ${missing[*]} (apt)" >&2
+    if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+    $SUDO apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >&2
+  fi
+  command -v npm >/dev/null 2>&1 || { echo "the browser tests need Node.js 20+ with npm" >&2; return 1; }
+  local dir=$MOMENTS_ROOT/tests/browser
+  if ! [ "$dir/node_modules/.installed" -nt "$dir/package-lock.json" ]; then
+    echo "== installing the browser tests' npm packages (npm ci, into $dir/node_modules)" >&2
+    (cd "$dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error >&2)
+    touch "$dir/node_modules/.installed"
+  fi
+}
+
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
@@ -93,6 +120,59 @@ wait_for() { # name, command...
   done
   echo "$name did not start; see $STATE_DIR/*.log" >&2
   return 1
+}
+
+# Starts the real binary for a suite that drives it from outside
+# (contract.sh, browser.sh): a free port, a fresh data dir, an admin, on
+# `embedded` or `stores` (MOMENTS_TEST_MONGODB_URI/REDIS_URL, with a
+# database and key prefix of its own). Sets BASE, ADMIN_USERNAME and
+# ADMIN_PASSWORD; stops it on exit, keeping its log if the suite failed
+# (SUITE_PASSED unset). Extra NAME=VALUE arguments go to its environment.
+start_moments() { # suite, backend, env...
+  local suite=$1 backend=$2 port
+  shift 2
+  cargo build --locked --quiet --bin moments
+  MOMENTS_RUN_DIR=$(mktemp -d "$STATE_DIR/$suite.XXXXXX")
+  port=$(free_port)
+  ADMIN_USERNAME=${suite}admin
+  ADMIN_PASSWORD="$suite-admin-$RANDOM$RANDOM"
+  local server_env=(
+    MOMENTS_LISTEN="127.0.0.1:$port"
+    MOMENTS_DATA_DIR="$MOMENTS_RUN_DIR/data"
+    MOMENTS_ADMIN_USERNAME="$ADMIN_USERNAME"
+    MOMENTS_ADMIN_PASSWORD="$ADMIN_PASSWORD"
+    RUST_LOG=warn
+    "$@"
+  )
+  case $backend in
+    embedded) ;;
+    stores)
+      : "${MOMENTS_TEST_MONGODB_URI:?run by scripts/test.sh, or export it}"
+      : "${MOMENTS_TEST_REDIS_URL:?run by scripts/test.sh, or export it}"
+      server_env+=(
+        MOMENTS_MONGODB_URI="$MOMENTS_TEST_MONGODB_URI"
+        MOMENTS_MONGODB_DB="${suite}_$port"
+        MOMENTS_REDIS_URL="$MOMENTS_TEST_REDIS_URL"
+        MOMENTS_REDIS_PREFIX="$suite$port:"
+      )
+      ;;
+    *) echo "usage: $0 [embedded|stores]" >&2; exit 2 ;;
+  esac
+  env "${server_env[@]}" "$MOMENTS_ROOT/target/debug/moments" >"$MOMENTS_RUN_DIR/server.log" 2>&1 &
+  MOMENTS_PID=$!
+  trap stop_moments EXIT
+  BASE="http://127.0.0.1:$port"
+  wait_for moments python3 -c "import urllib.request; urllib.request.urlopen('$BASE/readyz', timeout=1)"
+}
+
+stop_moments() {
+  kill "$MOMENTS_PID" 2>/dev/null || true
+  wait "$MOMENTS_PID" 2>/dev/null || true
+  if [ -n "${SUITE_PASSED:-}" ]; then
+    rm -rf "$MOMENTS_RUN_DIR"
+  else
+    echo "== server log kept in $MOMENTS_RUN_DIR/server.log" >&2
+  fi
 }
 
 start_stores() {

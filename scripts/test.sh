@@ -4,7 +4,8 @@
 # runs the whole suite with the API tests on the embedded default, runs the
 # API tests again on MongoDB + Redis, on MongoDB + Redis Cluster and on
 # FerretDB + Redis (with the store conformance module), checks the running
-# service against its OpenAPI document (schemathesis), stops the stores.
+# service against its OpenAPI document (schemathesis), drives the web client
+# in headless chromium (Playwright), stops the stores.
 # Extra arguments go to `cargo test` (e.g. a test name filter).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,9 +38,13 @@ MOMENTS_TEST_BACKEND=stores MOMENTS_TEST_REDIS_URL=$MOMENTS_TEST_REDIS_CLUSTER_U
 MOMENTS_TEST_MONGODB_URI=$MOMENTS_TEST_FERRETDB_URI cargo test --locked --test conformance "$@"
 MOMENTS_TEST_BACKEND=stores MOMENTS_TEST_MONGODB_URI=$MOMENTS_TEST_FERRETDB_URI \
   cargo test --locked --test api "$@"
-# ...and the API contract, on both (scripts/contract.sh). Skipped only when
-# a test filter was given: a filter means "run these tests", not the fuzzer.
+# ...and the API contract, on both (scripts/contract.sh), and the web
+# client in a real browser, on both (scripts/browser.sh). Skipped only when
+# a test filter was given: a filter means "run these tests", not the fuzzer
+# or the browser.
 if [ $# -eq 0 ]; then
   scripts/contract.sh embedded
   scripts/contract.sh stores
+  scripts/browser.sh embedded
+  scripts/browser.sh stores
 fi

@@ -55,12 +55,25 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 }
 
 /// `?username=` on `GET /users`.
-#[derive(serde::Deserialize, utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
+#[derive(serde::Deserialize)]
 pub struct FindUserQuery {
-    /// The exact username, any case.
-    #[param(schema_with = crate::domain::user::username_schema)]
     username: String,
+}
+
+// By hand: utoipa's derive leaves a parameter with `schema_with` optional.
+impl utoipa::IntoParams for FindUserQuery {
+    fn into_params(
+        _: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>,
+    ) -> Vec<utoipa::openapi::path::Parameter> {
+        use utoipa::openapi::path::{ParameterBuilder, ParameterIn};
+        vec![ParameterBuilder::new()
+            .name("username")
+            .parameter_in(ParameterIn::Query)
+            .required(utoipa::openapi::Required::True)
+            .description(Some("The exact username, any case."))
+            .schema(Some(crate::domain::user::username_schema()))
+            .build()]
+    }
 }
 
 /// Finding someone to follow by the name they told you (WeChat's "search

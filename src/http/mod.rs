@@ -18,6 +18,7 @@ pub mod problem;
 pub mod request_id;
 pub mod shares;
 pub mod social;
+pub mod web_client;
 
 use actix_web::http::Method;
 use actix_web::{web, Resource, Route};
@@ -40,7 +41,8 @@ pub fn api(cfg: &mut web::ServiceConfig) {
             .configure(notifications::routes)
             .configure(admin::routes),
     )
-    .configure(ops::routes);
+    .configure(ops::routes)
+    .configure(web_client::routes);
 }
 
 /// One path and the methods it answers; any other method gets 405 with an

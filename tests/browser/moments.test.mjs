@@ -1,0 +1,537 @@
+// The web client in a real browser: Playwright drives Debian's chromium,
+// headless, at phone width, against a real moments (scripts/browser.sh
+// starts it and says where: MOMENTS_BASE_URL). Two people and an admin,
+// each in their own browser context, go through the product's scenarios
+// in order; each step finds controls by their role and label, as a screen
+// reader would, so an unlabelled control fails the step that needs it.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const BASE = process.env.MOMENTS_BASE_URL;
+const ADMIN_USERNAME = process.env.MOMENTS_ADMIN_USERNAME;
+const ADMIN_PASSWORD = process.env.MOMENTS_ADMIN_PASSWORD;
+const SHOTS = process.env.MOMENTS_SCREENSHOTS_DIR || null;
+if (!BASE || !ADMIN_USERNAME || !ADMIN_PASSWORD) {
+  throw new Error('run by scripts/browser.sh, which starts moments and sets MOMENTS_BASE_URL and the admin pair');
+}
+
+const PHONE = { width: 375, height: 812 };
+const PASSWORD = 'correct horse battery';
+// Unique per run, so the suite also runs against stores that outlive it.
+const RUN = Date.now().toString(36);
+const WANG = { username: `wangwu_${RUN}`, nick: '王五' };
+const LI = { username: `lisi_${RUN}`, nick: '李四' };
+const POST_TEXT = '周末去湖边走走';
+const MODEL = 'ONEPLUS A6000';
+
+/** @type {import('playwright-core').Browser} */
+let browser;
+/** Everything the pages logged as an error, by page; checked at the end. */
+const consoleErrors = [];
+
+before(async () => {
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
+    headless: true,
+    // Playwright adds --headless and --no-sandbox, and gives every launch
+    // a fresh, temporary profile (its --user-data-dir).
+    args: [
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+  if (SHOTS) mkdirSync(SHOTS, { recursive: true });
+});
+
+after(async () => {
+  await browser?.close();
+});
+
+/** A phone-sized page in a context of its own (its own localStorage). */
+async function phone(locale = 'zh-CN') {
+  const context = await browser.newContext({
+    viewport: PHONE,
+    deviceScaleFactor: 2,
+    locale,
+    timezoneId: 'Asia/Shanghai',
+    isMobile: true,
+    hasTouch: true,
+  });
+  // Every wait below is for something the page will show; one that never
+  // comes fails the step in seconds rather than Playwright's 30.
+  context.setDefaultTimeout(10_000);
+  const page = await context.newPage();
+  page.on('dialog', (dialog) => void dialog.accept());
+  page.on('pageerror', (error) => consoleErrors.push(`${page.url()}: ${error.message}`));
+  page.on('console', (message) => {
+    if (message.type() !== 'error') return;
+    // A refused request (the bad inputs below) is logged by the browser
+    // itself; the test checks those answers where they are shown.
+    if (/^Failed to load resource: the server responded with a status of 4\d\d/.test(message.text())) return;
+    consoleErrors.push(`${page.url()}: ${message.text()}`);
+  });
+  return page;
+}
+
+/** @param {import('playwright-core').Page} page @param {string} name */
+async function screenshot(page, name) {
+  if (!SHOTS) return;
+  // From the top, with no focus ring, once the pictures are in.
+  await page.evaluate(() => {
+    window.scrollTo(0, 0);
+    if (document.activeElement instanceof HTMLElement) document.activeElement.blur();
+  });
+  await page.waitForFunction(() => [...document.images].every((img) => img.complete));
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: false });
+}
+
+/** @param {import('playwright-core').Page} page @param {string} title */
+async function onPage(page, title) {
+  await page.getByRole('heading', { level: 1, name: title, exact: true }).waitFor();
+  // Every list has finished loading (or says it is empty).
+  await page.waitForFunction(() => [...document.querySelectorAll('[aria-busy="true"]')].length === 0);
+  await assertLabelled(page);
+}
+
+/**
+ * Every control the page shows has a name a screen reader can read: its
+ * label, an aria-label or its text.
+ * @param {import('playwright-core').Page} page
+ */
+async function assertLabelled(page) {
+  const unnamed = await page.evaluate(() => {
+    const out = [];
+    for (const el of document.querySelectorAll('input, select, textarea, button, a[href]')) {
+      if (!(el instanceof HTMLElement) || el.closest('[hidden]') || el.getAttribute('aria-hidden') === 'true') continue;
+      const labelled =
+        ('labels' in el && el.labels && el.labels.length > 0) ||
+        el.getAttribute('aria-label') ||
+        el.getAttribute('aria-labelledby') ||
+        (el.textContent ?? '').trim() ||
+        el.querySelector('img[alt]:not([alt=""])');
+      if (!labelled) out.push(el.outerHTML.slice(0, 120));
+    }
+    return out;
+  });
+  assert.deepEqual(unnamed, [], 'controls without a name');
+}
+
+/** @param {import('playwright-core').Page} page @param {{username: string, nick: string}} who */
+async function signUp(page, who) {
+  await page.goto(`${BASE}/#/signup`);
+  await onPage(page, '注册');
+  await page.getByLabel('用户名').fill(who.username);
+  await page.getByLabel('密码').fill(PASSWORD);
+  await page.getByLabel('昵称').fill(who.nick);
+  await page.getByRole('button', { name: '注册' }).click();
+  await onPage(page, '朋友圈');
+}
+
+/** The article of the post with this text. @param {import('playwright-core').Page} page */
+function postWith(page, text) {
+  return page.getByRole('article').filter({ hasText: text });
+}
+
+/**
+ * Waits until `who`'s home feed, read through the API, holds `count` posts
+ * starting with one that has `newest`: a new post reaches followers'
+ * timelines by a fan-out that runs after the post is acknowledged.
+ * @param {import('playwright-core').Page} page
+ */
+async function feedHolds(page, newest, count) {
+  const bearer = await token(page);
+  for (;;) {
+    const res = await fetch(`${BASE}/api/v1/feed?limit=100`, { headers: { authorization: `Bearer ${bearer}` } });
+    assert.equal(res.status, 200);
+    const { items } = await res.json();
+    if (items.length >= count && items[0].content.startsWith(newest)) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/**
+ * Opens an address of the client, loading the page afresh even when it is
+ * already there (a same-address `goto` would not).
+ * @param {import('playwright-core').Page} page
+ * @param {string} path after `#`
+ */
+async function visit(page, path) {
+  const url = `${BASE}/#${path}`;
+  if (page.url() === url) await page.reload();
+  else await page.goto(url);
+}
+
+/** @param {import('playwright-core').Page} page */
+async function token(page) {
+  return page.evaluate(() => JSON.parse(localStorage.getItem('moments.session') ?? 'null')?.token);
+}
+
+/**
+ * The scenarios build on each other: once one fails, the later ones fail
+ * at once, saying so, instead of timing out one by one.
+ * @param {string} name
+ * @param {() => Promise<void> | void} body
+ */
+function step(name, body) {
+  test(name, async () => {
+    if (broken) throw new Error(`not run: "${broken}" failed`);
+    try {
+      await body();
+    } catch (error) {
+      broken = name;
+      // What each person's page showed when it failed, for the log.
+      for (const [who, page] of [['wang', wang], ['li', li], ['admin', admin]]) {
+        if (!page || page.isClosed()) continue;
+        const path = join(tmpdir(), `moments-browser-failure-${who}.png`);
+        await page.screenshot({ path, fullPage: true }).catch(() => {});
+        console.error(`# ${who} was at ${page.url()}; screenshot: ${path}`);
+      }
+      throw error;
+    }
+  });
+}
+/** @type {string | false} */
+let broken = false;
+
+/** @type {import('playwright-core').Page} */ let wang;
+/** @type {import('playwright-core').Page} */ let li;
+/** @type {import('playwright-core').Page} */ let admin;
+let postId = '';
+
+step('the pages are served with a strict Content-Security-Policy', async () => {
+  const res = await fetch(`${BASE}/`);
+  assert.equal(res.status, 200);
+  assert.match(res.headers.get('content-type') ?? '', /^text\/html/);
+  const csp = res.headers.get('content-security-policy') ?? '';
+  for (const directive of ["default-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "frame-ancestors 'none'"]) {
+    assert.ok(csp.includes(directive), `${directive} in ${csp}`);
+  }
+  assert.ok(!csp.includes('unsafe'), csp);
+  const html = await res.text();
+  assert.ok(!/<script(?![^>]*\bsrc=)[^>]*>/i.test(html), 'no inline script');
+});
+
+step('a bad sign-up shows its error next to the field and makes no account', async () => {
+  wang = await phone();
+  await wang.goto(`${BASE}/#/signup`);
+  await onPage(wang, '注册');
+  const username = wang.getByLabel('用户名');
+  const password = wang.getByLabel('密码');
+  await username.fill(WANG.username);
+  await password.fill('short');
+  await wang.getByRole('button', { name: '注册' }).click();
+  const errorId = `${await password.getAttribute('id')}-error`;
+  const error = wang.locator(`#${errorId}`);
+  await error.waitFor();
+  assert.match(await error.innerText(), /8/);
+  assert.equal(await password.getAttribute('aria-invalid'), 'true');
+  assert.ok((await password.getAttribute('aria-describedby'))?.split(' ').includes(errorId));
+  assert.ok(await password.evaluate((el) => el === document.activeElement), 'the bad field has focus');
+  // The username was fine: no error there, and (below) it is still free.
+  assert.equal(await username.getAttribute('aria-invalid'), null);
+});
+
+step('two people sign up and land on an empty feed', async () => {
+  // The name the refused sign-up above tried is free: it made nothing.
+  await signUp(wang, WANG);
+  li = await phone();
+  await signUp(li, LI);
+  await li.getByText('还没有动态').waitFor();
+});
+
+step('one finds the other by username and follows them', async () => {
+  await li.getByRole('link', { name: '找人' }).click();
+  await onPage(li, '找人');
+  await li.getByText('你还没有关注任何人').waitFor();
+  await li.getByLabel('对方的用户名').fill('nobody_here');
+  await li.getByRole('button', { name: '查找' }).click();
+  await li.getByText('没有找到这个用户名').waitFor();
+  await li.getByLabel('对方的用户名').fill(WANG.username.toUpperCase());
+  await li.getByRole('button', { name: '查找' }).click();
+  await li.getByRole('heading', { name: WANG.nick }).waitFor();
+  const follow = li.getByRole('button', { name: '关注', exact: true });
+  await follow.click();
+  const unfollow = li.getByRole('button', { name: '取消关注' });
+  await unfollow.waitFor();
+  assert.equal(await unfollow.getAttribute('aria-pressed'), 'true');
+  await li.getByText('关注者 1').waitFor();
+});
+
+step('a bad picture URL is shown next to that picture and nothing is posted', async () => {
+  await wang.getByRole('link', { name: '发表' }).click();
+  await onPage(wang, '发表动态');
+  await wang.getByLabel('这一刻的想法').fill('不会发出去');
+  await wang.getByRole('button', { name: '添加图片' }).click();
+  const picture = wang.getByLabel('图片地址 1');
+  await picture.fill('ftp://example.com/a.jpg');
+  await wang.getByRole('button', { name: '发表', exact: true }).click();
+  const error = wang.locator(`#${await picture.getAttribute('id')}-error`);
+  await error.waitFor();
+  assert.match(await error.innerText(), /http or https URL/);
+  assert.equal(await picture.getAttribute('aria-invalid'), 'true');
+  await wang.getByRole('button', { name: '移除图片 1' }).click();
+  await wang.getByLabel('这一刻的想法').fill('');
+});
+
+step('one posts text with emoji, three pictures, a device and a place', async () => {
+  await wang.getByLabel('这一刻的想法').fill(POST_TEXT);
+  await wang.getByRole('button', { name: '插入表情 🎉' }).click();
+  await wang.getByRole('button', { name: '用示例图片' }).click();
+  assert.equal(await wang.getByRole('group', { name: '图片预览' }).getByRole('img').count(), 3);
+  await wang.getByLabel('设备型号').fill(MODEL);
+  await wang.getByText('添加位置').click();
+  await wang.getByLabel('地点名称').fill('西湖');
+  await wang.getByLabel('纬度').fill('30.2431');
+  await wang.getByLabel('经度').fill('120.1500');
+  await wang.getByLabel('谁可以看').selectOption('public');
+  await screenshot(wang, 'compose');
+  await wang.getByRole('button', { name: '发表', exact: true }).click();
+  await onPage(wang, '详情');
+  postId = /#\/post\/(\d+)$/.exec(wang.url())?.[1] ?? '';
+  assert.ok(postId, wang.url());
+  const card = postWith(wang, POST_TEXT);
+  assert.equal(await card.locator('.post-content').innerText(), `${POST_TEXT}🎉`);
+  assert.equal(await card.getByRole('img', { name: /^图片 \d\/3$/ }).count(), 3);
+  await card.getByText(`来自 ${MODEL}`).waitFor();
+  await card.getByText('西湖').waitFor();
+  await card.getByText('刚刚').waitFor();
+});
+
+step('the other sees it in their feed, likes it and comments', async () => {
+  await feedHolds(li, POST_TEXT, 1);
+  await li.getByRole('link', { name: '朋友圈' }).click();
+  await onPage(li, '朋友圈');
+  const card = postWith(li, POST_TEXT);
+  await card.waitFor();
+  const like = card.getByRole('button', { name: /^赞/ });
+  assert.equal(await like.getAttribute('aria-pressed'), 'false');
+  await like.click();
+  const liked = card.getByRole('button', { name: /^♥?\s*已赞 1$/ });
+  await liked.waitFor();
+  assert.equal(await liked.getAttribute('aria-pressed'), 'true');
+  await card.locator('.likes-row').getByRole('link', { name: LI.nick }).waitFor();
+
+  await card.getByRole('button', { name: /评论/ }).click();
+  const box = card.getByLabel('评论', { exact: true });
+  await box.fill('沙发！');
+  await card.getByRole('button', { name: '发送' }).click();
+  await card.locator('.comment').filter({ hasText: `${LI.nick}：沙发！` }).waitFor();
+  await card.getByRole('button', { name: /评论 1$/ }).waitFor();
+});
+
+step('the author sees the unread badge, reads the notifications and it clears', async () => {
+  await wang.reload();
+  // Followed, liked, commented on.
+  const tab = wang.getByRole('link', { name: '消息，3 条未读' });
+  await tab.waitFor();
+  await tab.click();
+  await onPage(wang, '消息');
+  await wang.getByRole('listitem').filter({ hasText: `${LI.nick} 赞了你的动态` }).waitFor();
+  await wang.getByRole('listitem').filter({ hasText: `${LI.nick} 评论了你的动态` }).waitFor();
+  await wang.getByRole('listitem').filter({ hasText: `${LI.nick} 关注了你` }).waitFor();
+  await wang.getByRole('link', { name: '消息', exact: true }).waitFor();
+  assert.equal(await wang.locator('.badge').isHidden(), true);
+});
+
+step('the author replies on the post page; counts and texts show on both sides', async () => {
+  await visit(wang, `/post/${postId}`);
+  await onPage(wang, '详情');
+  const card = postWith(wang, POST_TEXT);
+  await card.locator('.likes-row').getByRole('link', { name: LI.nick }).waitFor();
+  const comments = wang.getByRole('list', { name: '全部评论' });
+  await comments.getByText('沙发！').waitFor();
+  await comments.getByRole('button', { name: `回复 ${LI.nick}` }).click();
+  const box = card.getByLabel(`回复 ${LI.nick}`);
+  assert.ok(await box.evaluate((el) => el === document.activeElement), 'the reply box has focus');
+  await box.fill('谢谢～');
+  await card.getByRole('button', { name: '发送' }).click();
+  await comments.locator('.comment').filter({ hasText: `${WANG.nick} 回复 ${LI.nick}：谢谢～` }).waitFor();
+  await card.getByRole('button', { name: /^♡?\s*赞 1$/ }).waitFor();
+  await card.getByRole('button', { name: /评论 2$/ }).waitFor();
+  await screenshot(wang, 'post');
+
+  await li.reload();
+  await onPage(li, '朋友圈');
+  const seen = postWith(li, POST_TEXT);
+  await seen.locator('.comment').filter({ hasText: `${WANG.nick} 回复 ${LI.nick}：谢谢～` }).waitFor();
+  await seen.getByRole('button', { name: /已赞 1$/ }).waitFor();
+  await seen.getByRole('button', { name: /评论 2$/ }).waitFor();
+  await screenshot(li, 'feed');
+});
+
+step('the like is undone and redone from the keyboard', async () => {
+  const card = postWith(li, POST_TEXT);
+  const like = card.getByRole('button', { name: /已赞 1$/ });
+  await like.focus();
+  await li.keyboard.press('Enter');
+  const unliked = card.getByRole('button', { name: /^♡?\s*赞$/ });
+  await unliked.waitFor();
+  assert.equal(await unliked.getAttribute('aria-pressed'), 'false');
+  assert.ok(await unliked.evaluate((el) => el === document.activeElement), 'focus stays on the like button');
+  await li.keyboard.press('Space');
+  await card.getByRole('button', { name: /已赞 1$/ }).waitFor();
+});
+
+step('an admin maps the device model; the post shows the name after a reload', async () => {
+  admin = await phone();
+  await admin.goto(`${BASE}/#/signin`);
+  await onPage(admin, '登录');
+  await admin.getByLabel('用户名').fill(ADMIN_USERNAME);
+  await admin.getByLabel('密码').fill(ADMIN_PASSWORD);
+  await admin.getByRole('button', { name: '登录' }).click();
+  await onPage(admin, '朋友圈');
+  await admin.getByRole('link', { name: '我', exact: true }).click();
+  await admin.getByRole('link', { name: '管理后台' }).click();
+  await onPage(admin, '管理后台');
+  await admin.getByText('表里还没有型号').waitFor();
+
+  // A blank name is refused next to its field.
+  await admin.getByText('添加或替换一个型号').click();
+  const form = admin.locator('details.add-model');
+  await form.getByLabel('型号').fill(MODEL);
+  await form.getByLabel('英文名').fill('OnePlus 6');
+  await form.getByRole('button', { name: '保存型号' }).click();
+  const zh = form.getByLabel('中文名');
+  const error = admin.locator(`#${await zh.getAttribute('id')}-error`);
+  await error.waitFor();
+  assert.equal(await zh.getAttribute('aria-invalid'), 'true');
+  await admin.getByText('表里还没有型号').waitFor();
+
+  await zh.fill('一加 6');
+  await form.getByRole('button', { name: '保存型号' }).click();
+  await admin.locator('tr[data-model="oneplus a6000"]').getByText('一加 6').waitFor();
+  await admin.getByText('共 1 个型号').waitFor();
+
+  await visit(wang, `/post/${postId}`);
+  await onPage(wang, '详情');
+  await postWith(wang, POST_TEXT).getByText('来自 一加 6').waitFor();
+});
+
+step('a bulk import shows what it adds and changes before it is applied', async () => {
+  const text = admin.getByLabel('导入内容');
+  await text.fill('model,zh,en,brand\nONEPLUS A6000,一加 6,OnePlus 6,OnePlus\nM2004J19C,红米 9,Redmi 9,Xiaomi\n');
+  const apply = admin.getByRole('button', { name: '应用导入' });
+  assert.equal(await apply.isDisabled(), true, 'nothing to apply before a preview');
+  await admin.getByRole('button', { name: '预览' }).click();
+  await admin.getByText('新增 1', { exact: true }).first().waitFor();
+  await admin.getByText('修改 1', { exact: true }).first().waitFor();
+  await admin.locator('.preview-added tr[data-model="m2004j19c"]').getByText('红米 9 / Redmi 9 · Xiaomi').waitFor();
+  await admin.locator('.preview-changed tr[data-model="oneplus a6000"] ins').getByText('一加 6 / OnePlus 6 · OnePlus').waitFor();
+  // The preview wrote nothing.
+  await admin.getByText('共 1 个型号').waitFor();
+  await screenshot(admin, 'admin-import');
+
+  await apply.click();
+  await admin.getByText('已导入 2 行').waitFor();
+  await admin.getByText('共 2 个型号').waitFor();
+
+  // A bad row is named, next to the text, and nothing is written.
+  await text.fill('model,zh,en\nGOOD1,好,Good\n,空,Empty\n');
+  await admin.getByRole('button', { name: '预览' }).click();
+  const error = admin.locator(`#${await text.getAttribute('id')}-error`);
+  await error.waitFor();
+  assert.match(await error.innerText(), /^第 2 行：/);
+});
+
+step('the admin searches, edits and deletes rows, and checks and rebuilds the live state', async () => {
+  const search = admin.getByLabel('搜索型号或名称');
+  await search.fill('redmi');
+  await admin.getByText('共 1 个型号').waitFor();
+  await admin.getByRole('button', { name: '编辑 m2004j19c' }).click();
+  const row = admin.locator('tr[data-model="m2004j19c"]');
+  const zh = row.getByLabel('中文名');
+  assert.ok(await zh.evaluate((el) => el === document.activeElement), 'the edit form has focus');
+  await zh.fill('红米 9 Pro');
+  await row.getByRole('button', { name: '保存' }).click();
+  await admin.locator('tr[data-model="m2004j19c"]').getByText('红米 9 Pro').waitFor();
+  await admin.getByRole('button', { name: '删除 m2004j19c' }).click();
+  await admin.getByText('已删除 m2004j19c').waitFor();
+  await search.fill('');
+  await admin.getByText('共 1 个型号').waitFor();
+  await screenshot(admin, 'admin');
+
+  // One post so far, by one of the three accounts.
+  await admin.getByRole('button', { name: '检查' }).click();
+  await admin.getByText('检查了 1 条动态和 3 个用户：不一致 0').waitFor();
+  await admin.getByRole('button', { name: '重建' }).click();
+  await admin.getByText('已重建 1 条动态和 3 个用户').waitFor();
+});
+
+step('someone without the admin role gets no console', async () => {
+  await visit(li, '/admin');
+  await onPage(li, '管理后台');
+  await li.getByText('这里需要管理员身份。').waitFor();
+  await li.getByRole('link', { name: '我', exact: true }).click();
+  assert.equal(await li.getByRole('link', { name: '管理后台' }).count(), 0);
+});
+
+step('the feed loads its next pages by cursor as it scrolls', async () => {
+  const bearer = await token(wang);
+  for (let i = 1; i <= 14; i += 1) {
+    const res = await fetch(`${BASE}/api/v1/posts`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${bearer}` },
+      body: JSON.stringify({ category: 'TEXT', content: `第 ${i} 条` }),
+    });
+    assert.equal(res.status, 201, await res.text());
+  }
+  await feedHolds(li, '第 14 条', 15);
+  await visit(li, '/feed');
+  await onPage(li, '朋友圈');
+  // A page is 10 posts; the 15th (the first one) arrives only by scrolling.
+  await postWith(li, '第 14 条').waitFor();
+  assert.equal(await postWith(li, POST_TEXT).count(), 0);
+  for (let i = 0; i < 10 && (await postWith(li, POST_TEXT).count()) === 0; i += 1) {
+    await li.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
+    await li.waitForFunction(() => [...document.querySelectorAll('[aria-busy="true"]')].length === 0);
+  }
+  await postWith(li, POST_TEXT).waitFor();
+  await li.getByText('没有更多了').waitFor();
+  assert.equal(await li.getByRole('article').count(), 15);
+  const ids = await li.getByRole('article').evaluateAll((els) => els.map((el) => el.getAttribute('data-post-id')));
+  assert.equal(new Set(ids).size, ids.length, 'no post twice');
+});
+
+step('the author deletes their reply, then a post', async () => {
+  await visit(wang, `/post/${postId}`);
+  await onPage(wang, '详情');
+  const comments = wang.getByRole('list', { name: '全部评论' });
+  const reply = comments.locator('.comment').filter({ hasText: '谢谢～' });
+  await reply.getByRole('button', { name: '删除评论' }).click();
+  await reply.waitFor({ state: 'detached' });
+  await postWith(wang, POST_TEXT).getByRole('button', { name: /评论 1$/ }).waitFor();
+
+  await wang.goto(`${BASE}/#/u/${await wang.evaluate(() => JSON.parse(localStorage.getItem('moments.session') ?? '{}').me.uid)}`);
+  await onPage(wang, WANG.nick);
+  const doomed = postWith(wang, '第 14 条');
+  await doomed.getByRole('button', { name: '删除' }).click();
+  await doomed.waitFor({ state: 'detached' });
+  const res = await fetch(`${BASE}/api/v1/users/${await wang.evaluate(() => JSON.parse(localStorage.getItem('moments.session') ?? '{}').me.uid)}/posts?limit=100`);
+  const page = await res.json();
+  assert.ok(!page.items.some((p) => p.content === '第 14 条'), 'the post is gone');
+});
+
+step('in English the words, times and device names change', async () => {
+  await visit(wang, `/post/${postId}`);
+  await onPage(wang, '详情');
+  await wang.getByRole('button', { name: 'Switch to English' }).click();
+  await onPage(wang, 'Post');
+  const card = postWith(wang, POST_TEXT);
+  await card.getByText('from OnePlus 6').waitFor();
+  await card.getByText(/^(just now|\d+ min ago)$/).waitFor();
+  await wang.getByRole('link', { name: 'Moments', exact: true }).waitFor();
+  await wang.getByRole('button', { name: '切换到中文' }).click();
+  await onPage(wang, '详情');
+});
+
+step('no page logged an error', () => {
+  assert.deepEqual(consoleErrors, []);
+});

@@ -1,0 +1,132 @@
+// @ts-check
+// The one way the pages talk to the service: its public JSON API under
+// /api/v1, nothing else. Errors arrive as problem+json and leave here as
+// an ApiError that keeps the problem's `field`, so a form can show the
+// words next to the input they are about.
+
+import { current, forget } from './session.js';
+import { t } from './i18n.js';
+import { noteServerTime } from './time.js';
+
+/** @typedef {import('./types.js').Problem} Problem */
+
+export class ApiError extends Error {
+  /**
+   * @param {number} status 0 when the service could not be reached
+   * @param {Problem} problem
+   * @param {number | null} retryAfter seconds, from `Retry-After`
+   */
+  constructor(status, problem, retryAfter) {
+    super(problem.detail || problem.title);
+    this.status = status;
+    this.problem = problem;
+    this.retryAfter = retryAfter;
+  }
+
+  /** The input the problem names (`username`, `pictureUrls[1]`, `[0].model`), if any. */
+  get field() {
+    return this.problem.field ?? null;
+  }
+
+  /** The problem in words for a reader: without the field's name in front. */
+  get words() {
+    const field = this.field;
+    let detail = this.problem.detail || this.problem.title || t('error.generic');
+    if (field && detail.startsWith(`${field}: `)) detail = detail.slice(field.length + 2);
+    if (this.retryAfter) return t('error.retryAfter', { detail, s: this.retryAfter });
+    return detail;
+  }
+}
+
+/** Sent when the service no longer knows the session (expired, signed out elsewhere). */
+export const SIGNED_OUT_EVENT = 'moments:signed-out';
+
+/**
+ * @typedef {{
+ *   query?: Record<string, string | number | undefined | null>,
+ *   json?: unknown,
+ *   text?: string,
+ *   contentType?: string,
+ *   headers?: Record<string, string>,
+ * }} CallOptions
+ */
+
+/**
+ * @param {string} method
+ * @param {string} path under /api/v1
+ * @param {CallOptions} [options]
+ * @returns {Promise<any>} the answer's JSON, or null for 204
+ */
+export async function call(method, path, options = {}) {
+  const url = new URL(`/api/v1${path}`, location.origin);
+  for (const [key, value] of Object.entries(options.query ?? {})) {
+    if (value !== undefined && value !== null && value !== '') url.searchParams.set(key, String(value));
+  }
+  /** @type {Record<string, string>} */
+  const headers = { accept: 'application/json, application/problem+json', ...options.headers };
+  const session = current();
+  if (session) headers.authorization = `Bearer ${session.token}`;
+  /** @type {string | undefined} */
+  let body;
+  if (options.text !== undefined) {
+    body = options.text;
+    headers['content-type'] = options.contentType ?? 'text/plain';
+  } else if (options.json !== undefined) {
+    body = JSON.stringify(options.json);
+    headers['content-type'] = 'application/json';
+  }
+  /** @type {Response} */
+  let res;
+  try {
+    res = await fetch(url, { method, headers, body });
+  } catch {
+    throw new ApiError(
+      0,
+      { type: 'about:blank', title: t('error.network'), status: 0, detail: t('error.network'), code: 'network' },
+      null,
+    );
+  }
+  if (res.status === 204) return null;
+  const text = await res.text();
+  /** @type {any} */
+  let data = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch {
+    data = null;
+  }
+  if (!res.ok) {
+    const problem =
+      data && typeof data === 'object' && typeof data.status === 'number'
+        ? /** @type {Problem} */ (data)
+        : { type: 'about:blank', title: res.statusText, status: res.status, detail: res.statusText || t('error.generic'), code: `http_${res.status}` };
+    const retryAfter = Number(res.headers.get('retry-after'));
+    if (res.status === 401 && session) {
+      forget();
+      window.dispatchEvent(new Event(SIGNED_OUT_EVENT));
+    }
+    throw new ApiError(res.status, problem, Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : null);
+  }
+  if (data && typeof data === 'object' && typeof data.serverTime === 'number') noteServerTime(data.serverTime);
+  return data;
+}
+
+/**
+ * Sends a form's creates with an `Idempotency-Key` that is kept while an
+ * answer was lost (the retry then makes nothing twice) and renewed once
+ * any answer arrived (a corrected form is a new request).
+ * @returns {<T>(send: (key: string) => Promise<T>) => Promise<T>}
+ */
+export function idempotentCreates() {
+  let key = crypto.randomUUID();
+  return async (send) => {
+    try {
+      const answer = await send(key);
+      key = crypto.randomUUID();
+      return answer;
+    } catch (error) {
+      if (!(error instanceof ApiError) || error.status !== 0) key = crypto.randomUUID();
+      throw error;
+    }
+  };
+}

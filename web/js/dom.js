@@ -1,0 +1,76 @@
+// @ts-check
+// Elements are built from data with text nodes and attributes only, never
+// from HTML strings: a post's text can hold anything, and none of it may
+// become markup.
+
+/** @typedef {Node | string | number | null | undefined | false} Child */
+
+/**
+ * An element with attributes, listeners (`onclick: fn`) and children.
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag
+ * @param {Record<string, unknown> | null} [attrs]
+ * @param {...(Child | Child[])} children
+ * @returns {HTMLElementTagNameMap[K]}
+ */
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs ?? {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key.startsWith('on') && typeof value === 'function') {
+      el.addEventListener(key.slice(2), /** @type {EventListener} */ (value));
+    } else if (key === 'value' && 'value' in el) {
+      /** @type {HTMLInputElement} */ (/** @type {unknown} */ (el)).value = String(value);
+    } else {
+      el.setAttribute(key, value === true ? '' : String(value));
+    }
+  }
+  append(el, children);
+  return el;
+}
+
+/**
+ * @param {Element} el
+ * @param {(Child | Child[])[]} children
+ */
+export function append(el, children) {
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(typeof child === 'number' ? String(child) : child);
+  }
+}
+
+/**
+ * Replaces an element's children.
+ * @param {Element} el
+ * @param {...(Child | Child[])} children
+ */
+export function fill(el, ...children) {
+  el.replaceChildren();
+  append(el, children);
+}
+
+/** An id unique in this page, for label/aria wiring. */
+let nextId = 0;
+export function uniqueId(prefix = 'f') {
+  nextId += 1;
+  return `${prefix}-${nextId}`;
+}
+
+/**
+ * A round avatar: the picture when there is one, else the name's first
+ * character on a colour derived from the uid.
+ * @param {{ uid: number, nickName: string, headImg: string }} user
+ * @param {'s' | 'm' | 'l'} [size]
+ */
+export function avatar(user, size = 'm') {
+  if (user.headImg) {
+    return h('img', { class: `avatar avatar-${size}`, src: user.headImg, alt: '', loading: 'lazy' });
+  }
+  const hue = Number(BigInt(user.uid) % 360n);
+  return h(
+    'span',
+    { class: `avatar avatar-${size} avatar-letter`, 'aria-hidden': 'true', 'data-hue': String(Math.floor(hue / 30)) },
+    Array.from(user.nickName)[0] ?? '?',
+  );
+}

@@ -1,0 +1,79 @@
+// @ts-check
+// A user's album: who they are, how we relate, follow or unfollow, and
+// the posts of theirs I may see, page by page.
+
+import { ApiError, call } from '../api.js';
+import { avatar, fill, h } from '../dom.js';
+import { busy } from '../forms.js';
+import { lang, t } from '../i18n.js';
+import { pagedList } from '../lists.js';
+import { postCard, reportError } from '../post_card.js';
+import { current } from '../session.js';
+
+/** @typedef {import('../types.js').Profile} Profile */
+
+/** @param {import('../main.js').PageContext} ctx */
+export async function render({ main, title, params }) {
+  const uid = params[0];
+  title(t('album.title'));
+  const header = h('section', { class: 'card profile', 'aria-live': 'polite' },
+    h('p', { class: 'list-status', role: 'status' }, h('span', { class: 'spinner', 'aria-hidden': 'true' }), t('list.loading')));
+  main.append(header);
+  /** @type {Profile} */
+  let profile;
+  try {
+    profile = await call('GET', `/users/${uid}`);
+  } catch (error) {
+    fill(header, h('p', { class: 'error-text' }, error instanceof ApiError && error.status === 404 ? t('error.notFound') : error instanceof ApiError ? error.words : t('error.generic')));
+    return;
+  }
+  title(profile.nickName);
+  drawProfile(header, profile);
+  const list = pagedList({
+    label: t('album.title'),
+    empty: t('album.empty'),
+    load: (cursor) => call('GET', `/users/${uid}/posts`, { query: { cursor, limit: 10, lang: lang() } }),
+    render: (post) => postCard(post).el,
+  });
+  main.append(list.root);
+  return list.stop;
+}
+
+/**
+ * @param {HTMLElement} header
+ * @param {Profile} profile
+ */
+export function drawProfile(header, profile) {
+  const self = current()?.me.uid === profile.uid;
+  const following = Boolean(profile.following);
+  fill(
+    header,
+    avatar(profile, 'l'),
+    h('div', { class: 'profile-main' },
+      h('h2', { class: 'profile-name' }, profile.nickName),
+      h('p', { class: 'profile-counts' },
+        h('span', { 'data-count': 'followers' }, t('album.followers', { n: profile.followersCount })),
+        ' · ',
+        h('span', { 'data-count': 'following' }, t('album.following', { n: profile.followingCount }))),
+      !self && (profile.following && profile.followedBy
+        ? h('p', { class: 'tag' }, t('album.friends'))
+        : profile.followedBy && h('p', { class: 'tag' }, t('album.followsYou'))),
+      !self && h('button', {
+        type: 'button',
+        class: following ? 'button-quiet follow' : 'button-primary follow',
+        'aria-pressed': String(following),
+        onclick: async (/** @type {Event} */ e) => {
+          const button = /** @type {HTMLButtonElement} */ (e.currentTarget);
+          try {
+            await busy(button, () => call(following ? 'DELETE' : 'PUT', `/users/${profile.uid}/follow`));
+            const fresh = await call('GET', `/users/${profile.uid}`);
+            drawProfile(header, fresh);
+            const again = header.querySelector('button.follow');
+            if (again instanceof HTMLElement) again.focus();
+          } catch (error) {
+            reportError(header, error);
+          }
+        },
+      }, following ? t('album.unfollow') : t('album.follow'))),
+  );
+}

@@ -1,0 +1,358 @@
+// @ts-check
+// One expanded post as the feed, an album and the post page show it:
+// author, text, pictures, place, time, device, the like and comment
+// buttons, the names of those who liked it and the latest comments with
+// "A 回复 B". Every action goes through the API and then reads the post
+// again, so what the card shows is what the service holds.
+
+import { ApiError, call, idempotentCreates } from './api.js';
+import { avatar, fill, h, uniqueId } from './dom.js';
+import { busy, field, formAlert, onSubmit } from './forms.js';
+import { lang, t } from './i18n.js';
+import { current } from './session.js';
+import { relativeTime, serverNow } from './time.js';
+
+/** @typedef {import('./types.js').Post} Post */
+/** @typedef {import('./types.js').Comment} Comment */
+
+/**
+ * @typedef {{
+ *   detail?: boolean,
+ *   onDeleted?: () => void,
+ *   onCommented?: () => void,
+ * }} CardOptions
+ */
+
+/**
+ * A `<time>` that main.js keeps current ("刚刚" becomes "1分钟前").
+ * @param {number} at epoch ms
+ */
+export function timeText(at) {
+  return h(
+    'time',
+    { datetime: new Date(at).toISOString(), 'data-t': String(at) },
+    relativeTime(at, serverNow(), lang()),
+  );
+}
+
+/** @param {import('./types.js').UserCard} user */
+function userLink(user) {
+  return h('a', { class: 'user-name', href: `#/u/${user.uid}` }, user.nickName);
+}
+
+/**
+ * @typedef {{ el: HTMLElement, replyTo: (c: Comment) => void, refresh: () => Promise<void> }} PostCard
+ */
+
+/**
+ * @param {Post} initial
+ * @param {CardOptions} [options]
+ * @returns {PostCard}
+ */
+export function postCard(initial, options = {}) {
+  let post = initial;
+  const nameId = uniqueId('post-author');
+  const card = h('article', { class: 'post', 'data-post-id': String(post.id), 'aria-labelledby': nameId });
+  /** @type {Comment | null} */
+  let replyingTo = null;
+  let composerOpen = Boolean(options.detail);
+  const sendComment = idempotentCreates();
+
+  /** @param {string} [focusKey] the control to focus once drawn again */
+  async function refresh(focusKey) {
+    post = await call('GET', `/posts/${post.id}`, { query: { lang: lang() } });
+    render(focusKey);
+  }
+
+  /**
+   * Draws the card again, keeping focus on the control that had it (or
+   * on `focusKey`'s: a busy button loses focus while it is disabled).
+   * @param {string} [focusKey]
+   */
+  function render(focusKey) {
+    const focused = focusKey ?? (document.activeElement instanceof HTMLElement && card.contains(document.activeElement)
+      ? document.activeElement.dataset.key
+      : undefined);
+    fill(card, ...parts());
+    if (focused) {
+      const again = card.querySelector(`[data-key="${CSS.escape(focused)}"]`);
+      if (again instanceof HTMLElement) again.focus();
+    }
+  }
+
+  function parts() {
+    const me = current()?.me.uid;
+    const mine = me === post.author.uid;
+    const pictures = post.pictureUrls;
+    return [
+      h('a', { class: 'post-avatar', href: `#/u/${post.author.uid}`, tabindex: '-1', 'aria-hidden': 'true' }, avatar(post.author)),
+      h(
+        'div',
+        { class: 'post-main' },
+        h('h2', { class: 'post-author', id: nameId }, userLink(post.author)),
+        post.content && h('p', { class: 'post-content' }, post.content),
+        pictures.length > 0 &&
+          h(
+            'div',
+            { class: `pictures pictures-${Math.min(pictures.length, 9)}` },
+            pictures.map((url, i) =>
+              h(
+                'a',
+                { href: url, target: '_blank', rel: 'noopener noreferrer', class: 'picture' },
+                h('img', { src: url, alt: t('post.picture', { n: i + 1, total: pictures.length }), loading: 'lazy' }),
+              ),
+            ),
+          ),
+        post.geo &&
+          h('p', { class: 'post-place' }, h('span', { class: 'visually-hidden' }, `${t('post.place')}: `),
+            post.geo.name || `${post.geo.lat.toFixed(4)}, ${post.geo.lon.toFixed(4)}`),
+        h(
+          'div',
+          { class: 'post-meta' },
+          options.detail
+            ? timeText(post.createtime)
+            : h('a', { href: `#/post/${post.id}`, class: 'post-time', 'aria-label': `${t('post.open')}` }, timeText(post.createtime)),
+          post.device && h('span', { class: 'post-device' }, t('post.device', { device: post.device })),
+          post.visibility !== 'public' && h('span', { class: 'post-visibility' }, t(`vis.${post.visibility}`)),
+          options.detail && post.viewCount > 0 && h('span', { class: 'post-views' }, t('post.views', { n: post.viewCount })),
+          mine &&
+            h('button', { type: 'button', class: 'link-button danger', 'data-key': 'delete', onclick: deletePost }, t('post.delete')),
+        ),
+        h(
+          'div',
+          { class: 'post-actions', role: 'group', 'aria-label': t('post.actions') },
+          h(
+            'button',
+            {
+              type: 'button',
+              class: 'action like',
+              'aria-pressed': String(post.likedByMe),
+              'data-key': 'like',
+              onclick: toggleLike,
+            },
+            h('span', { 'aria-hidden': 'true', class: 'icon' }, post.likedByMe ? '♥' : '♡'),
+            ' ',
+            post.likedByMe ? t('post.liked') : t('post.like'),
+            post.likeCount > 0 && h('span', { class: 'count' }, ` ${post.likeCount}`),
+          ),
+          h(
+            'button',
+            {
+              type: 'button',
+              class: 'action comment',
+              'data-key': 'comment',
+              'aria-expanded': String(composerOpen),
+              onclick: () => openComposer(null),
+            },
+            h('span', { 'aria-hidden': 'true', class: 'icon' }, '💬'),
+            ' ',
+            t('post.comment'),
+            post.commentCount > 0 && h('span', { class: 'count' }, ` ${post.commentCount}`),
+          ),
+        ),
+        social(),
+        composerOpen && composer(),
+      ),
+    ];
+  }
+
+  function social() {
+    const likes = post.likes;
+    const showComments = !options.detail && post.comments.length > 0;
+    if (likes.length === 0 && !showComments) return null;
+    return h(
+      'div',
+      { class: 'post-social' },
+      likes.length > 0 &&
+        h(
+          'p',
+          { class: 'likes-row' },
+          h('span', { class: 'icon', 'aria-hidden': 'true' }, '♥ '),
+          h('span', { class: 'visually-hidden' }, `${t('post.likedBy')}: `),
+          likes.flatMap((like, i) => (i === 0 ? [userLink(like.user)] : ['，', userLink(like.user)])),
+          post.likeCount > likes.length && ` ${t('post.andMore', { n: post.likeCount })}`,
+        ),
+      showComments &&
+        h(
+          'ul',
+          { class: 'comments', 'aria-label': t('post.commentsOf') },
+          post.comments.map((c) => commentItem(c, post, { onReply: openComposer, onDeleted: refreshAfterComment })),
+        ),
+    );
+  }
+
+  function composer() {
+    const label = replyingTo ? t('post.replyTo', { name: replyingTo.author.nickName }) : t('post.commentField');
+    const { wrap, input } = field({ label, name: 'content', rows: 2, placeholder: replyingTo ? label : t('post.commentPlaceholder') });
+    input.dataset.key = 'composer';
+    const form = h(
+      'form',
+      { class: 'comment-form', novalidate: true },
+      formAlert(),
+      wrap,
+      h(
+        'div',
+        { class: 'row' },
+        h('button', { type: 'submit', class: 'button-primary small', 'data-key': 'send' }, t('post.send')),
+        !options.detail &&
+          h('button', { type: 'button', class: 'button-quiet small', onclick: closeComposer }, t('post.cancel')),
+        options.detail && replyingTo &&
+          h('button', { type: 'button', class: 'button-quiet small', onclick: () => openComposer(null) }, t('post.cancel')),
+      ),
+    );
+    onSubmit(form, async () => {
+      const target = replyingTo;
+      await sendComment((key) => call('POST', `/posts/${post.id}/comments`, {
+        json: { content: input.value, ...(target ? { replyToCommentId: target.id } : {}) },
+        headers: { 'idempotency-key': key },
+      }));
+      replyingTo = null;
+      composerOpen = Boolean(options.detail);
+      await refreshAfterComment();
+    });
+    input.addEventListener('keydown', (e) => {
+      if (e instanceof KeyboardEvent && e.key === 'Escape' && !options.detail) closeComposer();
+    });
+    return form;
+  }
+
+  /** @param {Comment | null} target */
+  function openComposer(target) {
+    replyingTo = target;
+    composerOpen = true;
+    render();
+    const input = card.querySelector('[data-key="composer"]');
+    if (input instanceof HTMLElement) input.focus();
+  }
+
+  function closeComposer() {
+    replyingTo = null;
+    composerOpen = false;
+    render();
+    const button = card.querySelector('[data-key="comment"]');
+    if (button instanceof HTMLElement) button.focus();
+  }
+
+  async function refreshAfterComment() {
+    await refresh(options.detail ? 'composer' : 'comment');
+    options.onCommented?.();
+  }
+
+  /** @param {Event} event */
+  async function toggleLike(event) {
+    const button = /** @type {HTMLButtonElement} */ (event.currentTarget);
+    const liked = !post.likedByMe;
+    // The highlight answers at once; the card then shows what the service holds.
+    button.setAttribute('aria-pressed', String(liked));
+    const hadFocus = document.activeElement === button;
+    await busy(button, async () => {
+      try {
+        await call(liked ? 'PUT' : 'DELETE', `/posts/${post.id}/like`);
+      } catch (error) {
+        button.setAttribute('aria-pressed', String(!liked));
+        reportError(card, error);
+        return;
+      }
+      await refresh(hadFocus ? 'like' : undefined);
+    });
+  }
+
+  /** @param {Event} event */
+  async function deletePost(event) {
+    if (!window.confirm(t('post.confirmDelete'))) return;
+    const button = /** @type {HTMLButtonElement} */ (event.currentTarget);
+    try {
+      await busy(button, () => call('DELETE', `/posts/${post.id}`));
+    } catch (error) {
+      reportError(card, error);
+      return;
+    }
+    if (options.onDeleted) options.onDeleted();
+    else card.remove();
+  }
+
+  render();
+  return { el: card, replyTo: openComposer, refresh };
+}
+
+/**
+ * One comment: "A: text" or "A 回复 B: text", with reply and (for its
+ * author or the post's author) delete.
+ * @param {Comment} comment
+ * @param {{ author: import('./types.js').UserCard }} post
+ * @param {{ onReply: (c: Comment) => void, onDeleted: () => void | Promise<void> }} handlers
+ */
+export function commentItem(comment, post, handlers) {
+  const me = current()?.me.uid;
+  const mayDelete = me === comment.author.uid || me === post.author.uid;
+  const item = h(
+    'li',
+    { class: 'comment', 'data-comment-id': String(comment.id) },
+    h(
+      'p',
+      { class: 'comment-text' },
+      userLink(comment.author),
+      comment.replyTo && [
+        h('span', { class: 'replied-to' }, ` ${t('post.repliedTo')} `),
+        h('a', { class: 'user-name', href: `#/u/${comment.replyTo.uid}` }, comment.replyTo.nickName),
+      ],
+      h('span', { class: 'colon' }, lang() === 'zh' ? '：' : ': '),
+      h('span', { class: 'comment-content' }, comment.content),
+    ),
+    h(
+      'p',
+      { class: 'comment-meta' },
+      timeText(comment.createtime),
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'link-button',
+          'data-key': `reply-${comment.id}`,
+          'aria-label': t('post.replyTo', { name: comment.author.nickName }),
+          onclick: () => handlers.onReply(comment),
+        },
+        t('post.reply'),
+      ),
+      mayDelete &&
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'link-button danger',
+            'data-key': `delete-${comment.id}`,
+            'aria-label': t('post.deleteComment'),
+            onclick: async (/** @type {Event} */ e) => {
+              if (!window.confirm(t('post.confirmDeleteComment'))) return;
+              const button = /** @type {HTMLButtonElement} */ (e.currentTarget);
+              try {
+                await busy(button, () => call('DELETE', `/comments/${comment.id}`));
+              } catch (error) {
+                reportError(item, error);
+                return;
+              }
+              await handlers.onDeleted();
+            },
+          },
+          t('post.delete'),
+        ),
+    ),
+  );
+  return item;
+}
+
+/**
+ * A problem with an action that has no form (a like, a delete): shown in
+ * words at the end of the card until it is drawn again.
+ * @param {Element} where
+ * @param {unknown} error
+ */
+export function reportError(where, error) {
+  const host = where.querySelector('.post-main') ?? where;
+  let slot = host.querySelector(':scope > .action-error');
+  if (!slot) {
+    slot = h('p', { class: 'form-error action-error', role: 'alert' });
+    host.append(slot);
+  }
+  slot.textContent = error instanceof ApiError ? error.words : t('error.generic');
+}
