@@ -50,6 +50,16 @@ export function fill(el, ...children) {
   append(el, children);
 }
 
+/**
+ * The URL if it is http(s), else null. The service accepts no other kind
+ * for pictures and avatars; checked again here so that no stored value can
+ * ever become a `javascript:` link.
+ * @param {string | null | undefined} url
+ */
+export function webUrl(url) {
+  return url && /^https?:\/\//i.test(url) ? url : null;
+}
+
 /** An id unique in this page, for label/aria wiring. */
 let nextId = 0;
 export function uniqueId(prefix = 'f') {
@@ -64,8 +74,9 @@ export function uniqueId(prefix = 'f') {
  * @param {'s' | 'm' | 'l'} [size]
  */
 export function avatar(user, size = 'm') {
-  if (user.headImg) {
-    return h('img', { class: `avatar avatar-${size}`, src: user.headImg, alt: '', loading: 'lazy' });
+  const src = webUrl(user.headImg);
+  if (src) {
+    return h('img', { class: `avatar avatar-${size}`, src, alt: '', loading: 'lazy' });
   }
   const hue = Number(BigInt(user.uid) % 360n);
   return h(

@@ -6,7 +6,7 @@
 // again, so what the card shows is what the service holds.
 
 import { ApiError, call, idempotentCreates } from './api.js';
-import { avatar, fill, h, uniqueId } from './dom.js';
+import { avatar, fill, h, uniqueId, webUrl } from './dom.js';
 import { busy, field, formAlert, onSubmit } from './forms.js';
 import { lang, t } from './i18n.js';
 import { current } from './session.js';
@@ -83,7 +83,7 @@ export function postCard(initial, options = {}) {
   function parts() {
     const me = current()?.me.uid;
     const mine = me === post.author.uid;
-    const pictures = post.pictureUrls;
+    const pictures = post.pictureUrls.flatMap((url) => webUrl(url) ?? []);
     return [
       h('a', { class: 'post-avatar', href: `#/u/${post.author.uid}`, tabindex: '-1', 'aria-hidden': 'true' }, avatar(post.author)),
       h(

@@ -3,7 +3,7 @@
 // the page marks what it shows as read, which clears the badge.
 
 import { call } from '../api.js';
-import { avatar, h } from '../dom.js';
+import { avatar, h, webUrl } from '../dom.js';
 import { t } from '../i18n.js';
 import { pagedList } from '../lists.js';
 import { timeText } from '../post_card.js';
@@ -53,8 +53,8 @@ function notificationItem(n) {
       n.comment && h('p', { class: 'notification-quote' }, n.comment.content),
       gone && h('p', { class: 'notification-quote muted' }, t('notif.gone')),
       h('p', { class: 'comment-meta' }, timeText(n.createtime))),
-    n.post && (n.post.pictureUrl
-      ? h('img', { class: 'notification-thumb', src: n.post.pictureUrl, alt: '' })
+    n.post && (webUrl(n.post.pictureUrl)
+      ? h('img', { class: 'notification-thumb', src: webUrl(n.post.pictureUrl), alt: '' })
       : h('p', { class: 'notification-snippet' }, n.post.content)),
   );
 }
