@@ -39,7 +39,7 @@ MOMENTS_TEST_MONGODB_URI=$MOMENTS_TEST_FERRETDB_URI cargo test --locked --test c
 MOMENTS_TEST_BACKEND=stores MOMENTS_TEST_MONGODB_URI=$MOMENTS_TEST_FERRETDB_URI \
   cargo test --locked --test api "$@"
 # ...and the API contract, on both (scripts/contract.sh), and the web
-# client in a real browser, on both (scripts/browser.sh). Skipped only when
+# client in a real browser, on all four (scripts/browser.sh). Skipped only when
 # a test filter was given: a filter means "run these tests", not the fuzzer
 # or the browser.
 if [ $# -eq 0 ]; then
@@ -47,4 +47,6 @@ if [ $# -eq 0 ]; then
   scripts/contract.sh stores
   scripts/browser.sh embedded
   scripts/browser.sh stores
+  MOMENTS_TEST_REDIS_URL=$MOMENTS_TEST_REDIS_CLUSTER_URL scripts/browser.sh stores
+  MOMENTS_TEST_MONGODB_URI=$MOMENTS_TEST_FERRETDB_URI scripts/browser.sh stores
 fi

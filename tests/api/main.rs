@@ -26,3 +26,4 @@ mod sessions;
 mod shares;
 mod social;
 mod views;
+mod web_client;

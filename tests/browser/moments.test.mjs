@@ -519,6 +519,23 @@ step('the author deletes their reply, then a post', async () => {
   assert.ok(!page.items.some((p) => p.content === '第 14 条'), 'the post is gone');
 });
 
+step('one unfollows from the album; the other\'s posts leave their feed', async () => {
+  const uid = await wang.evaluate(() => JSON.parse(localStorage.getItem('moments.session') ?? '{}').me.uid);
+  await visit(li, `/u/${uid}`);
+  await onPage(li, WANG.nick);
+  await li.getByText('关注者 1').waitFor();
+  await li.getByRole('button', { name: '取消关注' }).click();
+  const follow = li.getByRole('button', { name: '关注', exact: true });
+  await follow.waitFor();
+  assert.equal(await follow.getAttribute('aria-pressed'), 'false');
+  await li.getByText('关注者 0').waitFor();
+  // A public album stays open to anyone (its newest post: 第 14 条 was deleted).
+  await postWith(li, '第 13 条').waitFor();
+  await li.getByRole('link', { name: '朋友圈' }).click();
+  await onPage(li, '朋友圈');
+  await li.getByText('还没有动态').waitFor();
+});
+
 step('in English the words, times and device names change', async () => {
   await visit(wang, `/post/${postId}`);
   await onPage(wang, '详情');
