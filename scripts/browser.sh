@@ -2,7 +2,8 @@
 # Runs the web client's tests in a real browser: type-checks the pages'
 # modules (tsc over their JSDoc), starts the real binary on a free port and
 # has Playwright drive Debian's chromium, headless, through the scenarios in
-# tests/browser. Screenshots at phone width land in docs/screenshots/.
+# tests/browser. Screenshots at phone width land in target/screenshots/,
+# or, with MOMENTS_UPDATE_SCREENSHOTS=1, in docs/screenshots/ (the README's).
 #   scripts/browser.sh embedded   the embedded default (a fresh data dir)
 #   scripts/browser.sh stores     MongoDB (wire) + Redis, as test.sh starts
 #                                 them (MOMENTS_TEST_MONGODB_URI/REDIS_URL)
@@ -15,9 +16,12 @@ need_browser
 start_moments browser "$backend"
 
 echo "== browser tests on $backend" >&2
-# Screenshots come from one backend only: the pages are the same on both.
+# Screenshots come from one backend only: the pages are the same on all.
 shots=
-if [ "$backend" = embedded ]; then shots="$PWD/docs/screenshots"; fi
+if [ "$backend" = embedded ]; then
+  shots="$PWD/target/screenshots"
+  if [ "${MOMENTS_UPDATE_SCREENSHOTS:-}" = 1 ]; then shots="$PWD/docs/screenshots"; fi
+fi
 (cd tests/browser && MOMENTS_BASE_URL="$BASE" MOMENTS_ADMIN_USERNAME="$ADMIN_USERNAME" \
   MOMENTS_ADMIN_PASSWORD="$ADMIN_PASSWORD" MOMENTS_SCREENSHOTS_DIR="$shots" \
   node --test --test-concurrency=1 .)

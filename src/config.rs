@@ -90,6 +90,9 @@ pub struct RateLimits {
     /// Reads per account.
     pub reads: Rate,
     pub reads_per_ip: Rate,
+    /// Lookups of someone by username per account: far below reads, so
+    /// the lookup cannot walk a list of names at read speed.
+    pub user_lookups: Rate,
 }
 
 impl Default for RateLimits {
@@ -102,6 +105,7 @@ impl Default for RateLimits {
             writes_per_ip: Rate::new(1200, 60),
             reads: Rate::new(1200, 60),
             reads_per_ip: Rate::new(6000, 60),
+            user_lookups: Rate::new(30, 60),
         }
     }
 }
@@ -614,6 +618,17 @@ pub const VARIABLES: &[Variable] = &[
         echo: Echo::Plain,
         apply: |d, v| {
             d.rates.signups_per_ip = rate(v)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_RATE_USER_LOOKUPS",
+        default: DefaultValue::Literal("30/1m"),
+        allowed: RATE,
+        meaning: "lookups of someone by username (GET /users?username=) per account",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.rates.user_lookups = rate(v)?;
             Ok(())
         },
     },

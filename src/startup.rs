@@ -305,6 +305,12 @@ impl Application {
                                 if let Some(h) = header {
                                     r.headers_mut().insert(http::request_id::HEADER, h);
                                 }
+                                // No answer is ever to be read as another
+                                // type than it says (JSON as HTML, say).
+                                r.headers_mut().insert(
+                                    actix_web::http::header::X_CONTENT_TYPE_OPTIONS,
+                                    actix_web::http::header::HeaderValue::from_static("nosniff"),
+                                );
                                 // Stopping: the client takes a fresh
                                 // connection for its next request, and is
                                 // refused, rather than race the close of

@@ -77,11 +77,12 @@ impl utoipa::IntoParams for FindUserQuery {
 }
 
 /// Finding someone to follow by the name they told you (WeChat's "search
-/// by ID"): an exact match only, for a signed-in caller, so the directory
-/// cannot be listed. Sign-up already says whether a name is taken.
+/// by ID"): an exact match only, for a signed-in caller, on a budget of its
+/// own (`MOMENTS_RATE_USER_LOOKUPS`), so the directory cannot be listed.
 #[utoipa::path(get, path = "/api/v1/users", tag = "accounts", params(FindUserQuery),
     responses((status = 200, body = Profile),
-              (status = 404, description = "no such user, or one who blocked the caller")),
+              (status = 404, description = "no such user, or one who blocked the caller"),
+              (status = 429, description = "over MOMENTS_RATE_USER_LOOKUPS")),
     security(("bearer" = [])))]
 pub async fn find_user(
     ctx: web::Data<Context>,

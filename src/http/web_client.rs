@@ -136,7 +136,6 @@ fn serve(req: &HttpRequest, path: &str) -> Result<HttpResponse, AppError> {
             header::CONTENT_SECURITY_POLICY,
             HeaderValue::from_static(CONTENT_SECURITY_POLICY),
         ))
-        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
         .insert_header((header::REFERRER_POLICY, "no-referrer"))
         .insert_header((header::X_FRAME_OPTIONS, "DENY"))
         .insert_header(("Cross-Origin-Opener-Policy", "same-origin"));

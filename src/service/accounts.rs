@@ -281,7 +281,9 @@ fn device_name(given: Option<&str>, user_agent: Option<&str>) -> String {
 /// Moves these counters (when rate limits are on) and refuses with 429 if
 /// any is over its budget. A live store that does not answer lets the
 /// request through.
-async fn enforce(ctx: &Context, budgets: &[Budget]) -> AppResult<()> {
+/// Charges a request to budgets of its own (beyond the ordinary reads and
+/// writes every request is charged), refusing with 429 past any of them.
+pub(super) async fn enforce(ctx: &Context, budgets: &[Budget]) -> AppResult<()> {
     if budgets.is_empty() {
         return Ok(());
     }

@@ -173,6 +173,23 @@ pub fn signup_budgets(limits: Option<&RateLimits>, addr: Option<&str>) -> Vec<Bu
     }
 }
 
+/// A signed-in lookup of someone by username, on its own budget.
+pub fn user_lookup_budgets(limits: Option<&RateLimits>, uid: i64) -> Vec<Budget> {
+    limits
+        .map(|l| {
+            budget(
+                "user_lookups",
+                &format!("u:{uid}"),
+                l.user_lookups,
+                1,
+                "lookups by username",
+                "user_lookups",
+            )
+        })
+        .into_iter()
+        .collect()
+}
+
 pub fn checks(budgets: &[Budget]) -> Vec<LimitCheck> {
     budgets.iter().map(|b| b.check.clone()).collect()
 }

@@ -451,8 +451,16 @@ pub async fn profile(ctx: &Context, uid: i64, viewer: Viewer) -> AppResult<Profi
 }
 
 /// A profile found by its exact username (any case), seen as `viewer`.
+/// Sign-up tells whether a name is taken, at a few hundred tries an hour;
+/// this tells more (who it is), so it has a budget of its own, far below
+/// the reads budget: a list of names cannot be walked at read speed.
 pub async fn profile_by_username(ctx: &Context, username: &str, viewer: i64) -> AppResult<Profile> {
     let username = crate::domain::user::Username::parse(username)?;
+    super::accounts::enforce(
+        ctx,
+        &super::rate_limits::user_lookup_budgets(ctx.settings.rate_limits.as_ref(), viewer),
+    )
+    .await?;
     let user = ctx
         .docs
         .user_by_username(username.as_str())

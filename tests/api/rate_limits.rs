@@ -230,3 +230,34 @@ async fn every_forwarded_for_line_is_read() {
     }
     assert_eq!(statuses, [201, 201, 429]);
 }
+
+#[tokio::test]
+async fn lookups_by_username_have_a_budget_of_their_own() {
+    let app = spawn_app_with(limited(|l| l.user_lookups = Rate::new(2, 60))).await;
+    let finder = app.user("seeker").await;
+    app.user("sought").await;
+    for name in ["sought", "nobody1"] {
+        let (s, _) = app
+            .get(
+                &format!("/api/v1/users?username={name}"),
+                Some(&finder.token),
+            )
+            .await;
+        assert!(s.as_u16() == 200 || s.as_u16() == 404, "{s}");
+    }
+    let over = app
+        .call_with(
+            Method::GET,
+            "/api/v1/users?username=sought",
+            Some(&finder.token),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(over.0.as_u16(), 429);
+    assert!(over.1.contains_key("retry-after"));
+    assert_eq!(over.2["code"], "rate_limited");
+    // Other reads are not touched by it.
+    let (s, _) = app.get("/api/v1/me", Some(&finder.token)).await;
+    assert_eq!(s.as_u16(), 200);
+}

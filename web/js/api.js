@@ -38,6 +38,8 @@ export class ApiError extends Error {
   }
 }
 
+const REQUEST_TIMEOUT_MS = 30_000;
+
 /** Sent when the service no longer knows the session (expired, signed out elsewhere). */
 export const SIGNED_OUT_EVENT = 'moments:signed-out';
 
@@ -78,7 +80,9 @@ export async function call(method, path, options = {}) {
   /** @type {Response} */
   let res;
   try {
-    res = await fetch(url, { method, headers, body });
+    // A request that hangs ends as a network error, so no button or list
+    // stays busy for ever.
+    res = await fetch(url, { method, headers, body, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
   } catch {
     throw new ApiError(
       0,
@@ -101,7 +105,10 @@ export async function call(method, path, options = {}) {
         ? /** @type {Problem} */ (data)
         : { type: 'about:blank', title: res.statusText, status: res.status, detail: res.statusText || t('error.generic'), code: `http_${res.status}` };
     const retryAfter = Number(res.headers.get('retry-after'));
-    if (res.status === 401 && session) {
+    // The service no longer knows this browser's session (expired,
+    // signed out elsewhere), or there was none: sign in again. A wrong
+    // password at sign-in is a 401 too, shown by its form instead.
+    if (res.status === 401 && !path.startsWith('/sessions')) {
       forget();
       window.dispatchEvent(new Event(SIGNED_OUT_EVENT));
     }
@@ -112,20 +119,27 @@ export async function call(method, path, options = {}) {
 }
 
 /**
- * Sends a form's creates with an `Idempotency-Key` that is kept while an
- * answer was lost (the retry then makes nothing twice) and renewed once
- * any answer arrived (a corrected form is a new request).
- * @returns {<T>(send: (key: string) => Promise<T>) => Promise<T>}
+ * Sends a form's creates with an `Idempotency-Key` per request body. The
+ * key is kept while the outcome is unknown (no answer, 409 "still
+ * running", 429, 5xx), so sending the same thing again makes nothing
+ * twice; it is dropped once an answer settled it, and a changed body gets
+ * a key of its own (the service refuses a key reused for another body).
+ * @returns {<T>(body: unknown, send: (key: string, body: unknown) => Promise<T>) => Promise<T>}
  */
 export function idempotentCreates() {
-  let key = crypto.randomUUID();
-  return async (send) => {
+  /** @type {{ body: string, key: string } | null} */
+  let pending = null;
+  return async (body, send) => {
+    const text = JSON.stringify(body);
+    if (!pending || pending.body !== text) pending = { body: text, key: crypto.randomUUID() };
+    const attempt = pending;
     try {
-      const answer = await send(key);
-      key = crypto.randomUUID();
+      const answer = await send(attempt.key, body);
+      if (pending === attempt) pending = null;
       return answer;
     } catch (error) {
-      if (!(error instanceof ApiError) || error.status !== 0) key = crypto.randomUUID();
+      const unsettled = error instanceof ApiError && (error.status === 0 || error.status === 409 || error.status === 429 || error.status >= 500);
+      if (!unsettled && pending === attempt) pending = null;
       throw error;
     }
   };

@@ -17,8 +17,12 @@ export function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs ?? {})) {
     if (value === undefined || value === null || value === false) continue;
-    if (key.startsWith('on') && typeof value === 'function') {
+    if (key.startsWith('on')) {
+      // Never an inline handler: listeners are functions, or nothing.
+      if (typeof value !== 'function') throw new TypeError(`${key} must be a function`);
       el.addEventListener(key.slice(2), /** @type {EventListener} */ (value));
+    } else if (key === 'style' || key === 'srcdoc') {
+      throw new TypeError(`${key} is not set from data`);
     } else if (key === 'value' && 'value' in el) {
       /** @type {HTMLInputElement} */ (/** @type {unknown} */ (el)).value = String(value);
     } else {

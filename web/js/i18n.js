@@ -34,7 +34,6 @@ const zh = {
   'list.end': '没有更多了',
   'list.retry': '重试',
   'post.like': '赞',
-  'post.liked': '已赞',
   'post.comment': '评论',
   'post.reply': '回复',
   'post.delete': '删除',
@@ -99,6 +98,7 @@ const zh = {
   'people.title': '找人',
   'people.username': '对方的用户名',
   'people.find': '查找',
+  'people.required': '请输入对方的用户名',
   'people.notFound': '没有找到这个用户名',
   'people.following': '我关注的人',
   'people.emptyFollowing': '你还没有关注任何人',
@@ -154,6 +154,7 @@ const zh = {
   'admin.after': '导入后',
   'admin.imported': '已导入 {n} 行',
   'admin.nothingToApply': '没有要新增或修改的行',
+  'admin.firstRows': '每类只列出前 {n} 行；应用时全部写入。',
   'admin.live': '实时状态',
   'admin.liveHelp': 'Redis 中的计数、最新评论和时间线都可以从 MongoDB 重建。',
   'admin.check': '检查',
@@ -199,7 +200,6 @@ const en = {
   'list.end': "That's all",
   'list.retry': 'Try again',
   'post.like': 'Like',
-  'post.liked': 'Liked',
   'post.comment': 'Comment',
   'post.reply': 'Reply',
   'post.delete': 'Delete',
@@ -264,6 +264,7 @@ const en = {
   'people.title': 'Find people',
   'people.username': 'Their username',
   'people.find': 'Find',
+  'people.required': 'Enter their username',
   'people.notFound': 'No one has that username',
   'people.following': 'People I follow',
   'people.emptyFollowing': "You don't follow anyone yet",
@@ -319,6 +320,7 @@ const en = {
   'admin.after': 'After',
   'admin.imported': 'Imported {n} rows',
   'admin.nothingToApply': 'Nothing to add or change',
+  'admin.firstRows': 'Only the first {n} rows of each are listed; applying writes them all.',
   'admin.live': 'Live state',
   'admin.liveHelp': 'Counts, latest comments and timelines in Redis can all be rebuilt from MongoDB.',
   'admin.check': 'Check',
@@ -352,11 +354,16 @@ export function lang() {
   return current;
 }
 
+/** Sent when the reader picks the other language: the shell redraws. */
+export const LANG_EVENT = 'moments:lang-changed';
+
 /** @param {Lang} next */
 export function setLang(next) {
+  const changed = next !== current;
   current = next;
   localStorage.setItem(STORAGE_KEY, next);
   document.documentElement.lang = next === 'zh' ? 'zh-CN' : 'en';
+  if (changed) window.dispatchEvent(new Event(LANG_EVENT));
 }
 
 /**

@@ -34,22 +34,26 @@ export function pagedList(spec) {
   let cursor = null;
   let done = false;
   let loading = false;
+  let stopped = false;
+  /** Bumped by `reload`: an answer to an older request is dropped. */
   let generation = 0;
 
   async function next() {
-    if (loading || done) return;
+    if (loading || done || stopped) return;
     loading = true;
     const mine = generation;
     root.setAttribute('aria-busy', 'true');
     more.hidden = true;
     fill(status, h('span', { class: 'spinner', 'aria-hidden': 'true' }), t('list.loading'));
     status.hidden = false;
+    let loaded = false;
     try {
       const page = await spec.load(cursor);
-      if (mine !== generation) return;
+      if (mine !== generation || stopped) return;
       for (const item of page.items) items.append(spec.render(item));
       cursor = page.nextCursor ?? null;
       done = !cursor;
+      loaded = true;
       if (!items.childElementCount) {
         fill(status, h('span', { class: 'empty' }, spec.empty));
       } else if (done) {
@@ -60,9 +64,16 @@ export function pagedList(spec) {
         more.hidden = false;
       }
     } catch (error) {
-      if (mine !== generation) return;
+      if (mine !== generation || stopped) return;
+      // Only the reader retries, from the button (after the time a 429 or
+      // 503 asked for): a list that failed must not ask again by itself.
       const words = error instanceof ApiError ? error.words : t('error.generic');
-      const retry = h('button', { type: 'button', class: 'button-quiet', onclick: () => next() }, t('list.retry'));
+      const retry = h('button', { type: 'button', class: 'button-quiet', onclick: () => void next() }, t('list.retry'));
+      const wait = error instanceof ApiError && error.retryAfter ? error.retryAfter : 0;
+      if (wait) {
+        retry.disabled = true;
+        setTimeout(() => { retry.disabled = false; }, wait * 1000);
+      }
       fill(status, h('span', { class: 'error-text' }, words), ' ', retry);
     } finally {
       if (mine === generation) {
@@ -70,8 +81,11 @@ export function pagedList(spec) {
         root.setAttribute('aria-busy', 'false');
       }
     }
-    // A short first page may leave the end in view: keep reading.
-    if (!done && mine === generation && isNearView(sentinel)) void next();
+    // A short page may leave the end in view: read on, while the list is
+    // still on the page and the last page came.
+    if (loaded && !done && !stopped && mine === generation && sentinel.isConnected && isNearView(sentinel)) {
+      void next();
+    }
   }
 
   more.addEventListener('click', () => void next());
@@ -92,8 +106,13 @@ export function pagedList(spec) {
     await next();
   }
 
+  function stop() {
+    stopped = true;
+    observer.disconnect();
+  }
+
   void next();
-  return { root, items, stop: () => observer.disconnect(), reload };
+  return { root, items, stop, reload };
 }
 
 /** @param {Element} el */

@@ -6,7 +6,7 @@
 
 import { SIGNED_OUT_EVENT, call } from './api.js';
 import { fill, h } from './dom.js';
-import { lang, setLang, t } from './i18n.js';
+import { LANG_EVENT, lang, setLang, t } from './i18n.js';
 import { current } from './session.js';
 import { relativeTime, serverNow } from './time.js';
 import * as admin from './pages/admin.js';
@@ -49,13 +49,15 @@ const TABS = /** @type {const} */ ([
   ['me', 'nav.me', '☺'],
 ]);
 
-const title = h('h1', { id: 'page-title', tabindex: '-1' });
+const titleEl = h('h1', { id: 'page-title', tabindex: '-1' });
 const langButton = h('button', { type: 'button', class: 'lang-toggle', onclick: toggleLang });
 const main = h('main', { id: 'main' });
 const badge = h('span', { class: 'badge', 'aria-hidden': 'true', hidden: true });
 const nav = h('nav', { class: 'tabs' });
 /** @type {(() => void) | null} */
 let stopPage = null;
+/** How many routes were drawn: the latest one owns the page. */
+let routes = 0;
 let unread = 0;
 
 function drawChrome() {
@@ -83,13 +85,11 @@ function drawChrome() {
 
 function toggleLang() {
   setLang(lang() === 'zh' ? 'en' : 'zh');
-  drawChrome();
-  void route();
 }
 
 /** @param {string} text */
 function setTitle(text) {
-  title.textContent = text;
+  titleEl.textContent = text;
   document.title = `${text} · ${t('app.name')}`;
 }
 
@@ -114,18 +114,29 @@ async function route() {
   }
   stopPage?.();
   stopPage = null;
+  const mine = ++routes;
   nav.hidden = !signedIn;
   for (const tab of nav.querySelectorAll('a[data-tab]')) {
     if (tab instanceof HTMLElement && tab.dataset.tab === found.tab) tab.setAttribute('aria-current', 'page');
     else tab.removeAttribute('aria-current');
   }
-  fill(main);
+  // Each page draws into a view of its own: one still loading when the
+  // reader has moved on draws into a view nobody shows any more.
+  const view = h('div', { class: 'view' });
+  fill(main, view);
   window.scrollTo(0, 0);
   const params = /** @type {RegExpMatchArray} */ (match).slice(1);
-  const stop = await found.page({ main, title: setTitle, params });
+  const title = (/** @type {string} */ text) => {
+    if (mine === routes) setTitle(text);
+  };
+  const stop = await found.page({ main: view, title, params });
+  if (mine !== routes) {
+    if (typeof stop === 'function') stop();
+    return;
+  }
   if (typeof stop === 'function') stopPage = stop;
   // Each new page is announced from its heading, as a new document would be.
-  title.focus({ preventScroll: true });
+  titleEl.focus({ preventScroll: true });
   void refreshUnread();
 }
 
@@ -160,9 +171,11 @@ function start() {
   const app = h(
     'div',
     { class: 'app' },
-    h('header', { class: 'topbar' }, h('span', { class: 'brand', 'aria-hidden': 'true' }, '◎'), title, langButton),
-    main,
+    h('header', { class: 'topbar' }, h('span', { class: 'brand', 'aria-hidden': 'true' }, '◎'), titleEl, langButton),
+    // Before main: a keyboard reaches the tabs without paging through an
+    // endless feed. It is fixed at the bottom all the same.
     nav,
+    main,
   );
   document.body.replaceChildren(app);
   drawChrome();
@@ -171,6 +184,15 @@ function start() {
     location.hash = '#/signin';
   });
   window.addEventListener('moments:unread-changed', () => void refreshUnread());
+  window.addEventListener(LANG_EVENT, () => {
+    drawChrome();
+    void route();
+  });
+  // Signed in or out in another tab: this one must not go on as the
+  // previous account.
+  window.addEventListener('storage', (event) => {
+    if (event.key === 'moments.session') location.reload();
+  });
   setInterval(refreshTimes, 30_000);
   setInterval(() => {
     if (document.visibilityState === 'visible') void refreshUnread();

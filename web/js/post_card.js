@@ -57,6 +57,8 @@ export function postCard(initial, options = {}) {
   let replyingTo = null;
   let composerOpen = Boolean(options.detail);
   const sendComment = idempotentCreates();
+  /** The comment being written. */
+  let draft = '';
 
   /** @param {string} [focusKey] the control to focus once drawn again */
   async function refresh(focusKey) {
@@ -111,7 +113,7 @@ export function postCard(initial, options = {}) {
           { class: 'post-meta' },
           options.detail
             ? timeText(post.createtime)
-            : h('a', { href: `#/post/${post.id}`, class: 'post-time', 'aria-label': `${t('post.open')}` }, timeText(post.createtime)),
+            : h('a', { href: `#/post/${post.id}`, class: 'post-time', title: t('post.open') }, timeText(post.createtime)),
           post.device && h('span', { class: 'post-device' }, t('post.device', { device: post.device })),
           post.visibility !== 'public' && h('span', { class: 'post-visibility' }, t(`vis.${post.visibility}`)),
           options.detail && post.viewCount > 0 && h('span', { class: 'post-views' }, t('post.views', { n: post.viewCount })),
@@ -132,7 +134,8 @@ export function postCard(initial, options = {}) {
             },
             h('span', { 'aria-hidden': 'true', class: 'icon' }, post.likedByMe ? '♥' : '♡'),
             ' ',
-            post.likedByMe ? t('post.liked') : t('post.like'),
+            // The name stays "赞": whether it is on is aria-pressed's to say.
+            t('post.like'),
             post.likeCount > 0 && h('span', { class: 'count' }, ` ${post.likeCount}`),
           ),
           h(
@@ -183,8 +186,12 @@ export function postCard(initial, options = {}) {
 
   function composer() {
     const label = replyingTo ? t('post.replyTo', { name: replyingTo.author.nickName }) : t('post.commentField');
-    const { wrap, input } = field({ label, name: 'content', rows: 2, placeholder: replyingTo ? label : t('post.commentPlaceholder') });
+    const { wrap, input } = field({ label, name: 'content', rows: 2, placeholder: replyingTo ? label : t('post.commentPlaceholder'), value: draft });
     input.dataset.key = 'composer';
+    // What is typed outlives the card being drawn again (after a like).
+    input.addEventListener('input', () => {
+      draft = input.value;
+    });
     const form = h(
       'form',
       { class: 'comment-form', novalidate: true },
@@ -201,11 +208,12 @@ export function postCard(initial, options = {}) {
       ),
     );
     onSubmit(form, async () => {
-      const target = replyingTo;
-      await sendComment((key) => call('POST', `/posts/${post.id}/comments`, {
-        json: { content: input.value, ...(target ? { replyToCommentId: target.id } : {}) },
+      const body = { content: input.value, ...(replyingTo ? { replyToCommentId: replyingTo.id } : {}) };
+      await sendComment(body, (key) => call('POST', `/posts/${post.id}/comments`, {
+        json: body,
         headers: { 'idempotency-key': key },
       }));
+      draft = '';
       replyingTo = null;
       composerOpen = Boolean(options.detail);
       await refreshAfterComment();
@@ -253,7 +261,11 @@ export function postCard(initial, options = {}) {
         reportError(card, error);
         return;
       }
-      await refresh(hadFocus ? 'like' : undefined);
+      try {
+        await refresh(hadFocus ? 'like' : undefined);
+      } catch (error) {
+        reportError(card, error);
+      }
     });
   }
 
@@ -267,8 +279,15 @@ export function postCard(initial, options = {}) {
       reportError(card, error);
       return;
     }
-    if (options.onDeleted) options.onDeleted();
-    else card.remove();
+    if (options.onDeleted) {
+      options.onDeleted();
+      return;
+    }
+    // Focus goes on to the next post (or the page), not to nowhere.
+    const neighbour = card.nextElementSibling ?? card.previousElementSibling;
+    card.remove();
+    const target = neighbour?.querySelector('.post-author a') ?? document.getElementById('page-title');
+    if (target instanceof HTMLElement) target.focus();
   }
 
   render();
@@ -327,11 +346,10 @@ export function commentItem(comment, post, handlers) {
               const button = /** @type {HTMLButtonElement} */ (e.currentTarget);
               try {
                 await busy(button, () => call('DELETE', `/comments/${comment.id}`));
+                await handlers.onDeleted();
               } catch (error) {
                 reportError(item, error);
-                return;
               }
-              await handlers.onDeleted();
             },
           },
           t('post.delete'),

@@ -256,6 +256,8 @@ function drawPreview(into, preview) {
       h('span', { class: 'pill changed' }, t('admin.changed', { n: preview.changed.length })), ' ',
       h('span', { class: 'pill' }, t('admin.unchanged', { n: preview.unchanged }))),
     preview.added.length + preview.changed.length === 0 && h('p', { class: 'muted' }, t('admin.nothingToApply')),
+    Math.max(preview.added.length, preview.changed.length) > SHOWN_ROWS &&
+      h('p', { class: 'muted' }, t('admin.firstRows', { n: SHOWN_ROWS })),
     preview.added.length > 0 && h('table', { class: 'models preview-added' },
       h('caption', {}, t('admin.added', { n: preview.added.length })),
       h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, t('admin.model')), h('th', { scope: 'col' }, t('admin.after')))),

@@ -40,10 +40,13 @@ export async function render({ main, title, params }) {
 }
 
 /**
+ * A profile card with its follow button; `albumLink` adds a link to the
+ * album, `followed` hears of a follow or unfollow.
  * @param {HTMLElement} header
  * @param {Profile} profile
+ * @param {{ albumLink?: boolean, followed?: () => void }} [options]
  */
-export function drawProfile(header, profile) {
+export function drawProfile(header, profile, options = {}) {
   const self = current()?.me.uid === profile.uid;
   const following = Boolean(profile.following);
   fill(
@@ -58,16 +61,18 @@ export function drawProfile(header, profile) {
       !self && (profile.following && profile.followedBy
         ? h('p', { class: 'tag' }, t('album.friends'))
         : profile.followedBy && h('p', { class: 'tag' }, t('album.followsYou'))),
+      options.albumLink && h('a', { class: 'profile-link', href: `#/u/${profile.uid}` }, t('people.album')),
+      // The label is the action ("关注" / "取消关注"), so no aria-pressed.
       !self && h('button', {
         type: 'button',
         class: following ? 'button-quiet follow' : 'button-primary follow',
-        'aria-pressed': String(following),
         onclick: async (/** @type {Event} */ e) => {
           const button = /** @type {HTMLButtonElement} */ (e.currentTarget);
           try {
             await busy(button, () => call(following ? 'DELETE' : 'PUT', `/users/${profile.uid}/follow`));
             const fresh = await call('GET', `/users/${profile.uid}`);
-            drawProfile(header, fresh);
+            drawProfile(header, fresh, options);
+            options.followed?.();
             const again = header.querySelector('button.follow');
             if (again instanceof HTMLElement) again.focus();
           } catch (error) {

@@ -68,15 +68,13 @@ export function signUp({ main, title }) {
   const create = idempotentCreates();
   onSubmit(form, async () => {
     const name = username.input.value.trim();
-    await create((key) => call('POST', '/users', {
-      json: {
-        username: name,
-        password: password.input.value,
-        ...(nickName.input.value.trim() ? { nickName: nickName.input.value.trim() } : {}),
-        ...(headImg.input.value.trim() ? { headImg: headImg.input.value.trim() } : {}),
-      },
-      headers: { 'idempotency-key': key },
-    }));
+    const body = {
+      username: name,
+      password: password.input.value,
+      ...(nickName.input.value.trim() ? { nickName: nickName.input.value.trim() } : {}),
+      ...(headImg.input.value.trim() ? { headImg: headImg.input.value.trim() } : {}),
+    };
+    await create(body, (key) => call('POST', '/users', { json: body, headers: { 'idempotency-key': key } }));
     await startSession(name, password.input.value);
   });
   main.append(form);

@@ -168,7 +168,7 @@ export function render({ main, title }) {
         ...(placeName.input.value.trim() ? { name: placeName.input.value.trim() } : {}),
       };
     }
-    const post = await create((key) => call('POST', '/posts', { json: body, headers: { 'idempotency-key': key } }));
+    const post = await create(body, (key) => call('POST', '/posts', { json: body, headers: { 'idempotency-key': key } }));
     if (model) localStorage.setItem(DEVICE_KEY, model);
     location.hash = `#/post/${post.id}`;
   });

@@ -14,10 +14,7 @@ export function render({ main, title }) {
   if (!me) return;
   const langSelect = h(
     'select',
-    { id: 'me-language', onchange: () => {
-      setLang(langSelect.value === 'en' ? 'en' : 'zh');
-      location.reload();
-    } },
+    { id: 'me-language', onchange: () => setLang(langSelect.value === 'en' ? 'en' : 'zh') },
     h('option', { value: 'zh', selected: lang() === 'zh' }, '中文'),
     h('option', { value: 'en', selected: lang() === 'en' }, 'English'),
   );

@@ -24,9 +24,10 @@ export function render({ main, title }) {
       if (!marked && newest) {
         // Up to what was shown, not "all": one that arrives meanwhile stays unread.
         marked = true;
-        void call('POST', '/notifications/read', { json: { upTo: newest.id } }).then(() =>
-          window.dispatchEvent(new Event('moments:unread-changed')),
-        );
+        call('POST', '/notifications/read', { json: { upTo: newest.id } })
+          .then(() => window.dispatchEvent(new Event('moments:unread-changed')))
+          // Not marked: they stay unread and the badge says so; nothing to show.
+          .catch(() => {});
       }
       return page;
     },

@@ -20,13 +20,19 @@ export function render({ main, title }) {
     formAlert(),
     h('div', { class: 'row grow' }, username.wrap, h('button', { type: 'submit', class: 'button-primary' }, t('people.find'))),
   );
+  const announce = h('p', { class: 'visually-hidden', role: 'status' });
   onSubmit(form, async () => {
     result.hidden = true;
+    announce.textContent = '';
+    const name = username.input.value.trim();
+    if (!name) {
+      throw new ApiError(400, { type: 'about:blank', title: '', status: 400, code: 'invalid_input', field: 'username', detail: t('people.required') }, null);
+    }
     try {
-      const profile = await call('GET', '/users', { query: { username: username.input.value.trim() } });
-      drawProfile(result, profile);
-      result.prepend(h('a', { class: 'profile-link', href: `#/u/${profile.uid}` }, t('people.album')));
+      const profile = await call('GET', '/users', { query: { username: name } });
+      drawProfile(result, profile, { albumLink: true, followed: () => void following?.reload() });
       result.hidden = false;
+      announce.textContent = profile.nickName;
     } catch (error) {
       if (error instanceof ApiError && error.status === 404) {
         throw new ApiError(404, { ...error.problem, field: 'username', detail: t('people.notFound') }, null);
@@ -47,6 +53,7 @@ export function render({ main, title }) {
     : null;
   append(main, [
     form,
+    announce,
     result,
     following && h('section', { class: 'card', 'aria-labelledby': 'following-title' },
       h('h2', { class: 'section-title', id: 'following-title' }, t('people.following')),

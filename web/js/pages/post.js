@@ -34,6 +34,7 @@ export async function render({ main, title, params }) {
       onDeleted: async () => {
         await card.refresh();
         await comments.reload();
+        document.getElementById('all-comments')?.focus();
       },
     }),
   });
@@ -48,7 +49,7 @@ export async function render({ main, title, params }) {
   main.append(
     card.el,
     h('section', { class: 'card comments-section', 'aria-labelledby': 'all-comments' },
-      h('h2', { id: 'all-comments', class: 'section-title' }, t('post.allComments')),
+      h('h2', { id: 'all-comments', class: 'section-title', tabindex: '-1' }, t('post.allComments')),
       comments.root),
   );
   return comments.stop;
