@@ -413,7 +413,11 @@ impl Application {
         // Said here, not when built: the binary catches its signals between
         // the two, and whoever waits for this line (an orchestrator, the
         // shutdown tests) may signal at once.
-        tracing::info!(port = self.port, "serving");
+        tracing::info!(
+            port = self.port,
+            web_client = %format!("http://127.0.0.1:{}/", self.port),
+            "serving"
+        );
         let Self {
             server,
             metrics,

@@ -23,21 +23,32 @@ async function startSession(username, password) {
   location.hash = next ? `#${next}` : '#/feed';
 }
 
+/**
+ * The form both pages share: a welcome, the fields, the submit button and
+ * a link to the other page.
+ * @param {HTMLElement[]} fields
+ * @param {string} submit
+ * @param {string} otherHref
+ * @param {string} otherText
+ */
+function accountForm(fields, submit, otherHref, otherText) {
+  return h(
+    'form',
+    { class: 'card form', novalidate: true, 'aria-labelledby': 'page-title' },
+    h('p', { class: 'lead' }, t('auth.welcome')),
+    formAlert(),
+    fields,
+    h('button', { type: 'submit', class: 'button-primary wide' }, submit),
+    h('p', { class: 'switch' }, h('a', { href: otherHref }, otherText)),
+  );
+}
+
 /** @param {PageContext} ctx */
 export function signIn({ main, title }) {
   title(t('auth.signin'));
   const username = field({ label: t('auth.username'), name: 'username', autocomplete: 'username', required: true });
   const password = field({ label: t('auth.password'), name: 'password', type: 'password', autocomplete: 'current-password', required: true });
-  const form = h(
-    'form',
-    { class: 'card form', novalidate: true, 'aria-labelledby': 'page-title' },
-    h('p', { class: 'lead' }, t('auth.welcome')),
-    formAlert(),
-    username.wrap,
-    password.wrap,
-    h('button', { type: 'submit', class: 'button-primary wide' }, t('auth.signin')),
-    h('p', { class: 'switch' }, h('a', { href: '#/signup' }, t('auth.toSignup'))),
-  );
+  const form = accountForm([username.wrap, password.wrap], t('auth.signin'), '#/signup', t('auth.toSignup'));
   onSubmit(form, () => startSession(username.input.value.trim(), password.input.value));
   main.append(form);
 }
@@ -53,17 +64,8 @@ export function signUp({ main, title }) {
   });
   const nickName = field({ label: t('auth.nickName'), name: 'nickName', autocomplete: 'nickname' });
   const headImg = field({ label: t('auth.headImg'), name: 'headImg', type: 'url', autocomplete: 'photo', inputmode: 'url' });
-  const form = h(
-    'form',
-    { class: 'card form', novalidate: true, 'aria-labelledby': 'page-title' },
-    h('p', { class: 'lead' }, t('auth.welcome')),
-    formAlert(),
-    username.wrap,
-    password.wrap,
-    nickName.wrap,
-    headImg.wrap,
-    h('button', { type: 'submit', class: 'button-primary wide' }, t('auth.signup')),
-    h('p', { class: 'switch' }, h('a', { href: '#/signin' }, t('auth.toSignin'))),
+  const form = accountForm(
+    [username.wrap, password.wrap, nickName.wrap, headImg.wrap], t('auth.signup'), '#/signin', t('auth.toSignin'),
   );
   const create = idempotentCreates();
   onSubmit(form, async () => {
