@@ -6,6 +6,8 @@
 //! (scripts/test.sh sets them), like tests/conformance.rs.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -74,17 +76,14 @@ impl Instance {
         token: Option<&str>,
         body: Option<Value>,
     ) -> (u16, Value) {
-        let mut req = self.http.request(method, format!("{}{path}", self.base));
-        if let Some(t) = token {
-            req = req.bearer_auth(t);
-        }
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let resp = req.send().await.unwrap();
-        let status = resp.status().as_u16();
-        let text = resp.text().await.unwrap();
-        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+        support::call(
+            &self.http,
+            method,
+            format!("{}{path}", self.base),
+            token,
+            body,
+        )
+        .await
     }
 
     async fn ok(

@@ -69,18 +69,14 @@ function drawChrome() {
     TABS.map(([tab, key, icon]) =>
       h(
         'a',
-        {
-          href: `#/${tab}`,
-          class: 'tab',
-          'data-tab': tab,
-          'aria-label': tab === 'notifications' && unread > 0 ? t('nav.notificationsUnread', { n: unread }) : null,
-        },
+{ href: `#/${tab}`, class: 'tab', 'data-tab': tab },
         h('span', { class: 'tab-icon', 'aria-hidden': 'true' }, icon),
         h('span', { class: 'tab-label' }, t(key)),
         tab === 'notifications' && badge,
       ),
     ),
   );
+  drawBadge();
 }
 
 function toggleLang() {
@@ -149,13 +145,17 @@ export async function refreshUnread() {
   } catch {
     return;
   }
+  drawBadge();
+}
+
+/** The badge and the tab's name ("消息，3 条未读") from the last count. */
+function drawBadge() {
   badge.textContent = unread > 99 ? '99+' : String(unread);
   badge.hidden = unread === 0;
   const link = nav.querySelector('a[data-tab="notifications"]');
-  if (link) {
-    if (unread > 0) link.setAttribute('aria-label', t('nav.notificationsUnread', { n: unread }));
-    else link.removeAttribute('aria-label');
-  }
+  if (!link) return;
+  if (unread > 0) link.setAttribute('aria-label', t('nav.notificationsUnread', { n: unread }));
+  else link.removeAttribute('aria-label');
 }
 
 /** Keeps "刚刚" and "5分钟前" true while a page stays open. */

@@ -93,8 +93,8 @@ function devicesSection() {
   /** @param {HTMLTableRowElement} tr @param {DeviceModel} m */
   function edit(tr, m) {
     const form = modelForm(m, async () => {
-      fill(status, t('admin.saved', { model: m.model }));
       await reload();
+      fill(status, t('admin.saved', { model: m.model }));
       const again = body.querySelector(`tr[data-model="${CSS.escape(m.model)}"] button`);
       if (again instanceof HTMLElement) again.focus();
     }, () => {
@@ -157,7 +157,7 @@ function modelForm(existing, saved, cancel) {
   onSubmit(form, async () => {
     const key = existing ? existing.model : model.input.value.trim();
     if (!key) {
-      throw new ApiError(400, { type: 'about:blank', title: '', status: 400, code: 'invalid_input', field: 'model', detail: t('admin.model') }, null);
+      throw new ApiError(400, { type: 'about:blank', title: '', status: 400, code: 'invalid_input', field: 'model', detail: t('admin.modelRequired') }, null);
     }
     await call('PUT', `/admin/device-models/${encodeURIComponent(key)}`, {
       json: { displayName: { zh: zh.input.value, en: en.input.value }, brand: brand.input.value },

@@ -2,7 +2,7 @@
 // Finding someone by the username they told you, and the people I follow.
 
 import { ApiError, call } from '../api.js';
-import { append, avatar, fill, h } from '../dom.js';
+import { append, avatar, h } from '../dom.js';
 import { field, formAlert, onSubmit } from '../forms.js';
 import { t } from '../i18n.js';
 import { pagedList } from '../lists.js';
@@ -59,6 +59,5 @@ export function render({ main, title }) {
       h('h2', { class: 'section-title', id: 'following-title' }, t('people.following')),
       following.root),
   ]);
-  fill(result);
   return following?.stop;
 }
