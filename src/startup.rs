@@ -37,6 +37,7 @@ use crate::service::post_views::PostViews;
 use crate::service::repair::LiveRepair;
 use crate::service::{accounts, expiry, instance_lease, Context};
 use crate::store::embedded::{self, docs::EmbeddedDocs, live::MemoryLive};
+use crate::store::faults::Faults;
 use crate::store::metered::{count_request_trips, MeteredDocs, MeteredLive, RoundTrips};
 use crate::store::mongo::MongoDocs;
 use crate::store::redis::RedisLive;
@@ -159,7 +160,10 @@ pub async fn connect_stores(
                      (rate limits and caches are per process); set MOMENTS_REDIS_URL to scale out"
                 );
             }
-            Arc::new(MemoryLive::new(settings.live_max_entries))
+            Arc::new(MemoryLive::with_counters(
+                settings.live_max_entries,
+                settings.live_max_counters,
+            ))
         }
     };
     Ok((docs, live))
@@ -193,8 +197,11 @@ impl Application {
             }
         };
         let round_trips = Arc::new(RoundTrips::default());
-        let docs: Arc<dyn DocStore> = Arc::new(MeteredDocs::new(docs, round_trips.clone()));
-        let live: Arc<dyn LiveStore> = Arc::new(MeteredLive::new(live, round_trips.clone()));
+        let faults = Arc::new(Faults::default());
+        let docs: Arc<dyn DocStore> =
+            Arc::new(MeteredDocs::new(docs, round_trips.clone(), faults.clone()));
+        let live: Arc<dyn LiveStore> =
+            Arc::new(MeteredLive::new(live, round_trips.clone(), faults.clone()));
         let devices = Arc::new(DeviceNames::new());
         // A Redis outlives this process and is shared with other instances:
         // its stale keys are everyone's to know about (service/repair.rs).
@@ -211,6 +218,7 @@ impl Application {
             repair: repair.clone(),
             settings: Arc::new(settings.clone()),
             round_trips,
+            faults,
             celebrity_cache: Arc::default(),
             rebuilds: Arc::default(),
             activity: Arc::default(),

@@ -404,15 +404,17 @@ pub async fn login(ctx: &Context, req: LoginRequest, origin: &Origin) -> AppResu
         dummy_verify(req.password).await?;
         return Err(denied);
     };
+    // No failure counter for a name nobody has: a flood of made-up names
+    // would make one each, and the table they share protects real accounts.
+    let Some(user) = ctx.docs.user_by_username(username.as_str()).await? else {
+        dummy_verify(req.password).await?;
+        return Err(denied);
+    };
     enforce(
         ctx,
         &rate_limits::login_failure_budget(limits, username.as_str()),
     )
     .await?;
-    let Some(user) = ctx.docs.user_by_username(username.as_str()).await? else {
-        dummy_verify(req.password).await?;
-        return Err(denied);
-    };
     if !verify_password(req.password, user.password_hash.clone()).await? {
         return Err(denied);
     }

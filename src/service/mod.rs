@@ -67,6 +67,9 @@ pub struct Context {
     pub settings: Arc<Settings>,
     /// Store round trips made so far, by port.
     pub round_trips: Arc<RoundTrips>,
+    /// Faults injected into store calls (tests of races and partial
+    /// failures); none unless something injects them.
+    pub faults: Arc<crate::store::faults::Faults>,
     pub celebrity_cache: Arc<timeline::CelebrityCache>,
     /// Rebuild reads in flight, shared by the requests that need them.
     pub rebuilds: Arc<in_flight::Rebuilds>,

@@ -43,6 +43,7 @@ fn budget(
             key: format!("{name}:{subject}"),
             cost,
             window_ms: rate.window_secs * 1000,
+            lockout_at: None,
         },
         rate,
         what,
@@ -133,18 +134,23 @@ pub fn login_address_budget(limits: Option<&RateLimits>, addr: Option<&str>) -> 
 /// A password check's budget on the account, whatever the address. The
 /// attempt is counted as a failure up front, so that parallel guesses
 /// cannot all slip under the limit; `forgive_failure` takes it back when
-/// the password was right.
+/// the password was right. Only for an account that exists: names nobody
+/// has would let anyone make counters at will, and the dummy hash already
+/// costs them what a wrong password costs. A counter at its budget is a
+/// lockout no store may forget to make room.
 pub fn login_failure_budget(limits: Option<&RateLimits>, username: &str) -> Vec<Budget> {
     limits
         .map(|l| {
-            budget(
+            let mut b = budget(
                 "login_failures",
                 &format!("name:{username}"),
                 l.login_failures,
                 1,
                 "failed sign-ins for this account",
                 "login_failures",
-            )
+            );
+            b.check.lockout_at = Some(i64::from(l.login_failures.count));
+            b
         })
         .into_iter()
         .collect()
@@ -156,6 +162,7 @@ pub fn forgive_failure(limits: Option<&RateLimits>, username: &str) -> Option<Li
         key: format!("login_failures:name:{username}"),
         cost: -1,
         window_ms: l.login_failures.window_secs * 1000,
+        lockout_at: None,
     })
 }
 

@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 
+use super::faults::{injected, Faults, Verdict};
 use super::*;
 
 tokio::task_local! {
@@ -82,6 +83,7 @@ enum Trip {
 pub struct Metered<S: ?Sized> {
     inner: Arc<S>,
     trips: Arc<RoundTrips>,
+    faults: Arc<Faults>,
     side: Side,
 }
 
@@ -89,20 +91,22 @@ pub type MeteredDocs = Metered<dyn DocStore>;
 pub type MeteredLive = Metered<dyn LiveStore>;
 
 impl MeteredDocs {
-    pub fn new(inner: Arc<dyn DocStore>, trips: Arc<RoundTrips>) -> Self {
+    pub fn new(inner: Arc<dyn DocStore>, trips: Arc<RoundTrips>, faults: Arc<Faults>) -> Self {
         Self {
             inner,
             trips,
+            faults,
             side: Side::Documents,
         }
     }
 }
 
 impl MeteredLive {
-    pub fn new(inner: Arc<dyn LiveStore>, trips: Arc<RoundTrips>) -> Self {
+    pub fn new(inner: Arc<dyn LiveStore>, trips: Arc<RoundTrips>, faults: Arc<Faults>) -> Self {
         Self {
             inner,
             trips,
+            faults,
             side: Side::Live,
         }
     }
@@ -112,7 +116,27 @@ impl<S: ?Sized> Metered<S> {
     /// Runs one call to `port`'s method `op`, accounted as `trip` says.
     /// Every call that reaches the store is timed for `/metrics`, a
     /// request's or not: a slow sweep is as worth seeing as a slow read.
+    /// An injected fault (`store::faults`) is met first.
     async fn measured<T>(
+        &self,
+        port: &'static str,
+        op: &'static str,
+        trip: Trip,
+        call: impl Future<Output = StoreResult<T>>,
+    ) -> StoreResult<T> {
+        let lost_answer = match self.faults.at(port, op).await {
+            Verdict::Run => false,
+            Verdict::Fail => return injected(port, op),
+            Verdict::FailAfter => true,
+        };
+        let out = self.counted_call(port, op, trip, call).await;
+        match (lost_answer, out) {
+            (true, Ok(_)) => injected(port, op),
+            (_, out) => out,
+        }
+    }
+
+    async fn counted_call<T>(
         &self,
         port: &'static str,
         op: &'static str,
@@ -377,11 +401,13 @@ mod tests {
     async fn requests_count_their_round_trips_and_nothing_else() {
         let dir = std::env::temp_dir().join(format!("moments-metered-{}", crate::ids::next_id()));
         let trips = Arc::new(RoundTrips::default());
+        let faults = Arc::new(Faults::default());
         let docs = MeteredDocs::new(
             Arc::new(EmbeddedDocs::new(embedded::open(&dir).unwrap(), 10)),
             trips.clone(),
+            faults.clone(),
         );
-        let live = MeteredLive::new(Arc::new(MemoryLive::new(100)), trips.clone());
+        let live = MeteredLive::new(Arc::new(MemoryLive::new(100)), trips.clone(), faults);
         let ((), per_request) = count_request_trips(async {
             // Start-up, not counted.
             docs.apply_schemas().await.unwrap();

@@ -7,6 +7,7 @@
 //! and the services decide what to rebuild from where.
 
 pub mod embedded;
+pub mod faults;
 pub mod live_checks;
 pub mod metered;
 pub mod mongo;
@@ -1305,6 +1306,10 @@ pub struct LimitCheck {
     /// back (a login that turned out right).
     pub cost: i64,
     pub window_ms: u64,
+    /// A count from which the counter is a lockout (an account shut by
+    /// failed sign-ins): a store short of room forgets other counters
+    /// first, never this one while its window lasts.
+    pub lockout_at: Option<i64>,
 }
 
 /// A counter after its check.

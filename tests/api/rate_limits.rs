@@ -261,3 +261,86 @@ async fn lookups_by_username_have_a_budget_of_their_own() {
     let (s, _) = app.get("/api/v1/me", Some(&finder.token)).await;
     assert_eq!(s.as_u16(), 200);
 }
+
+/// Whether the store holds a failed sign-in counted for this name (a
+/// look that counts nothing).
+async fn failures_counted(app: &TestApp, username: &str) -> i64 {
+    let look = moments::store::LiveRead {
+        limits: vec![moments::store::LimitCheck {
+            key: format!("login_failures:name:{username}"),
+            cost: 0,
+            window_ms: 900_000,
+            lockout_at: None,
+        }],
+        ..Default::default()
+    };
+    app.ctx.live.read(&look).await.unwrap().limits[0].count
+}
+
+#[tokio::test]
+async fn a_flood_of_made_up_names_locks_nobody_out() {
+    // A counter table of 20 per kind, filled many times over by sign-ins
+    // for names nobody has, each from an address of its own.
+    let mut settings = limited(|l| l.login_failures = Rate::new(3, 900));
+    settings.live_max_counters = 20;
+    settings.trusted_proxies = vec![IpBlock::parse("127.0.0.1").unwrap()];
+    let app = spawn_app_with(settings).await;
+    let reader = app.user("flood_reader").await;
+    app.user("flood_victim").await;
+    app.user("flood_locked").await;
+    let sign_in = |name: String, password: &'static str, ip: String| {
+        let app = &app;
+        async move {
+            app.call_with(
+                Method::POST,
+                "/api/v1/sessions",
+                None,
+                &[("x-forwarded-for", &ip)],
+                Some(json!({"username": name, "password": password})),
+            )
+            .await
+            .0
+            .as_u16()
+        }
+    };
+    // An account locked before the flood stays locked through it.
+    for i in 0..4 {
+        sign_in(
+            "flood_locked".into(),
+            "wrong-password",
+            format!("10.9.0.{i}"),
+        )
+        .await;
+    }
+    for i in 0..80 {
+        let status = sign_in(
+            format!("nobody{i}"),
+            "wrong-password",
+            format!("10.{}.{}.1", i / 200, i % 200),
+        )
+        .await;
+        assert_eq!(status, 401, "made-up name {i}");
+    }
+    for i in [0, 41, 79] {
+        assert_eq!(
+            failures_counted(&app, &format!("nobody{i}")).await,
+            0,
+            "no failure counter for a name nobody has"
+        );
+    }
+    // Everyone else goes on: a signed-in read, a real account's sign-in
+    // from a new address, an anonymous read.
+    let (s, _) = app.get("/api/v1/feed", Some(&reader.token)).await;
+    assert_eq!(s.as_u16(), 200);
+    assert_eq!(
+        sign_in("flood_victim".into(), "password-123", "10.250.0.1".into()).await,
+        201
+    );
+    let path = format!("/api/v1/users/{}", reader.uid);
+    assert_eq!(app.get(&path, None).await.0.as_u16(), 200);
+    assert_eq!(
+        sign_in("flood_locked".into(), "password-123", "10.251.0.1".into()).await,
+        429,
+        "the flood lifted a lockout"
+    );
+}

@@ -21,19 +21,41 @@ use crate::store::{
 };
 
 const HOME_TTL_MS: i64 = 24 * 3600 * 1000;
-/// Rate-limit counters kept at most (about 100 bytes each). Keys are per
-/// account and per address, so clients rotating addresses grow this.
-const MAX_LIMIT_COUNTERS: usize = 500_000;
+/// Rate-limit counters kept per kind of budget (about 100 bytes each), as
+/// `MOMENTS_LIVE_MAX_COUNTERS` sets it.
+pub const DEFAULT_COUNTERS_PER_KIND: usize = 100_000;
 
-/// Fixed-window counters: key → (count, window end in epoch ms).
-#[derive(Default)]
-struct Counters {
+/// The rate-limit counters of one kind of budget (reads, writes, sign-ins
+/// per address, failed sign-ins per account, ...), bounded on their own, so
+/// that keys a client controls (its address, a name it makes up) crowd out
+/// no other kind.
+///
+/// A full table makes room by forgetting the counter whose window started
+/// first, which forgives that subject's recent requests and nothing more;
+/// a counter at its `lockout_at` (an account locked by failed
+/// sign-ins) is never forgotten this way, and only when every counter of
+/// the table is such a lockout is a new counter refused.
+struct CounterTable {
+    /// key → (count, window end in epoch ms).
     windows: HashMap<String, (i64, i64)>,
+    /// (window end, key) in the order windows opened; entries whose window
+    /// has since changed or gone are skipped when met.
+    opened: std::collections::VecDeque<(i64, String)>,
+    max: usize,
     /// When the expired counters were last swept out.
     swept_at: i64,
 }
 
-impl Counters {
+impl CounterTable {
+    fn new(max: usize) -> Self {
+        Self {
+            windows: HashMap::new(),
+            opened: std::collections::VecDeque::new(),
+            max: max.max(1),
+            swept_at: 0,
+        }
+    }
+
     fn check(&mut self, c: &LimitCheck, now: i64) -> LimitCount {
         let open = |e: &(i64, i64)| e.1 > now;
         if c.cost < 0 {
@@ -52,34 +74,92 @@ impl Counters {
             }
             return left;
         }
-        if !self.windows.contains_key(&c.key) && self.windows.len() >= MAX_LIMIT_COUNTERS {
-            // Swept at most once a second: a full table must not make
-            // every request walk it.
-            if now - self.swept_at >= 1000 {
-                self.swept_at = now;
-                self.windows.retain(|_, e| e.1 > now);
-            }
-            if self.windows.len() >= MAX_LIMIT_COUNTERS {
-                // Full of live counters: a new one is refused rather than
-                // old ones forgotten, which would lift every lockout.
-                return LimitCount {
-                    count: i64::MAX,
-                    resets_in_ms: 1000,
-                };
-            }
+        if !self.windows.contains_key(&c.key)
+            && self.windows.len() >= self.max
+            && !self.make_room(now, c.lockout_at)
+        {
+            return LimitCount {
+                count: i64::MAX,
+                resets_in_ms: 1000,
+            };
         }
-        let entry = self
-            .windows
-            .entry(c.key.clone())
-            .or_insert((0, now + c.window_ms as i64));
+        let end = now + c.window_ms as i64;
+        let entry = self.windows.entry(c.key.clone()).or_insert((0, 0));
         if !open(entry) {
-            *entry = (0, now + c.window_ms as i64);
+            *entry = (0, end);
+            self.opened.push_back((end, c.key.clone()));
         }
         entry.0 += c.cost;
-        LimitCount {
+        let counted = LimitCount {
             count: entry.0,
             resets_in_ms: (entry.1 - now).max(0) as u64,
+        };
+        if self.opened.len() > 2 * self.max {
+            // Skipped entries pile up when windows restart; drop them so
+            // the queue stays as bounded as the table.
+            let windows = &self.windows;
+            self.opened
+                .retain(|(end, key)| windows.get(key).is_some_and(|e| e.1 == *end));
         }
+        counted
+    }
+
+    /// Frees one place in a full table; false when every counter in it is
+    /// a lockout. Expired counters go first (swept at most once a second,
+    /// so a flood does not make every request walk the table).
+    fn make_room(&mut self, now: i64, lockout_at: Option<i64>) -> bool {
+        if now - self.swept_at >= 1000 {
+            self.swept_at = now;
+            self.windows.retain(|_, e| e.1 > now);
+            if self.windows.len() < self.max {
+                return true;
+            }
+        }
+        // Each live counter is met at most once: a lockout goes to the back.
+        for _ in 0..self.opened.len() {
+            let Some((end, key)) = self.opened.pop_front() else {
+                break;
+            };
+            let Some(&(count, current_end)) = self.windows.get(&key) else {
+                continue;
+            };
+            if current_end != end {
+                continue;
+            }
+            if lockout_at.is_some_and(|at| count >= at) {
+                self.opened.push_back((end, key));
+                continue;
+            }
+            self.windows.remove(&key);
+            return true;
+        }
+        false
+    }
+}
+
+/// Every kind of budget's counters, each kind in a table of its own.
+struct Counters {
+    tables: HashMap<String, CounterTable>,
+    max_per_kind: usize,
+}
+
+impl Counters {
+    fn new(max_per_kind: usize) -> Self {
+        Self {
+            tables: HashMap::new(),
+            max_per_kind,
+        }
+    }
+
+    fn check(&mut self, c: &LimitCheck, now: i64) -> LimitCount {
+        // Keys are `KIND:SUBJECT` (`service::rate_limits`); the kinds are a
+        // fixed set, so the tables are too.
+        let kind = c.key.split(':').next().unwrap_or_default();
+        let max = self.max_per_kind;
+        self.tables
+            .entry(kind.to_string())
+            .or_insert_with(|| CounterTable::new(max))
+            .check(c, now)
     }
 }
 
@@ -387,10 +467,16 @@ pub struct MemoryLive {
 
 impl MemoryLive {
     pub fn new(max_entries: usize) -> Self {
+        Self::with_counters(max_entries, DEFAULT_COUNTERS_PER_KIND)
+    }
+
+    /// `new`, keeping at most `counters_per_kind` rate-limit counters of
+    /// each kind of budget.
+    pub fn with_counters(max_entries: usize, counters_per_kind: usize) -> Self {
         Self {
             state: RwLock::new(State::default()),
             max_entries: max_entries.max(1000),
-            counters: Mutex::new(Counters::default()),
+            counters: Mutex::new(Counters::new(counters_per_kind)),
             device_version: AtomicU64::new(1),
             pulled_posted: Mutex::default(),
         }
@@ -823,6 +909,7 @@ mod tests {
             key: "writes:u:1".into(),
             cost,
             window_ms: 60_000,
+            lockout_at: None,
         };
         let read = |cost| LiveRead {
             limits: vec![check(cost)],
@@ -855,26 +942,59 @@ mod tests {
     }
 
     #[test]
-    fn a_full_counter_table_refuses_new_counters_and_forgets_no_lockout() {
-        let mut counters = Counters::default();
+    fn a_full_table_forgets_the_oldest_counter_of_its_kind_and_never_a_lockout() {
+        let mut counters = Counters::new(100);
         let now = now_ms();
-        let hit = |key: String| LimitCheck {
+        let hit = |key: String, lockout_at| LimitCheck {
             key,
             cost: 1,
             window_ms: 900_000,
+            lockout_at,
         };
+        let failure = |name: &str| hit(format!("login_failures:name:{name}"), Some(10));
         for _ in 0..11 {
-            counters.check(&hit("login_failures:name:victim".into()), now);
+            counters.check(&failure("victim"), now);
         }
-        for i in 0..MAX_LIMIT_COUNTERS {
-            counters.check(&hit(format!("logins:ip:{i}")), now);
+        counters.check(&hit("reads:u:7".into(), None), now);
+        // A flood of addresses fills its own table...
+        for i in 0..1000 {
+            counters.check(&hit(format!("logins:ip:{i}"), None), now + i);
         }
+        // ...where a new address still gets a counter, the oldest going.
         assert_eq!(
-            counters.check(&hit("logins:ip:fresh".into()), now).count,
-            i64::MAX,
-            "a new counter is refused"
+            counters
+                .check(&hit("logins:ip:fresh".into(), None), now)
+                .count,
+            1
         );
-        let victim = counters.check(&hit("login_failures:name:victim".into()), now);
-        assert_eq!(victim.count, 12, "the lockout is remembered");
+        assert_eq!(
+            counters
+                .check(&hit("logins:ip:999".into(), None), now)
+                .count,
+            2,
+            "the newest are kept"
+        );
+        assert_eq!(
+            counters.check(&hit("logins:ip:0".into(), None), now).count,
+            1,
+            "the oldest was forgotten"
+        );
+        // Other kinds are untouched by it.
+        assert_eq!(counters.check(&hit("reads:u:7".into(), None), now).count, 2);
+        assert_eq!(counters.check(&failure("victim"), now).count, 12);
+        // Failed sign-ins past the budget are kept whatever comes after...
+        for i in 0..500 {
+            counters.check(&failure(&format!("other{i}")), now + i);
+        }
+        assert_eq!(counters.check(&failure("victim"), now).count, 13);
+        // ...and only a table full of lockouts refuses a new counter.
+        let mut locked = Counters::new(3);
+        for name in ["a", "b", "c"] {
+            for _ in 0..11 {
+                locked.check(&failure(name), now);
+            }
+        }
+        assert_eq!(locked.check(&failure("d"), now).count, i64::MAX);
+        assert_eq!(locked.check(&failure("a"), now).count, 12);
     }
 }
