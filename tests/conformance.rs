@@ -774,6 +774,7 @@ async fn follow_counts_are_kept_on_the_user_and_backfilled_once() {
         created_at: 0,
         last_active_at: 0,
         album_window: Default::default(),
+        credential_gen: 0,
     };
     let (a, b, c) = (id(1), id(2), id(3));
     for u in [a, b] {
@@ -949,6 +950,7 @@ async fn expired_sessions_are_purged_by_the_sweep_on_every_server() {
             created_at: 0,
             last_seen_at: 0,
             expires_at: expires,
+            credential_gen: 0,
         })
         .await
         .unwrap();

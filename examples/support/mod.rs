@@ -18,6 +18,7 @@ pub fn user(uid: i64) -> UserDoc {
         created_at: now_ms(),
         last_active_at: now_ms(),
         album_window: Default::default(),
+        credential_gen: 0,
     }
 }
 

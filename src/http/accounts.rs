@@ -144,7 +144,7 @@ pub async fn sign_out_everywhere(
     ctx: web::Data<Context>,
     user: AuthUser,
 ) -> Result<HttpResponse, AppError> {
-    accounts::sign_out_everywhere(&ctx, user.uid, None).await?;
+    accounts::sign_out_everywhere(&ctx, user.uid).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 

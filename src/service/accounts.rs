@@ -365,6 +365,7 @@ pub async fn register(ctx: &Context, reg: Registration) -> AppResult<UserCard> {
         created_at: now,
         last_active_at: now,
         album_window: AlbumWindow::All,
+        credential_gen: 0,
     };
     match insert_user(ctx, &user).await {
         Ok(user) => Ok(user.card()),
@@ -420,7 +421,10 @@ pub async fn login(ctx: &Context, req: LoginRequest, origin: &Origin) -> AppResu
     }
     forgive_failure(ctx, username.as_str()).await;
     let device = device_name(req.device.as_deref(), origin.user_agent.as_deref());
-    let (token, session) = open_session(ctx, user.uid, device).await?;
+    // Held to the credentials read before the password was checked: a
+    // change of them since makes this session worthless, however the two
+    // interleave.
+    let (token, session) = open_session(ctx, user.uid, device, user.credential_gen).await?;
     let now = now_ms();
     ctx.activity.due(user.uid, now);
     if let Err(e) = ctx.docs.touch_user(user.uid, now).await {
@@ -447,9 +451,14 @@ async fn forgive_failure(ctx: &Context, username: &str) {
     }
 }
 
-/// Stores a new session for `uid` and returns its token, signing out the
-/// oldest sessions past `MAX_SESSIONS`.
-async fn open_session(ctx: &Context, uid: i64, device: String) -> AppResult<(String, SessionDoc)> {
+/// Stores a new session for `uid`, held to `credential_gen`, and returns
+/// its token, signing out the oldest sessions past `MAX_SESSIONS`.
+async fn open_session(
+    ctx: &Context,
+    uid: i64,
+    device: String,
+    credential_gen: i64,
+) -> AppResult<(String, SessionDoc)> {
     let now = now_ms();
     let token = new_token(uid)?;
     let hash = token_hash(&token).hex();
@@ -462,6 +471,7 @@ async fn open_session(ctx: &Context, uid: i64, device: String) -> AppResult<(Str
             created_at: now,
             last_seen_at: now,
             expires_at: now + SESSION_TTL_SECS as i64 * 1000,
+            credential_gen,
         };
         async move { ctx.docs.insert_session(&session).await.map(|()| session) }
     })
@@ -511,17 +521,23 @@ pub async fn logout(ctx: &Context, who: &Authed) -> AppResult<()> {
         created_at: 0,
         last_seen_at: 0,
         expires_at: 0,
+        credential_gen: 0,
     };
     close_sessions(ctx, who.uid, &[session]).await
 }
 
-/// The caller's signed-in devices, newest first.
+/// The caller's signed-in devices, newest first: those its account still
+/// honours.
 pub async fn list_sessions(ctx: &Context, who: &Authed, now: i64) -> AppResult<Page<SessionView>> {
-    let sessions = ctx.docs.sessions_of_user(who.uid, MAX_SESSIONS).await?;
+    let me = [who.uid];
+    let (sessions, user) = tokio::try_join!(
+        ctx.docs.sessions_of_user(who.uid, MAX_SESSIONS),
+        ctx.docs.users_by_ids(&me),
+    )?;
     Ok(Page {
         items: sessions
             .into_iter()
-            .filter(|s| s.expires_at > now)
+            .filter(|s| s.expires_at > now && s.honoured_by(user.first()))
             .map(|s| SessionView {
                 id: s.id,
                 current: s.id == who.session_id,
@@ -545,9 +561,21 @@ pub async fn sign_out_session(ctx: &Context, who: &Authed, session_id: i64) -> A
     close_sessions(ctx, who.uid, &[found]).await
 }
 
-/// Signs out every session of `uid` but `keep`.
-pub async fn sign_out_everywhere(ctx: &Context, uid: i64, keep: Option<i64>) -> AppResult<()> {
-    close_all_but(ctx, uid, 0, keep).await
+/// Signs out every session of `uid`: first in the account, so that a
+/// session being opened right now is not honoured either, then each one.
+pub async fn sign_out_everywhere(ctx: &Context, uid: i64) -> AppResult<()> {
+    let user = me_doc(ctx, uid).await?;
+    ctx.docs
+        .raise_credential_gen(uid, next_credential_gen(&user))
+        .await?;
+    close_all_but(ctx, uid, 0, None).await
+}
+
+/// A `credentialGen` above the account's: a fresh id (so instances never
+/// pick the same one), or one more than the account's if that is higher
+/// (another instance's clock ran ahead).
+fn next_credential_gen(user: &UserDoc) -> i64 {
+    crate::ids::next_id().max(user.credential_gen + 1)
 }
 
 /// Signs out all of `uid`'s sessions but the newest `kept` (and `keep`),
@@ -581,17 +609,29 @@ pub async fn change_password(ctx: &Context, who: &Authed, req: PasswordChange) -
         AppError::InvalidInput { reason, .. } => AppError::invalid("newPassword", reason),
         other => other,
     })?;
-    confirm_password(ctx, who.uid, req.old_password, "oldPassword").await?;
+    let user = confirm_password(ctx, who.uid, req.old_password, "oldPassword").await?;
     let hash = hash_password(new.expose().to_string()).await?;
-    ctx.docs.set_password_hash(who.uid, &hash).await?;
-    sign_out_everywhere(ctx, who.uid, Some(who.session_id)).await
+    // The session making the change is held to the new credentials before
+    // the account moves to them, so it is honoured throughout; every other
+    // one, and any being opened with the old password, is not.
+    let gen = next_credential_gen(&user);
+    ctx.docs
+        .set_session_credential_gen(who.uid, who.session_id, gen)
+        .await?;
+    ctx.docs.set_password_hash(who.uid, &hash, gen).await?;
+    close_all_but(ctx, who.uid, 0, Some(who.session_id)).await
 }
 
 /// Checks the signed-in account's password again before a change that
 /// needs it. A wrong one is a failed sign-in, and 403: the request is well
 /// formed (a 400 would tell a client to fix its input), the caller is just
 /// not allowed to make the change.
-async fn confirm_password(ctx: &Context, uid: i64, password: String, field: &str) -> AppResult<()> {
+async fn confirm_password(
+    ctx: &Context,
+    uid: i64,
+    password: String,
+    field: &str,
+) -> AppResult<UserDoc> {
     let wrong = || AppError::Forbidden("the password is not right");
     Password::check_length(&password).map_err(|_| {
         AppError::invalid(
@@ -610,7 +650,7 @@ async fn confirm_password(ctx: &Context, uid: i64, password: String, field: &str
         return Err(wrong());
     }
     forgive_failure(ctx, &user.username).await;
-    Ok(())
+    Ok(user)
 }
 
 /// Traces a deletion request erases itself before answering; an account
@@ -624,7 +664,8 @@ const ERASED_IN_REQUEST: usize = 2000;
 pub async fn delete_account(ctx: &Context, who: &Authed, req: AccountDeletion) -> AppResult<()> {
     confirm_password(ctx, who.uid, req.password, "password").await?;
     ctx.docs.erase_user(who.uid).await?;
-    sign_out_everywhere(ctx, who.uid, None).await?;
+    // An erased account honours no session (`SessionDoc::honoured_by`).
+    close_all_but(ctx, who.uid, 0, None).await?;
     ctx.repair
         .apply_unordered(
             ctx.live.as_ref(),
@@ -717,7 +758,28 @@ pub async fn authenticate(
     let session: Option<SessionDoc> = match cached {
         Some(text) => Some(from_json(&text)?),
         None => {
-            let found = ctx.docs.session_by_token_hash(uid, &hash.hex()).await?;
+            // The account is read beside the session: a session is honoured
+            // only while its account's credentials have not changed since it
+            // was opened, and is cached only once found so.
+            let (hex, account) = (hash.hex(), [uid]);
+            let (found, user) = tokio::try_join!(
+                ctx.docs.session_by_token_hash(uid, &hex),
+                ctx.docs.users_by_ids(&account),
+            )?;
+            let found = match found {
+                Some(s) if !s.honoured_by(user.first()) => {
+                    // Opened before a change of credentials that could not
+                    // list it yet: gone now, on this first use.
+                    let docs = ctx.docs.clone();
+                    tokio::spawn(async move {
+                        if let Err(e) = docs.delete_sessions(uid, &[s.id]).await {
+                            tracing::debug!(error = %e, "could not delete a dishonoured session");
+                        }
+                    });
+                    None
+                }
+                found => found,
+            };
             if let (Some(s), Some(a)) = (&found, &trusted) {
                 // Written only if no sign-out moved the user's generation
                 // since it was read, before the document was.
@@ -882,6 +944,7 @@ pub async fn bootstrap_admin(ctx: &Context, username: &str, password: &str) -> A
                 created_at: now,
                 last_active_at: now,
                 album_window: AlbumWindow::All,
+                credential_gen: 0,
             };
             match insert_user(ctx, &user).await {
                 Ok(user) => return Ok(user.uid),
@@ -909,8 +972,10 @@ pub async fn bootstrap_admin(ctx: &Context, username: &str, password: &str) -> A
     }
     if !verify_password(pw.expose().to_string(), user.password_hash.clone()).await? {
         let hash = hash_password(pw.expose().to_string()).await?;
-        ctx.docs.set_password_hash(user.uid, &hash).await?;
-        sign_out_everywhere(ctx, user.uid, None).await?;
+        ctx.docs
+            .set_password_hash(user.uid, &hash, next_credential_gen(&user))
+            .await?;
+        close_all_but(ctx, user.uid, 0, None).await?;
         tracing::info!(
             uid = user.uid,
             "admin password changed; its sessions are signed out"

@@ -77,6 +77,13 @@ pub struct UserDoc {
         skip_serializing_if = "AlbumWindow::is_all"
     )]
     pub album_window: AlbumWindow,
+    /// Raised (to a fresh id) by every change that must end the sessions
+    /// opened before it: a new password, signing out everywhere. A session
+    /// holds the value it was opened under and is good only while that is
+    /// no lower, so a sign-in that checked the old password before the
+    /// change and stored its session after still opens nothing.
+    #[serde(rename = "credentialGen", default)]
+    pub credential_gen: i64,
 }
 
 impl UserDoc {
@@ -448,6 +455,20 @@ pub struct SessionDoc {
     pub last_seen_at: i64,
     #[serde(rename = "expiresAt")]
     pub expires_at: i64,
+    /// The account's `credentialGen` this session was opened under.
+    #[serde(rename = "credentialGen", default)]
+    pub credential_gen: i64,
+}
+
+impl SessionDoc {
+    /// Whether `user`, as the documents have it now, still honours this
+    /// session: it exists, is not erased, and no change of credentials came
+    /// after the session was opened.
+    pub fn honoured_by(&self, user: Option<&UserDoc>) -> bool {
+        user.is_some_and(|u| {
+            u.uid == self.uid && !u.is_erased() && self.credential_gen >= u.credential_gen
+        })
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -480,7 +501,27 @@ pub trait AccountDocs: Send + Sync {
         change: ProfileChange<'_>,
     ) -> StoreResult<Option<UserDoc>>;
 
-    async fn set_password_hash(&self, uid: i64, password_hash: &str) -> StoreResult<()>;
+    /// Sets the password hash and raises `credentialGen` to at least
+    /// `credential_gen`, in one write.
+    async fn set_password_hash(
+        &self,
+        uid: i64,
+        password_hash: &str,
+        credential_gen: i64,
+    ) -> StoreResult<()>;
+
+    /// Raises the account's `credentialGen` to at least `credential_gen`:
+    /// every session opened under a lower one stops being honoured.
+    async fn raise_credential_gen(&self, uid: i64, credential_gen: i64) -> StoreResult<()>;
+
+    /// Sets the `credentialGen` one session of `uid` is held to (the one a
+    /// password change keeps).
+    async fn set_session_credential_gen(
+        &self,
+        uid: i64,
+        session_id: i64,
+        credential_gen: i64,
+    ) -> StoreResult<()>;
 
     async fn touch_user(&self, uid: i64, at: i64) -> StoreResult<()>;
 

@@ -176,6 +176,7 @@ async fn expired_sessions_are_refused_and_purged() {
         created_at: now - 40 * 86_400_000,
         last_seen_at: now - 40 * 86_400_000,
         expires_at: now - 1000,
+        credential_gen: 0,
     };
     app.ctx.docs.insert_session(&expired).await.unwrap();
     assert_problem(
@@ -265,6 +266,7 @@ async fn a_password_change_signs_out_every_other_session_however_many() {
             created_at: now,
             last_seen_at: now,
             expires_at: now + 86_400_000,
+            credential_gen: 0,
         };
         app.ctx.docs.insert_session(&s).await.unwrap();
         tokens.push(token);
@@ -292,4 +294,122 @@ async fn a_password_change_signs_out_every_other_session_however_many() {
             .len(),
         1
     );
+}
+
+/// What ends an account's sessions while a sign-in with the old password
+/// is held between its password check and its session's insert.
+#[derive(Debug, Clone, Copy)]
+enum CredentialChange {
+    Password,
+    SignOutEverywhere,
+    Deletion,
+}
+
+/// Holds a sign-in right before it stores its session, makes `change`
+/// from another session, then lets the sign-in finish: the token it
+/// answers must not sign anyone in.
+async fn sign_in_racing(change: CredentialChange) {
+    use moments::store::faults::{Fault, Gate};
+    let app = spawn_app().await;
+    let name = format!("race{}", now_ms() % 100_000);
+    let me = app.user(&name).await;
+    let gate = Gate::new();
+    app.ctx.faults.inject(
+        "AccountDocs",
+        "insert_session",
+        Fault::Hold(gate.clone()),
+        1,
+    );
+    let sign_in = app.post(
+        "/api/v1/sessions",
+        None,
+        json!({"username": name, "password": "password-123"}),
+    );
+    let change_meanwhile = async {
+        gate.reached().await;
+        let (s, body) = match change {
+            CredentialChange::Password => {
+                app.call(
+                    reqwest::Method::PUT,
+                    "/api/v1/me/password",
+                    Some(&me.token),
+                    Some(json!({"oldPassword": "password-123", "newPassword": "a-new-password-9"})),
+                )
+                .await
+            }
+            CredentialChange::SignOutEverywhere => {
+                app.delete("/api/v1/sessions", Some(&me.token)).await
+            }
+            CredentialChange::Deletion => {
+                app.call(
+                    reqwest::Method::DELETE,
+                    "/api/v1/me",
+                    Some(&me.token),
+                    Some(json!({"password": "password-123"})),
+                )
+                .await
+            }
+        };
+        assert_eq!(s.as_u16(), 204, "{change:?}: {body}");
+        gate.open();
+    };
+    let ((s, session), ()) = tokio::join!(sign_in, change_meanwhile);
+    assert_eq!(
+        s.as_u16(),
+        201,
+        "{change:?}: the held sign-in ends: {session}"
+    );
+    let raced = session["token"].as_str().unwrap();
+    for _ in 0..2 {
+        // Twice: the first refusal must not have cached anything.
+        assert_problem(
+            &app.get("/api/v1/me", Some(raced)).await,
+            401,
+            "unauthorized",
+        );
+    }
+    match change {
+        CredentialChange::Password => {
+            // The session that made the change goes on; the new password works.
+            assert_eq!(app.get("/api/v1/me", Some(&me.token)).await.0.as_u16(), 200);
+            let fresh = app.login(&name, "a-new-password-9").await;
+            let (s, listed) = app.get("/api/v1/sessions", Some(&fresh)).await;
+            assert_eq!(s.as_u16(), 200);
+            assert_eq!(
+                listed["items"].as_array().unwrap().len(),
+                2,
+                "the raced session is not listed: {listed}"
+            );
+        }
+        CredentialChange::SignOutEverywhere => {
+            assert_problem(
+                &app.get("/api/v1/me", Some(&me.token)).await,
+                401,
+                "unauthorized",
+            );
+            app.login(&name, "password-123").await;
+        }
+        CredentialChange::Deletion => {
+            assert_problem(
+                &app.get("/api/v1/me", Some(&me.token)).await,
+                401,
+                "unauthorized",
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_sign_in_racing_a_password_change_opens_no_session() {
+    sign_in_racing(CredentialChange::Password).await;
+}
+
+#[tokio::test]
+async fn a_sign_in_racing_a_sign_out_everywhere_opens_no_session() {
+    sign_in_racing(CredentialChange::SignOutEverywhere).await;
+}
+
+#[tokio::test]
+async fn a_sign_in_racing_the_account_s_deletion_opens_no_session() {
+    sign_in_racing(CredentialChange::Deletion).await;
 }

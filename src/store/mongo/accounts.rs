@@ -52,11 +52,46 @@ impl AccountDocs for MongoDocs {
             .map_err(classify)
     }
 
-    async fn set_password_hash(&self, uid: i64, password_hash: &str) -> StoreResult<()> {
+    async fn set_password_hash(
+        &self,
+        uid: i64,
+        password_hash: &str,
+        credential_gen: i64,
+    ) -> StoreResult<()> {
         self.users()
             .update_one(
                 doc! { "_id": uid },
-                doc! { "$set": { "passwordHash": password_hash } },
+                doc! {
+                    "$set": { "passwordHash": password_hash },
+                    "$max": { "credentialGen": credential_gen },
+                },
+            )
+            .await
+            .map(|_| ())
+            .map_err(classify)
+    }
+
+    async fn raise_credential_gen(&self, uid: i64, credential_gen: i64) -> StoreResult<()> {
+        self.users()
+            .update_one(
+                doc! { "_id": uid },
+                doc! { "$max": { "credentialGen": credential_gen } },
+            )
+            .await
+            .map(|_| ())
+            .map_err(classify)
+    }
+
+    async fn set_session_credential_gen(
+        &self,
+        uid: i64,
+        session_id: i64,
+        credential_gen: i64,
+    ) -> StoreResult<()> {
+        self.sessions()
+            .update_one(
+                doc! { "_id": session_id, "uid": uid },
+                doc! { "$set": { "credentialGen": credential_gen } },
             )
             .await
             .map(|_| ())

@@ -90,14 +90,55 @@ impl AccountDocs for EmbeddedDocs {
         .await
     }
 
-    async fn set_password_hash(&self, uid: i64, password_hash: &str) -> StoreResult<()> {
+    async fn set_password_hash(
+        &self,
+        uid: i64,
+        password_hash: &str,
+        credential_gen: i64,
+    ) -> StoreResult<()> {
         let hash = password_hash.to_string();
         self.write(move |txn| {
             let mut users = txn.open_table(USERS).map_err(other)?;
             if let Some(mut user) = get_doc::<UserDoc>(&users, id(uid))? {
                 user.password_hash = hash.clone();
+                user.credential_gen = user.credential_gen.max(credential_gen);
                 users
                     .insert(id(uid), encode(&user)?.as_slice())
+                    .map_err(other)?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn raise_credential_gen(&self, uid: i64, credential_gen: i64) -> StoreResult<()> {
+        self.write(move |txn| {
+            let mut users = txn.open_table(USERS).map_err(other)?;
+            if let Some(mut user) = get_doc::<UserDoc>(&users, id(uid))? {
+                user.credential_gen = user.credential_gen.max(credential_gen);
+                users
+                    .insert(id(uid), encode(&user)?.as_slice())
+                    .map_err(other)?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn set_session_credential_gen(
+        &self,
+        uid: i64,
+        session_id: i64,
+        credential_gen: i64,
+    ) -> StoreResult<()> {
+        self.write(move |txn| {
+            let mut sessions = txn.open_table(SESSIONS).map_err(other)?;
+            if let Some(mut s) = get_doc::<SessionDoc>(&sessions, id(session_id))?
+                .filter(|s: &SessionDoc| s.uid == uid)
+            {
+                s.credential_gen = credential_gen;
+                sessions
+                    .insert(id(session_id), encode(&s)?.as_slice())
                     .map_err(other)?;
             }
             Ok(())

@@ -807,6 +807,7 @@ mod tests {
                     created_at: 0,
                     last_active_at: 0,
                     album_window: Default::default(),
+                    credential_gen: 0,
                 };
                 docs.insert_user(&user).await
             }
