@@ -29,10 +29,23 @@ const LI = { username: `lisi_${RUN}`, nick: '李四' };
 const POST_TEXT = '周末去湖边走走';
 const MODEL = 'ONEPLUS A6000';
 
+/** How long any one wait may take: what the page will show comes in seconds. */
+const WAIT_MS = 10_000;
+
+/** @typedef {{ method: string, path: string, status: number }} Refusal */
+
 /** @type {import('playwright-core').Browser} */
 let browser;
 /** Everything the pages logged as an error, by page; checked at the end. */
 const consoleErrors = [];
+/**
+ * The refusals a step provokes on purpose (`refused`), each allowed once
+ * while that step waits for it, on the page that provokes it.
+ * @type {(Refusal & { page: import('playwright-core').Page, seen: boolean })[]}
+ */
+const allowedRefusals = [];
+/** Every other answer of 400 or more a page got; checked at the end. */
+const unexpectedRefusals = [];
 
 before(async () => {
   browser = await chromium.launch({
@@ -68,18 +81,56 @@ async function phone(locale = 'zh-CN') {
   });
   // Every wait below is for something the page will show; one that never
   // comes fails the step in seconds rather than Playwright's 30.
-  context.setDefaultTimeout(10_000);
+  context.setDefaultTimeout(WAIT_MS);
   const page = await context.newPage();
   page.on('dialog', (dialog) => void dialog.accept());
   page.on('pageerror', (error) => consoleErrors.push(`${page.url()}: ${error.message}`));
   page.on('console', (message) => {
     if (message.type() !== 'error') return;
-    // A refused request (the bad inputs below) is logged by the browser
-    // itself; the test checks those answers where they are shown.
-    if (/^Failed to load resource: the server responded with a status of 4\d\d/.test(message.text())) return;
+    // The browser logs every answer of 400 or more it gets; those are
+    // judged by the response listener below, which can tell the deliberate
+    // ones apart by method, path and status.
+    if (/^Failed to load resource: the server responded with a status of \d{3}\b/.test(message.text())) return;
     consoleErrors.push(`${page.url()}: ${message.text()}`);
   });
+  page.on('response', (response) => {
+    if (response.status() < 400) return;
+    const allowed = allowedRefusals.find((r) => r.page === page && !r.seen && isRefusal(response, r));
+    if (allowed) allowed.seen = true;
+    else unexpectedRefusals.push(`${page.url()}: ${response.request().method()} ${response.url()} answered ${response.status()}`);
+  });
   return page;
+}
+
+/**
+ * @param {import('playwright-core').Response} response
+ * @param {Refusal} refusal
+ */
+function isRefusal(response, { method, path, status }) {
+  return response.status() === status && response.request().method() === method && new URL(response.url()).pathname === path;
+}
+
+/**
+ * Runs `action`, which is meant to be refused with `refusal`, and waits
+ * for that answer: it is then the one such answer the page may get, and
+ * the step fails if it never comes.
+ * @param {import('playwright-core').Page} page
+ * @param {Refusal} refusal
+ * @param {() => Promise<void>} action
+ */
+async function refused(page, refusal, action) {
+  const { method, path, status } = refusal;
+  const allowance = { ...refusal, page, seen: false };
+  allowedRefusals.push(allowance);
+  try {
+    const answered = page
+      .waitForResponse((response) => isRefusal(response, refusal))
+      .catch((error) => assert.fail(`${method} ${path} was not answered ${status}: ${error.message}`));
+    await Promise.all([answered, action()]);
+    assert.ok(allowance.seen, `the ${status} to ${method} ${path} was taken as the deliberate one`);
+  } finally {
+    allowedRefusals.splice(allowedRefusals.indexOf(allowance), 1);
+  }
 }
 
 /** @param {import('playwright-core').Page} page @param {string} name */
@@ -142,20 +193,40 @@ function postWith(page, text) {
 }
 
 /**
- * Waits until `who`'s home feed, read through the API, holds `count` posts
- * starting with one that has `newest`: a new post reaches followers'
- * timelines by a fan-out that runs after the post is acknowledged.
+ * Waits until the home feed of the person signed in on `page`, read
+ * through the API, holds `count` posts starting with one that has
+ * `newest`: a new post reaches followers' timelines by a fan-out that runs
+ * after the post is acknowledged. A fan-out that never comes fails here.
  * @param {import('playwright-core').Page} page
+ * @param {string} newest
+ * @param {number} count
  */
 async function feedHolds(page, newest, count) {
-  const bearer = await token(page);
-  for (;;) {
-    const res = await fetch(`${BASE}/api/v1/feed?limit=100`, { headers: { authorization: `Bearer ${bearer}` } });
+  const { token, me } = await session(page);
+  const deadline = Date.now() + WAIT_MS;
+  /** @type {{ content: string }[]} */
+  let items = [];
+  while (Date.now() < deadline) {
+    const res = await request('/api/v1/feed?limit=100', { headers: { authorization: `Bearer ${token}` } });
     assert.equal(res.status, 200);
-    const { items } = await res.json();
+    ({ items } = await res.json());
     if (items.length >= count && items[0].content.startsWith(newest)) return;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+  assert.fail(
+    `${me.username}'s feed did not hold ${count} posts, the newest "${newest}…", within ${WAIT_MS} ms: ` +
+      `it held ${items.length}, the newest ${JSON.stringify(items[0]?.content ?? null)}`,
+  );
+}
+
+/**
+ * A request from the test itself, bounded like every wait here, so a
+ * service that stops answering fails the step instead of hanging it.
+ * @param {string} path from the service's root
+ * @param {RequestInit} [init]
+ */
+function request(path, init = {}) {
+  return fetch(`${BASE}${path}`, { ...init, signal: AbortSignal.timeout(WAIT_MS) });
 }
 
 /**
@@ -170,9 +241,15 @@ async function visit(page, path) {
   else await page.goto(url);
 }
 
-/** @param {import('playwright-core').Page} page */
-async function token(page) {
-  return page.evaluate(() => JSON.parse(localStorage.getItem('moments.session') ?? 'null')?.token);
+/**
+ * The session the client keeps for the person signed in on `page`.
+ * @param {import('playwright-core').Page} page
+ * @returns {Promise<{ token: string, me: { uid: number, username: string } }>}
+ */
+async function session(page) {
+  const kept = await page.evaluate(() => JSON.parse(localStorage.getItem('moments.session') ?? 'null'));
+  assert.ok(kept?.token, `signed in on ${page.url()}`);
+  return kept;
 }
 
 /**
@@ -208,7 +285,7 @@ let broken = false;
 let postId = '';
 
 step('the pages are served with a strict Content-Security-Policy', async () => {
-  const res = await fetch(`${BASE}/`);
+  const res = await request('/');
   assert.equal(res.status, 200);
   assert.match(res.headers.get('content-type') ?? '', /^text\/html/);
   const csp = res.headers.get('content-security-policy') ?? '';
@@ -228,7 +305,8 @@ step('a bad sign-up shows its error next to the field and makes no account', asy
   const password = wang.getByLabel('密码');
   await username.fill(WANG.username);
   await password.fill('short');
-  await wang.getByRole('button', { name: '注册' }).click();
+  await refused(wang, { method: 'POST', path: '/api/v1/users', status: 400 }, () =>
+    wang.getByRole('button', { name: '注册' }).click());
   const errorId = `${await password.getAttribute('id')}-error`;
   const error = wang.locator(`#${errorId}`);
   await error.waitFor();
@@ -253,7 +331,8 @@ step('one finds the other by username and follows them', async () => {
   await onPage(li, '找人');
   await li.getByText('你还没有关注任何人').waitFor();
   await li.getByLabel('对方的用户名').fill('nobody_here');
-  await li.getByRole('button', { name: '查找' }).click();
+  await refused(li, { method: 'GET', path: '/api/v1/users', status: 404 }, () =>
+    li.getByRole('button', { name: '查找' }).click());
   await li.getByText('没有找到这个用户名').waitFor();
   await li.getByLabel('对方的用户名').fill(WANG.username.toUpperCase());
   await li.getByRole('button', { name: '查找' }).click();
@@ -272,7 +351,8 @@ step('a bad picture URL is shown next to that picture and nothing is posted', as
   await wang.getByRole('button', { name: '添加图片' }).click();
   const picture = wang.getByLabel('图片地址 1');
   await picture.fill('ftp://example.com/a.jpg');
-  await wang.getByRole('button', { name: '发表', exact: true }).click();
+  await refused(wang, { method: 'POST', path: '/api/v1/posts', status: 400 }, () =>
+    wang.getByRole('button', { name: '发表', exact: true }).click());
   const error = wang.locator(`#${await picture.getAttribute('id')}-error`);
   await error.waitFor();
   assert.match(await error.innerText(), /http or https URL/);
@@ -397,7 +477,8 @@ step('an admin maps the device model; the post shows the name after a reload', a
   const form = admin.locator('details.add-model');
   await form.getByLabel('型号').fill(MODEL);
   await form.getByLabel('英文名').fill('OnePlus 6');
-  await form.getByRole('button', { name: '保存型号' }).click();
+  await refused(admin, { method: 'PUT', path: `/api/v1/admin/device-models/${encodeURIComponent(MODEL)}`, status: 400 }, () =>
+    form.getByRole('button', { name: '保存型号' }).click());
   const zh = form.getByLabel('中文名');
   const error = admin.locator(`#${await zh.getAttribute('id')}-error`);
   await error.waitFor();
@@ -434,7 +515,8 @@ step('a bulk import shows what it adds and changes before it is applied', async 
 
   // A bad row is named, next to the text, and nothing is written.
   await text.fill('model,zh,en\nGOOD1,好,Good\n,空,Empty\n');
-  await admin.getByRole('button', { name: '预览' }).click();
+  await refused(admin, { method: 'POST', path: '/api/v1/admin/device-models/import/preview', status: 400 }, () =>
+    admin.getByRole('button', { name: '预览' }).click());
   const error = admin.locator(`#${await text.getAttribute('id')}-error`);
   await error.waitFor();
   assert.match(await error.innerText(), /^第 2 行：/);
@@ -469,15 +551,19 @@ step('someone without the admin role gets no console', async () => {
   await onPage(li, '管理后台');
   await li.getByText('这里需要管理员身份。').waitFor();
   await li.getByRole('link', { name: '我', exact: true }).click();
-  assert.equal(await li.getByRole('link', { name: '管理后台' }).count(), 0);
+  await onPage(li, '我');
+  // The console's link would be in this menu, drawn with the album's.
+  const menu = li.getByRole('navigation', { name: '我', exact: true });
+  await menu.getByRole('link', { name: '我的相册' }).waitFor();
+  assert.deepEqual(await menu.getByRole('link').allTextContents(), ['我的相册']);
 });
 
 step('the feed loads its next pages by cursor as it scrolls', async () => {
-  const bearer = await token(wang);
+  const { token } = await session(wang);
   for (let i = 1; i <= 14; i += 1) {
-    const res = await fetch(`${BASE}/api/v1/posts`, {
+    const res = await request('/api/v1/posts', {
       method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${bearer}` },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
       body: JSON.stringify({ category: 'TEXT', content: `第 ${i} 条` }),
     });
     assert.equal(res.status, 201, await res.text());
@@ -488,11 +574,14 @@ step('the feed loads its next pages by cursor as it scrolls', async () => {
   // A page is 10 posts; the 15th (the first one) arrives only by scrolling.
   await postWith(li, '第 14 条').waitFor();
   assert.equal(await postWith(li, POST_TEXT).count(), 0);
-  for (let i = 0; i < 10 && (await postWith(li, POST_TEXT).count()) === 0; i += 1) {
-    await li.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
-    await li.waitForFunction(() => [...document.querySelectorAll('[aria-busy="true"]')].length === 0);
-  }
-  await postWith(li, POST_TEXT).waitFor();
+  // Scrolled to the end until the first post shows, within one wait's
+  // time: each time the end comes into view the next page is asked for.
+  await li
+    .waitForFunction((text) => {
+      window.scrollTo(0, document.body.scrollHeight);
+      return [...document.querySelectorAll('article')].some((card) => card.textContent?.includes(text));
+    }, POST_TEXT, { polling: 100 })
+    .catch((error) => assert.fail(`scrolling to the end of the feed did not bring the first post "${POST_TEXT}": ${error.message}`));
   await li.getByText('没有更多了').waitFor();
   assert.equal(await li.getByRole('article').count(), 15);
   const ids = await li.getByRole('article').evaluateAll((els) => els.map((el) => el.getAttribute('data-post-id')));
@@ -508,19 +597,21 @@ step('the author deletes their reply, then a post', async () => {
   await reply.waitFor({ state: 'detached' });
   await postWith(wang, POST_TEXT).getByRole('button', { name: /评论 1$/ }).waitFor();
 
-  await wang.goto(`${BASE}/#/u/${await wang.evaluate(() => JSON.parse(localStorage.getItem('moments.session') ?? '{}').me.uid)}`);
+  const { me } = await session(wang);
+  await wang.goto(`${BASE}/#/u/${me.uid}`);
   await onPage(wang, WANG.nick);
   const doomed = postWith(wang, '第 14 条');
   await doomed.getByRole('button', { name: '删除' }).click();
   await doomed.waitFor({ state: 'detached' });
-  const res = await fetch(`${BASE}/api/v1/users/${await wang.evaluate(() => JSON.parse(localStorage.getItem('moments.session') ?? '{}').me.uid)}/posts?limit=100`);
+  const res = await request(`/api/v1/users/${me.uid}/posts?limit=100`);
+  assert.equal(res.status, 200);
   const page = await res.json();
   assert.ok(!page.items.some((p) => p.content === '第 14 条'), 'the post is gone');
 });
 
 step('one unfollows from the album; the other\'s posts leave their feed', async () => {
-  const uid = await wang.evaluate(() => JSON.parse(localStorage.getItem('moments.session') ?? '{}').me.uid);
-  await visit(li, `/u/${uid}`);
+  const { me } = await session(wang);
+  await visit(li, `/u/${me.uid}`);
   await onPage(li, WANG.nick);
   await li.getByText('关注者 1').waitFor();
   await li.getByRole('button', { name: '取消关注' }).click();
@@ -573,4 +664,8 @@ step('markup in names, posts and comments is shown as text, never run', async ()
 
 step('no page logged an error', () => {
   assert.deepEqual(consoleErrors, []);
+});
+
+step('no page got an answer of 400 or more it did not provoke on purpose', () => {
+  assert.deepEqual(unexpectedRefusals, []);
 });
