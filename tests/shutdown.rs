@@ -14,11 +14,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
+use support::{message, Api, Backend, DataDir, Server, WAIT};
 
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -28,285 +25,19 @@ const SHUTDOWN_TIMEOUT_SECS: u64 = 10;
 /// On top of that timeout: saving fan-outs, closing the stores, and a debug
 /// build on a busy machine.
 const EXIT_SLACK: Duration = Duration::from_secs(30);
-/// How long start-up, a request, or a fan-out may take before the test
-/// gives up: a hang must end the test, not the whole run.
-const WAIT: Duration = Duration::from_secs(60);
 const FOLLOWERS: usize = 4;
 const PUBLISHERS: usize = 6;
 /// Posts acknowledged before the signal is sent, so that it lands mid-load.
 const POSTS_BEFORE_SIGNAL: usize = 30;
 
-/// Where the server keeps its documents and live state.
-#[derive(Clone)]
-enum Backend {
-    Embedded,
-    Stores {
-        mongodb_uri: String,
-        redis_url: String,
-        /// The database name, and the Redis key prefix: this test's own.
-        name: String,
-    },
-}
-
-fn random_suffix() -> String {
-    let mut b = [0u8; 6];
-    getrandom::getrandom(&mut b).unwrap();
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn test_env(name: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| {
-        panic!(
-            "{name} is not set: run scripts/test.sh, which starts redis-server and nx-27017 and sets it"
-        )
-    })
-}
-
-/// A data directory of this test's own, removed however the test ends.
-struct DataDir(PathBuf);
-
-impl DataDir {
-    fn new(tag: &str) -> Self {
-        Self(std::env::temp_dir().join(format!("moments-shutdown-{tag}-{}", random_suffix())))
-    }
-}
-
-impl Drop for DataDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A running `moments`, killed however the test ends, so a failed
-/// assertion leaves no server behind.
-struct Server {
-    child: Child,
-    lines: Receiver<String>,
-    /// Every log line read so far (JSON), for assertions and failure messages.
-    seen: Vec<String>,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn message(line: &str) -> Option<Value> {
-    let v: Value = serde_json::from_str(line).ok()?;
-    v.get("fields").cloned()
-}
-
-impl Server {
-    fn start(backend: &Backend, dir: &DataDir) -> Self {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_moments"));
-        cmd.arg("serve")
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("MOMENTS_DATA_DIR", &dir.0)
-            .env("MOMENTS_LISTEN", "127.0.0.1:0")
-            .env("MOMENTS_RATE_LIMITS", "off")
-            .env(
-                "MOMENTS_SHUTDOWN_TIMEOUT_SECS",
-                SHUTDOWN_TIMEOUT_SECS.to_string(),
-            )
-            .env("MOMENTS_LOG_FORMAT", "json")
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        if let Backend::Stores {
-            mongodb_uri,
-            redis_url,
-            name,
-        } = backend
-        {
-            cmd.env("MOMENTS_MONGODB_URI", mongodb_uri)
-                .env("MOMENTS_MONGODB_DB", name)
-                .env("MOMENTS_REDIS_URL", redis_url)
-                .env("MOMENTS_REDIS_PREFIX", format!("{name}:"));
-        }
-        let mut child = cmd.spawn().expect("start moments");
-        let stderr = child.stderr.take().expect("stderr");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut server = Server {
-            child,
-            lines,
-            seen: Vec::new(),
-            port: 0,
-        };
-        let serving = server.read_until(|f| f["message"] == "serving");
-        server.port = message(&serving).unwrap()["port"]
-            .as_u64()
-            .expect("the serving line names its port") as u16;
-        server
-    }
-
-    fn transcript(&self) -> String {
-        self.seen.iter().map(|l| format!("{l}\n")).collect()
-    }
-
-    /// Reads log lines until one's fields satisfy `stop`, and returns it.
-    fn read_until(&mut self, stop: impl Fn(&Value) -> bool) -> String {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    self.seen.push(line.clone());
-                    if message(&line).is_some_and(|f| stop(&f)) {
-                        return line;
-                    }
-                }
-                Err(RecvTimeoutError::Timeout) => {
-                    panic!("no such line within {WAIT:?}:\n{}", self.transcript())
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    panic!("moments closed its output first:\n{}", self.transcript())
-                }
-            }
-        }
-    }
-
-    fn terminate(&self) {
-        self.signal("TERM");
-    }
-
-    fn signal(&self, name: &str) {
-        let status = Command::new("kill")
-            .args([&format!("-{name}"), &self.child.id().to_string()])
-            .status()
-            .expect("run kill");
-        assert!(status.success(), "kill -{name} failed");
-    }
-
-    /// Waits for the process to exit, reading its log to the end; fails if
-    /// it has not exited by `within`.
-    fn exit_within(&mut self, within: Duration) -> ExitStatus {
-        let deadline = Instant::now() + within;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => self.seen.push(line),
-                Err(RecvTimeoutError::Disconnected) => break,
-                Err(RecvTimeoutError::Timeout) => panic!(
-                    "still running {within:?} after SIGTERM:\n{}",
-                    self.transcript()
-                ),
-            }
-        }
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "closed its output but did not exit:\n{}",
-                self.transcript()
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    /// The fields of the log line whose message is `what`.
-    fn logged(&self, what: &str) -> Option<Value> {
-        self.seen
-            .iter()
-            .filter_map(|l| message(l))
-            .find(|f| f["message"] == what)
-    }
-}
-
-struct Api {
-    client: reqwest::Client,
-    base: String,
-}
-
-impl Api {
-    fn new(port: u16) -> Self {
-        Self {
-            client: reqwest::Client::builder().timeout(WAIT).build().unwrap(),
-            base: format!("http://127.0.0.1:{port}/api/v1"),
-        }
-    }
-
-    async fn call(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        token: Option<&str>,
-        body: Option<Value>,
-    ) -> (u16, Value) {
-        support::call(
-            &self.client,
-            method,
-            format!("{}{path}", self.base),
-            token,
-            body,
-        )
-        .await
-    }
-
-    /// Registers and signs in; returns (uid, token).
-    async fn user(&self, name: &str) -> (i64, String) {
-        let credentials = json!({"username": name, "password": "password-123"});
-        let (s, card) = self
-            .call(
-                reqwest::Method::POST,
-                "/users",
-                None,
-                Some(credentials.clone()),
-            )
-            .await;
-        assert_eq!(s, 201, "{card}");
-        let (s, session) = self
-            .call(reqwest::Method::POST, "/sessions", None, Some(credentials))
-            .await;
-        assert_eq!(s, 201, "{session}");
-        (
-            card["uid"].as_i64().unwrap(),
-            session["token"].as_str().unwrap().to_string(),
-        )
-    }
-
-    /// Every post id of the viewer's feed, paging through all of it.
-    async fn whole_feed(&self, token: &str) -> Vec<i64> {
-        let mut seen = Vec::new();
-        let mut cursor = String::new();
-        for _ in 0..1000 {
-            let (s, page) = self
-                .call(
-                    reqwest::Method::GET,
-                    &format!("/feed?limit=100&cursor={cursor}"),
-                    Some(token),
-                    None,
-                )
-                .await;
-            assert_eq!(s, 200, "{page}");
-            seen.extend(
-                page["items"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|p| p["id"].as_i64().unwrap()),
-            );
-            match page["nextCursor"].as_str() {
-                Some(c) => cursor = c.to_string(),
-                None => return seen,
-            }
-        }
-        panic!("the feed never ended");
-    }
+/// The server under test, with this test's shutdown timeout.
+fn start(backend: &Backend, dir: &DataDir) -> Server {
+    let timeout = SHUTDOWN_TIMEOUT_SECS.to_string();
+    Server::start(
+        backend,
+        dir,
+        &[("MOMENTS_SHUTDOWN_TIMEOUT_SECS", timeout.as_str())],
+    )
 }
 
 /// How one publisher's requests ended.
@@ -361,10 +92,10 @@ async fn publish(client: reqwest::Client, url: String, token: String, n: usize) 
 
 async fn sigterm_under_load_loses_nothing(backend: Backend) {
     let dir = DataDir::new(match backend {
-        Backend::Embedded => "embedded",
-        Backend::Stores { .. } => "stores",
+        Backend::Embedded => "shutdown-embedded",
+        Backend::Stores { .. } => "shutdown-stores",
     });
-    let mut server = Server::start(&backend, &dir);
+    let mut server = start(&backend, &dir);
     let api = Api::new(server.port);
     let (_, author) = api.user("author").await;
     let mut followers = Vec::new();
@@ -491,7 +222,7 @@ async fn sigterm_under_load_loses_nothing(backend: Backend) {
     );
     drop(server);
 
-    let server = Server::start(&backend, &dir);
+    let server = start(&backend, &dir);
     let api = Api::new(server.port);
     for id in &posts {
         let (s, post) = api
@@ -542,18 +273,13 @@ async fn sigterm_under_load_on_the_embedded_default_loses_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_under_load_on_mongodb_and_redis_loses_nothing() {
-    let backend = Backend::Stores {
-        mongodb_uri: test_env("MOMENTS_TEST_MONGODB_URI"),
-        redis_url: test_env("MOMENTS_TEST_REDIS_URL"),
-        name: format!("shutdown_{}", random_suffix()),
-    };
-    sigterm_under_load_loses_nothing(backend).await;
+    sigterm_under_load_loses_nothing(Backend::stores("shutdown")).await;
 }
 
 #[test]
 fn sigint_stops_as_gracefully_as_sigterm() {
-    let dir = DataDir::new("sigint");
-    let mut server = Server::start(&Backend::Embedded, &dir);
+    let dir = DataDir::new("shutdown-sigint");
+    let mut server = start(&Backend::Embedded, &dir);
     server.signal("INT");
     let status = server.exit_within(Duration::from_secs(SHUTDOWN_TIMEOUT_SECS) + EXIT_SLACK);
     assert!(
@@ -574,8 +300,8 @@ fn sigint_stops_as_gracefully_as_sigterm() {
 
 #[test]
 fn a_second_signal_stops_at_once() {
-    let dir = DataDir::new("twice");
-    let mut server = Server::start(&Backend::Embedded, &dir);
+    let dir = DataDir::new("shutdown-twice");
+    let mut server = start(&Backend::Embedded, &dir);
     // An idle keep-alive connection: draining waits for its keep-alive
     // timeout (5 s), time enough for a second signal.
     let mut idle = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
