@@ -2,23 +2,24 @@
 //! for a write, the other shows at once. Each instance leases its own
 //! instance id, so their ids never collide either.
 //!
+//! Most of these run both instances in this process, where a test can cut
+//! one's Redis or reach into its context; but one process has one id
+//! generator, so the lease is checked on two processes of the real binary
+//! (`two_processes_lease_different_instance_ids_and_agree`).
+//!
 //! Needs `MOMENTS_TEST_MONGODB_URI` and `MOMENTS_TEST_REDIS_URL`
 //! (scripts/test.sh sets them), like tests/conformance.rs.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
+use support::{test_env as env, Api, Backend, DataDir, Server};
 
 use reqwest::Method;
 use serde_json::{json, Value};
 
 use moments::config::Settings;
+use moments::ids::instance_of;
 use moments::startup::{Application, Stopper};
-
-fn env(name: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| {
-        panic!("{name} is not set: run scripts/test.sh, which starts redis-server and nx-27017")
-    })
-}
 
 struct Instance {
     base: String,
@@ -656,6 +657,205 @@ async fn a_big_accounts_new_post_reaches_readers_on_every_instance() {
         .await
         .unwrap()
         .database(&db)
+        .drop()
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_lease_different_instance_ids_and_agree() {
+    let backend = Backend::stores("procs");
+    let Backend::Stores { name: db, .. } = &backend else {
+        unreachable!()
+    };
+    let (dir_a, dir_b) = (DataDir::new("procs-a"), DataDir::new("procs-b"));
+    // Started at once, as a deployment starts its instances, so both lease
+    // on the empty lease table together. `Server::start` passes on none of
+    // this process's environment: MOMENTS_INSTANCE_ID is unset in both.
+    let (server_a, server_b) = std::thread::scope(|s| {
+        let a = s.spawn(|| Server::start(&backend, &dir_a, &[]));
+        let b = s.spawn(|| Server::start(&backend, &dir_b, &[]));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    let (a, b) = (Api::new(server_a.port), Api::new(server_b.port));
+
+    let (ann_uid, ann) = a.user("ann").await;
+    let (bob_uid, bob) = b.user("bob").await;
+    let (cyd_uid, cyd) = b.user("cyd").await;
+    let text = |c: &str| json!({"category": "TEXT", "content": c});
+    let liked = a
+        .ok(Method::POST, "/posts", Some(&ann), Some(text("liked")))
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    let deleted = a
+        .ok(Method::POST, "/posts", Some(&ann), Some(text("deleted")))
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    let bobs = b
+        .ok(Method::POST, "/posts", Some(&bob), Some(text("bob's")))
+        .await["id"]
+        .as_i64()
+        .unwrap();
+
+    // A like through A, seen through B at once. B reads the post first, so
+    // whatever it keeps of it is from before the like.
+    let before = b
+        .ok(Method::GET, &format!("/posts/{liked}"), Some(&bob), None)
+        .await;
+    assert_eq!(
+        (before["likeCount"].as_i64(), before["likedByMe"].as_bool()),
+        (Some(0), Some(false)),
+        "{before}"
+    );
+    a.ok(
+        Method::PUT,
+        &format!("/posts/{liked}/like"),
+        Some(&bob),
+        None,
+    )
+    .await;
+    let post = b
+        .ok(Method::GET, &format!("/posts/{liked}"), Some(&bob), None)
+        .await;
+    assert_eq!(
+        (post["likeCount"].as_i64(), post["likedByMe"].as_bool()),
+        (Some(1), Some(true)),
+        "through B, as the liker: {post}"
+    );
+    let likers = |v: &Value| -> Vec<i64> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["user"]["uid"].as_i64().unwrap())
+            .collect()
+    };
+    assert_eq!(likers(&post["likes"]), vec![bob_uid], "{post}");
+    let likes = b
+        .ok(
+            Method::GET,
+            &format!("/posts/{liked}/likes"),
+            Some(&ann),
+            None,
+        )
+        .await;
+    assert_eq!(likers(&likes["items"]), vec![bob_uid], "{likes}");
+    let like_id = likes["items"][0]["id"].as_i64().unwrap();
+    let as_author = b
+        .ok(Method::GET, &format!("/posts/{liked}"), Some(&ann), None)
+        .await;
+    assert_eq!(
+        (
+            as_author["likeCount"].as_i64(),
+            as_author["likedByMe"].as_bool()
+        ),
+        (Some(1), Some(false)),
+        "through B, as the author: {as_author}"
+    );
+
+    // A block through A: through B, bob no longer sees ann's post or
+    // profile, and cannot follow her. He saw both through B just before.
+    b.ok(Method::GET, &format!("/users/{ann_uid}"), Some(&bob), None)
+        .await;
+    a.ok(
+        Method::PUT,
+        &format!("/users/{bob_uid}/block"),
+        Some(&ann),
+        None,
+    )
+    .await;
+    for (method, path) in [
+        (Method::GET, format!("/posts/{liked}")),
+        (Method::GET, format!("/users/{ann_uid}")),
+        (Method::PUT, format!("/users/{ann_uid}/follow")),
+    ] {
+        let (s, v) = b.call(method.clone(), &path, Some(&bob), None).await;
+        assert_eq!(s, 404, "{method} {path} through B by the blocked: {v}");
+    }
+
+    // A deletion through A: through B the post is 404 and gone from the
+    // feeds it was in.
+    b.ok(
+        Method::PUT,
+        &format!("/users/{ann_uid}/follow"),
+        Some(&cyd),
+        None,
+    )
+    .await;
+    let album = format!("/users/{ann_uid}/posts");
+    let in_album = |page: &Value| ids(page).contains(&deleted);
+    assert!(in_album(&b.ok(Method::GET, &album, Some(&cyd), None).await));
+    assert!(b.whole_feed(&ann).await.contains(&deleted));
+    // A follow merges the followed's recent posts into the timeline in the
+    // background: wait for it, boundedly, so the deletion is what is tested.
+    let following = std::time::Instant::now();
+    while !b.whole_feed(&cyd).await.contains(&deleted) {
+        assert!(
+            following.elapsed() < support::WAIT,
+            "ann's post never reached her new follower's feed through B"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let (s, _) = a
+        .call(
+            Method::DELETE,
+            &format!("/posts/{deleted}"),
+            Some(&ann),
+            None,
+        )
+        .await;
+    assert_eq!(s, 204);
+    for viewer in [Some(cyd.as_str()), None] {
+        let (s, v) = b
+            .call(Method::GET, &format!("/posts/{deleted}"), viewer, None)
+            .await;
+        assert_eq!(s, 404, "a deleted post through B: {v}");
+    }
+    for (whose, token) in [("follower's", &cyd), ("author's", &ann)] {
+        assert!(
+            !b.whole_feed(token).await.contains(&deleted),
+            "a deleted post in the {whose} feed through B"
+        );
+    }
+    let page = b.ok(Method::GET, &album, Some(&cyd), None).await;
+    assert!(
+        !in_album(&page),
+        "a deleted post in the album through B: {page}"
+    );
+
+    // Every id a process mints carries its generator's instance bits, set
+    // before it listens: from MOMENTS_INSTANCE_ID (unset here) or from the
+    // lease. Until then they are random, so two processes that skipped or
+    // shared the lease would differ by luck 31 times in 32. But the lease
+    // hands out the lowest free id, and this database is the test's own: so
+    // between them the two hold 0 and 1, which random bits would hit 2
+    // times in 1,024. One bit each throughout and {0, 1} together is the
+    // lease, and different bits mean neither process can mint an id the
+    // other has minted or will.
+    let bits = |minted: &[i64]| -> Vec<u16> { minted.iter().map(|&id| instance_of(id)).collect() };
+    let (on_a, on_b) = (
+        bits(&[ann_uid, liked, deleted, like_id]),
+        bits(&[bob_uid, cyd_uid, bobs]),
+    );
+    assert!(
+        on_a.iter().all(|&i| i == on_a[0]) && on_b.iter().all(|&i| i == on_b[0]),
+        "one instance per process: A minted {on_a:?}, B {on_b:?}"
+    );
+    let mut leased = [on_a[0], on_b[0]];
+    leased.sort_unstable();
+    assert_eq!(
+        leased,
+        [0, 1],
+        "the two processes' instance bits: A {}, B {}",
+        on_a[0],
+        on_b[0]
+    );
+
+    drop((server_a, server_b));
+    let _ = mongodb::Client::with_uri_str(env("MOMENTS_TEST_MONGODB_URI"))
+        .await
+        .unwrap()
+        .database(db)
         .drop()
         .await;
 }
