@@ -547,10 +547,12 @@ async fn drain_http(
     let step = Instant::now();
     // Paused first, and a moment given to actix's acceptor thread to stop
     // polling the socket: one still polling it when it is shut logs an
-    // error. A connection completed in that moment is reset, as it would
-    // be by actix closing the socket itself.
+    // error (not shown: `telemetry::stopping_accept`). A connection
+    // completed in that moment is reset, as it would be by actix closing
+    // the socket itself.
     api.pause().await;
     tokio::time::sleep(Duration::from_millis(5)).await;
+    crate::telemetry::stopping_accept();
     if let Err(e) = socket2::SockRef::from(listener).shutdown(std::net::Shutdown::Read) {
         tracing::warn!(error = %e, "could not shut the listening socket; connections made while draining are reset at the end");
     }
