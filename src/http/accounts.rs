@@ -112,7 +112,8 @@ pub async fn register(
     let scope = format!("a{}", origin.addr.as_deref().unwrap_or("-"));
     let identity = registration.identity();
     let make = ctx.clone();
-    let create = async move { accounts::register(&make, registration).await };
+    let create =
+        move |reserved| async move { accounts::register(&make, registration, reserved).await };
     idempotency::once(&ctx, &req, scope, &identity, create).await
 }
 

@@ -50,7 +50,9 @@ pub async fn create(
     let post = path_id(&id, "post")?;
     let comment: NewCommentRequest = parse_json_object(&body)?;
     let (make, uid) = (ctx.clone(), user.uid);
-    let create = async move { comments::create_comment(&make, post, uid, comment, &pres).await };
+    let create = move |reserved| async move {
+        comments::create_comment(&make, post, uid, comment, &pres, reserved).await
+    };
     idempotency::once(&ctx, &req, format!("u{uid}"), &body, create).await
 }
 

@@ -59,16 +59,17 @@ fn key_of(req: &HttpRequest) -> AppResult<Option<String>> {
 /// The request is checked (and charged to its budgets) before this is
 /// called, so a bad one never holds a key. `identity` is what tells two
 /// requests apart besides method, path and query: the body, or what of it
-/// may be kept.
-pub async fn once<T: Serialize + 'static>(
+/// may be kept. `create` is given the id its key reserved (none without a
+/// key), to make its thing under, or to find it made by an earlier try.
+pub async fn once<T: Serialize + 'static, F: Future<Output = AppResult<T>> + 'static>(
     ctx: &Context,
     req: &HttpRequest,
     scope: String,
     identity: &[u8],
-    create: impl Future<Output = AppResult<T>> + 'static,
+    create: impl FnOnce(Option<i64>) -> F,
 ) -> Result<HttpResponse, AppError> {
     let Some(key) = key_of(req)? else {
-        return Ok(HttpResponse::Created().json(create.await?));
+        return Ok(HttpResponse::Created().json(create(None).await?));
     };
     let fingerprint = idempotency::fingerprint(
         req.method().as_str(),
@@ -86,6 +87,7 @@ pub async fn once<T: Serialize + 'static>(
         }
         Claim::Run(ticket) => ticket,
     };
+    let create = create(Some(ticket.reserved_id));
     // Run apart from this request: if the client goes away mid-way, actix
     // drops the handler, and the answer must still be recorded, because the
     // client's retry is exactly the case this is for. It runs as part of

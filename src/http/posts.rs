@@ -44,7 +44,8 @@ pub async fn create(
 ) -> Result<HttpResponse, AppError> {
     let post = NewPost::parse(parse_json_object::<NewPostRequest>(&body)?)?;
     let (make, uid) = (ctx.clone(), user.uid);
-    let create = async move { posts::create_post(&make, uid, post, &pres).await };
+    let create =
+        move |reserved| async move { posts::create_post(&make, uid, post, &pres, reserved).await };
     idempotency::once(&ctx, &req, format!("u{uid}"), &body, create).await
 }
 

@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 use super::loader::{from_json, to_json};
 use super::rate_limits::{self, Budget, Traffic};
 use super::views::Page;
-use super::{password_pool, with_fresh_id, Context};
+use super::{insert_reserved, password_pool, with_fresh_id, Context};
 use crate::domain::user::{self, AlbumWindow, HeadImg, NickName, Password, Username};
 use crate::error::{AppError, AppResult};
 use crate::ids::now_ms;
@@ -347,7 +347,11 @@ pub async fn check_registration(
 }
 
 #[tracing::instrument(skip_all, fields(username = %reg.username.as_str()))]
-pub async fn register(ctx: &Context, reg: Registration) -> AppResult<UserCard> {
+pub async fn register(
+    ctx: &Context,
+    reg: Registration,
+    reserved: Option<i64>,
+) -> AppResult<UserCard> {
     let Registration {
         username,
         password,
@@ -367,7 +371,7 @@ pub async fn register(ctx: &Context, reg: Registration) -> AppResult<UserCard> {
         album_window: AlbumWindow::All,
         credential_gen: 0,
     };
-    match insert_user(ctx, &user).await {
+    match insert_user(ctx, &user, reserved).await {
         Ok(user) => Ok(user.card()),
         Err(StoreError::Duplicate(_)) => Err(AppError::Conflict(format!(
             "username {} is taken",
@@ -377,15 +381,32 @@ pub async fn register(ctx: &Context, reg: Registration) -> AppResult<UserCard> {
     }
 }
 
-/// Stores `user` under a fresh uid.
-async fn insert_user(ctx: &Context, user: &UserDoc) -> crate::store::StoreResult<UserDoc> {
-    with_fresh_id(|uid| {
-        let user = UserDoc {
-            uid,
-            ..user.clone()
-        };
-        async move { ctx.docs.insert_user(&user).await.map(|()| user) }
-    })
+/// Stores `user` under a fresh uid, or the one a retried sign-up reserved
+/// (then an earlier try may have made it: the same name under that uid).
+async fn insert_user(
+    ctx: &Context,
+    user: &UserDoc,
+    reserved: Option<i64>,
+) -> crate::store::StoreResult<UserDoc> {
+    let earlier = |uid: i64| async move {
+        Ok(ctx
+            .docs
+            .users_by_ids(&[uid])
+            .await?
+            .pop()
+            .filter(|u| u.username == user.username))
+    };
+    insert_reserved(
+        reserved,
+        |uid| {
+            let user = UserDoc {
+                uid,
+                ..user.clone()
+            };
+            async move { ctx.docs.insert_user(&user).await.map(|()| user) }
+        },
+        earlier,
+    )
     .await
 }
 
@@ -946,7 +967,7 @@ pub async fn bootstrap_admin(ctx: &Context, username: &str, password: &str) -> A
                 album_window: AlbumWindow::All,
                 credential_gen: 0,
             };
-            match insert_user(ctx, &user).await {
+            match insert_user(ctx, &user, None).await {
                 Ok(user) => return Ok(user.uid),
                 // Another instance created it a moment ago: check that one.
                 Err(StoreError::Duplicate(_)) => ctx

@@ -5,7 +5,7 @@ use super::loader::to_json;
 use super::notifications::{notify, Event};
 use super::paging::{fill_page, fill_page_by, keep_where};
 use super::views::{CommentView, Page};
-use super::{with_fresh_id, Context, Presentation, Viewer};
+use super::{insert_reserved, Context, Presentation, Viewer};
 use crate::domain::comment::{CommentContent, NewCommentRequest};
 use crate::domain::cursor::{Cursor, HotCursor};
 use crate::error::{AppError, AppResult};
@@ -20,6 +20,7 @@ pub async fn create_comment(
     author: i64,
     req: NewCommentRequest,
     pres: &Presentation,
+    reserved: Option<i64>,
 ) -> AppResult<CommentView> {
     let content = CommentContent::parse(&req.content)?;
     let post = visible_post(ctx, post_id, Some(author)).await?;
@@ -48,25 +49,39 @@ pub async fn create_comment(
         }
     };
     let content = content.into_inner();
-    let doc = with_fresh_id(|id| {
-        let doc = CommentDoc {
-            id,
-            post_id,
-            author_uid: author,
-            content: content.clone(),
-            createtime: timestamp_of(id),
-            reply_to,
-            thread_id,
-            likes_peak: 0,
-            deleted: false,
-        };
-        async move {
-            ctx.docs
-                .insert_comment(&doc, ctx.settings.post_id_array_cap)
-                .await
-                .map(|()| doc)
-        }
-    })
+    // An earlier try of this create stored it and failed after: what
+    // follows the insert is done again, and is the same done twice.
+    let earlier = |id: i64| async move {
+        Ok(ctx
+            .docs
+            .comments_by_id_alone(&[id])
+            .await?
+            .pop()
+            .filter(|c| c.author_uid == author && c.post_id == post_id))
+    };
+    let doc = insert_reserved(
+        reserved,
+        |id| {
+            let doc = CommentDoc {
+                id,
+                post_id,
+                author_uid: author,
+                content: content.clone(),
+                createtime: timestamp_of(id),
+                reply_to,
+                thread_id,
+                likes_peak: 0,
+                deleted: false,
+            };
+            async move {
+                ctx.docs
+                    .insert_comment(&doc, ctx.settings.post_id_array_cap)
+                    .await
+                    .map(|()| doc)
+            }
+        },
+        earlier,
+    )
     .await?;
     let id = doc.id;
     let mut changes = vec![

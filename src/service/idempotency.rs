@@ -7,8 +7,11 @@
 //!   anything; its answer is recorded when it succeeds. Keys live 24 h.
 //! - The same key with the same request replays the recorded answer; with a
 //!   different request it is 422; while the first still runs, 409.
-//! - A request that fails gives its key back, so a retry runs it again
-//!   (nothing was made, or the failure would be repeated just the same).
+//! - A request that fails gives its key back, so a retry runs it again.
+//!   The thing a create makes gets the id reserved when the key was first
+//!   claimed, kept by every retry: if the failure came after the insert
+//!   landed (a read-back refused in a failover, an answer lost), the retry
+//!   finds that thing and answers it instead of making a second.
 //! - Keys are scoped: to the account, or to the client address for sign-ups.
 
 use sha2::{Digest, Sha256};
@@ -16,7 +19,7 @@ use sha2::{Digest, Sha256};
 use super::Context;
 use crate::error::{AppError, AppResult};
 use crate::ids::now_ms;
-use crate::store::IdempotencyDoc;
+use crate::store::{IdempotencyDoc, KeyClaim};
 
 /// How long a key is remembered.
 pub const KEEP_MS: i64 = 24 * 3600 * 1000;
@@ -30,6 +33,8 @@ pub const MAX_KEY_CHARS: usize = 255;
 pub struct Ticket {
     id: String,
     started_at: i64,
+    /// The id its create makes its thing under.
+    pub reserved_id: i64,
 }
 
 pub enum Claim {
@@ -82,16 +87,22 @@ pub async fn claim(ctx: &Context, scope: &str, key: &str, fingerprint: String) -
         status: None,
         body: None,
         expires_at: now + KEEP_MS,
+        reserved_id: crate::ids::next_id(),
+        released: false,
     };
-    let Some(first) = ctx
+    let first = match ctx
         .docs
         .claim_idempotency_key(&record, now, now - STALE_MS)
         .await?
-    else {
-        return Ok(Claim::Run(Ticket {
-            id: record.id,
-            started_at: now,
-        }));
+    {
+        KeyClaim::Won { reserved_id } => {
+            return Ok(Claim::Run(Ticket {
+                id: record.id,
+                started_at: now,
+                reserved_id,
+            }))
+        }
+        KeyClaim::Held(first) => first,
     };
     if first.fingerprint != record.fingerprint {
         return Err(AppError::KeyReused);

@@ -109,6 +109,34 @@ where
     }
 }
 
+/// `with_fresh_id` for a create that may be the retry of one that
+/// reserved `reserved` (an `Idempotency-Key`'s id): it inserts under that
+/// id first, and if the id is taken by this very create's earlier try
+/// (`earlier` finds it), answers that thing as made. Anything else holding
+/// the id, or no reservation, and it goes on as `with_fresh_id`; a
+/// duplicate of something else (a username) stays an error.
+pub async fn insert_reserved<T, Fut, EarlierFut>(
+    reserved: Option<i64>,
+    mut insert: impl FnMut(i64) -> Fut,
+    earlier: impl FnOnce(i64) -> EarlierFut,
+) -> StoreResult<T>
+where
+    Fut: std::future::Future<Output = StoreResult<T>>,
+    EarlierFut: std::future::Future<Output = StoreResult<Option<T>>>,
+{
+    let Some(id) = reserved else {
+        return with_fresh_id(insert).await;
+    };
+    match insert(id).await {
+        Err(taken @ (StoreError::IdTaken | StoreError::Duplicate(_))) => match earlier(id).await? {
+            Some(made) => Ok(made),
+            None if matches!(taken, StoreError::IdTaken) => with_fresh_id(insert).await,
+            None => Err(taken),
+        },
+        other => other,
+    }
+}
+
 /// Who is asking: `None` is an anonymous reader.
 pub type Viewer = Option<i64>;
 

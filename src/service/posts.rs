@@ -6,7 +6,7 @@ use super::notifications::{notify, Event};
 use super::paging::fill_page;
 use super::views::{ExpandedPost, Page};
 use super::visibility::Place;
-use super::{can_see, with_fresh_id, Context, Presentation, Relations, Viewer};
+use super::{can_see, insert_reserved, Context, Presentation, Relations, Viewer};
 use crate::domain::cursor::Cursor;
 use crate::domain::post::NewPost;
 use crate::domain::user::AlbumWindow;
@@ -22,27 +22,43 @@ pub async fn create_post(
     author: i64,
     post: NewPost,
     pres: &Presentation,
+    reserved: Option<i64>,
 ) -> AppResult<ExpandedPost> {
     let labels = check_audience(ctx, author, &post).await?;
     let notified = check_mentions(ctx, author, &post, &labels).await?;
-    let doc = with_fresh_id(|id| {
-        let doc = PostDoc {
-            id,
-            author_uid: author,
-            category: post.category,
-            content: post.content.clone(),
-            picture_urls: post.picture_urls.clone(),
-            device: post.device.clone(),
-            geo: post.geo.clone(),
-            visibility: post.visibility,
-            audience: post.audience.clone(),
-            createtime: crate::ids::timestamp_of(id),
-            comments_postid: Vec::new(),
-            likes_postid: Vec::new(),
-            deleted: false,
-        };
-        async move { ctx.docs.insert_post(&doc).await.map(|()| doc) }
-    })
+    // An earlier try of this create stored it and failed after: the rest
+    // (live state, fan-out, notifications) is done again, and is the same
+    // done twice.
+    let earlier = |id: i64| async move {
+        Ok(ctx
+            .docs
+            .posts_by_ids(&[id])
+            .await?
+            .pop()
+            .filter(|p| p.author_uid == author))
+    };
+    let doc = insert_reserved(
+        reserved,
+        |id| {
+            let doc = PostDoc {
+                id,
+                author_uid: author,
+                category: post.category,
+                content: post.content.clone(),
+                picture_urls: post.picture_urls.clone(),
+                device: post.device.clone(),
+                geo: post.geo.clone(),
+                visibility: post.visibility,
+                audience: post.audience.clone(),
+                createtime: crate::ids::timestamp_of(id),
+                comments_postid: Vec::new(),
+                likes_postid: Vec::new(),
+                deleted: false,
+            };
+            async move { ctx.docs.insert_post(&doc).await.map(|()| doc) }
+        },
+        earlier,
+    )
     .await?;
     let id = doc.id;
     ctx.celebrity_cache.forget_posts_of(author);
@@ -80,9 +96,9 @@ pub async fn create_post(
     });
     futures_util::future::join_all(notified).await;
     let mut posts = assemble_posts(ctx, &[id], Some(author), &pres).await?;
-    posts.pop().ok_or_else(|| {
-        AppError::Internal(anyhow::anyhow!("a post vanished right after publishing"))
-    })
+    // Deleted since it was made (a retry long after, or a delete racing
+    // the read-back): there is nothing to show.
+    posts.pop().ok_or(AppError::NotFound("post"))
 }
 
 /// The labels an `only` or `except` post names, which must be its

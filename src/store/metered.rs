@@ -366,7 +366,7 @@ metered! {
     }
 
     impl IdempotencyDocs for MeteredDocs {
-        counted fn claim_idempotency_key(key: &IdempotencyDoc, now: i64, stale_before: i64) -> Option<IdempotencyDoc>;
+        counted fn claim_idempotency_key(key: &IdempotencyDoc, now: i64, stale_before: i64) -> KeyClaim;
         counted fn complete_idempotency_key(id: &str, started_at: i64, status: u16, body: &str) -> ();
         counted fn release_idempotency_key(id: &str, started_at: i64) -> ();
         background fn purge_expired_idempotency_keys(now: i64, limit: usize) -> u64;

@@ -1047,15 +1047,58 @@ pub struct IdempotencyDoc {
     /// Epoch ms after which the key is forgotten.
     #[serde(rename = "expiresAt")]
     pub expires_at: i64,
+    /// The id the create behind this key makes its thing under, chosen
+    /// when the key is first claimed and kept by every retry that takes the
+    /// claim over: a retry of a create whose insert landed finds its thing
+    /// there and answers it, and never makes a second one.
+    #[serde(rename = "reservedId", default)]
+    pub reserved_id: i64,
+    /// Its request failed: a retry may run it again (under the same
+    /// reserved id).
+    #[serde(
+        default,
+        skip_serializing_if = "std::ops::Not::not",
+        deserialize_with = "lenient_bool"
+    )]
+    pub released: bool,
 }
 
 impl IdempotencyDoc {
-    /// Whether a new claim may take this record's place: it expired before
-    /// `now`, or its request started before `stale_before` and never
-    /// finished (its instance died).
-    pub fn replaceable(&self, now: i64, stale_before: i64) -> bool {
-        self.expires_at < now || (self.status.is_none() && self.started_at < stale_before)
+    /// Whether `claim` may take this record's place: it expired before
+    /// `now`, or it is the same request again and this one never finished,
+    /// having failed or started before `stale_before` (its instance died).
+    /// Until it expires, a key is its first request's: another request
+    /// must not take over the id that one reserved.
+    pub fn replaceable(&self, claim: &IdempotencyDoc, now: i64, stale_before: i64) -> bool {
+        self.expires_at < now
+            || (self.fingerprint == claim.fingerprint
+                && self.status.is_none()
+                && (self.released || self.started_at < stale_before))
     }
+
+    /// `claim` taking this record's place: an expired one is forgotten
+    /// whole, while one whose request may have made its thing passes on
+    /// its reserved id.
+    pub fn succeeded_by(&self, claim: &IdempotencyDoc, now: i64) -> IdempotencyDoc {
+        let reserved_id = if self.expires_at < now || self.reserved_id == 0 {
+            claim.reserved_id
+        } else {
+            self.reserved_id
+        };
+        IdempotencyDoc {
+            reserved_id,
+            ..claim.clone()
+        }
+    }
+}
+
+/// What claiming an `Idempotency-Key` came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyClaim {
+    /// The claim is this request's: run it, making its thing under this id.
+    Won { reserved_id: i64 },
+    /// Another request holds the key, or finished under it: its record.
+    Held(IdempotencyDoc),
 }
 
 /// Users' favorite posts. Part of `DocStore`.
@@ -1084,15 +1127,14 @@ pub trait FavoriteDocs: Send + Sync {
 #[async_trait]
 pub trait IdempotencyDocs: Send + Sync {
     /// Stores `key` unless a record with its id is there; then answers that
-    /// one instead. A record that expired before `now`, or whose request
-    /// started before `stale_before` and never finished (its instance
-    /// died), is replaced as if absent.
+    /// one instead. A record that is `replaceable` is replaced (as
+    /// `succeeded_by` says), and the claim won.
     async fn claim_idempotency_key(
         &self,
         key: &IdempotencyDoc,
         now: i64,
         stale_before: i64,
-    ) -> StoreResult<Option<IdempotencyDoc>>;
+    ) -> StoreResult<KeyClaim>;
 
     /// Records the answer of the request that claimed `id` at `started_at`.
     async fn complete_idempotency_key(
@@ -1103,8 +1145,8 @@ pub trait IdempotencyDocs: Send + Sync {
         body: &str,
     ) -> StoreResult<()>;
 
-    /// Forgets the unfinished claim of `id` made at `started_at` (its
-    /// request failed), so that a retry runs again.
+    /// Marks the unfinished claim of `id` made at `started_at` released
+    /// (its request failed), so that a retry runs again.
     async fn release_idempotency_key(&self, id: &str, started_at: i64) -> StoreResult<()>;
 
     /// Deletes up to `limit` keys that expired before `now`; how many went.

@@ -270,7 +270,7 @@ async fn a_sign_up_retried_with_its_key_is_one_account() {
 /// The port's rules, on whichever documents store the suite runs on.
 #[tokio::test]
 async fn the_documents_keep_claims_by_their_rules() {
-    use moments::store::IdempotencyDoc;
+    use moments::store::{IdempotencyDoc, KeyClaim};
     let app = spawn_app().await;
     let docs = &app.ctx.docs;
     // Real times: the app's expiry sweep runs alongside and would purge
@@ -283,66 +283,71 @@ async fn the_documents_keep_claims_by_their_rules() {
         status: None,
         body: None,
         expires_at: started_at + 1_000,
+        // Each claim brings an id of its own; which one wins shows whose
+        // reservation holds.
+        reserved_id: started_at,
+        released: false,
     };
-    assert_eq!(
-        docs.claim_idempotency_key(&key(t0 + 100), t0 + 100, t0)
+    let won = |reserved_id| KeyClaim::Won { reserved_id };
+    let claim = |k: IdempotencyDoc, now: i64, stale_before: i64| async move {
+        docs.claim_idempotency_key(&k, now, stale_before)
             .await
-            .unwrap(),
-        None
-    );
+            .unwrap()
+    };
+    let held_since = |c: KeyClaim| match c {
+        KeyClaim::Held(k) => Some(k.started_at),
+        KeyClaim::Won { .. } => None,
+    };
+    assert_eq!(claim(key(t0 + 100), t0 + 100, t0).await, won(t0 + 100));
     // Taken, unfinished, not stale: the first claim answers.
-    let held = docs
-        .claim_idempotency_key(&key(t0 + 200), t0 + 200, t0 + 50)
+    assert_eq!(
+        held_since(claim(key(t0 + 200), t0 + 200, t0 + 50).await),
+        Some(t0 + 100)
+    );
+    // Released by its claimant, the same request takes it over under the
+    // id the first one reserved; a different request may not.
+    docs.release_idempotency_key(&key(t0).id, t0 + 100)
         .await
         .unwrap();
-    assert_eq!(held.map(|k| k.started_at), Some(t0 + 100));
+    let other = IdempotencyDoc {
+        fingerprint: "e".repeat(64),
+        ..key(t0 + 150)
+    };
+    assert_eq!(held_since(claim(other, t0 + 150, t0).await), Some(t0 + 100));
+    assert_eq!(claim(key(t0 + 160), t0 + 160, t0).await, won(t0 + 100));
     // A release by anyone but the claimant changes nothing.
     docs.release_idempotency_key(&key(t0).id, t0 + 999)
         .await
         .unwrap();
-    docs.complete_idempotency_key(&key(t0).id, t0 + 100, 201, "{\"id\":1}")
+    assert_eq!(
+        held_since(claim(key(t0 + 170), t0 + 170, t0).await),
+        Some(t0 + 160)
+    );
+    docs.complete_idempotency_key(&key(t0).id, t0 + 160, 201, "{\"id\":1}")
         .await
         .unwrap();
-    let done = docs
-        .claim_idempotency_key(&key(t0 + 300), t0 + 300, t0 + 250)
-        .await
-        .unwrap();
-    let done = done.unwrap();
+    let KeyClaim::Held(done) = claim(key(t0 + 300), t0 + 300, t0 + 250).await else {
+        panic!("a finished claim is held");
+    };
     assert_eq!(
         (done.status, done.body.as_deref()),
         (Some(201), Some("{\"id\":1}"))
     );
-    // Finished claims are not released, and are not stale: only expiry ends them.
-    docs.release_idempotency_key(&key(t0).id, t0 + 100)
+    // Finished claims are not released, and are not stale: only expiry
+    // ends them, and then the reservation goes with them.
+    docs.release_idempotency_key(&key(t0).id, t0 + 160)
         .await
         .unwrap();
-    assert!(docs
-        .claim_idempotency_key(&key(t0 + 400), t0 + 400, t0 + 400)
-        .await
-        .unwrap()
-        .is_some());
+    assert!(held_since(claim(key(t0 + 400), t0 + 400, t0 + 400).await).is_some());
     assert_eq!(
-        docs.claim_idempotency_key(&key(t0 + 2_000), t0 + 2_000, t0)
-            .await
-            .unwrap(),
-        None
+        claim(key(t0 + 2_000), t0 + 2_000, t0).await,
+        won(t0 + 2_000)
     );
-    // An unfinished claim older than `stale_before` is taken over.
+    // An unfinished claim older than `stale_before` is taken over, its
+    // reservation kept.
     assert_eq!(
-        docs.claim_idempotency_key(&key(t0 + 2_100), t0 + 2_100, t0 + 2_050)
-            .await
-            .unwrap(),
-        None
-    );
-    // Released, it is free again.
-    docs.release_idempotency_key(&key(t0).id, t0 + 2_100)
-        .await
-        .unwrap();
-    assert_eq!(
-        docs.claim_idempotency_key(&key(t0 + 2_200), t0 + 2_200, t0)
-            .await
-            .unwrap(),
-        None
+        claim(key(t0 + 2_100), t0 + 2_100, t0 + 2_050).await,
+        won(t0 + 2_000)
     );
     // Purged once expired.
     assert!(
@@ -352,10 +357,8 @@ async fn the_documents_keep_claims_by_their_rules() {
             >= 1
     );
     assert_eq!(
-        docs.claim_idempotency_key(&key(t0 + 2_300), t0 + 2_300, t0)
-            .await
-            .unwrap(),
-        None
+        claim(key(t0 + 2_300), t0 + 2_300, t0).await,
+        won(t0 + 2_300)
     );
 }
 
@@ -376,4 +379,90 @@ async fn replayed_sign_ups_still_spend_the_address_budget() {
     }
     let (s, _, b) = post_with_key(&app, "/api/v1/users", None, "signup-2", body).await;
     assert_eq!((s, b["code"].as_str()), (429, Some("rate_limited")), "{b}");
+}
+
+/// A create whose insert landed but whose answer failed (the store's reply
+/// lost in a failover) keeps its key's reservation: the retry answers the
+/// thing made, and there is one of it.
+#[tokio::test]
+async fn a_create_that_failed_after_its_insert_is_answered_by_the_retry() {
+    use moments::store::faults::Fault;
+    let app = spawn_app().await;
+    let ann = app.user("ann").await;
+    let body = json!({"category": "TEXT", "content": "made, answer lost"});
+    app.ctx
+        .faults
+        .inject("PostDocs", "insert_post", Fault::FailAfter, 1);
+    let (s, _, first) = post_with_key(
+        &app,
+        "/api/v1/posts",
+        Some(&ann.token),
+        "k-after",
+        body.clone(),
+    )
+    .await;
+    assert_eq!(
+        (s, first["code"].as_str()),
+        (503, Some("store_unavailable")),
+        "{first}"
+    );
+    let made = album(&app, &ann).await;
+    assert_eq!(made.len(), 1, "the insert landed");
+    let (s, _, retried) = post_with_key(
+        &app,
+        "/api/v1/posts",
+        Some(&ann.token),
+        "k-after",
+        body.clone(),
+    )
+    .await;
+    assert_eq!(s, 201, "{retried}");
+    assert_eq!(
+        retried["id"].as_i64(),
+        Some(made[0]),
+        "the retry answers the post made"
+    );
+    assert_eq!(album(&app, &ann).await, made, "exactly one post");
+    // Recorded now: a third try replays it.
+    let (s, h, again) =
+        post_with_key(&app, "/api/v1/posts", Some(&ann.token), "k-after", body).await;
+    assert_eq!((s, again["id"].as_i64()), (201, Some(made[0])));
+    assert_eq!(h["idempotent-replayed"], "true");
+
+    // The same for a comment...
+    let post = made[0];
+    let path = format!("/api/v1/posts/{post}/comments");
+    app.ctx
+        .faults
+        .inject("PostDocs", "insert_comment", Fault::FailAfter, 1);
+    let comment = json!({"content": "one comment"});
+    let (s, _, _) = post_with_key(&app, &path, Some(&ann.token), "c-after", comment.clone()).await;
+    assert_eq!(s, 503);
+    let (s, _, retried) = post_with_key(&app, &path, Some(&ann.token), "c-after", comment).await;
+    assert_eq!(s, 201, "{retried}");
+    let (_, page) = app.get(&path, Some(&ann.token)).await;
+    let ids: Vec<i64> = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        vec![retried["id"].as_i64().unwrap()],
+        "exactly one comment"
+    );
+
+    // ...and a sign-up, whose retry would otherwise be "username taken".
+    app.ctx
+        .faults
+        .inject("AccountDocs", "insert_user", Fault::FailAfter, 1);
+    let signup = json!({"username": "bea_after", "password": "password-123"});
+    let (s, _, _) = post_with_key(&app, "/api/v1/users", None, "u-after", signup.clone()).await;
+    assert_eq!(s, 503);
+    let (s, _, card) = post_with_key(&app, "/api/v1/users", None, "u-after", signup).await;
+    assert_eq!(s, 201, "{card}");
+    let bea = app.login("bea_after", "password-123").await;
+    let (_, me) = app.get("/api/v1/me", Some(&bea)).await;
+    assert_eq!(me["uid"], card["uid"]);
 }

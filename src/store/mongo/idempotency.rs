@@ -1,7 +1,7 @@
 //! `IdempotencyDocs` on MongoDB: remembered `Idempotency-Key`s.
 
 use super::*;
-use crate::store::{IdempotencyDoc, IdempotencyDocs};
+use crate::store::{IdempotencyDoc, IdempotencyDocs, KeyClaim};
 
 impl MongoDocs {
     fn idempotency_keys(&self) -> Collection<Document> {
@@ -26,10 +26,13 @@ impl IdempotencyDocs for MongoDocs {
         key: &IdempotencyDoc,
         now: i64,
         stale_before: i64,
-    ) -> StoreResult<Option<IdempotencyDoc>> {
-        let stored = to_stored(key)?;
-        match self.idempotency_keys().insert_one(stored.clone()).await {
-            Ok(_) => return Ok(None),
+    ) -> StoreResult<KeyClaim> {
+        match self.idempotency_keys().insert_one(to_stored(key)?).await {
+            Ok(_) => {
+                return Ok(KeyClaim::Won {
+                    reserved_id: key.reserved_id,
+                })
+            }
             Err(e) if duplicate_of(&e).is_some() => {}
             Err(e) => return Err(classify(e)),
         }
@@ -44,28 +47,31 @@ impl IdempotencyDocs for MongoDocs {
         };
         let existing: IdempotencyDoc =
             mongodb::bson::from_document(existing).map_err(|e| StoreError::Other(e.into()))?;
-        if !existing.replaceable(now, stale_before) {
-            return Ok(Some(existing));
+        if !existing.replaceable(key, now, stale_before) {
+            return Ok(KeyClaim::Held(existing));
         }
+        let next = existing.succeeded_by(key, now);
         // Only if nobody replaced it first: the claim on the one it
         // replaces is named by that one's start, so two retries cannot both
         // take it.
         let claim = format!("idempotency:{}:{}", key.id, existing.started_at);
         if !self.claim(claim.clone(), now).await? {
-            return Ok(Some(existing));
+            return Ok(KeyClaim::Held(existing));
         }
         let replaced = self
             .idempotency_keys()
             .replace_one(
                 doc! { "_id": &key.id, "startedAt": existing.started_at },
-                stored,
+                to_stored(&next)?,
             )
             .await;
         match replaced {
-            Ok(r) if r.matched_count == 1 => Ok(None),
+            Ok(r) if r.matched_count == 1 => Ok(KeyClaim::Won {
+                reserved_id: next.reserved_id,
+            }),
             Ok(_) => {
                 self.unclaim(claim).await;
-                Ok(Some(existing))
+                Ok(KeyClaim::Held(existing))
             }
             Err(e) => {
                 self.unclaim(claim).await;
@@ -93,7 +99,10 @@ impl IdempotencyDocs for MongoDocs {
 
     async fn release_idempotency_key(&self, id: &str, started_at: i64) -> StoreResult<()> {
         self.idempotency_keys()
-            .delete_one(doc! { "_id": id, "startedAt": started_at, "status": { "$exists": false } })
+            .update_one(
+                doc! { "_id": id, "startedAt": started_at, "status": { "$exists": false } },
+                doc! { "$set": { "released": true } },
+            )
             .await
             .map_err(classify)?;
         Ok(())

@@ -1,7 +1,7 @@
 //! `IdempotencyDocs` on redb: remembered `Idempotency-Key`s.
 
 use super::*;
-use crate::store::{IdempotencyDoc, IdempotencyDocs};
+use crate::store::{IdempotencyDoc, IdempotencyDocs, KeyClaim};
 
 fn put(txn: &WriteTransaction, key: &IdempotencyDoc, replacing: Option<i64>) -> StoreResult<()> {
     let mut keys = txn.open_table(IDEMPOTENCY_KEYS).map_err(other)?;
@@ -25,18 +25,6 @@ fn get(txn: &WriteTransaction, id: &str) -> StoreResult<Option<IdempotencyDoc>> 
     found.map(|v| decode(v.value())).transpose()
 }
 
-fn remove(txn: &WriteTransaction, key: &IdempotencyDoc) -> StoreResult<()> {
-    txn.open_table(IDEMPOTENCY_KEYS)
-        .map_err(other)?
-        .remove(key.id.as_str())
-        .map_err(other)?;
-    txn.open_table(IDEMPOTENCY_EXPIRY)
-        .map_err(other)?
-        .remove((key.expires_at, key.id.as_str()))
-        .map_err(other)?;
-    Ok(())
-}
-
 #[async_trait]
 impl IdempotencyDocs for EmbeddedDocs {
     async fn claim_idempotency_key(
@@ -44,14 +32,18 @@ impl IdempotencyDocs for EmbeddedDocs {
         key: &IdempotencyDoc,
         now: i64,
         stale_before: i64,
-    ) -> StoreResult<Option<IdempotencyDoc>> {
+    ) -> StoreResult<KeyClaim> {
         let key = key.clone();
+        let won = |k: &IdempotencyDoc| KeyClaim::Won {
+            reserved_id: k.reserved_id,
+        };
         self.write(move |txn| match get(txn, &key.id)? {
-            None => put(txn, &key, None).map(|()| None),
-            Some(existing) if existing.replaceable(now, stale_before) => {
-                put(txn, &key, Some(existing.expires_at)).map(|()| None)
+            None => put(txn, &key, None).map(|()| won(&key)),
+            Some(existing) if existing.replaceable(&key, now, stale_before) => {
+                let next = existing.succeeded_by(&key, now);
+                put(txn, &next, Some(existing.expires_at)).map(|()| won(&next))
             }
-            Some(existing) => Ok(Some(existing)),
+            Some(existing) => Ok(KeyClaim::Held(existing)),
         })
         .await
     }
@@ -78,10 +70,11 @@ impl IdempotencyDocs for EmbeddedDocs {
     async fn release_idempotency_key(&self, id: &str, started_at: i64) -> StoreResult<()> {
         let id = id.to_string();
         self.write(move |txn| {
-            if let Some(key) =
+            if let Some(mut key) =
                 get(txn, &id)?.filter(|k| k.started_at == started_at && k.status.is_none())
             {
-                remove(txn, &key)?;
+                key.released = true;
+                put(txn, &key, Some(key.expires_at))?;
             }
             Ok(())
         })
