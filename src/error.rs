@@ -5,9 +5,17 @@ use crate::store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
-    /// 400 `invalid_input`: `field` names the offending field (a JSON path).
+    /// 400 `invalid_input`: the request is malformed (syntax, type, length,
+    /// pattern, range, count, a required field, a cursor or header); `field`
+    /// names the offending field (a JSON path).
     #[error("{field}: {reason}")]
     InvalidInput { field: String, reason: String },
+    /// 422 `unprocessable`: well formed, but `field` names what is not
+    /// there or not the caller's to name (a mention of no such user, a
+    /// label member who is not a friend, a label that is not the caller's).
+    /// Fixing the syntax cannot help; fixing the data can.
+    #[error("{field}: {reason}")]
+    Unprocessable { field: String, reason: String },
     /// 401 `unauthorized`: no token, an unknown or expired one.
     #[error("{0}")]
     Unauthorized(&'static str),
@@ -54,6 +62,13 @@ pub enum AppError {
 impl AppError {
     pub fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
         AppError::InvalidInput {
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+
+    pub fn unprocessable(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        AppError::Unprocessable {
             field: field.into(),
             reason: reason.into(),
         }

@@ -110,12 +110,14 @@ def before_call(ctx, case, kwargs):  # noqa: F811 (hooks register as they are de
 def before_call(ctx, case, kwargs):  # noqa: F811
     """Rules across the database that a schema cannot draw for, each tested
     in the API suite; a malformed value (too long, not uids) is left for
-    the negative checks.
+    the negative checks. Breaking one is 422 (schemathesis.toml accepts
+    it), but a post refused for it checks nothing past the refusal, so
+    drawn values are made to keep them and the post gets published.
 
     - Mentions must name users who exist and may see the post, or the post
-      is refused with 400 naming them (tests/api/notifications.rs). Drawn
+      is refused with 422 naming them (tests/api/notifications.rs). Drawn
       uids name nobody, so a well-formed list is emptied.
-    - An audience's labels must be the author's (400 naming them,
+    - An audience's labels must be the author's (422 naming them,
       tests/api/privacy.rs), and drawn label ids are nobody's: a
       well-formed audience keeps its uids (any uid may be named), and names
       one when its labels are dropped."""
@@ -139,7 +141,7 @@ def before_call(ctx, case, kwargs):  # noqa: F811
 @schemathesis.hook.apply_to(method="POST", path="/api/v1/labels")
 @schemathesis.hook.apply_to(method="PATCH", path="/api/v1/labels/{id}")
 def before_call(ctx, case, kwargs):  # noqa: F811 (hooks register as they are defined)
-    """A label holds the owner's friends only (400 naming the others,
+    """A label holds the owner's friends only (422 naming the others,
     tests/api/privacy.rs); the fuzzer's account has none, so a well-formed
     member list is emptied and the rest of the body is what gets checked."""
     body = case.body

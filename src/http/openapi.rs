@@ -66,7 +66,8 @@ const METHODS: [&str; 5] = ["get", "put", "post", "delete", "patch"];
 
 /// The statuses any operation of a kind can answer, whatever its handler
 /// says, because the extractors and the middleware answer them:
-/// - 400 where there is a query or a body to get wrong;
+/// - 400 where there is a query or a body to get wrong (malformed; what is
+///   well formed but names what is not there, 422, is the handler's to say);
 /// - 401 where a bearer token is read (a bad token is never anonymous);
 /// - 404 where the path names a resource (a malformed id names nothing);
 /// - 413 where there is a body;
@@ -107,7 +108,8 @@ fn complete_errors(doc: &mut serde_json::Value) {
                 (
                     "400",
                     query || body || text_in_path,
-                    "invalid input: `field` names the parameter or body member",
+                    "malformed input (syntax, type, length, range, count, a required member, a cursor \
+                     or header): `field` names the parameter, header or body member",
                 ),
                 (
                     "401",

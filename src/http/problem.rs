@@ -15,7 +15,8 @@ pub struct Problem {
     pub status: u16,
     pub detail: String,
     pub code: &'static str,
-    /// For `invalid_input`: the JSON path of the offending field.
+    /// For `invalid_input` and `unprocessable`: the JSON path of the
+    /// offending field (or the parameter or header it names).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
     /// This occurrence: the request's id (also its `X-Request-Id`).
@@ -38,6 +39,11 @@ impl AppError {
                 "Method not allowed",
             ),
             AppError::Conflict(_) => (StatusCode::CONFLICT, "conflict", "Conflict"),
+            AppError::Unprocessable { .. } => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "unprocessable",
+                "Unprocessable content",
+            ),
             AppError::KeyReused => (
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "idempotency_key_reused",
@@ -87,7 +93,9 @@ impl ResponseError for AppError {
             _ => {}
         }
         let field = match self {
-            AppError::InvalidInput { field, .. } => Some(field.clone()),
+            AppError::InvalidInput { field, .. } | AppError::Unprocessable { field, .. } => {
+                Some(field.clone())
+            }
             _ => None,
         };
         let problem = Problem {

@@ -50,7 +50,7 @@ fn name_taken(e: StoreError) -> AppError {
     }
 }
 
-/// A label holds friends only: 400 naming the uids that are not the
+/// A label holds friends only: 422 naming the uids that are not the
 /// owner's friends (unknown and erased accounts included: they have no
 /// follows).
 async fn check_friends(ctx: &Context, owner: i64, members: &[i64]) -> AppResult<()> {
@@ -69,7 +69,7 @@ async fn check_friends(ctx: &Context, owner: i64, members: &[i64]) -> AppResult<
     if strangers.is_empty() {
         return Ok(());
     }
-    Err(AppError::invalid(
+    Err(AppError::unprocessable(
         "members",
         format!(
             "a label holds your friends only; these are not: {}",

@@ -102,7 +102,7 @@ pub async fn create_post(
 }
 
 /// The labels an `only` or `except` post names, which must be its
-/// author's: 400 naming those that are not.
+/// author's: 422 naming those that are not.
 async fn check_audience(ctx: &Context, author: i64, post: &NewPost) -> AppResult<Vec<LabelDoc>> {
     let Some(audience) = &post.audience else {
         return Ok(Vec::new());
@@ -119,7 +119,7 @@ async fn check_audience(ctx: &Context, author: i64, post: &NewPost) -> AppResult
         .map(|l| l.to_string())
         .collect();
     if !unknown.is_empty() {
-        return Err(AppError::invalid(
+        return Err(AppError::unprocessable(
             "audience.labels",
             format!("no such labels of yours: {}", unknown.join(", ")),
         ));
@@ -143,7 +143,7 @@ async fn check_mentions(
         return Ok(Vec::new());
     }
     if mentioned.contains(&author) {
-        return Err(AppError::invalid(
+        return Err(AppError::unprocessable(
             "mentions",
             "a post cannot mention its author",
         ));
@@ -167,7 +167,7 @@ async fn check_mentions(
         .filter(|m| !users.iter().any(|u| u.uid == *m && !u.is_erased()))
         .collect();
     if !missing.is_empty() {
-        return Err(AppError::invalid(
+        return Err(AppError::unprocessable(
             "mentions",
             format!("no such users: {}", named(missing)),
         ));
@@ -216,7 +216,7 @@ async fn check_mentions(
         })
         .collect();
     if !unseeing.is_empty() {
-        return Err(AppError::invalid(
+        return Err(AppError::unprocessable(
             "mentions",
             format!("these users may not see the post: {}", named(unseeing)),
         ));

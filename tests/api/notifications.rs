@@ -386,26 +386,28 @@ async fn a_post_mentions_only_people_who_may_see_it_and_notifies_each_once() {
         )
     };
 
-    // Refused, naming those who may not see it; nothing is published.
+    // Refused as unprocessable (well formed, naming who may not be
+    // named), naming those who may not see it; nothing is published.
     let refused = publish("friends", vec![li.uid, wang.uid]).await;
-    let p = assert_problem(&refused, 400, "invalid_input");
+    let p = assert_problem(&refused, 422, "unprocessable");
     assert_eq!(p["field"], "mentions");
     let detail = p["detail"].as_str().unwrap();
     assert!(detail.contains(&wang.uid.to_string()), "{detail}");
     assert!(!detail.contains(&li.uid.to_string()), "{detail}");
 
     let unknown = publish("public", vec![li.uid, 1_000_000_000_000_001]).await;
-    assert!(assert_problem(&unknown, 400, "invalid_input")["detail"]
-        .as_str()
-        .unwrap()
-        .contains("1000000000000001"));
-    assert_problem(
-        &publish("public", vec![zhang.uid]).await,
-        400,
-        "invalid_input",
+    let p = assert_problem(&unknown, 422, "unprocessable");
+    assert_eq!(p["field"], "mentions");
+    assert!(p["detail"].as_str().unwrap().contains("1000000000000001"));
+    let own = publish("public", vec![zhang.uid]).await;
+    assert_eq!(
+        assert_problem(&own, 422, "unprocessable")["field"],
+        "mentions"
     );
+    // Too many is malformed, whoever they are.
     let crowd: Vec<i64> = (1..=11).collect();
-    assert_problem(&publish("public", crowd).await, 400, "invalid_input");
+    let p = assert_problem(&publish("public", crowd).await, 400, "invalid_input");
+    assert_eq!(p["field"], "mentions");
     let (_, mine) = app
         .get(
             &format!("/api/v1/users/{}/posts", zhang.uid),

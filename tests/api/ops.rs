@@ -114,6 +114,20 @@ async fn the_document_types_every_answer_and_lists_every_error() {
         }
     }
     assert!(operations >= 40, "{operations}");
+    // Where a well-formed body can name what is not there, 422 says so.
+    for (path, method) in [
+        ("/api/v1/posts", "post"),
+        ("/api/v1/labels", "post"),
+        ("/api/v1/labels/{id}", "patch"),
+    ] {
+        let unprocessable = &doc["paths"][path][method]["responses"]["422"];
+        assert!(
+            unprocessable["content"]
+                .get("application/problem+json")
+                .is_some(),
+            "{method} {path}: no 422"
+        );
+    }
     let feed = &doc["paths"]["/api/v1/feed"]["get"];
     assert_eq!(
         feed["responses"]["200"]["content"]["application/json"]["schema"]["$ref"],

@@ -485,14 +485,41 @@ async fn labels_hold_friends_and_audiences_name_only_the_authors_labels() {
             json!({"name": "fans", "members": [fan.uid]}),
         )
         .await,
-        400,
-        "invalid_input",
+        422,
+        "unprocessable",
     );
     assert_eq!(refused["field"], "members");
     assert!(refused["detail"]
         .as_str()
         .unwrap()
         .contains(&fan.uid.to_string()));
+    // Nor can a change add one, and the label keeps its members.
+    let refused = assert_problem(
+        &app.call(
+            reqwest::Method::PATCH,
+            &format!("/api/v1/labels/{close}"),
+            Some(&me.token),
+            Some(json!({"members": [friend.uid, fan.uid]})),
+        )
+        .await,
+        422,
+        "unprocessable",
+    );
+    assert_eq!(refused["field"], "members");
+    let (_, mine) = app.get("/api/v1/labels", Some(&me.token)).await;
+    assert_eq!(mine["items"][0]["members"], json!([friend.uid]));
+    // A malformed list is still 400, whoever it names.
+    let malformed = assert_problem(
+        &app.post(
+            "/api/v1/labels",
+            Some(&me.token),
+            json!({"name": "fans", "members": [0]}),
+        )
+        .await,
+        400,
+        "invalid_input",
+    );
+    assert_eq!(malformed["field"], "members");
     assert_problem(
         &app.post("/api/v1/labels", Some(&me.token), json!({"name": "close"}))
             .await,
@@ -536,8 +563,8 @@ async fn labels_hold_friends_and_audiences_name_only_the_authors_labels() {
                    "audience": {"labels": [close, theirs]}}),
         )
         .await,
-        400,
-        "invalid_input",
+        422,
+        "unprocessable",
     );
     assert_eq!(refused["field"], "audience.labels");
     assert!(refused["detail"]
@@ -553,8 +580,8 @@ async fn labels_hold_friends_and_audiences_name_only_the_authors_labels() {
                    "audience": {"labels": [close]}, "mentions": [fan.uid, friend.uid]}),
         )
         .await,
-        400,
-        "invalid_input",
+        422,
+        "unprocessable",
     );
     assert_eq!(refused["field"], "mentions");
     assert!(refused["detail"]
