@@ -1,35 +1,50 @@
 #!/usr/bin/env bash
 # Checks the running service against its own OpenAPI document with
 # schemathesis: every operation, positive and negative generation, every
-# check, a fixed seed and a bounded number of examples. Any failure fails.
+# check, fixed seeds and a bounded number of examples. Any failure fails.
 #   scripts/contract.sh embedded   the embedded default (a fresh data dir)
 #   scripts/contract.sh stores     MongoDB (wire) + Redis, as test.sh starts
 #                                  them (MOMENTS_TEST_MONGODB_URI/REDIS_URL)
-# CONTRACT_EXAMPLES (default 25) and CONTRACT_SEED (default 9) tune the run.
+# Each seed in CONTRACT_SEEDS (default three) runs on a fresh server: one
+# seed's draws miss cases another's find, and a failure is reproduced by
+# running its seed alone (CONTRACT_SEEDS=17). CONTRACT_EXAMPLES (default
+# 25) is the examples per operation and seed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/stores.sh
 backend=${1:-embedded}
 need_schemathesis
-# Thousands of requests from one account and one address would spend every
-# budget in seconds and the rest of the run would check only 429s. The
-# budgets have their own tests (tests/api/rate_limits.rs).
-start_moments contract "$backend" MOMENTS_RATE_LIMITS=off
-base=$BASE
-
-echo "== schemathesis on $backend" >&2
-# One worker: with two, Python 3.11's ast.parse, which hypothesis calls from
-# both threads, fails now and then ("AST constructor recursion depth mismatch").
-CONTRACT_BASE_URL="$base" \
-CONTRACT_ADMIN_USERNAME="$ADMIN_USERNAME" CONTRACT_ADMIN_PASSWORD="$ADMIN_PASSWORD" \
-PYTHONPATH="$MOMENTS_ROOT/scripts/contract" SCHEMATHESIS_HOOKS=hooks \
-  "$ST_BIN" --config-file "$MOMENTS_ROOT/scripts/contract/schemathesis.toml" \
-    run "$base/openapi.json" \
-    --checks all --mode all \
-    --exclude-checks use_after_free \
-    --phases examples,coverage,fuzzing,stateful \
-    --seed "${CONTRACT_SEED:-9}" --max-examples "${CONTRACT_EXAMPLES:-25}" \
-    --workers 1 --no-color \
-    --report junit --report-dir "target/contract/$backend" \
-    "${@:2}"
-SUITE_PASSED=1
+failed=()
+for seed in ${CONTRACT_SEEDS:-9 17 31}; do
+  # Thousands of requests from one account and one address would spend every
+  # budget in seconds and the rest of the run would check only 429s. The
+  # budgets have their own tests (tests/api/rate_limits.rs).
+  start_moments contract "$backend" MOMENTS_RATE_LIMITS=off
+  base=$BASE
+  echo "== schemathesis on $backend, seed $seed" >&2
+  SUITE_PASSED=
+  # One worker: with two, Python 3.11's ast.parse, which hypothesis calls from
+  # both threads, fails now and then ("AST constructor recursion depth mismatch").
+  if CONTRACT_BASE_URL="$base" \
+    CONTRACT_ADMIN_USERNAME="$ADMIN_USERNAME" CONTRACT_ADMIN_PASSWORD="$ADMIN_PASSWORD" \
+    PYTHONPATH="$MOMENTS_ROOT/scripts/contract" SCHEMATHESIS_HOOKS=hooks \
+    "$ST_BIN" --config-file "$MOMENTS_ROOT/scripts/contract/schemathesis.toml" \
+      run "$base/openapi.json" \
+      --checks all --mode all \
+      --exclude-checks use_after_free \
+      --phases examples,coverage,fuzzing,stateful \
+      --seed "$seed" --max-examples "${CONTRACT_EXAMPLES:-25}" \
+      --workers 1 --no-color \
+      --report junit --report-dir "target/contract/$backend/seed-$seed" \
+      "${@:2}"; then
+    SUITE_PASSED=1
+  else
+    failed+=("$seed")
+  fi
+  stop_moments
+done
+trap - EXIT
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "== schemathesis on $backend failed with seed(s) ${failed[*]}; rerun one alone: CONTRACT_SEEDS=${failed[0]} $0 $backend" >&2
+  exit 1
+fi
