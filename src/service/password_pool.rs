@@ -108,32 +108,42 @@ mod tests {
 
     #[tokio::test]
     async fn a_full_queue_refuses_instead_of_growing() {
-        // One thread, held by the first job; a queue of 4 behind it.
-        let pool = Arc::new(Pool::start(1, 4));
-        let (release, hold) = std::sync::mpsc::channel::<()>();
-        let hold = Arc::new(Mutex::new(hold));
-        let jobs: Vec<_> = (0..15)
-            .map(|_| {
-                let (pool, hold) = (pool.clone(), hold.clone());
-                tokio::spawn(async move {
-                    pool.run(move || {
-                        let _ = hold.lock().map(|h| h.recv());
-                    })
-                    .await
-                })
-            })
-            .collect();
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-        for _ in 0..15 {
-            let _ = release.send(());
-        }
-        let mut busy = 0;
-        for j in jobs {
-            if j.await.unwrap() == Err(Refused::Busy) {
-                busy += 1;
+        // One thread, held by a job that waits on a gate; a queue of 4
+        // behind it.
+        let pool = Pool::start(1, 4);
+        let (started, running) = tokio::sync::oneshot::channel();
+        let (open, gate) = std::sync::mpsc::channel::<()>();
+        let holder = pool.run(move || {
+            let _ = started.send(());
+            let _ = gate.recv();
+            "held"
+        });
+        tokio::pin!(holder);
+        assert!(futures_util::poll!(&mut holder).is_pending());
+        running.await.unwrap();
+        // The thread is provably busy: each job is queued or refused when
+        // first polled, and the queue takes four.
+        let mut queued = Vec::new();
+        let mut refused = 0;
+        for i in 0..15 {
+            let mut job = Box::pin(pool.run(move || i));
+            match futures_util::poll!(&mut job) {
+                std::task::Poll::Pending => queued.push((i, job)),
+                std::task::Poll::Ready(r) => {
+                    assert_eq!(r, Err(Refused::Busy));
+                    refused += 1;
+                }
             }
         }
-        // At most the running job and the four queued ones were taken.
-        assert!(busy >= 10, "only {busy} of 15 refused");
+        assert_eq!((queued.len(), refused), (4, 11));
+        open.send(()).unwrap();
+        assert_eq!(holder.await, Ok("held"));
+        for (i, job) in queued {
+            assert_eq!(
+                job.await,
+                Ok(i),
+                "a queued job runs once the thread is free"
+            );
+        }
     }
 }

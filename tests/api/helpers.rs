@@ -386,3 +386,23 @@ pub async fn settle(app: &TestApp) {
         last = now;
     }
 }
+
+/// Waits until `done` answers true, asking every 20 ms, and fails naming
+/// `what` if it has not within 30 s: for what background work (a
+/// write-back, a fan-out, a cache fill) makes true a moment after the
+/// request that started it was answered. Never a measure of how long it
+/// took: a slow machine only waits longer.
+pub async fn wait_until<F, Fut>(what: &str, mut done: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !done().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "still not so after 30 s: {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}

@@ -10,7 +10,7 @@ use moments::store::*;
 use serde_json::{json, Value};
 
 use crate::helpers::{
-    follow, spawn_app, spawn_app_on, stable, test_settings, whole_feed, TestApp, User,
+    follow, spawn_app, spawn_app_on, stable, test_settings, wait_until, whole_feed, TestApp, User,
 };
 
 /// A post with everything: pictures, comments, a reply, post and comment likes.
@@ -245,10 +245,18 @@ async fn reads_cost_a_constant_number_of_round_trips() {
     }
     let one = format!("/api/v1/posts/{id}");
     let page = |n: usize| format!("/api/v1/users/{}/posts?limit={n}", author.uid);
-    // Warm everything, and let the background write-back land.
-    trips_of(&app, &one).await;
-    trips_of(&app, &page(12)).await;
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // Warm everything, and wait for the background work to land: the
+    // fan-outs of the posts, and the write-back of what the warming reads
+    // rebuilt (until it has, a read still reaches the documents).
+    wait_until(
+        "no fan-out runs and warm reads reach no document",
+        || async {
+            app.ctx.fan_outs.running() == 0
+                && trips_of(&app, &one).await.0 == 0
+                && trips_of(&app, &page(12)).await.0 == 1
+        },
+    )
+    .await;
 
     // A warm single read touches the live store only: two batched reads
     // (posts; then comments, counts and every card, the comment authors'

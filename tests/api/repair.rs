@@ -1,9 +1,9 @@
 //! `moments check` / `moments rebuild-live` and their admin endpoints.
 
-use moments::store::{BlobKey, Changes, LiveChange, LiveFill, LiveRead, Owner, SetKey};
+use moments::store::{BlobKey, Changes, LiveChange, LiveRead, Owner, SetKey, SetRead};
 use serde_json::{json, Value};
 
-use crate::helpers::{on_real_stores, spawn_app, TestApp};
+use crate::helpers::{on_real_stores, spawn_app, wait_until, TestApp};
 
 /// Puts a liker nobody has into a post's live set and a wrong name into a
 /// user's live card, the kind of drift the tools exist for.
@@ -31,13 +31,17 @@ async fn corrupt(app: &TestApp, post: i64, uid: i64) {
         }])
         .await
         .unwrap();
+    // Put as a write would, bumping the user's generation, so that a
+    // rebuilt card still being written back (guarded by the generation it
+    // was read under) cannot overwrite it.
     let card = json!({"uid": uid, "nickName": "冒名顶替", "headImg": ""}).to_string();
     app.ctx
         .live
-        .fill(&LiveFill {
-            blobs: vec![(BlobKey::Card(uid), card, None)],
-            ..Default::default()
-        })
+        .apply(&[Changes {
+            owner: Owner::User(uid),
+            expected_gen: None,
+            changes: vec![LiveChange::PutBlob(BlobKey::Card(uid), card)],
+        }])
         .await
         .unwrap();
 }
@@ -54,11 +58,26 @@ async fn activity(app: &TestApp) -> (i64, i64, String) {
     app.comment(&a, post, "hi", Some(c)).await;
     app.put(&format!("/api/v1/comments/{c}/like"), Some(&a.token))
         .await;
-    // Warm everything the tools compare.
+    // Warm everything the tools compare, and wait for the likers set that
+    // `corrupt` changes to be written back: a change to an absent set is
+    // not applied (it is rebuilt whole on the next read).
     app.get(&format!("/api/v1/posts/{post}"), None).await;
     app.get(&format!("/api/v1/posts/{post}/comments"), None)
         .await;
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    wait_until("the post's likers are in the live state", || async {
+        let likers = SetRead {
+            key: SetKey::PostLikers(post),
+            top: 1,
+            probe: None,
+            below: None,
+        };
+        let read = LiveRead {
+            sets: vec![likers],
+            ..Default::default()
+        };
+        app.ctx.live.read(&read).await.unwrap().sets[0].is_some()
+    })
+    .await;
     (post, a.uid, b.token)
 }
 
