@@ -77,6 +77,15 @@ async fn the_history_lists_what_i_viewed_and_may_still_see() {
         flush(&app).await;
     }
     assert_eq!(listed(&app, &me).await, vec![second, third, first]);
+    // The author's reads are not views: counted nowhere, listed nowhere.
+    assert_eq!(view_count(&app, first, Some(&author)).await, 1);
+    flush(&app).await;
+    assert_eq!(
+        app.ctx.docs.view_counts(&[first]).await.unwrap(),
+        vec![(first, 1)],
+        "the author's read moved the count"
+    );
+    assert_eq!(view_count(&app, first, Some(&author)).await, 1);
     assert!(
         listed(&app, &author).await.is_empty(),
         "the author's reads are not views"
