@@ -104,38 +104,28 @@ async fn the_same_key_and_request_replay_the_first_answer() {
 async fn a_failed_request_gives_its_key_back() {
     let app = spawn_app().await;
     let ann = app.user("ann").await;
-    let (s, _, _) = post_with_key(
-        &app,
-        "/api/v1/posts/1/comments",
-        Some(&ann.token),
-        "k-2",
-        json!({"content": "on nothing"}),
-    )
-    .await;
-    assert_eq!(s, 404);
-    let post = app.text_post(&ann, "here").await;
-    // The same key, now for a request that can succeed: not 422, it runs.
-    let path = format!("/api/v1/posts/{post}/comments");
-    let (s, _, c1) = post_with_key(
-        &app,
-        &path,
-        Some(&ann.token),
-        "k-3",
-        json!({"content": "hi"}),
-    )
-    .await;
-    assert_eq!(s, 201, "{c1}");
-    let (s, _, c2) = post_with_key(
-        &app,
-        &path,
-        Some(&ann.token),
-        "k-3",
-        json!({"content": "hi"}),
-    )
-    .await;
-    assert_eq!((s, &c2["id"]), (201, &c1["id"]));
-    let (_, comments) = app.get(&path, Some(&ann.token)).await;
-    assert_eq!(comments["items"].as_array().unwrap().len(), 1, "{comments}");
+    let bob = app.user("bob").await;
+    // For followers, mentioning bob, who does not follow ann: refused.
+    let body = json!({"category": "TEXT", "content": "for my followers",
+                      "visibility": "followers", "mentions": [bob.uid]});
+    let (s, _, p) =
+        post_with_key(&app, "/api/v1/posts", Some(&ann.token), "k-2", body.clone()).await;
+    assert_eq!((s, p["field"].as_str()), (400, Some("mentions")), "{p}");
+    assert!(album(&app, &ann).await.is_empty());
+    // Once bob follows, the very same request under the same key can
+    // succeed: it runs again (neither 409 nor the failure replayed) and
+    // makes the post.
+    crate::helpers::follow(&app, &bob, &ann).await;
+    let (s, h, made) =
+        post_with_key(&app, "/api/v1/posts", Some(&ann.token), "k-2", body.clone()).await;
+    assert_eq!(s, 201, "{made}");
+    assert!(h.get("idempotent-replayed").is_none(), "{h:?}");
+    assert_eq!(album(&app, &ann).await, vec![made["id"].as_i64().unwrap()]);
+    // And now that it succeeded, the key replays it.
+    let (s, h, again) = post_with_key(&app, "/api/v1/posts", Some(&ann.token), "k-2", body).await;
+    assert_eq!((s, &again["id"]), (201, &made["id"]), "{again}");
+    assert_eq!(h["idempotent-replayed"], "true");
+    assert_eq!(album(&app, &ann).await.len(), 1);
 }
 
 #[tokio::test]
