@@ -1,4 +1,4 @@
-use serde_json::json;
+use serde_json::{json, Value};
 
 use reqwest::Method;
 
@@ -130,7 +130,9 @@ async fn racing_likes_and_unlikes_leave_the_live_state_equal_to_the_documents() 
         users.push(app.user(&format!("tapper{i}")).await);
     }
     let path = format!("/api/v1/posts/{post}/like");
-    // Every user double-taps: like and unlike race, several rounds.
+    // Every user double-taps: like and unlike race, several rounds. Each is
+    // answered 200 with the state it left, which its twin may have changed
+    // already.
     for _ in 0..3 {
         let requests = users.iter().flat_map(|u| {
             [
@@ -138,24 +140,54 @@ async fn racing_likes_and_unlikes_leave_the_live_state_equal_to_the_documents() 
                 app.call(reqwest::Method::DELETE, &path, Some(&u.token), None),
             ]
         });
-        futures_util::future::join_all(requests).await;
+        let answers = futures_util::future::join_all(requests).await;
+        for (s, state) in &answers {
+            assert_eq!(s.as_u16(), 200, "{state}");
+            assert!(state["liked"].is_boolean(), "{state}");
+            assert!(state["likeCount"].as_u64().unwrap() <= 6, "{state}");
+        }
     }
+    // Then a last tap each, all at once: the even users like, the odd
+    // ones unlike, so the end is known: three likes, by the even users,
+    // and each answer is what its own request did.
+    let last = users.iter().enumerate().map(|(i, u)| {
+        let method = if i % 2 == 0 {
+            reqwest::Method::PUT
+        } else {
+            reqwest::Method::DELETE
+        };
+        app.call(method, &path, Some(&u.token), None)
+    });
+    for (i, (s, state)) in futures_util::future::join_all(last)
+        .await
+        .iter()
+        .enumerate()
+    {
+        assert_eq!(s.as_u16(), 200, "{state}");
+        assert_eq!(state["liked"], i % 2 == 0, "{state}");
+    }
+    let expected: Vec<(Value, Value)> = (0..users.len())
+        .map(|i| (json!(3), json!(i % 2 == 0)))
+        .collect();
     let mut live = Vec::new();
     for u in &users {
-        let (_, p) = app
+        let (s, p) = app
             .get(&format!("/api/v1/posts/{post}"), Some(&u.token))
             .await;
+        assert_eq!(s.as_u16(), 200, "{p}");
         live.push((p["likeCount"].clone(), p["likedByMe"].clone()));
     }
+    assert_eq!(live, expected, "the live state");
     app.lose_live_state().await;
     let mut truth = Vec::new();
     for u in &users {
-        let (_, p) = app
+        let (s, p) = app
             .get(&format!("/api/v1/posts/{post}"), Some(&u.token))
             .await;
+        assert_eq!(s.as_u16(), 200, "{p}");
         truth.push((p["likeCount"].clone(), p["likedByMe"].clone()));
     }
-    assert_eq!(live, truth);
+    assert_eq!(truth, expected, "the documents");
 }
 
 /// Document and live round trips of one request, once background work has
