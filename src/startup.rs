@@ -223,6 +223,7 @@ impl Application {
             rebuilds: Arc::default(),
             activity: Arc::default(),
             session_activity: Arc::default(),
+            password_hashes: Arc::default(),
             fan_outs: Arc::new(FanOuts::new(tokio::runtime::Handle::current())),
             post_views: Arc::new(PostViews::new(settings.view_buffer)),
             like_arrays_queued: settings.mongodb_uri.is_some() && settings.redis_url.is_some(),

@@ -199,7 +199,9 @@ impl RecentActivity {
     }
 }
 
-async fn hash_password(password: String) -> AppResult<String> {
+async fn hash_password(ctx: &Context, password: String) -> AppResult<String> {
+    ctx.password_hashes
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     password_pool::run(move || {
         let mut salt = [0u8; 16];
         getrandom::getrandom(&mut salt).map_err(|e| AppError::Internal(anyhow::anyhow!(e)))?;
@@ -214,7 +216,9 @@ async fn hash_password(password: String) -> AppResult<String> {
     .map_err(refused)?
 }
 
-async fn verify_password(password: String, hash: String) -> AppResult<bool> {
+async fn verify_password(ctx: &Context, password: String, hash: String) -> AppResult<bool> {
+    ctx.password_hashes
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     password_pool::run(move || {
         let parsed =
             PasswordHash::new(&hash).map_err(|e| AppError::Internal(anyhow::anyhow!(e)))?;
@@ -228,9 +232,9 @@ async fn verify_password(password: String, hash: String) -> AppResult<bool> {
 
 /// A hash of a password nobody has, so that an unknown username costs as
 /// much time as a wrong password and does not reveal which usernames exist.
-async fn dummy_verify(password: String) -> AppResult<()> {
+async fn dummy_verify(ctx: &Context, password: String) -> AppResult<()> {
     const DUMMY: &str = "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$3iYdcWTjSRr0FC8UvnvUDxHcfbBaEVtFJdSg9+vRAcs";
-    verify_password(password, DUMMY.to_string())
+    verify_password(ctx, password, DUMMY.to_string())
         .await
         .map(|_| ())
 }
@@ -364,7 +368,7 @@ pub async fn register(
         username: username.as_str().to_string(),
         nick_name: nick,
         head_img: head,
-        password_hash: hash_password(password.expose().to_string()).await?,
+        password_hash: hash_password(ctx, password.expose().to_string()).await?,
         roles: Vec::new(),
         created_at: now,
         last_active_at: now,
@@ -423,13 +427,13 @@ pub async fn login(ctx: &Context, req: LoginRequest, origin: &Origin) -> AppResu
     )
     .await?;
     let Ok(username) = Username::parse(&req.username) else {
-        dummy_verify(req.password).await?;
+        dummy_verify(ctx, req.password).await?;
         return Err(denied);
     };
     // No failure counter for a name nobody has: a flood of made-up names
     // would make one each, and the table they share protects real accounts.
     let Some(user) = ctx.docs.user_by_username(username.as_str()).await? else {
-        dummy_verify(req.password).await?;
+        dummy_verify(ctx, req.password).await?;
         return Err(denied);
     };
     enforce(
@@ -437,7 +441,7 @@ pub async fn login(ctx: &Context, req: LoginRequest, origin: &Origin) -> AppResu
         &rate_limits::login_failure_budget(limits, username.as_str()),
     )
     .await?;
-    if !verify_password(req.password, user.password_hash.clone()).await? {
+    if !verify_password(ctx, req.password, user.password_hash.clone()).await? {
         return Err(denied);
     }
     forgive_failure(ctx, username.as_str()).await;
@@ -631,7 +635,7 @@ pub async fn change_password(ctx: &Context, who: &Authed, req: PasswordChange) -
         other => other,
     })?;
     let user = confirm_password(ctx, who.uid, req.old_password, "oldPassword").await?;
-    let hash = hash_password(new.expose().to_string()).await?;
+    let hash = hash_password(ctx, new.expose().to_string()).await?;
     // The session making the change is held to the new credentials before
     // the account moves to them, so it is honoured throughout; every other
     // one, and any being opened with the old password, is not.
@@ -667,7 +671,7 @@ async fn confirm_password(
         &rate_limits::login_failure_budget(limits, &user.username),
     )
     .await?;
-    if !verify_password(password, user.password_hash.clone()).await? {
+    if !verify_password(ctx, password, user.password_hash.clone()).await? {
         return Err(wrong());
     }
     forgive_failure(ctx, &user.username).await;
@@ -953,7 +957,7 @@ pub async fn bootstrap_admin(ctx: &Context, username: &str, password: &str) -> A
     let user = match existing {
         Some(user) => user,
         None => {
-            let hash = hash_password(pw.expose().to_string()).await?;
+            let hash = hash_password(ctx, pw.expose().to_string()).await?;
             let now = now_ms();
             let user = UserDoc {
                 uid: 0,
@@ -991,8 +995,8 @@ pub async fn bootstrap_admin(ctx: &Context, username: &str, password: &str) -> A
             ),
         ));
     }
-    if !verify_password(pw.expose().to_string(), user.password_hash.clone()).await? {
-        let hash = hash_password(pw.expose().to_string()).await?;
+    if !verify_password(ctx, pw.expose().to_string(), user.password_hash.clone()).await? {
+        let hash = hash_password(ctx, pw.expose().to_string()).await?;
         ctx.docs
             .set_password_hash(user.uid, &hash, next_credential_gen(&user))
             .await?;

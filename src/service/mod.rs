@@ -77,6 +77,10 @@ pub struct Context {
     pub activity: Arc<accounts::RecentActivity>,
     /// When each session was last recorded in use by this instance.
     pub session_activity: Arc<accounts::RecentActivity>,
+    /// Password hashes and verifications this instance asked of the
+    /// password pool (an unknown username's dummy one included). The pool
+    /// is shared by every app in a process; this count is the app's own.
+    pub password_hashes: Arc<std::sync::atomic::AtomicU64>,
     /// Fan-outs running in the background, which a stopping instance
     /// finishes or saves.
     pub fan_outs: Arc<fan_outs::FanOuts>,

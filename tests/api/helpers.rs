@@ -406,3 +406,12 @@ where
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
+
+/// How many password hashes and verifications this app has asked for so
+/// far (the pool is the process's, shared by the tests running at once;
+/// this count is the app's own).
+pub fn password_hashes(app: &TestApp) -> u64 {
+    app.ctx
+        .password_hashes
+        .load(std::sync::atomic::Ordering::Relaxed)
+}

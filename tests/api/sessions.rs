@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::helpers::{assert_problem, spawn_app, test_settings};
+use crate::helpers::{assert_problem, password_hashes, spawn_app, test_settings};
 use moments::ids::now_ms;
 use moments::service::accounts::{bootstrap_admin, token_hash};
 use moments::store::SessionDoc;
@@ -211,15 +211,21 @@ async fn passwords_longer_than_128_characters_are_refused_before_hashing() {
     let app = spawn_app().await;
     app.user("fay").await;
     let long = "p".repeat(129);
-    for path in ["/api/v1/users", "/api/v1/sessions"] {
+    for (path, username) in [
+        ("/api/v1/users", "fay2"),
+        ("/api/v1/sessions", "fay"),
+        ("/api/v1/sessions", "nobody-by-this-name"),
+    ] {
+        let hashes = password_hashes(&app);
         let r = app
-            .post(path, None, json!({"username": "fay", "password": long}))
+            .post(path, None, json!({"username": username, "password": long}))
             .await;
         assert_eq!(
             assert_problem(&r, 400, "invalid_input")["field"],
             "password",
             "{path}"
         );
+        assert_eq!(password_hashes(&app), hashes, "{path} {username}: hashed");
     }
 }
 
