@@ -239,14 +239,14 @@ async fn lookups_by_username_have_a_budget_of_their_own() {
     let app = spawn_app_with(limited(|l| l.user_lookups = Rate::new(2, 60))).await;
     let finder = app.user("seeker").await;
     app.user("sought").await;
-    for name in ["sought", "nobody1"] {
-        let (s, _) = app
+    for (name, status) in [("sought", 200), ("nobody1", 404)] {
+        let (s, body) = app
             .get(
                 &format!("/api/v1/users?username={name}"),
                 Some(&finder.token),
             )
             .await;
-        assert!(s.as_u16() == 200 || s.as_u16() == 404, "{s}");
+        assert_eq!(s.as_u16(), status, "{name}: {body}");
     }
     let over = app
         .call_with(
