@@ -3,10 +3,128 @@
 
 use serde_json::json;
 
-use crate::helpers::{assert_problem, password_hashes, spawn_app, test_settings};
+use sha2::{Digest, Sha256};
+
+use crate::helpers::{
+    assert_problem, password_hashes, spawn_app, test_settings, wait_until, TestApp,
+};
 use moments::ids::now_ms;
 use moments::service::accounts::{bootstrap_admin, token_hash};
 use moments::store::SessionDoc;
+
+/// The session documents as the store keeps them: on MongoDB the user's
+/// documents in `sessions` as the driver reads them, every field; on the
+/// embedded default the whole redb file, every byte of every table.
+async fn stored_documents(app: &TestApp, uid: i64) -> String {
+    let Some(uri) = &app.settings.mongodb_uri else {
+        let file = app
+            .settings
+            .data_dir
+            .join(moments::store::embedded::FILE_NAME);
+        return String::from_utf8_lossy(&std::fs::read(file).unwrap()).into_owned();
+    };
+    let sessions = mongodb::Client::with_uri_str(uri)
+        .await
+        .unwrap()
+        .database(&app.settings.mongodb_db)
+        .collection::<mongodb::bson::Document>("sessions");
+    let mut found = sessions
+        .find(mongodb::bson::doc! {"uid": uid})
+        .await
+        .unwrap();
+    let mut text = String::new();
+    while found.advance().await.unwrap() {
+        let doc = found.deserialize_current().unwrap();
+        text.push_str(
+            &mongodb::bson::Bson::Document(doc)
+                .into_relaxed_extjson()
+                .to_string(),
+        );
+    }
+    assert!(!text.is_empty(), "no session document of {uid}");
+    text
+}
+
+/// What the live store holds of `cached`, as text: on Redis every key under
+/// the app's prefix with its value, on every node; on the embedded default,
+/// whose live state is in process, the cached session as the store keeps it.
+async fn live_contents(app: &TestApp, cached: &moments::store::LiveRead) -> String {
+    let Some(url) = &app.settings.redis_url else {
+        let blobs = app.ctx.live.read(cached).await.unwrap().blobs;
+        return blobs.into_iter().flatten().collect();
+    };
+    let mut text = String::new();
+    let cluster = url.contains(',');
+    for node in url.split(',') {
+        let mut conn = redis::Client::open(node)
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        if cluster {
+            // A replica answers reads of its master's keys.
+            let _: () = redis::cmd("READONLY").query_async(&mut conn).await.unwrap();
+        }
+        let mut cursor = 0u64;
+        loop {
+            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(format!("{}*", app.settings.redis_prefix))
+                .arg("COUNT")
+                .arg(1000)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            for key in keys {
+                let kind: String = redis::cmd("TYPE")
+                    .arg(&key)
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap();
+                let read = match kind.as_str() {
+                    "string" => redis::cmd("GET").arg(&key).clone(),
+                    "hash" => redis::cmd("HGETALL").arg(&key).clone(),
+                    "zset" => redis::cmd("ZRANGE")
+                        .arg(&key)
+                        .arg(0)
+                        .arg(-1)
+                        .arg("WITHSCORES")
+                        .clone(),
+                    "set" => redis::cmd("SMEMBERS").arg(&key).clone(),
+                    "list" => redis::cmd("LRANGE").arg(&key).arg(0).arg(-1).clone(),
+                    "stream" => redis::cmd("XRANGE").arg(&key).arg("-").arg("+").clone(),
+                    _ => continue, // gone since the scan
+                };
+                let value: redis::Value = read.query_async(&mut conn).await.unwrap();
+                text.push_str(&format!("{key} ="));
+                flatten(&value, &mut text);
+                text.push('\n');
+            }
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+    }
+    text
+}
+
+/// A Redis reply's strings, each after a space.
+fn flatten(value: &redis::Value, text: &mut String) {
+    match value {
+        redis::Value::BulkString(bytes) => {
+            text.push(' ');
+            text.push_str(&String::from_utf8_lossy(bytes));
+        }
+        redis::Value::Array(items) => items.iter().for_each(|v| flatten(v, text)),
+        redis::Value::Map(pairs) => pairs.iter().for_each(|(k, v)| {
+            flatten(k, text);
+            flatten(v, text);
+        }),
+        other => text.push_str(&format!(" {other:?}")),
+    }
+}
 
 #[tokio::test]
 async fn sessions_survive_the_loss_of_the_live_store_and_keep_no_token() {
@@ -25,13 +143,40 @@ async fn sessions_survive_the_loss_of_the_live_store_and_keep_no_token() {
         "a lost cache must not sign anyone out: {me}"
     );
     assert_eq!(me["uid"], ann.uid);
-    // What the documents hold is the token's hash, never the token.
+    // What the stores hold is the token's SHA-256, never the token nor its
+    // secret: in the documents as stored, and in the live store once the
+    // session is cached again.
+    let sha256: String = Sha256::digest(ann.token.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let secret = ann.token.split('.').nth(1).unwrap();
     let stored = app.ctx.docs.sessions_of_user(ann.uid, 10).await.unwrap();
     assert_eq!(stored.len(), 1);
-    assert_eq!(stored[0].token_hash, token_hash(&ann.token).hex());
-    let text = serde_json::to_string(&stored[0]).unwrap();
-    let secret = ann.token.split('.').nth(1).unwrap();
-    assert!(!text.contains(secret), "the token is stored: {text}");
+    assert_eq!(stored[0].token_hash, sha256);
+    let documents = stored_documents(&app, ann.uid).await;
+    assert!(documents.contains(&sha256), "{documents}");
+    assert!(
+        !documents.contains(secret),
+        "the token is stored: {documents}"
+    );
+    let cached = moments::store::LiveRead {
+        blobs: vec![moments::store::BlobKey::Session(
+            ann.uid,
+            token_hash(&ann.token),
+        )],
+        ..Default::default()
+    };
+    wait_until("the session is cached again", || async {
+        app.ctx.live.read(&cached).await.unwrap().blobs[0].is_some()
+    })
+    .await;
+    let live = live_contents(&app, &cached).await;
+    assert!(live.contains(&sha256), "{live}");
+    assert!(
+        !live.contains(secret),
+        "the token is in the live store: {live}"
+    );
     // A token that differs in one character is nobody's.
     let mut forged = ann.token.clone();
     let last = if forged.ends_with('0') { "1" } else { "0" };
