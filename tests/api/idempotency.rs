@@ -110,7 +110,7 @@ async fn a_failed_request_gives_its_key_back() {
                       "visibility": "followers", "mentions": [bob.uid]});
     let (s, _, p) =
         post_with_key(&app, "/api/v1/posts", Some(&ann.token), "k-2", body.clone()).await;
-    assert_eq!((s, p["field"].as_str()), (400, Some("mentions")), "{p}");
+    assert_eq!((s, p["field"].as_str()), (422, Some("mentions")), "{p}");
     assert!(album(&app, &ann).await.is_empty());
     // Once bob follows, the very same request under the same key can
     // succeed: it runs again (neither 409 nor the failure replayed) and
