@@ -34,18 +34,33 @@ const DAY_MS: i64 = 24 * 3600 * 1000;
 /// How long a reader's views are kept, and listed in their history.
 pub const HISTORY_MS: i64 = 30 * DAY_MS;
 
+/// (post, reader, day): what a view is once per.
+type ViewKey = (i64, i64, i64);
+
 /// The views waiting to be written, keyed by (post, reader, day), with
 /// when each was made.
 #[derive(Default)]
 struct Waiting {
-    views: HashMap<(i64, i64, i64), i64>,
+    views: HashMap<ViewKey, i64>,
+}
+
+/// A batch of views being written: the same id and the same documents on
+/// every try until one succeeds, which is what lets the documents count
+/// each view once however far a failed try got (`ViewDocs::record_views`).
+#[derive(Clone)]
+struct Batch {
+    id: i64,
+    keys: Vec<ViewKey>,
+    docs: Vec<ViewDoc>,
 }
 
 pub struct PostViews {
     waiting: Mutex<Waiting>,
     capacity: usize,
-    /// One flush at a time, so two never write the same views.
-    flushing: tokio::sync::Mutex<()>,
+    /// One flush at a time, so two never write the same views; it holds the
+    /// batch a failed flush left, for the next one to write first. Its
+    /// views stay among the waiting until written.
+    flushing: tokio::sync::Mutex<Option<Batch>>,
 }
 
 impl PostViews {
@@ -53,7 +68,7 @@ impl PostViews {
         Self {
             waiting: Mutex::new(Waiting::default()),
             capacity,
-            flushing: tokio::sync::Mutex::new(()),
+            flushing: tokio::sync::Mutex::new(None),
         }
     }
 
@@ -83,18 +98,55 @@ impl PostViews {
 
     /// Writes every view waiting now: the new ones become documents and
     /// their posts' counts grow by them; the posts' live counts are
-    /// dropped, to be read again. Views that a failed write left are tried
-    /// again by the next flush. Returns how many views it stored.
+    /// dropped, to be read again. A batch that a failure left is written
+    /// first, as it was, by the next flush. Returns how many views it
+    /// stored.
     pub async fn flush(&self, ctx: &Context) -> AppResult<usize> {
-        let _one = self.flushing.lock().await;
-        let batch: Vec<((i64, i64, i64), i64)> = match self.waiting.lock() {
-            Ok(w) => w.views.iter().map(|(k, at)| (*k, *at)).collect(),
-            Err(_) => return Ok(0),
-        };
-        if batch.is_empty() {
-            return Ok(0);
+        let mut unfinished = self.flushing.lock().await;
+        let mut stored = 0;
+        // The batch a failure left, if any, then one of everything waiting.
+        for batch in unfinished.take().into_iter().map(Some).chain([None]) {
+            let batch = match batch {
+                Some(b) => b,
+                None => match self.next_batch() {
+                    Some(b) => b,
+                    None => break,
+                },
+            };
+            *unfinished = Some(batch.clone());
+            stored += ctx.docs.record_views(batch.id, &batch.docs).await?;
+            *unfinished = None;
+            if let Ok(mut w) = self.waiting.lock() {
+                for key in &batch.keys {
+                    w.views.remove(key);
+                }
+            }
+            let mut posts: Vec<i64> = batch.docs.iter().map(|v| v.post_id).collect();
+            posts.sort_unstable();
+            posts.dedup();
+            let drops: Vec<Changes> = posts
+                .into_iter()
+                .map(|post| Changes {
+                    owner: Owner::Post(post),
+                    expected_gen: None,
+                    changes: vec![LiveChange::Drop(LiveKey::Blob(BlobKey::ViewCount(post)))],
+                })
+                .collect();
+            ctx.repair.apply(ctx.live.as_ref(), drops).await;
         }
-        let docs: Vec<ViewDoc> = batch
+        Ok(stored)
+    }
+
+    /// Every view waiting now, as a new batch; none when none waits.
+    fn next_batch(&self) -> Option<Batch> {
+        let waiting: Vec<(ViewKey, i64)> = match self.waiting.lock() {
+            Ok(w) => w.views.iter().map(|(k, at)| (*k, *at)).collect(),
+            Err(_) => return None,
+        };
+        if waiting.is_empty() {
+            return None;
+        }
+        let docs = waiting
             .iter()
             .map(|((post, uid, day), at)| ViewDoc {
                 id: crate::ids::next_id(),
@@ -104,28 +156,11 @@ impl PostViews {
                 created_at: *at,
             })
             .collect();
-        let stored = ctx.docs.insert_views(&docs).await?;
-        let mut counts: HashMap<i64, u64> = HashMap::new();
-        for v in &stored {
-            *counts.entry(v.post_id).or_default() += 1;
-        }
-        let counts: Vec<(i64, u64)> = counts.into_iter().collect();
-        ctx.docs.add_view_counts(&counts).await?;
-        if let Ok(mut w) = self.waiting.lock() {
-            for (key, _) in &batch {
-                w.views.remove(key);
-            }
-        }
-        let drops: Vec<Changes> = counts
-            .iter()
-            .map(|(post, _)| Changes {
-                owner: Owner::Post(*post),
-                expected_gen: None,
-                changes: vec![LiveChange::Drop(LiveKey::Blob(BlobKey::ViewCount(*post)))],
-            })
-            .collect();
-        ctx.repair.apply(ctx.live.as_ref(), drops).await;
-        Ok(stored.len())
+        Some(Batch {
+            id: crate::ids::next_id(),
+            keys: waiting.into_iter().map(|(k, _)| k).collect(),
+            docs,
+        })
     }
 
     /// Flushes every `every`, for as long as the returned task lives.

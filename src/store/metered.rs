@@ -357,8 +357,7 @@ metered! {
 
     // Written by the view flusher, off every request's path.
     impl ViewDocs for MeteredDocs {
-        background fn insert_views(views: &[ViewDoc]) -> Vec<ViewDoc>;
-        background fn add_view_counts(counts: &[(i64, u64)]) -> ();
+        background fn record_views(batch: i64, views: &[ViewDoc]) -> usize;
         batch(post_ids) fn view_counts(post_ids: &[i64]) -> Vec<(i64, u64)>;
         counted fn views_page(uid: i64, since: i64, before: Option<i64>, limit: usize) -> Vec<ViewDoc>;
         background fn purge_views_before(before: i64, limit: usize) -> u64;

@@ -809,12 +809,14 @@ pub trait ShareDocs: Send + Sync {
 /// batches by `post_views`, never on a read's path.
 #[async_trait]
 pub trait ViewDocs: Send + Sync {
-    /// Stores those of these views not stored already (same reader, post
-    /// and day); returns the ones it stored.
-    async fn insert_views(&self, views: &[ViewDoc]) -> StoreResult<Vec<ViewDoc>>;
-
-    /// Adds to posts' view counts.
-    async fn add_view_counts(&self, counts: &[(i64, u64)]) -> StoreResult<()>;
+    /// Stores one batch of views, `batch` its id (fresh per batch, from
+    /// the instance that flushes it), and adds each one stored to its
+    /// post's count, once: a call with the same batch again (a retry after
+    /// any failure, however far the first call got) stores and counts
+    /// nothing twice. A view whose reader, post and day another batch
+    /// stored is left out, and not counted. Returns how many of the batch's
+    /// views are stored, by this call or an earlier one.
+    async fn record_views(&self, batch: i64, views: &[ViewDoc]) -> StoreResult<usize>;
 
     /// `(post_id, views)` of these posts (0 for none).
     async fn view_counts(&self, post_ids: &[i64]) -> StoreResult<Vec<(i64, u64)>>;

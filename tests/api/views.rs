@@ -107,3 +107,41 @@ async fn the_history_lists_what_i_viewed_and_may_still_see() {
     assert_eq!((s.as_u16(), r), (200, json!({"hidden": true})));
     assert!(listed(&app, &me).await.is_empty());
 }
+
+/// A flush that failed, however far it got, is written again by the next
+/// one as the same batch: every view counted once, none lost, none twice.
+#[tokio::test]
+async fn a_flush_that_failed_part_way_counts_each_view_once() {
+    use moments::store::faults::Fault;
+    let mut settings = test_settings();
+    settings.view_flush_ms = 3_600_000;
+    let app = spawn_app_with(settings).await;
+    let author = app.user("flushauthor").await;
+    let readers = [
+        app.user("flushreader1").await,
+        app.user("flushreader2").await,
+        app.user("flushreader3").await,
+    ];
+    let post = app.text_post(&author, "counted once").await;
+    let count = || async { app.ctx.docs.view_counts(&[post]).await.unwrap()[0].1 };
+    // Stored and counted, but the answer lost: the flush fails.
+    view_count(&app, post, Some(&readers[0])).await;
+    app.ctx
+        .faults
+        .inject("ViewDocs", "record_views", Fault::FailAfter, 1);
+    assert!(app.ctx.post_views.flush(&app.ctx).await.is_err());
+    // A view made meanwhile waits for a batch of its own.
+    view_count(&app, post, Some(&readers[1])).await;
+    assert_eq!(flush(&app).await, 2, "the batch again, then the new view");
+    assert_eq!(count().await, 2);
+    // Refused before anything was written: the next flush writes it all.
+    view_count(&app, post, Some(&readers[2])).await;
+    app.ctx
+        .faults
+        .inject("ViewDocs", "record_views", Fault::Fail, 1);
+    assert!(app.ctx.post_views.flush(&app.ctx).await.is_err());
+    assert_eq!(flush(&app).await, 1);
+    assert_eq!(count().await, 3);
+    assert_eq!(app.ctx.post_views.waiting(), 0);
+    assert_eq!(view_count(&app, post, None).await, 3);
+}

@@ -23,42 +23,36 @@ fn remove_view(txn: &WriteTransaction, view: &ViewDoc) -> StoreResult<()> {
 
 #[async_trait]
 impl ViewDocs for EmbeddedDocs {
-    async fn insert_views(&self, views: &[ViewDoc]) -> StoreResult<Vec<ViewDoc>> {
+    async fn record_views(&self, _batch: i64, views: &[ViewDoc]) -> StoreResult<usize> {
+        // One transaction: the views and their counts land together or not
+        // at all, so a retry finds either everything or nothing done.
         let views = views.to_vec();
         self.write(move |txn| {
             let mut of = txn.open_table(VIEW_OF).map_err(other)?;
             let mut all = txn.open_table(VIEWS).map_err(other)?;
             let mut by_user = txn.open_table(VIEWS_BY_USER).map_err(other)?;
-            let mut stored = Vec::new();
+            let mut counts = txn.open_table(VIEW_COUNTS).map_err(other)?;
+            let mut stored = 0;
             for v in &views {
+                if all.get(id(v.id)).map_err(other)?.is_some() {
+                    stored += 1;
+                    continue;
+                }
                 let key = (id(v.uid), id(v.post_id), id(v.day));
-                if of.get(key).map_err(other)?.is_some()
-                    || all.get(id(v.id)).map_err(other)?.is_some()
-                {
+                if of.get(key).map_err(other)?.is_some() {
                     continue;
                 }
                 of.insert(key, id(v.id)).map_err(other)?;
                 all.insert(id(v.id), encode(v)?.as_slice()).map_err(other)?;
                 by_user.insert((id(v.uid), id(v.id)), ()).map_err(other)?;
-                stored.push(v.clone());
+                let was = counts
+                    .get(id(v.post_id))
+                    .map_err(other)?
+                    .map_or(0, |c| c.value());
+                counts.insert(id(v.post_id), was + 1).map_err(other)?;
+                stored += 1;
             }
             Ok(stored)
-        })
-        .await
-    }
-
-    async fn add_view_counts(&self, counts: &[(i64, u64)]) -> StoreResult<()> {
-        let counts = counts.to_vec();
-        self.write(move |txn| {
-            let mut table = txn.open_table(VIEW_COUNTS).map_err(other)?;
-            for (post, n) in &counts {
-                let was = table
-                    .get(id(*post))
-                    .map_err(other)?
-                    .map_or(0, |v| v.value());
-                table.insert(id(*post), was + n).map_err(other)?;
-            }
-            Ok(())
         })
         .await
     }
