@@ -162,6 +162,13 @@ pub struct Settings {
     pub instance_id: Option<u16>,
     /// Accounts one account may follow.
     pub max_following: u64,
+    /// Accounts one account may block.
+    pub max_blocks: u64,
+    /// Records of a deleted account erased before `DELETE /me` answers.
+    pub erase_in_request: usize,
+    /// Blockers of one user that a read of theirs takes whole; past it,
+    /// reads ask only about the people at hand.
+    pub blockers_read_whole: usize,
     /// How often views waiting in this instance are written, in ms.
     pub view_flush_ms: u64,
     /// Views that may wait in this instance at most.
@@ -200,6 +207,9 @@ impl Default for Settings {
             trusted_proxies: Vec::new(),
             instance_id: None,
             max_following: 5000,
+            max_blocks: 5000,
+            erase_in_request: 2000,
+            blockers_read_whole: 200,
             view_flush_ms: 1000,
             view_buffer: 10_000,
             like_array_flush_ms: 200,
@@ -555,6 +565,42 @@ pub const VARIABLES: &[Variable] = &[
         echo: Echo::Plain,
         apply: |d, v| {
             d.settings.max_following = whole(v, 1, u64::MAX)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_MAX_BLOCKS",
+        default: DefaultValue::Literal("5000"),
+        allowed: "a whole number, at least 1",
+        meaning: "accounts one account may block (one more: 409)",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.max_blocks = whole(v, 1, u64::MAX)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_BLOCKERS_READ_WHOLE",
+        default: DefaultValue::Literal("200"),
+        allowed: "a whole number, at least 1",
+        meaning: "accounts blocking one user that each read of that user loads whole; past it, \
+                  reads ask only whether the people on the page are among them",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.blockers_read_whole = whole_usize(v, 1, usize::MAX)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_ERASE_IN_REQUEST",
+        default: DefaultValue::Literal("2000"),
+        allowed: "a whole number",
+        meaning: "records of a deleted account (posts, comments, likes, follows...) erased before \
+                  DELETE /me answers; the rest are erased in the background (0: all of them), \
+                  and none is readable from the answer on",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.erase_in_request = whole_usize(v, 0, usize::MAX)?;
             Ok(())
         },
     },

@@ -678,19 +678,17 @@ async fn confirm_password(
     Ok(user)
 }
 
-/// Traces a deletion request erases itself before answering; an account
-/// with more is finished in the background.
-const ERASED_IN_REQUEST: usize = 2000;
-
 /// Deletes the caller's account. From the answer on, nobody can sign in
 /// with it, its sessions are gone, its username is free, and what it did is
 /// erased from every read (`service::erasure`). A wrong password counts as
 /// a failed sign-in and changes nothing.
 pub async fn delete_account(ctx: &Context, who: &Authed, req: AccountDeletion) -> AppResult<()> {
     confirm_password(ctx, who.uid, req.password, "password").await?;
+    // The one write the answer waits for. From it on the account has no
+    // card, which every read of its posts, comments and likes goes by
+    // (`assemble`), honours no session (`SessionDoc::honoured_by`), and is
+    // marked for the sweep to finish erasing, whatever fails after.
     ctx.docs.erase_user(who.uid).await?;
-    // An erased account honours no session (`SessionDoc::honoured_by`).
-    close_all_but(ctx, who.uid, 0, None).await?;
     ctx.repair
         .apply_unordered(
             ctx.live.as_ref(),
@@ -698,8 +696,25 @@ pub async fn delete_account(ctx: &Context, who: &Authed, req: AccountDeletion) -
             vec![LiveChange::Drop(LiveKey::Blob(BlobKey::Card(who.uid)))],
         )
         .await;
-    if !super::erasure::erase_traces(ctx, who.uid, ERASED_IN_REQUEST).await? {
-        super::erasure::finish_in_background(ctx, who.uid);
+    if let Err(e) = close_all_but(ctx, who.uid, 0, None).await {
+        tracing::warn!(uid = who.uid, error = %e, "an erased account's sessions are left to expire");
+    }
+    // Up to MOMENTS_ERASE_IN_REQUEST of its records are erased before the
+    // answer, so that most accounts are gone whole by then; more go on in
+    // the background.
+    let budget = ctx.settings.erase_in_request;
+    let done = if budget == 0 {
+        Ok(false)
+    } else {
+        super::erasure::erase_traces(ctx, who.uid, budget).await
+    };
+    match done {
+        Ok(true) => {}
+        Ok(false) => super::erasure::finish_in_background(ctx, who.uid),
+        Err(e) => {
+            tracing::warn!(uid = who.uid, error = %e, "erasing goes on in the background");
+            super::erasure::finish_in_background(ctx, who.uid);
+        }
     }
     Ok(())
 }

@@ -10,7 +10,7 @@ use super::device_names::DeviceNames;
 use super::loader::{from_json, Loaded, Loader};
 use super::paging::Kept;
 use super::views::{unknown_user, CommentView, ExpandedPost, LikeView, ReplyToView};
-use super::visibility::{self, Interactions, Place, Sight};
+use super::visibility::{self, Place, Sight};
 use super::{can_see, Context, Presentation, Relations, Viewer};
 use crate::error::AppResult;
 use crate::ids;
@@ -216,7 +216,7 @@ pub async fn keep_visible_posts<T>(
         .collect();
     let mut loader = Loader::new(ctx);
     let bodies: Vec<BlobKey> = named.iter().map(|(_, p)| BlobKey::PostBody(*p)).collect();
-    let loaded = loader.load(&bodies, &Relations::reads(viewer)).await?;
+    let loaded = loader.load(&bodies, &Relations::reads(ctx, viewer)).await?;
     let mut rel = Relations::from_loaded(viewer, &loaded);
     let parsed: HashMap<i64, PostBody> = loaded
         .blobs
@@ -226,7 +226,7 @@ pub async fn keep_visible_posts<T>(
             _ => None,
         })
         .collect();
-    visibility::read_author_rules(&mut loader, &mut rel, parsed.values()).await?;
+    visibility::read_author_rules(&mut loader, &mut rel, parsed.values(), []).await?;
     loader.finish("keep_visible_posts");
     let shown = |p: i64| parsed.get(&p).is_some_and(|body| can_see(body, &rel));
     let (at, posts): (Vec<usize>, Vec<i64>) = named.into_iter().filter(|(_, p)| shown(*p)).unzip();
@@ -303,7 +303,7 @@ pub async fn assemble_visible(
             ]
         })
         .collect();
-    let mut sets: Vec<SetRead> = Relations::reads(viewer);
+    let mut sets: Vec<SetRead> = Relations::reads(ctx, viewer);
     sets.extend(post_ids.iter().flat_map(|p| {
         [
             SetRead {
@@ -341,9 +341,26 @@ pub async fn assemble_visible(
         }
         bodies.insert(*p, body);
     }
-    // Round 1b, only for older posts or labelled audiences: what decides
-    // them beyond the viewer's own sets.
-    visibility::read_author_rules(&mut loader, &mut rel, bodies.values()).await?;
+    // Round 1b, only for older posts or labelled audiences (or a viewer
+    // blocked by too many to read whole): what decides them beyond the
+    // viewer's own sets.
+    let shown_people: Vec<i64> = post_ids
+        .iter()
+        .flat_map(|p| {
+            let likers = first
+                .sets
+                .get(&SetKey::PostLikers(*p))
+                .map(|v| v.top.iter().map(|(u, _)| *u).collect::<Vec<_>>())
+                .unwrap_or_default();
+            let hinted = first
+                .blobs
+                .get(&BlobKey::CommentPeople(*p))
+                .and_then(|t| serde_json::from_str::<Vec<i64>>(t).ok())
+                .unwrap_or_default();
+            likers.into_iter().chain(hinted)
+        })
+        .collect();
+    visibility::read_author_rules(&mut loader, &mut rel, bodies.values(), shown_people).await?;
     let mut posts = Vec::new();
     for p in post_ids {
         let Some(body) = bodies.remove(p) else {
@@ -379,20 +396,23 @@ pub async fn assemble_visible(
             .map_or(0, |i| i + 1);
     }
 
-    // Posts where the viewer sees only some of the likes and comments
-    // (visibility.rs), and the counts follow, narrowed from the newest.
-    let restricted: HashSet<i64> = posts
+    // Posts where the viewer may not see some of the likes and comments
+    // (visibility.rs: a post for friends, or anyone blocked either way),
+    // whose counts follow what is shown, narrowed from the newest.
+    let sights: HashMap<i64, Sight> = posts
         .iter()
-        .filter(|(b, ..)| visibility::sight(b, &rel) == Sight::Shown(Interactions::FriendsOnly))
-        .map(|(b, ..)| b.id)
+        .map(|(b, ..)| (b.id, visibility::sight(b, &rel)))
         .collect();
-    // Whose interactions the viewer sees on those.
-    let allowed = |x: i64| Sight::Shown(Interactions::FriendsOnly).shows_actor(&rel, x);
-    // Replies among a restricted post's newest comments the viewer may not
+    let narrowed: HashSet<i64> = sights
+        .iter()
+        .filter(|(_, s)| s.may_hide_some(&rel))
+        .map(|(p, _)| *p)
+        .collect();
+    // Replies among a narrowed post's newest comments the viewer may not
     // see, by the comment they reply to.
     let mut hidden_replies: HashMap<i64, u64> = HashMap::new();
-    if !restricted.is_empty() {
-        let whole: Vec<SetRead> = restricted
+    if !narrowed.is_empty() {
+        let whole: Vec<SetRead> = narrowed
             .iter()
             .flat_map(|p| {
                 [
@@ -412,7 +432,7 @@ pub async fn assemble_visible(
             })
             .collect();
         let mut everything = loader.load(&[], &whole).await?;
-        let all_comments: Vec<BlobKey> = restricted
+        let all_comments: Vec<BlobKey> = narrowed
             .iter()
             .flat_map(|p| {
                 everything
@@ -428,12 +448,33 @@ pub async fn assemble_visible(
             })
             .collect();
         let bodies = loader.load(&all_comments, &[]).await?;
+        let comments: Vec<CommentDoc> = bodies
+            .blobs
+            .values()
+            .map(|text| from_json(text))
+            .collect::<AppResult<_>>()?;
+        let newest_likers = narrowed.iter().flat_map(|p| {
+            everything
+                .sets
+                .get(&SetKey::PostLikers(*p))
+                .map(|v| v.top.iter().map(|(u, _)| *u).collect::<Vec<_>>())
+                .unwrap_or_default()
+        });
+        let people: Vec<i64> = newest_likers
+            .chain(
+                comments
+                    .iter()
+                    .flat_map(|c| std::iter::once(c.author_uid).chain(c.reply_to.map(|r| r.uid))),
+            )
+            .collect();
+        visibility::settle_blocks(&mut loader, &mut rel, people).await?;
+        let allowed = |post: i64, x: i64| sights.get(&post).is_some_and(|s| s.shows_actor(&rel, x));
         let mut by_post: HashMap<i64, Vec<CommentDoc>> = HashMap::new();
         // Whether each comment is shown: its author and whom it replies to.
         let mut shown: HashMap<i64, bool> = HashMap::new();
-        for text in bodies.blobs.values() {
-            let c: CommentDoc = from_json(text)?;
-            let visible = allowed(c.author_uid) && c.reply_to.is_none_or(|r| allowed(r.uid));
+        for c in comments {
+            let visible = allowed(c.post_id, c.author_uid)
+                && c.reply_to.is_none_or(|r| allowed(c.post_id, r.uid));
             shown.insert(c.id, visible);
             if c.deleted {
                 continue;
@@ -445,15 +486,18 @@ pub async fn assemble_visible(
             }
         }
         for (body, likers, comment_ids, _) in posts.iter_mut() {
-            if !restricted.contains(&body.id) {
+            if !narrowed.contains(&body.id) {
                 continue;
             }
+            let post = body.id;
             let mut newest_likers = everything
                 .sets
-                .remove(&SetKey::PostLikers(body.id))
+                .remove(&SetKey::PostLikers(post))
                 .unwrap_or_default();
-            let count = narrowed_count(newest_likers.count, &newest_likers.top, allowed);
-            newest_likers.top.retain(|(uid, _)| allowed(*uid));
+            let count = narrowed_count(newest_likers.count, &newest_likers.top, |u| {
+                allowed(post, u)
+            });
+            newest_likers.top.retain(|(uid, _)| allowed(post, *uid));
             *likers = SetView {
                 count,
                 top: newest_likers.top.into_iter().take(LATEST_LIKES).collect(),
@@ -461,9 +505,9 @@ pub async fn assemble_visible(
             };
             let newest = everything
                 .sets
-                .remove(&SetKey::PostComments(body.id))
+                .remove(&SetKey::PostComments(post))
                 .unwrap_or_default();
-            let mut visible = by_post.remove(&body.id).unwrap_or_default();
+            let mut visible = by_post.remove(&post).unwrap_or_default();
             visible.sort_unstable_by_key(|c| std::cmp::Reverse(c.id));
             // A comment whose body is gone is counted as hidden.
             let count = narrowed_count(newest.count, &newest.top, |cid| {
@@ -485,7 +529,7 @@ pub async fn assemble_visible(
     let mut blobs = Vec::new();
     let mut sets = Vec::new();
     for (body, _, comment_ids, _) in &posts {
-        let likers_top = if restricted.contains(&body.id) {
+        let likers_top = if narrowed.contains(&body.id) {
             NARROW_WINDOW
         } else {
             0
@@ -520,7 +564,9 @@ pub async fn assemble_visible(
     let mut cards = HashMap::new();
     cards_of(&second, &mut cards)?;
 
-    // Round 3: cards of comment authors and of the people they replied to.
+    // Round 3: cards of comment authors and of the people they replied to
+    // (and, of a viewer blocked by too many to read whole, whether those
+    // and the comments' likers blocked the viewer).
     let mut comment_docs: HashMap<i64, CommentDoc> = HashMap::new();
     for (key, text) in &second.blobs {
         if let BlobKey::CommentBody(..) = key {
@@ -530,16 +576,28 @@ pub async fn assemble_visible(
             }
         }
     }
-    let more = card_keys(
-        comment_docs
-            .values()
-            .flat_map(|c| std::iter::once(c.author_uid).chain(c.reply_to.map(|r| r.uid))),
-        &asked,
-    );
+    let comment_people: Vec<i64> = comment_docs
+        .values()
+        .flat_map(|c| std::iter::once(c.author_uid).chain(c.reply_to.map(|r| r.uid)))
+        .collect();
+    let more = card_keys(comment_people.iter().copied(), &asked);
     if !more.is_empty() {
         let third = loader.load(&more, &[]).await?;
         cards_of(&third, &mut cards)?;
     }
+    let comment_likers = second.sets.iter().filter_map(|(k, v)| match k {
+        SetKey::CommentLikers(..) => Some(v.top.iter().map(|(u, _)| *u).collect::<Vec<_>>()),
+        _ => None,
+    });
+    let judged: Vec<i64> = comment_people
+        .iter()
+        .copied()
+        .chain(comment_likers.flatten())
+        .collect();
+    visibility::settle_blocks(&mut loader, &mut rel, judged).await?;
+    // An erased account's card is gone at once (its content goes in the
+    // background): its posts, comments and likes are no longer shown.
+    let erased = |uid: i64| !cards.contains_key(&uid);
     // Remember whose cards each post's latest comments needed, so the next
     // read fetches them in round 2 and skips round 3.
     for (body, _, comment_ids, _) in &posts {
@@ -564,14 +622,16 @@ pub async fn assemble_visible(
 
     let out = posts
         .into_iter()
-        .map(|(body, likers, comment_ids, share_count)| {
+        .filter(|(body, ..)| !erased(body.author_uid))
+        .map(|(body, mut likers, comment_ids, share_count)| {
+            likers.top.retain(|(uid, _)| !erased(*uid));
             let comments = comment_ids
                 .top
                 .iter()
                 .filter_map(|(cid, _)| {
                     let doc = comment_docs.remove(cid)?;
                     let replied_blocked = doc.reply_to.is_some_and(|r| rel.blocked(r.uid));
-                    if rel.blocked(doc.author_uid) || replied_blocked {
+                    if rel.blocked(doc.author_uid) || replied_blocked || erased(doc.author_uid) {
                         return None;
                     }
                     let mut likers = second
@@ -582,8 +642,11 @@ pub async fn assemble_visible(
                         .sets
                         .remove(&SetKey::CommentReplies(body.id, *cid))
                         .unwrap_or_default();
-                    if restricted.contains(&body.id) {
-                        likers.count = narrowed_count(likers.count, &likers.top, allowed);
+                    if narrowed.contains(&body.id) {
+                        let sight = sights.get(&body.id).copied().unwrap_or(Sight::Hidden);
+                        likers.count = narrowed_count(likers.count, &likers.top, |u| {
+                            sight.shows_actor(&rel, u)
+                        });
                         let hidden = hidden_replies.get(cid).copied().unwrap_or(0);
                         replies.count = replies.count.saturating_sub(hidden);
                     }
@@ -678,6 +741,23 @@ pub async fn comment_views(
             }
         }
     }
+    // Of a viewer blocked by too many to read whole: whether the people
+    // counted blocked them.
+    let judged: Vec<i64> = loaded
+        .sets
+        .iter()
+        .filter(|(k, _)| matches!(k, SetKey::CommentLikers(..)))
+        .flat_map(|(_, v)| v.top.iter().map(|(u, _)| *u))
+        .chain(reply_authors.values().copied())
+        .collect();
+    let rel = match narrow {
+        Some(p) => Some(visibility::knowing(ctx, &p.rel, judged).await?),
+        None => None,
+    };
+    let shows = |u: i64| match (narrow, &rel) {
+        (Some(p), Some(rel)) => super::shows_actor(&p.body, rel, u),
+        _ => true,
+    };
     let views = comments
         .into_iter()
         .map(|doc| {
@@ -689,10 +769,10 @@ pub async fn comment_views(
                 .sets
                 .remove(&SetKey::CommentReplies(doc.post_id, doc.id))
                 .unwrap_or_default();
-            if let Some(p) = narrow {
-                likers.count = narrowed_count(likers.count, &likers.top, |u| p.shows_actor(u));
+            if narrow.is_some() {
+                likers.count = narrowed_count(likers.count, &likers.top, shows);
                 replies.count = narrowed_count(replies.count, &replies.top, |r| {
-                    reply_authors.get(&r).is_some_and(|a| p.shows_actor(*a))
+                    reply_authors.get(&r).is_some_and(|a| shows(*a))
                 });
             }
             build_comment(
@@ -731,18 +811,56 @@ pub struct VisiblePost {
 }
 
 impl VisiblePost {
+    /// The post as its viewer sees what `people` did on it: asked first,
+    /// where it must be, whether each of them blocked the viewer.
+    pub async fn seen_with<'p>(
+        &'p self,
+        ctx: &Context,
+        people: impl IntoIterator<Item = i64>,
+    ) -> AppResult<PostSeen<'p>> {
+        Ok(PostSeen {
+            body: &self.body,
+            rel: visibility::knowing(ctx, &self.rel, people).await?,
+        })
+    }
+
+    /// `seen_with` the people of these comments: their authors and whom
+    /// they reply to.
+    pub async fn seen_with_comments<'p>(
+        &'p self,
+        ctx: &Context,
+        comments: &[CommentDoc],
+    ) -> AppResult<PostSeen<'p>> {
+        self.seen_with(
+            ctx,
+            comments
+                .iter()
+                .flat_map(|c| std::iter::once(c.author_uid).chain(c.reply_to.map(|r| r.uid))),
+        )
+        .await
+    }
+}
+
+/// A visible post and what its viewer knows of the people on it
+/// (`VisiblePost::seen_with`).
+pub struct PostSeen<'p> {
+    body: &'p PostBody,
+    rel: std::borrow::Cow<'p, Relations>,
+}
+
+impl PostSeen<'_> {
     /// Whether the viewer sees what `actor` did on this post: not across a
     /// block, and in a friends-only post only the viewer's friends and the
     /// viewer (WeChat's rule; the author sees everything).
     pub fn shows_actor(&self, actor: i64) -> bool {
-        super::shows_actor(&self.body, &self.rel, actor)
+        super::shows_actor(self.body, &self.rel, actor)
     }
 
     /// Whether the viewer sees this comment on this post: its author's,
     /// and the one it replies to (`visibility::shows_comment`).
     pub fn shows_comment(&self, c: &CommentDoc) -> bool {
         visibility::shows_comment(
-            &self.body,
+            self.body,
             &self.rel,
             c.author_uid,
             c.reply_to.map(|r| r.uid),
@@ -755,7 +873,10 @@ impl VisiblePost {
 pub async fn visible_post(ctx: &Context, post_id: i64, viewer: Viewer) -> AppResult<VisiblePost> {
     let mut loader = Loader::new(ctx);
     let loaded = loader
-        .load(&[BlobKey::PostBody(post_id)], &Relations::reads(viewer))
+        .load(
+            &[BlobKey::PostBody(post_id)],
+            &Relations::reads(ctx, viewer),
+        )
         .await?;
     let mut rel = Relations::from_loaded(viewer, &loaded);
     let gen = loader.generation(Owner::Post(post_id));
@@ -766,7 +887,7 @@ pub async fn visible_post(ctx: &Context, post_id: i64, viewer: Viewer) -> AppRes
             return Err(crate::error::AppError::NotFound("post"));
         }
     };
-    visibility::read_author_rules(&mut loader, &mut rel, [&body]).await?;
+    visibility::read_author_rules(&mut loader, &mut rel, [&body], []).await?;
     loader.finish("visible_post");
     if !can_see(&body, &rel) {
         return Err(crate::error::AppError::NotFound("post"));

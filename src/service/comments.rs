@@ -29,10 +29,11 @@ pub async fn create_comment(
         Some(target) => {
             // On this post or nowhere: a reply's parent is on its post.
             let parent = ctx.docs.comments_by_ids(&[(post_id, target)]).await?.pop();
+            let seen = post.seen_with_comments(ctx, parent.as_slice()).await?;
             // A comment the replier may not read is not there to reply to:
             // the same answer as none, so its author is not revealed.
             match parent {
-                Some(p) if p.post_id == post_id && !p.deleted && post.shows_comment(&p) => {
+                Some(p) if p.post_id == post_id && !p.deleted && seen.shows_comment(&p) => {
                     (
                         Some(ReplyRef {
                             comment_id: p.id,
@@ -167,7 +168,8 @@ pub async fn list_comments(
     let post = visible_post(ctx, post_id, viewer).await?;
     let post = &post;
     let shown = |batch: Vec<CommentDoc>, room| async move {
-        Ok(keep_where(batch, room, |c| post.shows_comment(c)))
+        let seen = post.seen_with_comments(ctx, &batch).await?;
+        Ok(keep_where(batch, room, |c| seen.shows_comment(c)))
     };
     let (docs, next_cursor) =
         match from {
@@ -216,7 +218,10 @@ pub async fn list_replies(
         Err(AppError::NotFound(_)) => return Err(AppError::NotFound("comment")),
         other => other?,
     };
-    if !post.shows_comment(&comment) {
+    let seen = post
+        .seen_with_comments(ctx, std::slice::from_ref(&comment))
+        .await?;
+    if !seen.shows_comment(&comment) {
         return Err(AppError::NotFound("comment"));
     }
     let (post_id, thread) = (comment.post_id, comment.thread_id.unwrap_or(comment.id));
@@ -225,7 +230,10 @@ pub async fn list_replies(
         limit,
         cursor.map(|c| c.0),
         |after, n| async move { Ok(ctx.docs.thread_page(post_id, thread, after, n).await?) },
-        |batch, room| async move { Ok(keep_where(batch, room, |c| post.shows_comment(c))) },
+        |batch: Vec<CommentDoc>, room| async move {
+            let seen = post.seen_with_comments(ctx, &batch).await?;
+            Ok(keep_where(batch, room, |c| seen.shows_comment(c)))
+        },
         |c| c.id,
     )
     .await?;

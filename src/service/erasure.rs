@@ -154,10 +154,11 @@ pub async fn erase_traces(ctx: &Context, uid: i64, budget: usize) -> AppResult<b
                 .into_iter()
                 .map(|e| e.follower),
         );
-        // Every block at once: each is severed here, so each is read once.
+        // A batch of its blocks either way: each is severed here, so the
+        // next batch is the next ones.
         others.extend(
             ctx.docs
-                .blocks_involving(&[uid])
+                .blocks_involving(uid, BATCH)
                 .await?
                 .into_iter()
                 .map(|b| {

@@ -58,9 +58,17 @@ async fn check_friends(ctx: &Context, owner: i64, members: &[i64]) -> AppResult<
         return Ok(());
     }
     let mut loader = Loader::new(ctx);
-    let loaded = loader.load(&[], &Relations::reads(Some(owner))).await?;
+    let loaded = loader
+        .load(&[], &Relations::reads(ctx, Some(owner)))
+        .await?;
+    let mut rel = Relations::from_loaded(Some(owner), &loaded);
+    let friends: Vec<i64> = members
+        .iter()
+        .copied()
+        .filter(|m| rel.friends.contains(m))
+        .collect();
+    super::visibility::settle_blocks(&mut loader, &mut rel, friends).await?;
     loader.finish("label_members");
-    let rel = Relations::from_loaded(Some(owner), &loaded);
     let strangers: Vec<String> = members
         .iter()
         .filter(|m| !rel.friends.contains(m) || rel.blocked(**m))

@@ -57,7 +57,10 @@ async fn resolve(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<Resol
             };
             // A comment the liker may not read (across a block, or outside
             // WeChat's friends rule) is not there for them to like either.
-            if !post.shows_comment(&comment) {
+            let seen = post
+                .seen_with_comments(ctx, std::slice::from_ref(&comment))
+                .await?;
+            if !seen.shows_comment(&comment) {
                 return Err(AppError::NotFound("comment"));
             }
             Resolved {
@@ -219,7 +222,10 @@ pub async fn list_likes(
                 .likes_page(LikeKind::Post, post_id, before, n)
                 .await?)
         },
-        |batch, room| async move { Ok(keep_where(batch, room, |l| post.shows_actor(l.uid))) },
+        |batch: Vec<LikeDoc>, room| async move {
+            let seen = post.seen_with(ctx, batch.iter().map(|l| l.uid)).await?;
+            Ok(keep_where(batch, room, |l| seen.shows_actor(l.uid)))
+        },
         |l| l.id,
     )
     .await?;

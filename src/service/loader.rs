@@ -18,7 +18,27 @@ use crate::store::{
 #[derive(Default)]
 pub struct Loaded {
     pub blobs: HashMap<BlobKey, String>,
+    /// A set read more than once in one call (whole, and asked about a
+    /// member) keeps its fullest view here.
     pub sets: HashMap<SetKey, SetView>,
+    /// (set, member) → whether the member is in it, for every read that
+    /// asked (`SetRead::probe`).
+    pub probed: HashMap<(SetKey, i64), bool>,
+}
+
+impl Loaded {
+    fn put_set(&mut self, read: &SetRead, view: SetView) {
+        if let Some(p) = read.probe {
+            self.probed
+                .insert((read.key, p), view.probe_score.is_some());
+        }
+        match self.sets.get(&read.key) {
+            Some(had) if had.top.len() >= view.top.len() => {}
+            _ => {
+                self.sets.insert(read.key, view);
+            }
+        }
+    }
 }
 
 pub struct Loader<'a> {
@@ -137,7 +157,7 @@ impl<'a> Loader<'a> {
             match view {
                 Some(v) => {
                     lookups.hit(read.key.kind());
-                    out.sets.insert(read.key, v);
+                    out.put_set(read, v);
                 }
                 None => {
                     if answered {
@@ -256,10 +276,17 @@ impl<'a> Loader<'a> {
             SetKey::Friends(u) => Some(*u),
             _ => None,
         });
-        let blocks_of = set_ids(&|k| match k {
-            SetKey::Blocks(u) => Some(*u),
+        let blocking_of = set_ids(&|k| match k {
+            SetKey::Blocking(u) => Some(*u),
             _ => None,
         });
+        let blocked_of = set_ids(&|k| match k {
+            SetKey::BlockedBy(u) => Some(*u),
+            _ => None,
+        });
+        // Who blocked a user is read whole only while few: one more than
+        // that says there are too many.
+        let read_whole = self.ctx.settings.blockers_read_whole;
         let muted_by = set_ids(&|k| match k {
             SetKey::Muted(u) => Some(*u),
             _ => None,
@@ -290,14 +317,15 @@ impl<'a> Loader<'a> {
             !liked_comments.is_empty(),
             !replied_comments.is_empty(),
             !followers_of.is_empty(),
-            !blocks_of.is_empty(),
+            !blocking_of.is_empty(),
             !muted_by.is_empty(),
             !hidden_from.is_empty(),
             !label_ids.is_empty(),
             !shared_posts.is_empty(),
             !viewed_posts.is_empty(),
         ];
-        self.doc_round_trips += calls.iter().filter(|c| **c).count() as u32;
+        self.doc_round_trips +=
+            calls.iter().filter(|c| **c).count() as u32 + blocked_of.len() as u32;
         let (
             posts,
             comments,
@@ -308,6 +336,7 @@ impl<'a> Loader<'a> {
             replies,
             follows,
             blocks,
+            blockers,
             mutes,
             hides,
             labels,
@@ -322,7 +351,12 @@ impl<'a> Loader<'a> {
             rebuilds.likes_of_targets(docs, LikeKind::Comment, &liked_comments),
             rebuilds.reply_ids_of_comments(docs, &replied_comments),
             docs.follows_from(&followers_of),
-            docs.blocks_involving(&blocks_of),
+            docs.blocks_by(&blocking_of),
+            futures_util::future::try_join_all(
+                blocked_of
+                    .iter()
+                    .map(|u| docs.blockers_of(*u, read_whole + 1))
+            ),
             docs.filters_set_by(FilterKind::Mute, &muted_by),
             docs.filters_set_on(FilterKind::Hide, &hidden_from),
             docs.labels_by_ids(&label_ids),
@@ -451,14 +485,31 @@ impl<'a> Loader<'a> {
                 .push((friend, edge));
         }
         for b in &blocks {
-            for (mine, theirs) in [(b.blocker, b.blocked), (b.blocked, b.blocker)] {
-                if blocks_of.contains(&mine) {
-                    members
-                        .entry(SetKey::Blocks(mine))
-                        .or_default()
-                        .push((theirs, b.id));
-                }
+            members
+                .entry(SetKey::Blocking(b.blocker))
+                .or_default()
+                .push((b.blocked, b.id));
+        }
+        // Those blocked by more than are read whole: not built (a set is
+        // whole or absent), and the people asked about are looked up
+        // instead, each read by the blockers' own shard.
+        let mut too_many: HashMap<SetKey, HashSet<i64>> = HashMap::new();
+        for (u, found) in blocked_of.iter().zip(blockers) {
+            let key = SetKey::BlockedBy(*u);
+            if found.len() > read_whole {
+                let asked: Vec<i64> = sets
+                    .iter()
+                    .filter(|s| s.key == key)
+                    .filter_map(|s| s.probe)
+                    .collect();
+                self.doc_round_trips += u32::from(!asked.is_empty());
+                let among = docs.blockers_among(*u, &asked).await?;
+                too_many.insert(key, among.into_iter().collect());
             }
+            members
+                .entry(key)
+                .or_default()
+                .extend(found.iter().map(|b| (b.blocker, b.id)));
         }
         for f in &mutes {
             members
@@ -494,12 +545,21 @@ impl<'a> Loader<'a> {
                 continue;
             }
             let m = members.get(&read.key).cloned().unwrap_or_default();
+            if let Some(blockers) = too_many.get(&read.key) {
+                let view = SetView {
+                    count: m.len() as u64,
+                    probe_score: read.probe.filter(|p| blockers.contains(p)),
+                    top: m.into_iter().take(read.top).collect(),
+                };
+                out.put_set(read, view);
+                continue;
+            }
             if let (true, Some(g)) = (wanted.contains(&read.key), self.guard(read.key.owner())) {
                 if self.live_ok && !followed(&read.key) && filled.insert(read.key) {
                     self.fill.sets.push((read.key, m.clone(), g));
                 }
             }
-            out.sets.insert(read.key, view_of(m, read));
+            out.put_set(read, view_of(m, read));
         }
         if !self.live_ok {
             self.fill = LiveFill::default();

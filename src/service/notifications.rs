@@ -133,14 +133,15 @@ pub async fn list(
     // the page reads on past them), and a post the recipient may no longer
     // see is not quoted.
     let mut loader = Loader::new(ctx);
-    let related = loader.load(&[], &Relations::reads(Some(uid))).await?;
+    let related = loader.load(&[], &Relations::reads(ctx, Some(uid))).await?;
     let mut relations = Relations::from_loaded(Some(uid), &related);
     let rel = &relations;
     let (docs, next_cursor) = fill_page(
         limit,
         cursor.map(|c| c.0),
         |before, n| async move { Ok(ctx.docs.notifications_page(uid, since, before, n).await?) },
-        |batch, room| async move {
+        |batch: Vec<NotificationDoc>, room| async move {
+            let rel = visibility::knowing(ctx, rel, batch.iter().map(|n| n.actor)).await?;
             Ok(keep_where(batch, room, |n: &NotificationDoc| {
                 !rel.blocked(n.actor)
             }))
@@ -169,7 +170,8 @@ pub async fn list(
             posts.insert(p.id, p);
         }
     }
-    visibility::read_author_rules(&mut loader, &mut relations, posts.values()).await?;
+    let commenters: Vec<i64> = comments.iter().map(|c| c.author_uid).collect();
+    visibility::read_author_rules(&mut loader, &mut relations, posts.values(), commenters).await?;
     loader.finish("notifications");
     let rel = &relations;
     posts.retain(|_, p| can_see(p, rel));

@@ -11,6 +11,7 @@ use super::notifications::{notify, Event};
 use super::paging::{fill_page, keep_where};
 use super::timeline::forget_timeline;
 use super::views::{unknown_user, Page};
+use super::visibility::{knowing, settle_blocks};
 use super::{with_fresh_id, Context, Relations, Viewer};
 use crate::domain::cursor::Cursor;
 use crate::error::{AppError, AppResult};
@@ -69,16 +70,26 @@ struct Before {
 
 async fn before_write(ctx: &Context, me: i64, them: i64) -> AppResult<Before> {
     let mut loader = Loader::new(ctx);
-    let mut reads = Relations::reads(Some(me));
-    reads.push(SetRead {
-        key: SetKey::Blocks(them),
+    let mut reads = Relations::reads(ctx, Some(me));
+    // Whether they blocked this user, from their own (bounded) blocks: the
+    // read also brings their generation.
+    let theirs = SetRead {
+        key: SetKey::Blocking(them),
         top: 0,
         probe: Some(me),
         below: None,
-    });
+    };
+    reads.push(theirs);
     let loaded = loader.load(&[], &reads).await?;
+    let mut rel = Relations::from_loaded(Some(me), &loaded);
+    let blocked_me = loaded
+        .probed
+        .get(&(theirs.key, me))
+        .copied()
+        .unwrap_or(false);
+    rel.learn_blocked_by(them, blocked_me);
     let out = Before {
-        rel: Relations::from_loaded(Some(me), &loaded),
+        rel,
         me_gen: loader.generation(Owner::User(me)),
         them_gen: loader.generation(Owner::User(them)),
     };
@@ -105,7 +116,7 @@ fn drop_friends(uid: i64) -> LiveChange {
 pub async fn follow(ctx: &Context, me: i64, them: i64) -> AppResult<FollowState> {
     target(ctx, me, them).await?;
     let before = before_write(ctx, me, them).await?;
-    if before.rel.blocks.contains(&them) {
+    if before.rel.blocked(them) {
         // Blocked either way: they stay hidden from each other.
         return Err(AppError::NotFound("user"));
     }
@@ -147,7 +158,7 @@ pub async fn follow(ctx: &Context, me: i64, them: i64) -> AppResult<FollowState>
         .await;
     }
     let change = added.then_some(LiveChange::SetAdd(SetKey::Following(me), them, id));
-    mirror_follow(ctx, me, them, &before, change).await;
+    mirror_follow(ctx, me, them, &before, change, Vec::new()).await;
     Ok(FollowState { following: true })
 }
 
@@ -157,8 +168,32 @@ pub async fn unfollow(ctx: &Context, me: i64, them: i64) -> AppResult<FollowStat
     let before = before_write(ctx, me, them).await?;
     let removed = ctx.docs.delete_follow(me, them).await?;
     let change = removed.then_some(LiveChange::SetRemove(SetKey::Following(me), them));
-    mirror_follow(ctx, me, them, &before, change).await;
+    let unhidden = if removed {
+        drop_hide_of_follower(ctx, them, me).await?
+    } else {
+        Vec::new()
+    };
+    mirror_follow(ctx, me, them, &before, change, unhidden).await;
     Ok(FollowState { following: false })
+}
+
+/// Drops `author`'s hide of `follower` once the follow it was set on is
+/// gone: only a follower can be hidden from, and so the hides on a reader,
+/// which every read of theirs loads whole, stay bounded by whom the reader
+/// follows. The live change is the follower's own.
+async fn drop_hide_of_follower(
+    ctx: &Context,
+    author: i64,
+    follower: i64,
+) -> AppResult<Vec<LiveChange>> {
+    let dropped = ctx
+        .docs
+        .delete_filter(FilterKind::Hide, author, follower)
+        .await?;
+    Ok(dropped
+        .then_some(LiveChange::SetRemove(SetKey::HiddenBy(follower), author))
+        .into_iter()
+        .collect())
 }
 
 /// The live side of a follow or unfollow: the follower's following set
@@ -171,19 +206,16 @@ async fn mirror_follow(
     them: i64,
     before: &Before,
     change: Option<LiveChange>,
+    mut also_mine: Vec<LiveChange>,
 ) {
     let mine = change.unwrap_or(LiveChange::Drop(LiveKey::Set(SetKey::Following(me))));
-    apply_graph_change(
-        ctx,
-        me,
-        them,
-        before,
-        vec![mine, drop_friends(me), forget_timeline(me)],
-        vec![drop_friends(them)],
-    )
-    .await;
+    also_mine.extend([mine, drop_friends(me), forget_timeline(me)]);
+    apply_graph_change(ctx, me, them, before, also_mine, vec![drop_friends(them)]).await;
 }
 
+/// Applies each user's changes; a user with none is not touched at all
+/// (not even their generation moves), so a write that changed nothing of
+/// theirs costs their reads nothing.
 async fn apply_graph_change(
     ctx: &Context,
     me: i64,
@@ -192,32 +224,42 @@ async fn apply_graph_change(
     mine: Vec<LiveChange>,
     theirs: Vec<LiveChange>,
 ) {
-    ctx.repair
-        .apply(
-            ctx.live.as_ref(),
-            vec![
-                Changes {
-                    owner: Owner::User(me),
-                    expected_gen: before.me_gen,
-                    changes: mine,
-                },
-                Changes {
-                    owner: Owner::User(them),
-                    expected_gen: before.them_gen,
-                    changes: theirs,
-                },
-            ],
-        )
-        .await;
+    let changes: Vec<Changes> = [
+        Changes {
+            owner: Owner::User(me),
+            expected_gen: before.me_gen,
+            changes: mine,
+        },
+        Changes {
+            owner: Owner::User(them),
+            expected_gen: before.them_gen,
+            changes: theirs,
+        },
+    ]
+    .into_iter()
+    .filter(|c| !c.changes.is_empty())
+    .collect();
+    if !changes.is_empty() {
+        ctx.repair.apply(ctx.live.as_ref(), changes).await;
+    }
 }
 
-/// Blocking removes follows both ways and hides each from the other everywhere.
+/// Blocking removes follows both ways (and the hides set on them) and
+/// hides each from the other everywhere. An account blocks at most
+/// `MOMENTS_MAX_BLOCKS`. Only what changed is written: blocking again
+/// writes nothing and touches nobody's keys, so a loop of it makes no one
+/// rebuild anything.
 #[tracing::instrument(skip(ctx))]
 pub async fn block(ctx: &Context, me: i64, them: i64) -> AppResult<BlockState> {
     target(ctx, me, them).await?;
     let before = before_write(ctx, me, them).await?;
-    // Blocking twice is one block: the second insert changes nothing.
-    let (_, id) = with_fresh_id(|id| {
+    let max = ctx.settings.max_blocks;
+    if !before.rel.blocking.contains(&them) && before.rel.blocking.len() as u64 >= max {
+        return Err(AppError::Conflict(format!(
+            "you block {max} accounts, the most one account may; unblock one first"
+        )));
+    }
+    let (added, id) = with_fresh_id(|id| {
         let block = BlockDoc {
             id,
             blocker: me,
@@ -227,21 +269,39 @@ pub async fn block(ctx: &Context, me: i64, them: i64) -> AppResult<BlockState> {
         async move { ctx.docs.insert_block(&block).await.map(|added| (added, id)) }
     })
     .await?;
-    ctx.docs.delete_follow(me, them).await?;
-    ctx.docs.delete_follow(them, me).await?;
-    let mine = vec![
-        LiveChange::SetAdd(SetKey::Blocks(me), them, id),
-        LiveChange::SetRemove(SetKey::Following(me), them),
-        drop_friends(me),
-        forget_timeline(me),
-    ];
-    let theirs = vec![
-        LiveChange::SetAdd(SetKey::Blocks(them), me, id),
-        LiveChange::SetRemove(SetKey::Following(them), me),
-        drop_friends(them),
-        forget_timeline(them),
-    ];
-    apply_graph_change(ctx, me, them, &before, mine, theirs).await;
+    // Deleted even when the block was there already, so that a retry
+    // finishes what a failed first try left (a delete of nothing writes
+    // nothing); what a follow held goes with it.
+    let unfollowed = ctx.docs.delete_follow(me, them).await?;
+    let unfollowed_by = ctx.docs.delete_follow(them, me).await?;
+    let mut mine = Vec::new();
+    let mut theirs = Vec::new();
+    if added {
+        mine.push(LiveChange::SetAdd(SetKey::Blocking(me), them, id));
+        theirs.push(LiveChange::SetAdd(SetKey::BlockedBy(them), me, id));
+    }
+    if unfollowed {
+        mine.extend([
+            LiveChange::SetRemove(SetKey::Following(me), them),
+            forget_timeline(me),
+        ]);
+        mine.extend(drop_hide_of_follower(ctx, them, me).await?);
+    }
+    if unfollowed_by {
+        theirs.extend([
+            LiveChange::SetRemove(SetKey::Following(them), me),
+            forget_timeline(them),
+        ]);
+        theirs.extend(drop_hide_of_follower(ctx, me, them).await?);
+    }
+    if unfollowed && unfollowed_by {
+        // They were friends.
+        mine.push(drop_friends(me));
+        theirs.push(drop_friends(them));
+    }
+    if !mine.is_empty() || !theirs.is_empty() {
+        apply_graph_change(ctx, me, them, &before, mine, theirs).await;
+    }
     Ok(BlockState { blocked: true })
 }
 
@@ -251,18 +311,18 @@ pub async fn unblock(ctx: &Context, me: i64, them: i64) -> AppResult<BlockState>
         return Err(AppError::Conflict("that is you".into()));
     }
     let before = before_write(ctx, me, them).await?;
-    ctx.docs.delete_block(me, them).await?;
-    // Still hidden if they blocked this user too; otherwise visible again.
-    let still = !ctx.docs.blocks_between(me, &[them]).await?.is_empty();
-    let (mine, theirs) = if still {
-        (Vec::new(), Vec::new())
-    } else {
-        (
-            vec![LiveChange::SetRemove(SetKey::Blocks(me), them)],
-            vec![LiveChange::SetRemove(SetKey::Blocks(them), me)],
+    // Each direction is its own block: theirs, if any, still hides them.
+    if ctx.docs.delete_block(me, them).await? {
+        apply_graph_change(
+            ctx,
+            me,
+            them,
+            &before,
+            vec![LiveChange::SetRemove(SetKey::Blocking(me), them)],
+            vec![LiveChange::SetRemove(SetKey::BlockedBy(them), me)],
         )
-    };
-    apply_graph_change(ctx, me, them, &before, mine, theirs).await;
+        .await;
+    }
     Ok(BlockState { blocked: false })
 }
 
@@ -284,6 +344,13 @@ fn by_owner(me: i64, changes: Vec<LiveChange>) -> (Vec<LiveChange>, Vec<LiveChan
     })
 }
 
+/// Why a hide is refused for someone who does not follow.
+fn not_a_follower() -> AppError {
+    AppError::Conflict(
+        "they do not follow you: only a follower can be hidden from (block anyone else)".into(),
+    )
+}
+
 /// Sets a mute (不看他: `them`'s posts leave `me`'s home feed, their album
 /// stays open) or a hide (不让他看: none of `me`'s posts are visible to
 /// `them`, as if each were private). Setting one twice is setting it once.
@@ -291,7 +358,7 @@ fn by_owner(me: i64, changes: Vec<LiveChange>) -> (Vec<LiveChange>, Vec<LiveChan
 pub async fn set_filter(ctx: &Context, kind: FilterKind, me: i64, them: i64) -> AppResult<()> {
     target(ctx, me, them).await?;
     let before = before_write(ctx, me, them).await?;
-    if before.rel.blocks.contains(&them) {
+    if before.rel.blocked(them) {
         return Err(AppError::NotFound("user"));
     }
     // 不让他看 is for one's followers (WeChat: one's friends); anyone else
@@ -299,9 +366,7 @@ pub async fn set_filter(ctx: &Context, kind: FilterKind, me: i64, them: i64) -> 
     // of theirs loads, come only from accounts that reader chose to follow,
     // and no stranger can grow them.
     if kind == FilterKind::Hide && ctx.docs.follow_edges(me, &[them]).await?.1.is_empty() {
-        return Err(AppError::Conflict(
-            "they do not follow you: only a follower can be hidden from (block anyone else)".into(),
-        ));
+        return Err(not_a_follower());
     }
     let set_already = ctx.docs.filters_set_by(kind, &[me]).await?;
     if !set_already.iter().any(|f| f.other == them) && set_already.len() >= MAX_FILTERS {
@@ -314,6 +379,12 @@ pub async fn set_filter(ctx: &Context, kind: FilterKind, me: i64, them: i64) -> 
         )));
     }
     let (added, id) = insert_filter(ctx, kind, me, them).await?;
+    // An unfollow racing this hide may have dropped the hides on it before
+    // this one landed: a hide outliving its follow is taken back.
+    if added && kind == FilterKind::Hide && ctx.docs.follow_edges(me, &[them]).await?.1.is_empty() {
+        ctx.docs.delete_filter(kind, me, them).await?;
+        return Err(not_a_follower());
+    }
     let (set, member) = filter_entry(kind, me, them);
     let change = match (added, kind) {
         (true, _) => Some(LiveChange::SetAdd(set, member, id)),
@@ -408,7 +479,9 @@ pub async fn sever(ctx: &Context, a: i64, b: i64) -> AppResult<()> {
         changes: vec![
             LiveChange::Drop(LiveKey::Set(SetKey::Following(u))),
             drop_friends(u),
-            LiveChange::Drop(LiveKey::Set(SetKey::Blocks(u))),
+            LiveChange::Drop(LiveKey::Set(SetKey::Blocking(u))),
+            LiveChange::Drop(LiveKey::Set(SetKey::BlockedBy(u))),
+            LiveChange::Drop(LiveKey::Set(SetKey::HiddenBy(u))),
             forget_timeline(u),
         ],
     };
@@ -421,9 +494,10 @@ pub async fn sever(ctx: &Context, a: i64, b: i64) -> AppResult<()> {
 /// A user's card with follower counts, and how the viewer relates to them.
 pub async fn profile(ctx: &Context, uid: i64, viewer: Viewer) -> AppResult<Profile> {
     let mut loader = Loader::new(ctx);
-    let loaded = loader.load(&[], &Relations::reads(viewer)).await?;
+    let loaded = loader.load(&[], &Relations::reads(ctx, viewer)).await?;
+    let mut rel = Relations::from_loaded(viewer, &loaded);
+    settle_blocks(&mut loader, &mut rel, [uid]).await?;
     loader.finish("profile");
-    let rel = Relations::from_loaded(viewer, &loaded);
     if rel.blocked(uid) {
         return Err(AppError::NotFound("user"));
     }
@@ -489,9 +563,10 @@ pub async fn list(
     now: i64,
 ) -> AppResult<Page<UserCard>> {
     let mut loader = Loader::new(ctx);
-    let loaded = loader.load(&[], &Relations::reads(viewer)).await?;
+    let loaded = loader.load(&[], &Relations::reads(ctx, viewer)).await?;
+    let mut rel = Relations::from_loaded(viewer, &loaded);
+    settle_blocks(&mut loader, &mut rel, [uid]).await?;
     loader.finish("graph_list");
-    let rel = Relations::from_loaded(viewer, &loaded);
     if rel.blocked(uid) {
         return Err(AppError::NotFound("user"));
     }
@@ -505,6 +580,7 @@ pub async fn list(
     };
     let rel = &rel;
     let visible = |batch: Vec<FollowDoc>, room| async move {
+        let rel = knowing(ctx, rel, batch.iter().map(other_of)).await?;
         Ok(keep_where(batch, room, |e| !rel.blocked(other_of(e))))
     };
     let (edges, next_cursor) = match which {
@@ -571,6 +647,7 @@ async fn friends_page(
         |batch: Vec<FollowDoc>, room| async move {
             let ids: Vec<i64> = batch.iter().map(|e| e.followee).collect();
             let (_, back) = ctx.docs.follow_edges(uid, &ids).await?;
+            let rel = knowing(ctx, rel, ids).await?;
             Ok(keep_where(batch, room, |e| {
                 back.contains(&e.followee) && !rel.blocked(e.followee)
             }))

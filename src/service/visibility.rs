@@ -33,19 +33,67 @@ use crate::error::AppResult;
 use crate::store::{BlobKey, CachedCard, PostBody, SetKey, SetRead};
 
 /// The viewer's side of the social graph, as far as reads need it: whom the
-/// viewer follows, the viewer's friends (mutual follows), everyone the
-/// viewer blocked or was blocked by, whom the viewer muted, who hide their
-/// posts from the viewer; and what was read of the authors at hand
-/// (`read_author_rules`). Empty for an anonymous reader.
+/// viewer follows, the viewer's friends (mutual follows), whom the viewer
+/// blocked, who blocked the viewer (`BlockedBy`), whom the viewer muted,
+/// who hide their posts from the viewer; and what was read of the authors
+/// at hand (`read_author_rules`). Empty for an anonymous reader.
 #[derive(Debug, Default, Clone)]
 pub struct Relations {
     pub viewer: Viewer,
     pub following: HashSet<i64>,
     pub friends: HashSet<i64>,
-    pub blocks: HashSet<i64>,
+    /// Whom the viewer blocked: whole (at most `MOMENTS_MAX_BLOCKS`).
+    pub blocking: HashSet<i64>,
+    pub blocked_by: BlockedBy,
     pub muted: HashSet<i64>,
     pub hidden_by: HashSet<i64>,
     pub authors: AuthorRules,
+}
+
+/// Who blocked the viewer. Anyone can add to it, so a read takes it whole
+/// only while it is small (`MOMENTS_BLOCKERS_READ_WHOLE`); past that, the
+/// read asks it about the people it is about to show (`settle_blocks`),
+/// and judges nobody it did not ask about.
+#[derive(Debug, Default, Clone)]
+pub struct BlockedBy {
+    /// Blockers known to be.
+    blockers: HashSet<i64>,
+    /// `None`: `blockers` is all of them. Otherwise the others asked about,
+    /// who did not block the viewer.
+    cleared: Option<HashSet<i64>>,
+}
+
+impl BlockedBy {
+    /// All of the viewer's blockers.
+    pub fn whole(blockers: impl IntoIterator<Item = i64>) -> Self {
+        BlockedBy {
+            blockers: blockers.into_iter().collect(),
+            cleared: None,
+        }
+    }
+
+    /// Some of them (too many to read whole); the rest is asked for.
+    pub fn some_of(blockers: impl IntoIterator<Item = i64>) -> Self {
+        BlockedBy {
+            blockers: blockers.into_iter().collect(),
+            cleared: Some(HashSet::new()),
+        }
+    }
+
+    /// Whether `uid` blocked the viewer; `None` when nobody asked.
+    fn knows(&self, uid: i64) -> Option<bool> {
+        if self.blockers.contains(&uid) {
+            return Some(true);
+        }
+        match &self.cleared {
+            None => Some(false),
+            Some(cleared) => cleared.contains(&uid).then_some(false),
+        }
+    }
+
+    fn is_whole_and_empty(&self) -> bool {
+        self.cleared.is_none() && self.blockers.is_empty()
+    }
 }
 
 /// What `sight` needs to know of the posts' authors, beyond the viewer's
@@ -63,23 +111,28 @@ pub struct AuthorRules {
 }
 
 impl Relations {
-    /// The live sets to read for `viewer` (whole: a user's own relations are
-    /// bounded by whom they follow, block, mute, and by who hide from them).
-    pub fn reads(viewer: Viewer) -> Vec<SetRead> {
+    /// The live sets to read for `viewer`: whole where the viewer bounds
+    /// them (whom they follow, block, mute; who hide from them, only ever
+    /// accounts they follow), and who blocked them as far as
+    /// `MOMENTS_BLOCKERS_READ_WHOLE` (one more tells there are more).
+    pub fn reads(ctx: &super::Context, viewer: Viewer) -> Vec<SetRead> {
         let Some(v) = viewer else {
             return Vec::new();
         };
+        let blockers_read_whole = ctx.settings.blockers_read_whole;
+        let whole = usize::MAX >> 24;
         [
-            SetKey::Following(v),
-            SetKey::Friends(v),
-            SetKey::Blocks(v),
-            SetKey::Muted(v),
-            SetKey::HiddenBy(v),
+            (SetKey::Following(v), whole),
+            (SetKey::Friends(v), whole),
+            (SetKey::Blocking(v), whole),
+            (SetKey::BlockedBy(v), blockers_read_whole),
+            (SetKey::Muted(v), whole),
+            (SetKey::HiddenBy(v), whole),
         ]
         .into_iter()
-        .map(|key| SetRead {
+        .map(|(key, top)| SetRead {
             key,
-            top: usize::MAX >> 24,
+            top,
             probe: None,
             below: None,
         })
@@ -104,20 +157,76 @@ impl Relations {
                 .map(|view| view.top.iter().map(|(m, _)| *m).collect())
                 .unwrap_or_default()
         };
+        let blockers = members(SetKey::BlockedBy(v));
+        let every_blocker_read = loaded
+            .sets
+            .get(&SetKey::BlockedBy(v))
+            .is_none_or(|view| view.count as usize <= view.top.len());
         Relations {
             viewer,
             following: members(SetKey::Following(v)),
             friends: members(SetKey::Friends(v)),
-            blocks: members(SetKey::Blocks(v)),
+            blocking: members(SetKey::Blocking(v)),
+            blocked_by: if every_blocker_read {
+                BlockedBy::whole(blockers)
+            } else {
+                BlockedBy::some_of(blockers)
+            },
             muted: members(SetKey::Muted(v)),
             hidden_by: members(SetKey::HiddenBy(v)),
             authors,
         }
     }
 
-    /// Whether the viewer and `uid` are hidden from each other.
+    /// Whether the viewer and `uid` are hidden from each other. Of a
+    /// viewer blocked by too many to read whole, only those asked about
+    /// (`settle_blocks`) are known: anyone else counts as blocked, so a
+    /// read that forgot to ask hides rather than leaks.
     pub fn blocked(&self, uid: i64) -> bool {
-        self.blocks.contains(&uid)
+        if Some(uid) == self.viewer {
+            return false;
+        }
+        if self.blocking.contains(&uid) {
+            return true;
+        }
+        match self.blocked_by.knows(uid) {
+            Some(known) => known,
+            None => {
+                debug_assert!(false, "whether {uid} blocked the viewer was not asked");
+                true
+            }
+        }
+    }
+
+    /// Records what was read of whether `uid` blocked the viewer.
+    pub fn learn_blocked_by(&mut self, uid: i64, blocked: bool) {
+        if blocked {
+            self.blocked_by.blockers.insert(uid);
+        } else if let Some(cleared) = self.blocked_by.cleared.as_mut() {
+            cleared.insert(uid);
+        }
+    }
+
+    /// Whether anyone is blocked either way, so that counts may include
+    /// people this viewer must not see.
+    pub fn blocks_anyone(&self) -> bool {
+        !self.blocking.is_empty() || !self.blocked_by.is_whole_and_empty()
+    }
+
+    /// Those of `uids` whose block of the viewer is not known yet: what
+    /// `settle_blocks` asks about.
+    fn unasked(&self, uids: impl IntoIterator<Item = i64>) -> Vec<i64> {
+        let mut out: Vec<i64> = uids
+            .into_iter()
+            .filter(|u| {
+                Some(*u) != self.viewer
+                    && !self.blocking.contains(u)
+                    && self.blocked_by.knows(*u).is_none()
+            })
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     /// Whether `post` is old enough for its author's album window to
@@ -177,20 +286,90 @@ impl Relations {
     }
 }
 
+/// Asks, of a viewer blocked by too many to read whole, whether each of
+/// `uids` is among them: one batched read, and none at all for everyone
+/// else (the usual case). Every read asks before it judges the people it
+/// shows (`Relations::blocked`).
+pub async fn settle_blocks(
+    loader: &mut loader::Loader<'_>,
+    rel: &mut Relations,
+    uids: impl IntoIterator<Item = i64>,
+) -> AppResult<()> {
+    let asks = block_asks(rel, uids);
+    if asks.is_empty() {
+        return Ok(());
+    }
+    let loaded = loader.load(&[], &asks).await?;
+    learn_blocks(rel, &asks, &loaded);
+    Ok(())
+}
+
+/// `rel`, knowing whether each of `uids` blocked the viewer: `rel` itself
+/// when nothing needs asking (nearly always), else a copy that asked, in
+/// one read of its own. For reads that judge a page of people with
+/// relations they cannot change (a filter inside `fill_page`).
+pub async fn knowing<'r>(
+    ctx: &super::Context,
+    rel: &'r Relations,
+    uids: impl IntoIterator<Item = i64>,
+) -> AppResult<std::borrow::Cow<'r, Relations>> {
+    let asks = block_asks(rel, uids);
+    if asks.is_empty() {
+        return Ok(std::borrow::Cow::Borrowed(rel));
+    }
+    let mut loader = loader::Loader::new(ctx);
+    let loaded = loader.load(&[], &asks).await?;
+    loader.finish("knowing_blocks");
+    let mut known = rel.clone();
+    learn_blocks(&mut known, &asks, &loaded);
+    Ok(std::borrow::Cow::Owned(known))
+}
+
+/// The reads `settle_blocks` makes, to ride in a read made anyway.
+fn block_asks(rel: &Relations, uids: impl IntoIterator<Item = i64>) -> Vec<SetRead> {
+    let Some(v) = rel.viewer else {
+        return Vec::new();
+    };
+    if rel.blocked_by.cleared.is_none() {
+        return Vec::new();
+    }
+    rel.unasked(uids)
+        .into_iter()
+        .map(|u| SetRead {
+            key: SetKey::BlockedBy(v),
+            top: 0,
+            probe: Some(u),
+            below: None,
+        })
+        .collect()
+}
+
+fn learn_blocks(rel: &mut Relations, asks: &[SetRead], loaded: &loader::Loaded) {
+    for ask in asks {
+        let Some(u) = ask.probe else { continue };
+        let blocked = loaded.probed.get(&(ask.key, u)).copied().unwrap_or(true);
+        rel.learn_blocked_by(u, blocked);
+    }
+}
+
 /// Reads, in one batched live read, what `sight` needs to decide these
 /// posts beyond the viewer's own sets: the album windows of the authors of
-/// older posts, and whether the viewer is in the labels that `only` and
-/// `except` posts name. Nothing is read when none of the posts needs it
-/// (the usual case: recent posts, no labels), so a warm page costs no
-/// round trip more.
+/// older posts, whether the viewer is in the labels that `only` and
+/// `except` posts name, and (of a viewer blocked by too many to read
+/// whole) whether the authors and `people` blocked the viewer. Nothing is
+/// read when none of the posts needs it (the usual case: recent posts, no
+/// labels), so a warm page costs no round trip more.
 pub async fn read_author_rules<'p>(
     loader: &mut loader::Loader<'_>,
     rel: &mut Relations,
     posts: impl IntoIterator<Item = &'p PostBody>,
+    people: impl IntoIterator<Item = i64>,
 ) -> AppResult<()> {
     let mut authors: Vec<i64> = Vec::new();
     let mut labels: Vec<(i64, i64)> = Vec::new();
+    let mut posters: Vec<i64> = Vec::new();
     for post in posts.into_iter().filter(|p| !p.deleted) {
+        posters.push(post.author_uid);
         if rel.needs_window(post) && !rel.authors.windows.contains_key(&post.author_uid) {
             authors.push(post.author_uid);
         }
@@ -204,11 +383,12 @@ pub async fn read_author_rules<'p>(
     authors.dedup();
     labels.sort_unstable();
     labels.dedup();
-    if authors.is_empty() && labels.is_empty() {
+    let asks = block_asks(rel, posters.into_iter().chain(people));
+    if authors.is_empty() && labels.is_empty() && asks.is_empty() {
         return Ok(());
     }
     let blobs: Vec<BlobKey> = authors.iter().map(|a| BlobKey::Card(*a)).collect();
-    let sets: Vec<SetRead> = labels
+    let mut sets: Vec<SetRead> = labels
         .iter()
         .map(|(owner, label)| SetRead {
             key: SetKey::LabelMembers(*owner, *label),
@@ -217,7 +397,9 @@ pub async fn read_author_rules<'p>(
             below: None,
         })
         .collect();
+    sets.extend(asks.iter().copied());
     let loaded = loader.load(&blobs, &sets).await?;
+    learn_blocks(rel, &asks, &loaded);
     for a in authors {
         // No card: the account is gone, and its posts with it.
         let window = match loaded.blobs.get(&BlobKey::Card(a)) {
@@ -327,7 +509,7 @@ impl Sight {
         match self {
             Sight::Hidden => true,
             Sight::Shown(Interactions::FriendsOnly) => true,
-            Sight::Shown(Interactions::All) => !rel.blocks.is_empty(),
+            Sight::Shown(Interactions::All) => rel.blocks_anyone(),
         }
     }
 }
@@ -476,8 +658,11 @@ mod tests {
             rel.friends.insert(AUTHOR);
         }
         match r {
-            BlockedByViewer | BlockingViewer => {
-                rel.blocks.insert(AUTHOR);
+            BlockedByViewer => {
+                rel.blocking.insert(AUTHOR);
+            }
+            BlockingViewer => {
+                rel.blocked_by = BlockedBy::whole([AUTHOR]);
             }
             MutedByViewer => {
                 rel.muted.insert(AUTHOR);
@@ -644,7 +829,7 @@ mod tests {
         const BLOCKED: i64 = 5; // blocked by (or blocking) the viewer
         let mut viewer = relations(Relation::Friend);
         viewer.friends.insert(FRIEND);
-        viewer.blocks.insert(BLOCKED);
+        viewer.blocking.insert(BLOCKED);
         let author = relations(Relation::Author);
         // Shown to the viewer: the viewer, a friend, a stranger, the
         // author, a blocked user; on each audience the viewer may read.

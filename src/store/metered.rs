@@ -285,7 +285,10 @@ metered! {
         ) -> (Vec<i64>, Option<i64>);
         batch(uids) fn follower_counts(uids: &[i64]) -> Vec<(i64, u64)>;
         batch(uids) fn follows_from(uids: &[i64]) -> Vec<FollowDoc>;
-        batch(uids) fn blocks_involving(uids: &[i64]) -> Vec<BlockDoc>;
+        batch(blockers) fn blocks_by(blockers: &[i64]) -> Vec<BlockDoc>;
+        counted fn blockers_of(uid: i64, limit: usize) -> Vec<BlockDoc>;
+        batch(others) fn blockers_among(uid: i64, others: &[i64]) -> Vec<i64>;
+        background fn blocks_involving(uid: i64, limit: usize) -> Vec<BlockDoc>;
         counted fn insert_filter(filter: &FilterDoc) -> bool;
         counted fn delete_filter(kind: FilterKind, uid: i64, other: i64) -> bool;
         counted fn filters_page(kind: FilterKind, uid: i64, before: Option<i64>, limit: usize) -> Vec<FilterDoc>;

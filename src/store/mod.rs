@@ -759,8 +759,19 @@ pub trait SocialDocs: Send + Sync {
     /// Every edge out of these users (whom they follow).
     async fn follows_from(&self, uids: &[i64]) -> StoreResult<Vec<FollowDoc>>;
 
-    /// Every block these users made or received.
-    async fn blocks_involving(&self, uids: &[i64]) -> StoreResult<Vec<BlockDoc>>;
+    /// Every block these users made (whom they blocked): bounded by
+    /// `MOMENTS_MAX_BLOCKS` each.
+    async fn blocks_by(&self, blockers: &[i64]) -> StoreResult<Vec<BlockDoc>>;
+
+    /// Up to `limit` blocks of `uid` by others, in no particular order:
+    /// strangers grow these, so they are read whole only while few.
+    async fn blockers_of(&self, uid: i64, limit: usize) -> StoreResult<Vec<BlockDoc>>;
+
+    /// Of `others`: those who blocked `uid`.
+    async fn blockers_among(&self, uid: i64, others: &[i64]) -> StoreResult<Vec<i64>>;
+
+    /// Up to `limit` blocks `uid` made or received (erasing an account).
+    async fn blocks_involving(&self, uid: i64, limit: usize) -> StoreResult<Vec<BlockDoc>>;
 
     /// `Ok(false)` when the filter exists already.
     async fn insert_filter(&self, filter: &FilterDoc) -> StoreResult<bool>;
@@ -1293,8 +1304,13 @@ pub enum SetKey {
     Home(i64),
     /// A user's friends (mutual follows): member friend, score 0.
     Friends(i64),
-    /// Users a user blocked or was blocked by: member the other, score block id.
-    Blocks(i64),
+    /// Whom a user blocked: member the blocked, score block id. Bounded by
+    /// `MOMENTS_MAX_BLOCKS`, so read whole.
+    Blocking(i64),
+    /// Who blocked a user: member the blocker, score block id. Strangers
+    /// grow it, so a read takes at most `MOMENTS_BLOCKERS_READ_WHOLE` of
+    /// it, and past that asks it only about the people at hand.
+    BlockedBy(i64),
     /// Users whose posts a user keeps out of their home feed (不看他):
     /// member the muted, score filter id.
     Muted(i64),
@@ -1335,7 +1351,8 @@ impl SetKey {
             SetKey::Following(_) => "following",
             SetKey::Home(_) => "home",
             SetKey::Friends(_) => "friends",
-            SetKey::Blocks(_) => "blocks",
+            SetKey::Blocking(_) => "blocking",
+            SetKey::BlockedBy(_) => "blocked_by",
             SetKey::Muted(_) => "muted",
             SetKey::HiddenBy(_) => "hidden_by",
             SetKey::LabelMembers(..) => "label_members",
@@ -1352,7 +1369,8 @@ impl SetKey {
             | SetKey::PostShares(p) => Owner::Post(p),
             SetKey::Following(u)
             | SetKey::Friends(u)
-            | SetKey::Blocks(u)
+            | SetKey::Blocking(u)
+            | SetKey::BlockedBy(u)
             | SetKey::Home(u)
             | SetKey::Muted(u)
             | SetKey::HiddenBy(u)
@@ -1538,7 +1556,8 @@ impl LiveKey {
             (Owner::User(u), "s", "following", false) => LiveKey::Set(SetKey::Following(u)),
             (Owner::User(u), "s", "home", false) => LiveKey::Set(SetKey::Home(u)),
             (Owner::User(u), "s", "friends", false) => LiveKey::Set(SetKey::Friends(u)),
-            (Owner::User(u), "s", "blocks", false) => LiveKey::Set(SetKey::Blocks(u)),
+            (Owner::User(u), "s", "blocking", false) => LiveKey::Set(SetKey::Blocking(u)),
+            (Owner::User(u), "s", "blocked_by", false) => LiveKey::Set(SetKey::BlockedBy(u)),
             (Owner::User(u), "s", "muted", false) => LiveKey::Set(SetKey::Muted(u)),
             (Owner::User(u), "s", "hidden_by", false) => LiveKey::Set(SetKey::HiddenBy(u)),
             (Owner::User(u), "s", "label_members", true) => {
@@ -1657,7 +1676,8 @@ mod tests {
             LiveKey::Set(SetKey::Following(3)),
             LiveKey::Set(SetKey::Home(3)),
             LiveKey::Set(SetKey::Friends(3)),
-            LiveKey::Set(SetKey::Blocks(3)),
+            LiveKey::Set(SetKey::Blocking(3)),
+            LiveKey::Set(SetKey::BlockedBy(3)),
             LiveKey::Set(SetKey::Muted(3)),
             LiveKey::Set(SetKey::HiddenBy(3)),
             LiveKey::Set(SetKey::LabelMembers(3, 30)),

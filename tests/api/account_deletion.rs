@@ -205,3 +205,107 @@ async fn an_erasure_cut_short_is_finished_by_the_sweep() {
         .unwrap()
         .is_empty());
 }
+
+/// The answer to `DELETE /me` is the moment its posts stop being
+/// readable, however much of the account is left to erase: here all of it
+/// is (nothing erased in the request, the background erasure held at its
+/// first step), and none of it shows.
+#[tokio::test]
+async fn posts_left_to_erase_are_gone_from_reads_at_once() {
+    use moments::store::faults::{Fault, Gate};
+    let mut settings = crate::helpers::test_settings();
+    settings.erase_in_request = 0;
+    let app = crate::helpers::spawn_app_with(settings).await;
+    let gone = app.user("erasing_slowly").await;
+    let fan = app.user("erasing_fan").await;
+    follow(&app, &fan, &gone).await;
+    let mut posts = Vec::new();
+    for i in 0..3 {
+        posts.push(app.text_post(&gone, &format!("left behind {i}")).await);
+    }
+    let theirs = posts[0];
+    let mine = app.text_post(&fan, "mine").await;
+    app.comment(&gone, mine, "their comment", None).await;
+    app.put(&format!("/api/v1/posts/{mine}/like"), Some(&gone.token))
+        .await;
+    app.put(&format!("/api/v1/posts/{theirs}/like"), Some(&fan.token))
+        .await;
+    assert_eq!(whole_feed(&app, &fan, 20).await.len(), 4);
+    // The erasure starts with the account's posts: held there.
+    let gate = Gate::new();
+    app.ctx.faults.inject(
+        "PostDocs",
+        "post_ids_by_author",
+        Fault::Hold(gate.clone()),
+        1,
+    );
+    let (s, body) = app
+        .call(
+            Method::DELETE,
+            "/api/v1/me",
+            Some(&gone.token),
+            Some(json!({"password": "password-123"})),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 204, "{body}");
+    gate.reached().await;
+    assert_eq!(
+        app.ctx.docs.posts_by_ids(&posts).await.unwrap().len(),
+        3,
+        "still in the documents"
+    );
+    for post in &posts {
+        for reader in [Some(fan.token.as_str()), None] {
+            assert_problem(
+                &app.get(&format!("/api/v1/posts/{post}"), reader).await,
+                404,
+                "not_found",
+            );
+        }
+    }
+    assert_eq!(whole_feed(&app, &fan, 20).await, vec![mine]);
+    assert!(ids_in(&app, "/api/v1/me/likes", &fan, "id")
+        .await
+        .is_empty());
+    assert!(ids_in(
+        &app,
+        &format!("/api/v1/users/{}/posts", gone.uid),
+        &fan,
+        "id"
+    )
+    .await
+    .is_empty());
+    // What they did on others' posts is not shown there either.
+    let (_, post) = app
+        .get(&format!("/api/v1/posts/{mine}"), Some(&fan.token))
+        .await;
+    assert!(post["comments"].as_array().unwrap().is_empty(), "{post}");
+    assert!(post["likes"].as_array().unwrap().is_empty(), "{post}");
+    // Let go, the erasure finishes, and the counts follow.
+    gate.open();
+    crate::helpers::wait_until("the erasure to finish", || async {
+        app.ctx
+            .docs
+            .accounts_being_erased(10)
+            .await
+            .unwrap()
+            .is_empty()
+    })
+    .await;
+    assert!(app
+        .ctx
+        .docs
+        .posts_by_ids(&posts)
+        .await
+        .unwrap()
+        .iter()
+        .all(|p| p.deleted));
+    let (_, post) = app
+        .get(&format!("/api/v1/posts/{mine}"), Some(&fan.token))
+        .await;
+    assert_eq!(
+        (post["likeCount"].as_i64(), post["commentCount"].as_i64()),
+        (Some(0), Some(0)),
+        "{post}"
+    );
+}

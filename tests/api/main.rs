@@ -5,6 +5,7 @@
 mod account_deletion;
 mod accounts;
 mod authorization;
+mod blocks;
 mod comments;
 mod devices;
 mod fan_outs;

@@ -77,7 +77,12 @@ pub const SCATTER: &[(&str, &[&str], &str)] = &[
     (
         "blocks",
         &["$or"],
-        "blocks between a page's authors and the viewer, either way round: one query for both directions",
+        "blocks between a page's authors and the viewer, either way round: one query for both directions; and erasing an account, a batch of its blocks either way",
+    ),
+    (
+        "blocks",
+        &["blocked"],
+        "rebuilding who blocked a viewer, at most MOMENTS_BLOCKERS_READ_WHOLE + 1 of them; blocks are sharded by blocker, which the viewer's own blocks and every probe of a page's people read by",
     ),
     (
         "filters",

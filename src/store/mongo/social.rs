@@ -205,13 +205,42 @@ impl SocialDocs for MongoDocs {
         .await
     }
 
-    async fn blocks_involving(&self, uids: &[i64]) -> StoreResult<Vec<BlockDoc>> {
-        if uids.is_empty() {
+    async fn blocks_by(&self, blockers: &[i64]) -> StoreResult<Vec<BlockDoc>> {
+        if blockers.is_empty() {
             return Ok(Vec::new());
         }
-        let filter =
-            doc! { "$or": [ { "blocker": { "$in": uids } }, { "blocked": { "$in": uids } } ] };
+        let filter = doc! { "blocker": { "$in": blockers } };
         collect(self.blocks().find(filter).await.map_err(classify)?).await
+    }
+
+    async fn blockers_of(&self, uid: i64, limit: usize) -> StoreResult<Vec<BlockDoc>> {
+        let cursor = self
+            .blocks()
+            .find(doc! { "blocked": uid })
+            .limit(limit as i64)
+            .await
+            .map_err(classify)?;
+        collect(cursor).await
+    }
+
+    async fn blockers_among(&self, uid: i64, others: &[i64]) -> StoreResult<Vec<i64>> {
+        if others.is_empty() {
+            return Ok(Vec::new());
+        }
+        let filter = doc! { "blocker": { "$in": others }, "blocked": uid };
+        let edges = collect(self.blocks().find(filter).await.map_err(classify)?).await?;
+        Ok(edges.into_iter().map(|b| b.blocker).collect())
+    }
+
+    async fn blocks_involving(&self, uid: i64, limit: usize) -> StoreResult<Vec<BlockDoc>> {
+        let filter = doc! { "$or": [ { "blocker": uid }, { "blocked": uid } ] };
+        let cursor = self
+            .blocks()
+            .find(filter)
+            .limit(limit as i64)
+            .await
+            .map_err(classify)?;
+        collect(cursor).await
     }
 
     async fn insert_filter(&self, filter: &FilterDoc) -> StoreResult<bool> {

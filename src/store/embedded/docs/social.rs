@@ -213,31 +213,73 @@ impl SocialDocs for EmbeddedDocs {
         .await
     }
 
-    async fn blocks_involving(&self, uids: &[i64]) -> StoreResult<Vec<BlockDoc>> {
-        let uids = uids.to_vec();
+    async fn blocks_by(&self, blockers: &[i64]) -> StoreResult<Vec<BlockDoc>> {
+        let blockers = blockers.to_vec();
+        self.read(move |txn| {
+            let made = txn.open_table(BLOCKS).map_err(other)?;
+            let mut out = Vec::new();
+            for u in blockers {
+                for entry in made.range((id(u), 0)..=(id(u), u64::MAX)).map_err(other)? {
+                    let (key, block_id) = entry.map_err(other)?;
+                    out.push(block_doc(u, key.value().1 as i64, block_id.value()));
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn blockers_of(&self, uid: i64, limit: usize) -> StoreResult<Vec<BlockDoc>> {
+        self.read(move |txn| {
+            let received = txn.open_table(BLOCKED_BY).map_err(other)?;
+            let mut out = Vec::new();
+            for entry in received
+                .range((id(uid), 0)..=(id(uid), u64::MAX))
+                .map_err(other)?
+                .take(limit)
+            {
+                let (key, block_id) = entry.map_err(other)?;
+                out.push(block_doc(key.value().1 as i64, uid, block_id.value()));
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn blockers_among(&self, uid: i64, others: &[i64]) -> StoreResult<Vec<i64>> {
+        let others = others.to_vec();
+        self.read(move |txn| {
+            let received = txn.open_table(BLOCKED_BY).map_err(other)?;
+            let mut out = Vec::new();
+            for o in others {
+                if received.get((id(uid), id(o))).map_err(other)?.is_some() {
+                    out.push(o);
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn blocks_involving(&self, uid: i64, limit: usize) -> StoreResult<Vec<BlockDoc>> {
         self.read(move |txn| {
             let made = txn.open_table(BLOCKS).map_err(other)?;
             let received = txn.open_table(BLOCKED_BY).map_err(other)?;
+            let u = id(uid);
             let mut out = Vec::new();
-            for u in uids {
-                let u = id(u);
-                for (table, mine_first) in [(&made, true), (&received, false)] {
-                    for entry in table.range((u, 0)..=(u, u64::MAX)).map_err(other)? {
-                        let (key, block_id) = entry.map_err(other)?;
-                        let other_uid = key.value().1;
-                        let (blocker, blocked) = if mine_first {
-                            (u, other_uid)
-                        } else {
-                            (other_uid, u)
-                        };
-                        let block_id = block_id.value() as i64;
-                        out.push(BlockDoc {
-                            id: block_id,
-                            blocker: blocker as i64,
-                            blocked: blocked as i64,
-                            created_at: crate::ids::timestamp_of(block_id),
-                        });
+            for (table, mine_first) in [(&made, true), (&received, false)] {
+                for entry in table.range((u, 0)..=(u, u64::MAX)).map_err(other)? {
+                    if out.len() == limit {
+                        return Ok(out);
                     }
+                    let (key, block_id) = entry.map_err(other)?;
+                    let other_uid = key.value().1 as i64;
+                    let (blocker, blocked) = if mine_first {
+                        (uid, other_uid)
+                    } else {
+                        (other_uid, uid)
+                    };
+                    out.push(block_doc(blocker, blocked, block_id.value()));
                 }
             }
             Ok(out)
@@ -398,4 +440,15 @@ fn remove_filter(txn: &WriteTransaction, k: u8, uid: u64, on: u64) -> StoreResul
         .remove((k, uid, fid))
         .map_err(other)?;
     Ok(true)
+}
+
+/// A block as the tables keep it: (blocker, blocked) → id.
+fn block_doc(blocker: i64, blocked: i64, block_id: u64) -> BlockDoc {
+    let block_id = block_id as i64;
+    BlockDoc {
+        id: block_id,
+        blocker,
+        blocked,
+        created_at: crate::ids::timestamp_of(block_id),
+    }
 }

@@ -1,0 +1,552 @@
+//! Blocks are bounded and cheap to read however many strangers block one
+//! user: an account blocks at most `MOMENTS_MAX_BLOCKS`; a repeated block
+//! or hide writes nothing and moves nobody's live state; a hide goes with
+//! the follow it was set on; counts leave out whom the viewer is blocked
+//! from; and a viewer blocked by more accounts than a read takes whole
+//! sees, on every read, exactly what one blocked by few sees.
+
+use serde_json::{json, Value};
+
+use crate::helpers::{
+    assert_problem, every_item, follow, ids, spawn_app, spawn_app_with, test_settings, TestApp,
+    User,
+};
+use moments::store::{LiveRead, Owner, SetKey, SetRead};
+
+async fn block(app: &TestApp, who: &User, whom: &User) -> (u16, Value) {
+    let (s, b) = app
+        .put(
+            &format!("/api/v1/users/{}/block", whom.uid),
+            Some(&who.token),
+        )
+        .await;
+    (s.as_u16(), b)
+}
+
+/// A user's live generation, and whether their home timeline is built.
+async fn live_marks(app: &TestApp, uid: i64) -> (u64, bool) {
+    let read = LiveRead {
+        sets: vec![SetRead {
+            key: SetKey::Home(uid),
+            top: 0,
+            probe: None,
+            below: None,
+        }],
+        gens: vec![Owner::User(uid)],
+        ..Default::default()
+    };
+    let answer = app.ctx.live.read(&read).await.unwrap();
+    (answer.gens[0], answer.sets[0].is_some())
+}
+
+#[tokio::test]
+async fn blocks_per_account_are_capped() {
+    let mut settings = test_settings();
+    settings.max_blocks = 2;
+    let app = spawn_app_with(settings).await;
+    let me = app.user("capblocker").await;
+    let others = [
+        app.user("capped1").await,
+        app.user("capped2").await,
+        app.user("capped3").await,
+    ];
+    assert_eq!(block(&app, &me, &others[0]).await.0, 200);
+    assert_eq!(block(&app, &me, &others[1]).await.0, 200);
+    let refused = app
+        .put(
+            &format!("/api/v1/users/{}/block", others[2].uid),
+            Some(&me.token),
+        )
+        .await;
+    let problem = assert_problem(&refused, 409, "conflict");
+    assert!(
+        problem["detail"]
+            .as_str()
+            .unwrap()
+            .contains("block 2 accounts"),
+        "{problem}"
+    );
+    // Nothing was written: the third still sees the blocker.
+    let (s, _) = app
+        .get(&format!("/api/v1/users/{}", me.uid), Some(&others[2].token))
+        .await;
+    assert_eq!(s.as_u16(), 200);
+    // At the cap, blocking someone already blocked is still fine, and an
+    // unblock makes room.
+    assert_eq!(block(&app, &me, &others[1]).await.0, 200);
+    app.delete(
+        &format!("/api/v1/users/{}/block", others[0].uid),
+        Some(&me.token),
+    )
+    .await;
+    assert_eq!(block(&app, &me, &others[2]).await.0, 200);
+}
+
+#[tokio::test]
+async fn a_repeated_block_or_hide_touches_nobody_s_live_state() {
+    let app = spawn_app().await;
+    let me = app.user("rep_blocker").await;
+    let victim = app.user("rep_victim").await;
+    let follower = app.user("rep_follower").await;
+    follow(&app, &follower, &me).await;
+    assert_eq!(block(&app, &me, &victim).await.0, 200);
+    let (s, _) = app
+        .put(
+            &format!("/api/v1/users/{}/hide", follower.uid),
+            Some(&me.token),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 200);
+    // Both read their feeds, so their timelines are built.
+    for u in [&victim, &follower] {
+        assert_eq!(
+            app.get("/api/v1/feed", Some(&u.token)).await.0.as_u16(),
+            200
+        );
+    }
+    crate::helpers::settle(&app).await;
+    let before = [
+        live_marks(&app, victim.uid).await,
+        live_marks(&app, follower.uid).await,
+    ];
+    assert!(before.iter().all(|(_, built)| *built), "{before:?}");
+    for _ in 0..3 {
+        assert_eq!(block(&app, &me, &victim).await.0, 200);
+        let (s, _) = app
+            .put(
+                &format!("/api/v1/users/{}/hide", follower.uid),
+                Some(&me.token),
+            )
+            .await;
+        assert_eq!(s.as_u16(), 200);
+    }
+    let after = [
+        live_marks(&app, victim.uid).await,
+        live_marks(&app, follower.uid).await,
+    ];
+    assert_eq!(
+        after, before,
+        "their generations moved or timelines were dropped"
+    );
+    // The block holds all the same.
+    assert_problem(
+        &app.get(&format!("/api/v1/users/{}", me.uid), Some(&victim.token))
+            .await,
+        404,
+        "not_found",
+    );
+}
+
+async fn hidden_list(app: &TestApp, who: &User) -> Vec<i64> {
+    every_item(app, "/api/v1/me/hidden", Some(&who.token), 20)
+        .await
+        .iter()
+        .map(|u| u["uid"].as_i64().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_hide_goes_with_the_follow_it_was_set_on() {
+    let app = spawn_app().await;
+    let author = app.user("hide_author").await;
+    let reader = app.user("hide_reader").await;
+    let other = app.user("hide_other").await;
+    follow(&app, &reader, &author).await;
+    follow(&app, &other, &author).await;
+    for who in [&reader, &other] {
+        let (s, _) = app
+            .put(
+                &format!("/api/v1/users/{}/hide", who.uid),
+                Some(&author.token),
+            )
+            .await;
+        assert_eq!(s.as_u16(), 200);
+    }
+    let post = app.text_post(&author, "not for the hidden").await;
+    assert_problem(
+        &app.get(&format!("/api/v1/posts/{post}"), Some(&reader.token))
+            .await,
+        404,
+        "not_found",
+    );
+    assert_eq!(hidden_list(&app, &author).await.len(), 2);
+    // The reader unfollows: the hide on them goes, so the hides on a
+    // reader never outnumber whom they follow.
+    app.delete(
+        &format!("/api/v1/users/{}/follow", author.uid),
+        Some(&reader.token),
+    )
+    .await;
+    assert_eq!(hidden_list(&app, &author).await, vec![other.uid]);
+    let (s, _) = app
+        .get(&format!("/api/v1/posts/{post}"), Some(&reader.token))
+        .await;
+    assert_eq!(s.as_u16(), 200, "a public post, to a stranger");
+    // A block between them takes the other's with the follows.
+    assert_eq!(block(&app, &other, &author).await.0, 200);
+    assert!(hidden_list(&app, &author).await.is_empty());
+    // Hiding from someone who no longer follows is refused.
+    let refused = app
+        .put(
+            &format!("/api/v1/users/{}/hide", reader.uid),
+            Some(&author.token),
+        )
+        .await;
+    assert_problem(&refused, 409, "conflict");
+}
+
+/// Likes and comments of people the viewer blocked (or is blocked by) are
+/// left out of every count the viewer sees, on public and followers-only
+/// posts as on posts for friends.
+#[tokio::test]
+async fn counts_leave_out_people_blocked_either_way() {
+    let app = spawn_app().await;
+    let author = app.user("count_author").await;
+    let viewer = app.user("count_viewer").await;
+    let blocked = app.user("count_blocked").await;
+    let blocker = app.user("count_blocker").await;
+    let friend = app.user("count_other").await;
+    for who in [&viewer, &blocked, &blocker, &friend] {
+        follow(&app, who, &author).await;
+    }
+    for visibility in ["public", "followers"] {
+        let (s, p) = app
+            .post(
+                "/api/v1/posts",
+                Some(&author.token),
+                json!({"category": "TEXT", "content": visibility, "visibility": visibility}),
+            )
+            .await;
+        assert_eq!(s.as_u16(), 201, "{p}");
+        let post = p["id"].as_i64().unwrap();
+        let seen = app.comment(&friend, post, "seen", None).await;
+        let seen_id = seen["id"].as_i64().unwrap();
+        for who in [&blocked, &blocker] {
+            app.put(&format!("/api/v1/posts/{post}/like"), Some(&who.token))
+                .await;
+            app.put(
+                &format!("/api/v1/comments/{seen_id}/like"),
+                Some(&who.token),
+            )
+            .await;
+            app.comment(who, post, "unseen", None).await;
+            app.comment(who, post, "unseen reply", Some(seen_id)).await;
+        }
+        app.put(&format!("/api/v1/posts/{post}/like"), Some(&friend.token))
+            .await;
+        if visibility == "public" {
+            assert_eq!(block(&app, &viewer, &blocked).await.0, 200);
+            assert_eq!(block(&app, &blocker, &viewer).await.0, 200);
+            // The blocker no longer follows the author? It still does:
+            // blocks are between the two of them only.
+        }
+        let (_, read) = app
+            .get(&format!("/api/v1/posts/{post}"), Some(&viewer.token))
+            .await;
+        assert_eq!(read["likeCount"], 1, "{visibility}: {read}");
+        assert_eq!(read["commentCount"], 1, "{visibility}: {read}");
+        assert_eq!(ids(read["comments"].as_array().unwrap()), vec![seen_id]);
+        let shown = &read["comments"][0];
+        assert_eq!(
+            (shown["likeCount"].as_i64(), shown["commentCount"].as_i64()),
+            (Some(0), Some(0)),
+            "{shown}"
+        );
+        // The same numbers in the comment list and the reply thread.
+        let (_, comments) = app
+            .get(
+                &format!("/api/v1/posts/{post}/comments"),
+                Some(&viewer.token),
+            )
+            .await;
+        assert_eq!(ids(comments["items"].as_array().unwrap()), vec![seen_id]);
+        assert_eq!(comments["items"][0]["likeCount"], 0, "{comments}");
+        assert_eq!(comments["items"][0]["commentCount"], 0, "{comments}");
+        let (_, replies) = app
+            .get(
+                &format!("/api/v1/comments/{seen_id}/replies"),
+                Some(&viewer.token),
+            )
+            .await;
+        assert!(replies["items"].as_array().unwrap().is_empty(), "{replies}");
+        // A like answers the count the liker may see.
+        let (_, liked) = app
+            .put(&format!("/api/v1/posts/{post}/like"), Some(&viewer.token))
+            .await;
+        assert_eq!(
+            liked,
+            json!({"liked": true, "likeCount": 2}),
+            "{visibility}"
+        );
+        // Someone blocked by nobody sees every one of them.
+        let (_, all) = app
+            .get(&format!("/api/v1/posts/{post}"), Some(&friend.token))
+            .await;
+        assert_eq!(
+            (all["likeCount"].as_i64(), all["commentCount"].as_i64()),
+            (Some(4), Some(5)),
+            "{all}"
+        );
+    }
+}
+
+/// Everything a reader sees through the API of the author `a`'s posts and
+/// of the blockers', as ids and numbers: what must be the same whether
+/// the reader's blockers are read whole or asked about.
+async fn what_the_reader_sees(app: &TestApp, reader: &User, a: &User, blockers: &[User]) -> Value {
+    let get = |path: String| async move {
+        let (s, v) = app.get(&path, Some(&reader.token)).await;
+        (s.as_u16(), v)
+    };
+    let feed = ids(&every_item(app, "/api/v1/feed", Some(&reader.token), 2).await);
+    let album = ids(&every_item(
+        app,
+        &format!("/api/v1/users/{}/posts", a.uid),
+        Some(&reader.token),
+        2,
+    )
+    .await);
+    let post = album[0];
+    let (_, expanded) = get(format!("/api/v1/posts/{post}")).await;
+    let comments = every_item(
+        app,
+        &format!("/api/v1/posts/{post}/comments"),
+        Some(&reader.token),
+        2,
+    )
+    .await;
+    let first_comment = comments.last().map(|c| c["id"].as_i64().unwrap()).unwrap();
+    let replies = ids(&every_item(
+        app,
+        &format!("/api/v1/comments/{first_comment}/replies"),
+        Some(&reader.token),
+        2,
+    )
+    .await);
+    let likes: Vec<i64> = every_item(
+        app,
+        &format!("/api/v1/posts/{post}/likes"),
+        Some(&reader.token),
+        2,
+    )
+    .await
+    .iter()
+    .map(|l| l["user"]["uid"].as_i64().unwrap())
+    .collect();
+    let followers: Vec<i64> = every_item(
+        app,
+        &format!("/api/v1/users/{}/followers", a.uid),
+        Some(&reader.token),
+        2,
+    )
+    .await
+    .iter()
+    .map(|u| u["uid"].as_i64().unwrap())
+    .collect();
+    let my_likes = ids(&every_item(app, "/api/v1/me/likes", Some(&reader.token), 2).await);
+    let mut of_blockers = Vec::new();
+    for b in blockers {
+        let (profile, _) = get(format!("/api/v1/users/{}", b.uid)).await;
+        let (_, their_album) = get(format!("/api/v1/users/{}/posts", b.uid)).await;
+        let (their_followers, _) = get(format!("/api/v1/users/{}/followers", b.uid)).await;
+        let album_posts = their_album["items"].as_array().map_or(0, |i| i.len());
+        of_blockers.push(json!([profile, album_posts, their_followers]));
+    }
+    let (_, notifications) = get("/api/v1/notifications".into()).await;
+    let notified: Vec<i64> = notifications["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["actor"]["uid"].as_i64().unwrap())
+        .collect();
+    json!({
+        "feed": feed,
+        "album": album,
+        "likeCount": expanded["likeCount"],
+        "commentCount": expanded["commentCount"],
+        "likes": expanded["likes"].as_array().unwrap().iter().map(|l| l["user"]["uid"].clone()).collect::<Vec<_>>(),
+        "comments": ids(expanded["comments"].as_array().unwrap()),
+        "commentCounts": comments.iter().map(|c| json!([c["id"], c["likeCount"], c["commentCount"]])).collect::<Vec<_>>(),
+        "replies": replies,
+        "likers": likes,
+        "followers": followers,
+        "myLikes": my_likes,
+        "blockers": of_blockers,
+        "notified": notified,
+    })
+}
+
+/// A reader blocked by more accounts than a read takes whole
+/// (`MOMENTS_BLOCKERS_READ_WHOLE`, 2 here) sees, on every read, exactly
+/// what a reader blocked by few sees: nothing of the blockers, everything
+/// else; from the live state and, once it is lost, from the documents.
+#[tokio::test]
+async fn a_reader_blocked_by_many_sees_what_one_blocked_by_few_sees() {
+    let mut settings = test_settings();
+    settings.blockers_read_whole = 2;
+    let app = spawn_app_with(settings).await;
+    let a = app.user("many_author").await;
+    let fine = app.user("many_fine").await;
+    let blockers = [
+        app.user("many_b1").await,
+        app.user("many_b2").await,
+        app.user("many_b3").await,
+        app.user("many_b4").await,
+    ];
+    let readers = [app.user("many_reader").await, app.user("few_reader").await];
+    for r in &readers {
+        follow(&app, r, &a).await;
+    }
+    follow(&app, &fine, &a).await;
+    for b in &blockers {
+        follow(&app, b, &a).await;
+    }
+    // The readers' own posts, which blockers liked before blocking (their
+    // notifications stay, not shown).
+    let own: Vec<i64> = {
+        let mut v = Vec::new();
+        for r in &readers {
+            v.push(app.text_post(r, "mine").await);
+        }
+        v
+    };
+    for b in &blockers {
+        for p in &own {
+            app.put(&format!("/api/v1/posts/{p}/like"), Some(&b.token))
+                .await;
+        }
+    }
+    for i in 0..3 {
+        let post = app.text_post(&a, &format!("a's post {i}")).await;
+        let first = app.comment(&fine, post, "fine", None).await;
+        let first = first["id"].as_i64().unwrap();
+        app.put(&format!("/api/v1/posts/{post}/like"), Some(&fine.token))
+            .await;
+        for b in &blockers {
+            app.put(&format!("/api/v1/posts/{post}/like"), Some(&b.token))
+                .await;
+            app.put(&format!("/api/v1/comments/{first}/like"), Some(&b.token))
+                .await;
+            app.comment(b, post, "blocker's", None).await;
+            app.comment(b, post, "blocker's reply", Some(first)).await;
+        }
+        for r in &readers {
+            app.put(&format!("/api/v1/posts/{post}/like"), Some(&r.token))
+                .await;
+        }
+    }
+    for b in &blockers {
+        app.text_post(b, "blocker's own").await;
+    }
+    // Every blocker blocks the first reader; only one blocks the second.
+    for b in &blockers {
+        assert_eq!(block(&app, b, &readers[0]).await.0, 200);
+    }
+    assert_eq!(block(&app, &blockers[0], &readers[1]).await.0, 200);
+    let blocker_uids: Vec<Value> = blockers.iter().map(|b| json!(b.uid)).collect();
+    for round in ["live", "documents"] {
+        // Read whole: blocked by one, who is gone from everything; the
+        // other three are everywhere.
+        let few = what_the_reader_sees(&app, &readers[1], &a, &blockers).await;
+        assert_eq!(
+            (&few["likeCount"], &few["commentCount"]),
+            (&json!(6), &json!(7)),
+            "{round}: {few}"
+        );
+        assert_eq!(
+            few["replies"].as_array().unwrap().len(),
+            3,
+            "{round}: {few}"
+        );
+        assert_eq!(
+            few["followers"].as_array().unwrap().len(),
+            6,
+            "{round}: {few}"
+        );
+        assert_eq!(few["blockers"][0], json!([404, 0, 404]), "{round}: {few}");
+        assert_eq!(few["blockers"][1], json!([200, 1, 200]), "{round}: {few}");
+        assert!(
+            !few["likers"].as_array().unwrap().contains(&blocker_uids[0]),
+            "{round}: {few}"
+        );
+        // Asked about: blocked by all four, of whom two are read whole and
+        // the rest asked about, person by person. None of them shows.
+        let many = what_the_reader_sees(&app, &readers[0], &a, &blockers).await;
+        for key in ["likes", "likers", "followers", "notified"] {
+            let shown = many[key].as_array().unwrap();
+            assert!(
+                shown.iter().all(|u| !blocker_uids.contains(u)),
+                "{round}: {key}: {many}"
+            );
+        }
+        assert_eq!(
+            many["feed"].as_array().unwrap().len(),
+            4,
+            "{round}: a's three and the reader's own: {many}"
+        );
+        assert_eq!(
+            many["album"].as_array().unwrap().len(),
+            3,
+            "{round}: {many}"
+        );
+        assert_eq!(
+            many["myLikes"].as_array().unwrap().len(),
+            3,
+            "{round}: {many}"
+        );
+        for b in many["blockers"].as_array().unwrap() {
+            assert_eq!(b, &json!([404, 0, 404]), "{round}: {many}");
+        }
+        assert_eq!(
+            many["likers"].as_array().unwrap().len(),
+            3,
+            "{round}: fine and both readers: {many}"
+        );
+        assert_eq!(
+            many["likes"].as_array().unwrap().len(),
+            3,
+            "{round}: {many}"
+        );
+        assert_eq!(
+            (&many["likeCount"], &many["commentCount"]),
+            (&json!(3), &json!(1)),
+            "{round}: {many}"
+        );
+        assert_eq!(
+            many["comments"].as_array().unwrap().len(),
+            1,
+            "{round}: {many}"
+        );
+        assert_eq!(
+            many["commentCounts"].as_array().unwrap()[0]
+                .as_array()
+                .unwrap()[1..],
+            [json!(0), json!(0)],
+            "{round}: {many}"
+        );
+        assert!(
+            many["replies"].as_array().unwrap().is_empty(),
+            "{round}: {many}"
+        );
+        assert_eq!(
+            many["followers"].as_array().unwrap().len(),
+            3,
+            "{round}: {many}"
+        );
+        assert!(
+            many["notified"].as_array().unwrap().is_empty(),
+            "{round}: {many}"
+        );
+        // Nor can they find their way to each other.
+        for b in &blockers {
+            let (s, _) = app
+                .put(
+                    &format!("/api/v1/users/{}/follow", b.uid),
+                    Some(&readers[0].token),
+                )
+                .await;
+            assert_eq!(s.as_u16(), 404, "{round}");
+        }
+        app.lose_live_state().await;
+    }
+}
