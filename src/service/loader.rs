@@ -49,6 +49,10 @@ pub struct Loader<'a> {
     /// written back (a guard read from a failing store proves nothing).
     live_ok: bool,
     fill: LiveFill,
+    /// Users found blocked by more than are read whole, with the blocks
+    /// read then: a later read of this loader asks about people without
+    /// reading those again.
+    blocked_by_many: HashMap<i64, Vec<crate::store::BlockDoc>>,
     pub live_round_trips: u32,
     pub doc_round_trips: u32,
 }
@@ -71,6 +75,7 @@ impl<'a> Loader<'a> {
             gens: HashMap::new(),
             live_ok: true,
             fill: LiveFill::default(),
+            blocked_by_many: HashMap::new(),
             live_round_trips: 0,
             doc_round_trips: 0,
         }
@@ -284,6 +289,11 @@ impl<'a> Loader<'a> {
             SetKey::BlockedBy(u) => Some(*u),
             _ => None,
         });
+        let blocked_unread: Vec<i64> = blocked_of
+            .iter()
+            .copied()
+            .filter(|u| !self.blocked_by_many.contains_key(u))
+            .collect();
         // Who blocked a user is read whole only while few: one more than
         // that says there are too many.
         let read_whole = self.ctx.settings.blockers_read_whole;
@@ -325,7 +335,7 @@ impl<'a> Loader<'a> {
             !viewed_posts.is_empty(),
         ];
         self.doc_round_trips +=
-            calls.iter().filter(|c| **c).count() as u32 + blocked_of.len() as u32;
+            calls.iter().filter(|c| **c).count() as u32 + blocked_unread.len() as u32;
         let (
             posts,
             comments,
@@ -353,7 +363,7 @@ impl<'a> Loader<'a> {
             docs.follows_from(&followers_of),
             docs.blocks_by(&blocking_of),
             futures_util::future::try_join_all(
-                blocked_of
+                blocked_unread
                     .iter()
                     .map(|u| docs.blockers_of(*u, read_whole + 1))
             ),
@@ -494,9 +504,16 @@ impl<'a> Loader<'a> {
         // whole or absent), and the people asked about are looked up
         // instead, each read by the blockers' own shard.
         let mut too_many: HashMap<SetKey, HashSet<i64>> = HashMap::new();
-        for (u, found) in blocked_of.iter().zip(blockers) {
+        let mut just_read: HashMap<i64, Vec<crate::store::BlockDoc>> =
+            blocked_unread.iter().copied().zip(blockers).collect();
+        for u in &blocked_of {
             let key = SetKey::BlockedBy(*u);
+            let found = match just_read.remove(u) {
+                Some(found) => found,
+                None => self.blocked_by_many.get(u).cloned().unwrap_or_default(),
+            };
             if found.len() > read_whole {
+                self.blocked_by_many.insert(*u, found.clone());
                 let asked: Vec<i64> = sets
                     .iter()
                     .filter(|s| s.key == key)
