@@ -383,14 +383,16 @@ async fn a_create_that_failed_after_its_insert_is_answered_by_the_retry() {
     app.ctx
         .faults
         .inject("PostDocs", "insert_post", Fault::FailAfter, 1);
-    let (s, _, first) = post_with_key(
-        &app,
-        "/api/v1/posts",
-        Some(&ann.token),
-        "k-after",
-        body.clone(),
-    )
-    .await;
+    let publish = || {
+        post_with_key(
+            &app,
+            "/api/v1/posts",
+            Some(&ann.token),
+            "k-after",
+            body.clone(),
+        )
+    };
+    let (s, _, first) = publish().await;
     assert_eq!(
         (s, first["code"].as_str()),
         (503, Some("store_unavailable")),
@@ -398,15 +400,12 @@ async fn a_create_that_failed_after_its_insert_is_answered_by_the_retry() {
     );
     let made = album(&app, &ann).await;
     assert_eq!(made.len(), 1, "the insert landed");
-    let (s, _, retried) = post_with_key(
-        &app,
-        "/api/v1/posts",
-        Some(&ann.token),
-        "k-after",
-        body.clone(),
-    )
-    .await;
+    let (s, h, retried) = publish().await;
     assert_eq!(s, 201, "{retried}");
+    assert!(
+        h.get("idempotent-replayed").is_none(),
+        "run again, not replayed"
+    );
     assert_eq!(
         retried["id"].as_i64(),
         Some(made[0]),
@@ -414,8 +413,7 @@ async fn a_create_that_failed_after_its_insert_is_answered_by_the_retry() {
     );
     assert_eq!(album(&app, &ann).await, made, "exactly one post");
     // Recorded now: a third try replays it.
-    let (s, h, again) =
-        post_with_key(&app, "/api/v1/posts", Some(&ann.token), "k-after", body).await;
+    let (s, h, again) = publish().await;
     assert_eq!((s, again["id"].as_i64()), (201, Some(made[0])));
     assert_eq!(h["idempotent-replayed"], "true");
 

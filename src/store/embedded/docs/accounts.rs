@@ -97,30 +97,16 @@ impl AccountDocs for EmbeddedDocs {
         credential_gen: i64,
     ) -> StoreResult<()> {
         let hash = password_hash.to_string();
-        self.write(move |txn| {
-            let mut users = txn.open_table(USERS).map_err(other)?;
-            if let Some(mut user) = get_doc::<UserDoc>(&users, id(uid))? {
-                user.password_hash = hash.clone();
-                user.credential_gen = user.credential_gen.max(credential_gen);
-                users
-                    .insert(id(uid), encode(&user)?.as_slice())
-                    .map_err(other)?;
-            }
-            Ok(())
+        self.update_user(uid, move |u| {
+            u.password_hash = hash.clone();
+            u.credential_gen = u.credential_gen.max(credential_gen);
         })
         .await
     }
 
     async fn raise_credential_gen(&self, uid: i64, credential_gen: i64) -> StoreResult<()> {
-        self.write(move |txn| {
-            let mut users = txn.open_table(USERS).map_err(other)?;
-            if let Some(mut user) = get_doc::<UserDoc>(&users, id(uid))? {
-                user.credential_gen = user.credential_gen.max(credential_gen);
-                users
-                    .insert(id(uid), encode(&user)?.as_slice())
-                    .map_err(other)?;
-            }
-            Ok(())
+        self.update_user(uid, move |u| {
+            u.credential_gen = u.credential_gen.max(credential_gen)
         })
         .await
     }
@@ -131,19 +117,8 @@ impl AccountDocs for EmbeddedDocs {
         session_id: i64,
         credential_gen: i64,
     ) -> StoreResult<()> {
-        self.write(move |txn| {
-            let mut sessions = txn.open_table(SESSIONS).map_err(other)?;
-            if let Some(mut s) = get_doc::<SessionDoc>(&sessions, id(session_id))?
-                .filter(|s: &SessionDoc| s.uid == uid)
-            {
-                s.credential_gen = credential_gen;
-                sessions
-                    .insert(id(session_id), encode(&s)?.as_slice())
-                    .map_err(other)?;
-            }
-            Ok(())
-        })
-        .await
+        self.update_session(uid, session_id, move |s| s.credential_gen = credential_gen)
+            .await
     }
 
     async fn insert_session(&self, session: &SessionDoc) -> StoreResult<()> {
@@ -229,19 +204,8 @@ impl AccountDocs for EmbeddedDocs {
     }
 
     async fn touch_session(&self, uid: i64, session_id: i64, at: i64) -> StoreResult<()> {
-        self.write(move |txn| {
-            let mut sessions = txn.open_table(SESSIONS).map_err(other)?;
-            if let Some(mut s) = get_doc::<SessionDoc>(&sessions, id(session_id))?
-                .filter(|s: &SessionDoc| s.uid == uid)
-            {
-                s.last_seen_at = at;
-                sessions
-                    .insert(id(session_id), encode(&s)?.as_slice())
-                    .map_err(other)?;
-            }
-            Ok(())
-        })
-        .await
+        self.update_session(uid, session_id, move |s| s.last_seen_at = at)
+            .await
     }
 
     async fn purge_expired_sessions(&self, now: i64, limit: usize) -> StoreResult<u64> {
@@ -331,6 +295,49 @@ impl AccountDocs for EmbeddedDocs {
                 .map_err(other)?
                 .remove(id(uid))
                 .map_err(other)?;
+            Ok(())
+        })
+        .await
+    }
+}
+
+impl EmbeddedDocs {
+    /// Changes a user's document in place, if there is one.
+    async fn update_user(
+        &self,
+        uid: i64,
+        change: impl Fn(&mut UserDoc) + Send + Sync + 'static,
+    ) -> StoreResult<()> {
+        self.write(move |txn| {
+            let mut users = txn.open_table(USERS).map_err(other)?;
+            if let Some(mut user) = get_doc::<UserDoc>(&users, id(uid))? {
+                change(&mut user);
+                users
+                    .insert(id(uid), encode(&user)?.as_slice())
+                    .map_err(other)?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// Changes one of `uid`'s sessions in place, if it is there and theirs.
+    async fn update_session(
+        &self,
+        uid: i64,
+        session_id: i64,
+        change: impl Fn(&mut SessionDoc) + Send + Sync + 'static,
+    ) -> StoreResult<()> {
+        self.write(move |txn| {
+            let mut sessions = txn.open_table(SESSIONS).map_err(other)?;
+            if let Some(mut s) = get_doc::<SessionDoc>(&sessions, id(session_id))?
+                .filter(|s: &SessionDoc| s.uid == uid)
+            {
+                change(&mut s);
+                sessions
+                    .insert(id(session_id), encode(&s)?.as_slice())
+                    .map_err(other)?;
+            }
             Ok(())
         })
         .await
