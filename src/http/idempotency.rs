@@ -11,7 +11,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use serde::Serialize;
 
 use crate::error::{AppError, AppResult};
-use crate::service::idempotency::{self, Claim, MAX_KEY_CHARS};
+use crate::service::idempotency::{self, Claim, Reservation, MAX_KEY_CHARS};
 use crate::service::Context;
 use crate::store::metered::{count_request_trips, note_request_trips};
 
@@ -59,14 +59,14 @@ fn key_of(req: &HttpRequest) -> AppResult<Option<String>> {
 /// The request is checked (and charged to its budgets) before this is
 /// called, so a bad one never holds a key. `identity` is what tells two
 /// requests apart besides method, path and query: the body, or what of it
-/// may be kept. `create` is given the id its key reserved (none without a
-/// key), to make its thing under, or to find it made by an earlier try.
+/// may be kept. `create` is given where its key says to make its thing
+/// (none without a key), and where earlier tries may have made it.
 pub async fn once<T: Serialize + 'static, F: Future<Output = AppResult<T>> + 'static>(
     ctx: &Context,
     req: &HttpRequest,
     scope: String,
     identity: &[u8],
-    create: impl FnOnce(Option<i64>) -> F,
+    create: impl FnOnce(Option<Reservation>) -> F,
 ) -> Result<HttpResponse, AppError> {
     let Some(key) = key_of(req)? else {
         return Ok(HttpResponse::Created().json(create(None).await?));
@@ -87,7 +87,7 @@ pub async fn once<T: Serialize + 'static, F: Future<Output = AppResult<T>> + 'st
         }
         Claim::Run(ticket) => ticket,
     };
-    let create = create(Some(ticket.reserved_id));
+    let create = create(Some(ticket.reservation.clone()));
     // Run apart from this request: if the client goes away mid-way, actix
     // drops the handler, and the answer must still be recorded, because the
     // client's retry is exactly the case this is for. It runs as part of

@@ -20,8 +20,8 @@ use crate::domain::user::{self, AlbumWindow, HeadImg, NickName, Password, Userna
 use crate::error::{AppError, AppResult};
 use crate::ids::now_ms;
 use crate::store::{
-    BlobKey, LiveChange, LiveFill, LiveKey, LiveRead, Owner, ProfileChange, SessionDoc, StoreError,
-    TokenHash, UserCard, UserDoc,
+    BlobKey, CachedCard, LiveChange, LiveFill, LiveKey, LiveRead, Owner, ProfileChange, SessionDoc,
+    StoreError, TokenHash, UserCard, UserDoc,
 };
 
 pub const SESSION_TTL_SECS: u64 = 30 * 24 * 3600;
@@ -354,7 +354,7 @@ pub async fn check_registration(
 pub async fn register(
     ctx: &Context,
     reg: Registration,
-    reserved: Option<i64>,
+    reserved: Option<super::idempotency::Reservation>,
 ) -> AppResult<UserCard> {
     let Registration {
         username,
@@ -390,7 +390,7 @@ pub async fn register(
 async fn insert_user(
     ctx: &Context,
     user: &UserDoc,
-    reserved: Option<i64>,
+    reserved: Option<super::idempotency::Reservation>,
 ) -> crate::store::StoreResult<UserDoc> {
     let earlier = |uid: i64| async move {
         Ok(ctx
@@ -593,7 +593,33 @@ pub async fn sign_out_everywhere(ctx: &Context, uid: i64) -> AppResult<()> {
     ctx.docs
         .raise_credential_gen(uid, next_credential_gen(&user))
         .await?;
-    close_all_but(ctx, uid, 0, None).await
+    credentials_changed(ctx, uid).await;
+    tidy_sessions(ctx, uid, None).await;
+    Ok(())
+}
+
+/// After a change of an account's `credentialGen`: its cached card, which
+/// every cached session of it is checked against, is dropped (or, if that
+/// fails, the account's cache is bypassed until the repair task drops it),
+/// so no session opened before is honoured on its next request, whatever
+/// becomes of signing them out one by one.
+async fn credentials_changed(ctx: &Context, uid: i64) {
+    ctx.repair
+        .apply_unordered(
+            ctx.live.as_ref(),
+            Owner::User(uid),
+            vec![LiveChange::Drop(LiveKey::Blob(BlobKey::Card(uid)))],
+        )
+        .await;
+}
+
+/// Signs out every session of `uid` but `keep`, once they are dishonoured
+/// anyway: a failure leaves documents that no request honours, so it is
+/// logged, not answered.
+async fn tidy_sessions(ctx: &Context, uid: i64, keep: Option<i64>) {
+    if let Err(e) = close_all_but(ctx, uid, 0, keep).await {
+        tracing::warn!(uid, error = %e, "dishonoured sessions are left to expire");
+    }
 }
 
 /// A `credentialGen` above the account's: a fresh id (so instances never
@@ -644,7 +670,9 @@ pub async fn change_password(ctx: &Context, who: &Authed, req: PasswordChange) -
         .set_session_credential_gen(who.uid, who.session_id, gen)
         .await?;
     ctx.docs.set_password_hash(who.uid, &hash, gen).await?;
-    close_all_but(ctx, who.uid, 0, Some(who.session_id)).await
+    credentials_changed(ctx, who.uid).await;
+    tidy_sessions(ctx, who.uid, Some(who.session_id)).await;
+    Ok(())
 }
 
 /// Checks the signed-in account's password again before a change that
@@ -689,16 +717,8 @@ pub async fn delete_account(ctx: &Context, who: &Authed, req: AccountDeletion) -
     // (`assemble`), honours no session (`SessionDoc::honoured_by`), and is
     // marked for the sweep to finish erasing, whatever fails after.
     ctx.docs.erase_user(who.uid).await?;
-    ctx.repair
-        .apply_unordered(
-            ctx.live.as_ref(),
-            Owner::User(who.uid),
-            vec![LiveChange::Drop(LiveKey::Blob(BlobKey::Card(who.uid)))],
-        )
-        .await;
-    if let Err(e) = close_all_but(ctx, who.uid, 0, None).await {
-        tracing::warn!(uid = who.uid, error = %e, "an erased account's sessions are left to expire");
-    }
+    credentials_changed(ctx, who.uid).await;
+    tidy_sessions(ctx, who.uid, None).await;
     // Up to MOMENTS_ERASE_IN_REQUEST of its records are erased before the
     // answer, so that most accounts are gone whole by then; more go on in
     // the background.
@@ -740,8 +760,11 @@ pub async fn authenticate(
     );
     let key = BlobKey::Session(uid, hash);
     let owner = Owner::User(uid);
+    // The account's card beside the session, in the same round trip: a
+    // cached session is honoured only while the card (gone with an erased
+    // account, dropped by every change of credentials) says so.
     let read = LiveRead {
-        blobs: vec![key],
+        blobs: vec![key, BlobKey::Card(uid)],
         gens: vec![owner],
         limits: rate_limits::checks(&budgets),
         ..Default::default()
@@ -781,9 +804,12 @@ pub async fn authenticate(
     // cache entries until the repair task drops them.
     let counts = answer.as_ref().map(|a| a.limits.clone());
     let trusted = answer.filter(|_| !ctx.repair.is_pending(owner));
-    let cached = trusted
-        .as_ref()
-        .and_then(|a| a.blobs.first().cloned().flatten());
+    let cached = trusted.as_ref().and_then(|a| {
+        let session = a.blobs.first().cloned().flatten()?;
+        let card: CachedCard = from_json(a.blobs.get(1).cloned().flatten()?.as_str()).ok()?;
+        let s: SessionDoc = from_json(&session).ok()?;
+        s.honoured_by_card(&card).then_some(s)
+    });
     let mut lookups = crate::metrics::LiveLookups::default();
     match (&cached, &trusted) {
         (Some(_), _) => lookups.hit(key.kind()),
@@ -796,7 +822,7 @@ pub async fn authenticate(
     }
     lookups.record();
     let session: Option<SessionDoc> = match cached {
-        Some(text) => Some(from_json(&text)?),
+        Some(s) => Some(s),
         None => {
             // The account is read beside the session: a session is honoured
             // only while its account's credentials have not changed since it
@@ -820,11 +846,16 @@ pub async fn authenticate(
                 }
                 found => found,
             };
-            if let (Some(s), Some(a)) = (&found, &trusted) {
-                // Written only if no sign-out moved the user's generation
-                // since it was read, before the document was.
+            if let (Some(s), Some(a), Some(u)) = (&found, &trusted, user.first()) {
+                // Written only if no sign-out or change of credentials moved
+                // the user's generation since it was read, before the
+                // documents were.
+                let gen = a.gens.first().copied();
                 let fill = LiveFill {
-                    blobs: vec![(key, to_json(s)?, a.gens.first().copied())],
+                    blobs: vec![
+                        (key, to_json(s)?, gen),
+                        (BlobKey::Card(uid), to_json(&u.cached_card())?, gen),
+                    ],
                     ..Default::default()
                 };
                 let live = ctx.live.clone();
@@ -1015,7 +1046,8 @@ pub async fn bootstrap_admin(ctx: &Context, username: &str, password: &str) -> A
         ctx.docs
             .set_password_hash(user.uid, &hash, next_credential_gen(&user))
             .await?;
-        close_all_but(ctx, user.uid, 0, None).await?;
+        credentials_changed(ctx, user.uid).await;
+        tidy_sessions(ctx, user.uid, None).await;
         tracing::info!(
             uid = user.uid,
             "admin password changed; its sessions are signed out"

@@ -226,7 +226,7 @@ pub async fn keep_visible_posts<T>(
             _ => None,
         })
         .collect();
-    visibility::read_author_rules(&mut loader, &mut rel, parsed.values(), []).await?;
+    visibility::read_author_rules(&mut loader, &mut rel, parsed.values(), [], false).await?;
     loader.finish("keep_visible_posts");
     let shown = |p: i64| parsed.get(&p).is_some_and(|body| can_see(body, &rel));
     let (at, posts): (Vec<usize>, Vec<i64>) = named.into_iter().filter(|(_, p)| shown(*p)).unzip();
@@ -360,7 +360,8 @@ pub async fn assemble_visible(
             likers.into_iter().chain(hinted)
         })
         .collect();
-    visibility::read_author_rules(&mut loader, &mut rel, bodies.values(), shown_people).await?;
+    visibility::read_author_rules(&mut loader, &mut rel, bodies.values(), shown_people, false)
+        .await?;
     let mut posts = Vec::new();
     for p in post_ids {
         let Some(body) = bodies.remove(p) else {
@@ -887,7 +888,7 @@ pub async fn visible_post(ctx: &Context, post_id: i64, viewer: Viewer) -> AppRes
             return Err(crate::error::AppError::NotFound("post"));
         }
     };
-    visibility::read_author_rules(&mut loader, &mut rel, [&body], []).await?;
+    visibility::read_author_rules(&mut loader, &mut rel, [&body], [], true).await?;
     loader.finish("visible_post");
     if !can_see(&body, &rel) {
         return Err(crate::error::AppError::NotFound("post"));

@@ -20,7 +20,7 @@ pub async fn create_comment(
     author: i64,
     req: NewCommentRequest,
     pres: &Presentation,
-    reserved: Option<i64>,
+    reserved: Option<super::idempotency::Reservation>,
 ) -> AppResult<CommentView> {
     let content = CommentContent::parse(&req.content)?;
     let post = visible_post(ctx, post_id, Some(author)).await?;
@@ -84,6 +84,10 @@ pub async fn create_comment(
         earlier,
     )
     .await?;
+    if doc.deleted {
+        // Made by an earlier try, and deleted since: nothing to answer.
+        return Err(AppError::NotFound("comment"));
+    }
     let id = doc.id;
     let mut changes = vec![
         LiveChange::LwwAdd(SetKey::PostComments(post_id), id, id),

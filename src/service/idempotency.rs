@@ -8,10 +8,11 @@
 //! - The same key with the same request replays the recorded answer; with a
 //!   different request it is 422; while the first still runs, 409.
 //! - A request that fails gives its key back, so a retry runs it again.
-//!   The thing a create makes gets the id reserved when the key was first
-//!   claimed, kept by every retry: if the failure came after the insert
-//!   landed (a read-back refused in a failover, an answer lost), the retry
-//!   finds that thing and answers it instead of making a second.
+//!   Each try makes its thing under an id minted when it claimed the key,
+//!   and a retry first looks under the ids of the tries before it: if a
+//!   failure came after the insert landed (a read-back refused in a
+//!   failover, an answer lost), the retry finds that thing and answers it
+//!   instead of making a second.
 //! - Keys are scoped: to the account, or to the client address for sign-ups.
 
 use sha2::{Digest, Sha256};
@@ -33,8 +34,15 @@ pub const MAX_KEY_CHARS: usize = 255;
 pub struct Ticket {
     id: String,
     started_at: i64,
-    /// The id its create makes its thing under.
-    pub reserved_id: i64,
+    pub reservation: Reservation,
+}
+
+/// Where a create behind a key makes its thing, and where earlier tries
+/// of it may have (`service::insert_reserved`).
+#[derive(Debug, Clone)]
+pub struct Reservation {
+    pub id: i64,
+    pub earlier: Vec<i64>,
 }
 
 pub enum Claim {
@@ -88,6 +96,7 @@ pub async fn claim(ctx: &Context, scope: &str, key: &str, fingerprint: String) -
         body: None,
         expires_at: now + KEEP_MS,
         reserved_id: crate::ids::next_id(),
+        earlier_ids: Vec::new(),
         released: false,
     };
     let first = match ctx
@@ -95,11 +104,17 @@ pub async fn claim(ctx: &Context, scope: &str, key: &str, fingerprint: String) -
         .claim_idempotency_key(&record, now, now - STALE_MS)
         .await?
     {
-        KeyClaim::Won { reserved_id } => {
+        KeyClaim::Won {
+            reserved_id,
+            earlier,
+        } => {
             return Ok(Claim::Run(Ticket {
                 id: record.id,
                 started_at: now,
-                reserved_id,
+                reservation: Reservation {
+                    id: reserved_id,
+                    earlier,
+                },
             }))
         }
         KeyClaim::Held(first) => first,

@@ -273,8 +273,10 @@ impl<'a> Loader<'a> {
             .collect();
         replied_comments.sort_unstable();
         replied_comments.dedup();
+        // Who hide from a reader counts only among those the reader follows
+        // (a hide sleeps while its follow is gone): their followees too.
         let followers_of = set_ids(&|k| match k {
-            SetKey::Following(u) | SetKey::Friends(u) => Some(*u),
+            SetKey::Following(u) | SetKey::Friends(u) | SetKey::HiddenBy(u) => Some(*u),
             _ => None,
         });
         let friends_of = set_ids(&|k| match k {
@@ -289,10 +291,21 @@ impl<'a> Loader<'a> {
             SetKey::BlockedBy(u) => Some(*u),
             _ => None,
         });
-        let blocked_unread: Vec<i64> = blocked_of
-            .iter()
-            .copied()
-            .filter(|u| !self.blocked_by_many.contains_key(u))
+        // Of those not yet known to be blocked by too many: whose are read
+        // whole (and so must be counted), and whether a rebuild found too
+        // many before (the hint it left, one live read instead of the
+        // documents); a read that only asks about people needs neither.
+        let wants_whole = |u: &i64| {
+            !self.blocked_by_many.contains_key(u)
+                && sets
+                    .iter()
+                    .any(|s| s.key == SetKey::BlockedBy(*u) && s.top > 0)
+        };
+        let to_count: Vec<i64> = blocked_of.iter().copied().filter(wants_whole).collect();
+        let hinted = self.hinted_many_blockers(&to_count).await;
+        let blocked_unread: Vec<i64> = to_count
+            .into_iter()
+            .filter(|u| !hinted.contains(u))
             .collect();
         // Who blocked a user is read whole only while few: one more than
         // that says there are too many.
@@ -329,7 +342,6 @@ impl<'a> Loader<'a> {
             !followers_of.is_empty(),
             !blocking_of.is_empty(),
             !muted_by.is_empty(),
-            !hidden_from.is_empty(),
             !label_ids.is_empty(),
             !shared_posts.is_empty(),
             !viewed_posts.is_empty(),
@@ -348,7 +360,6 @@ impl<'a> Loader<'a> {
             blocks,
             blockers,
             mutes,
-            hides,
             labels,
             shares,
             view_counts,
@@ -368,11 +379,26 @@ impl<'a> Loader<'a> {
                     .map(|u| docs.blockers_of(*u, read_whole + 1))
             ),
             docs.filters_set_by(FilterKind::Mute, &muted_by),
-            docs.filters_set_on(FilterKind::Hide, &hidden_from),
             docs.labels_by_ids(&label_ids),
             rebuilds.share_ids_of_posts(docs, &shared_posts),
             docs.view_counts(&viewed_posts),
         )?;
+        let followees_of = |u: i64| -> Vec<i64> {
+            follows
+                .iter()
+                .filter(|f| f.follower == u)
+                .map(|f| f.followee)
+                .collect()
+        };
+        let mut hides = Vec::new();
+        for u in &hidden_from {
+            let followees = followees_of(*u);
+            self.doc_round_trips += u32::from(!followees.is_empty());
+            hides.extend(
+                docs.filters_on_from(FilterKind::Hide, *u, &followees)
+                    .await?,
+            );
+        }
         // Friends are the followees who follow back: one more query per user
         // asked for (a request asks for its viewer's only).
         let mut friends: Vec<(i64, i64, i64)> = Vec::new();
@@ -508,11 +534,18 @@ impl<'a> Loader<'a> {
             blocked_unread.iter().copied().zip(blockers).collect();
         for u in &blocked_of {
             let key = SetKey::BlockedBy(*u);
-            let found = match just_read.remove(u) {
-                Some(found) => found,
-                None => self.blocked_by_many.get(u).cloned().unwrap_or_default(),
+            let counted = just_read.remove(u);
+            let many = match &counted {
+                Some(found) => found.len() > read_whole,
+                None => true,
             };
-            if found.len() > read_whole {
+            let found = counted
+                .or_else(|| self.blocked_by_many.get(u).cloned())
+                .unwrap_or_default();
+            if many {
+                if !self.blocked_by_many.contains_key(u) && !hinted.contains(u) {
+                    self.write_back(BlobKey::ManyBlockers(*u), "1".into());
+                }
                 self.blocked_by_many.insert(*u, found.clone());
                 let asked: Vec<i64> = sets
                     .iter()
@@ -564,7 +597,8 @@ impl<'a> Loader<'a> {
             let m = members.get(&read.key).cloned().unwrap_or_default();
             if let Some(blockers) = too_many.get(&read.key) {
                 let view = SetView {
-                    count: m.len() as u64,
+                    // More than are read whole, whatever of them was read.
+                    count: (read_whole as u64 + 1).max(m.len() as u64),
                     probe_score: read.probe.filter(|p| blockers.contains(p)),
                     top: m.into_iter().take(read.top).collect(),
                 };
@@ -582,6 +616,28 @@ impl<'a> Loader<'a> {
             self.fill = LiveFill::default();
         }
         Ok(())
+    }
+
+    /// Which of these users a rebuild found blocked by too many to read
+    /// whole (`BlobKey::ManyBlockers`); none when the live store fails.
+    async fn hinted_many_blockers(&mut self, uids: &[i64]) -> HashSet<i64> {
+        if uids.is_empty() || !self.live_ok {
+            return HashSet::new();
+        }
+        let read = LiveRead {
+            blobs: uids.iter().map(|u| BlobKey::ManyBlockers(*u)).collect(),
+            ..Default::default()
+        };
+        self.live_round_trips += 1;
+        match self.ctx.live.read(&read).await {
+            Ok(answer) => uids
+                .iter()
+                .zip(answer.blobs)
+                .filter(|(_, hint)| hint.is_some())
+                .map(|(u, _)| *u)
+                .collect(),
+            Err(_) => HashSet::new(),
+        }
     }
 
     /// Writes what was rebuilt back to the live store, off the request's path.

@@ -113,30 +113,37 @@ where
     }
 }
 
-/// `with_fresh_id` for a create that may be the retry of one that
-/// reserved `reserved` (an `Idempotency-Key`'s id): it inserts under that
-/// id first, and if the id is taken by this very create's earlier try
-/// (`earlier` finds it), answers that thing as made. Anything else holding
-/// the id, or no reservation, and it goes on as `with_fresh_id`; a
-/// duplicate of something else (a username) stays an error.
+/// `with_fresh_id` for a create behind an `Idempotency-Key`: if an
+/// earlier try of it made its thing before failing (`earlier` finds it
+/// under one of the reservation's earlier ids), that is answered as made;
+/// otherwise it is inserted under the id reserved for this try, or a
+/// fresh one if that is taken by anything else. Without a reservation it
+/// is `with_fresh_id`.
 pub async fn insert_reserved<T, Fut, EarlierFut>(
-    reserved: Option<i64>,
+    reserved: Option<idempotency::Reservation>,
     mut insert: impl FnMut(i64) -> Fut,
-    earlier: impl FnOnce(i64) -> EarlierFut,
+    earlier: impl Fn(i64) -> EarlierFut,
 ) -> StoreResult<T>
 where
     Fut: std::future::Future<Output = StoreResult<T>>,
     EarlierFut: std::future::Future<Output = StoreResult<Option<T>>>,
 {
-    let Some(id) = reserved else {
+    let Some(reserved) = reserved else {
         return with_fresh_id(insert).await;
     };
-    match insert(id).await {
-        Err(taken @ (StoreError::IdTaken | StoreError::Duplicate(_))) => match earlier(id).await? {
-            Some(made) => Ok(made),
-            None if matches!(taken, StoreError::IdTaken) => with_fresh_id(insert).await,
-            None => Err(taken),
-        },
+    for id in &reserved.earlier {
+        if let Some(made) = earlier(*id).await? {
+            return Ok(made);
+        }
+    }
+    match insert(reserved.id).await {
+        Err(taken @ (StoreError::IdTaken | StoreError::Duplicate(_))) => {
+            match earlier(reserved.id).await? {
+                Some(made) => Ok(made),
+                None if matches!(taken, StoreError::IdTaken) => with_fresh_id(insert).await,
+                None => Err(taken),
+            }
+        }
         other => other,
     }
 }

@@ -171,7 +171,14 @@ pub async fn list(
         }
     }
     let commenters: Vec<i64> = comments.iter().map(|c| c.author_uid).collect();
-    visibility::read_author_rules(&mut loader, &mut relations, posts.values(), commenters).await?;
+    visibility::read_author_rules(
+        &mut loader,
+        &mut relations,
+        posts.values(),
+        commenters,
+        true,
+    )
+    .await?;
     loader.finish("notifications");
     let rel = &relations;
     posts.retain(|_, p| can_see(p, rel));

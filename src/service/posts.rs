@@ -22,7 +22,7 @@ pub async fn create_post(
     author: i64,
     post: NewPost,
     pres: &Presentation,
-    reserved: Option<i64>,
+    reserved: Option<super::idempotency::Reservation>,
 ) -> AppResult<ExpandedPost> {
     let labels = check_audience(ctx, author, &post).await?;
     let notified = check_mentions(ctx, author, &post, &labels).await?;

@@ -158,7 +158,18 @@ pub async fn follow(ctx: &Context, me: i64, them: i64) -> AppResult<FollowState>
         .await;
     }
     let change = added.then_some(LiveChange::SetAdd(SetKey::Following(me), them, id));
-    mirror_follow(ctx, me, them, &before, change, Vec::new()).await;
+    // A hide they set while this user followed them before holds again.
+    let awake = if added {
+        ctx.docs
+            .filters_on_from(FilterKind::Hide, me, &[them])
+            .await?
+            .into_iter()
+            .map(|h| LiveChange::SetAdd(SetKey::HiddenBy(me), them, h.id))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    mirror_follow(ctx, me, them, &before, change, awake, added).await;
     Ok(FollowState { following: true })
 }
 
@@ -168,38 +179,24 @@ pub async fn unfollow(ctx: &Context, me: i64, them: i64) -> AppResult<FollowStat
     let before = before_write(ctx, me, them).await?;
     let removed = ctx.docs.delete_follow(me, them).await?;
     let change = removed.then_some(LiveChange::SetRemove(SetKey::Following(me), them));
-    let unhidden = if removed {
-        drop_hide_of_follower(ctx, them, me).await?
-    } else {
-        Vec::new()
-    };
-    mirror_follow(ctx, me, them, &before, change, unhidden).await;
-    Ok(FollowState { following: false })
-}
-
-/// Drops `author`'s hide of `follower` once the follow it was set on is
-/// gone: only a follower can be hidden from, and so the hides on a reader,
-/// which every read of theirs loads whole, stay bounded by whom the reader
-/// follows. The live change is the follower's own.
-async fn drop_hide_of_follower(
-    ctx: &Context,
-    author: i64,
-    follower: i64,
-) -> AppResult<Vec<LiveChange>> {
-    let dropped = ctx
-        .docs
-        .delete_filter(FilterKind::Hide, author, follower)
-        .await?;
-    Ok(dropped
-        .then_some(LiveChange::SetRemove(SetKey::HiddenBy(follower), author))
+    // A hide of theirs on this user sleeps while the follow is gone (and
+    // wakes with it): the hides a reader's reads load are only those of
+    // whom the reader follows, so no more than those.
+    let asleep = removed
+        .then_some(LiveChange::SetRemove(SetKey::HiddenBy(me), them))
         .into_iter()
-        .collect())
+        .collect();
+    mirror_follow(ctx, me, them, &before, change, asleep, removed).await;
+    Ok(FollowState { following: false })
 }
 
 /// The live side of a follow or unfollow: the follower's following set
 /// (dropped when the write changed nothing, so a retry repairs a lost live
 /// step), both users' friends, and the follower's timeline, rebuilt on read
 /// from whom they follow now.
+///
+/// Their friends are dropped only when the edge `changed`: following
+/// again, or unfollowing again, touches nobody but the follower.
 async fn mirror_follow(
     ctx: &Context,
     me: i64,
@@ -207,10 +204,16 @@ async fn mirror_follow(
     before: &Before,
     change: Option<LiveChange>,
     mut also_mine: Vec<LiveChange>,
+    changed: bool,
 ) {
     let mine = change.unwrap_or(LiveChange::Drop(LiveKey::Set(SetKey::Following(me))));
     also_mine.extend([mine, drop_friends(me), forget_timeline(me)]);
-    apply_graph_change(ctx, me, them, before, also_mine, vec![drop_friends(them)]).await;
+    let theirs = if changed {
+        vec![drop_friends(them)]
+    } else {
+        Vec::new()
+    };
+    apply_graph_change(ctx, me, them, before, also_mine, theirs).await;
 }
 
 /// Applies each user's changes; a user with none is not touched at all
@@ -244,8 +247,8 @@ async fn apply_graph_change(
     }
 }
 
-/// Blocking removes follows both ways (and the hides set on them) and
-/// hides each from the other everywhere. An account blocks at most
+/// Blocking removes follows both ways and hides each from the other
+/// everywhere. An account blocks at most
 /// `MOMENTS_MAX_BLOCKS`. Only what changed is written: blocking again
 /// writes nothing and touches nobody's keys, so a loop of it makes no one
 /// rebuild anything.
@@ -280,19 +283,20 @@ pub async fn block(ctx: &Context, me: i64, them: i64) -> AppResult<BlockState> {
         mine.push(LiveChange::SetAdd(SetKey::Blocking(me), them, id));
         theirs.push(LiveChange::SetAdd(SetKey::BlockedBy(them), me, id));
     }
+    // A hide either set on the other sleeps with its follow (`unfollow`).
     if unfollowed {
         mine.extend([
             LiveChange::SetRemove(SetKey::Following(me), them),
+            LiveChange::SetRemove(SetKey::HiddenBy(me), them),
             forget_timeline(me),
         ]);
-        mine.extend(drop_hide_of_follower(ctx, them, me).await?);
     }
     if unfollowed_by {
         theirs.extend([
             LiveChange::SetRemove(SetKey::Following(them), me),
+            LiveChange::SetRemove(SetKey::HiddenBy(them), me),
             forget_timeline(them),
         ]);
-        theirs.extend(drop_hide_of_follower(ctx, me, them).await?);
     }
     if unfollowed && unfollowed_by {
         // They were friends.
@@ -344,13 +348,6 @@ fn by_owner(me: i64, changes: Vec<LiveChange>) -> (Vec<LiveChange>, Vec<LiveChan
     })
 }
 
-/// Why a hide is refused for someone who does not follow.
-fn not_a_follower() -> AppError {
-    AppError::Conflict(
-        "they do not follow you: only a follower can be hidden from (block anyone else)".into(),
-    )
-}
-
 /// Sets a mute (不看他: `them`'s posts leave `me`'s home feed, their album
 /// stays open) or a hide (不让他看: none of `me`'s posts are visible to
 /// `them`, as if each were private). Setting one twice is setting it once.
@@ -366,7 +363,9 @@ pub async fn set_filter(ctx: &Context, kind: FilterKind, me: i64, them: i64) -> 
     // of theirs loads, come only from accounts that reader chose to follow,
     // and no stranger can grow them.
     if kind == FilterKind::Hide && ctx.docs.follow_edges(me, &[them]).await?.1.is_empty() {
-        return Err(not_a_follower());
+        return Err(AppError::Conflict(
+            "they do not follow you: only a follower can be hidden from (block anyone else)".into(),
+        ));
     }
     let set_already = ctx.docs.filters_set_by(kind, &[me]).await?;
     if !set_already.iter().any(|f| f.other == them) && set_already.len() >= MAX_FILTERS {
@@ -379,12 +378,6 @@ pub async fn set_filter(ctx: &Context, kind: FilterKind, me: i64, them: i64) -> 
         )));
     }
     let (added, id) = insert_filter(ctx, kind, me, them).await?;
-    // An unfollow racing this hide may have dropped the hides on it before
-    // this one landed: a hide outliving its follow is taken back.
-    if added && kind == FilterKind::Hide && ctx.docs.follow_edges(me, &[them]).await?.1.is_empty() {
-        ctx.docs.delete_filter(kind, me, them).await?;
-        return Err(not_a_follower());
-    }
     let (set, member) = filter_entry(kind, me, them);
     let change = match (added, kind) {
         (true, _) => Some(LiveChange::SetAdd(set, member, id)),

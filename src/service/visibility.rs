@@ -108,6 +108,9 @@ pub struct AuthorRules {
     /// (author, label) → whether the viewer is in that label of the
     /// author's, for the labels that posts at hand name.
     pub labels: HashMap<(i64, i64), bool>,
+    /// Authors found without a card: a deleted account, whose posts are
+    /// gone from the moment it was deleted, however long erasing them takes.
+    pub gone: HashSet<i64>,
 }
 
 impl Relations {
@@ -359,18 +362,27 @@ fn learn_blocks(rel: &mut Relations, asks: &[SetRead], loaded: &loader::Loaded) 
 /// whole) whether the authors and `people` blocked the viewer. Nothing is
 /// read when none of the posts needs it (the usual case: recent posts, no
 /// labels), so a warm page costs no round trip more.
+///
+/// With `every_card`, every author's card is read, so that a deleted
+/// account's posts are known gone (`AuthorRules::gone`): for reads that do
+/// not load the authors' cards anyway (a page of posts does, and leaves
+/// those out itself).
 pub async fn read_author_rules<'p>(
     loader: &mut loader::Loader<'_>,
     rel: &mut Relations,
     posts: impl IntoIterator<Item = &'p PostBody>,
     people: impl IntoIterator<Item = i64>,
+    every_card: bool,
 ) -> AppResult<()> {
     let mut authors: Vec<i64> = Vec::new();
     let mut labels: Vec<(i64, i64)> = Vec::new();
     let mut posters: Vec<i64> = Vec::new();
     for post in posts.into_iter().filter(|p| !p.deleted) {
         posters.push(post.author_uid);
-        if rel.needs_window(post) && !rel.authors.windows.contains_key(&post.author_uid) {
+        let by_other = rel.viewer != Some(post.author_uid);
+        if (rel.needs_window(post) || (every_card && by_other))
+            && !rel.authors.windows.contains_key(&post.author_uid)
+        {
             authors.push(post.author_uid);
         }
         labels.extend(
@@ -404,7 +416,10 @@ pub async fn read_author_rules<'p>(
         // No card: the account is gone, and its posts with it.
         let window = match loaded.blobs.get(&BlobKey::Card(a)) {
             Some(text) => loader::from_json::<CachedCard>(text)?.album_window,
-            None => AlbumWindow::All,
+            None => {
+                rel.authors.gone.insert(a);
+                AlbumWindow::All
+            }
         };
         rel.authors.windows.insert(a, window);
     }
@@ -446,7 +461,10 @@ pub fn sight(post: &PostBody, rel: &Relations) -> Sight {
     if rel.viewer == Some(post.author_uid) {
         return Sight::Shown(Interactions::All);
     }
-    if rel.blocked(post.author_uid) || rel.hidden_by.contains(&post.author_uid) {
+    if rel.blocked(post.author_uid)
+        || rel.hidden_by.contains(&post.author_uid)
+        || rel.authors.gone.contains(&post.author_uid)
+    {
         return Sight::Hidden;
     }
     if !rel.inside_window(post) {

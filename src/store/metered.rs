@@ -293,7 +293,7 @@ metered! {
         counted fn delete_filter(kind: FilterKind, uid: i64, other: i64) -> bool;
         counted fn filters_page(kind: FilterKind, uid: i64, before: Option<i64>, limit: usize) -> Vec<FilterDoc>;
         batch(uids) fn filters_set_by(kind: FilterKind, uids: &[i64]) -> Vec<FilterDoc>;
-        batch(uids) fn filters_set_on(kind: FilterKind, uids: &[i64]) -> Vec<FilterDoc>;
+        batch(setters) fn filters_on_from(kind: FilterKind, on: i64, setters: &[i64]) -> Vec<FilterDoc>;
         background fn delete_filters_involving(uid: i64, limit: usize) -> u64;
     }
 

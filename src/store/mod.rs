@@ -114,6 +114,7 @@ impl UserDoc {
         CachedCard {
             card: self.card(),
             album_window: self.album_window,
+            credential_gen: self.credential_gen,
         }
     }
 }
@@ -131,6 +132,10 @@ pub struct CachedCard {
         skip_serializing_if = "AlbumWindow::is_all"
     )]
     pub album_window: AlbumWindow,
+    /// The account's `credentialGen`, which a cached session is checked
+    /// against on every use (`SessionDoc::honoured_by_card`).
+    #[serde(rename = "credentialGen", default)]
+    pub credential_gen: i64,
 }
 
 /// A profile change: what is `Some` replaces what was.
@@ -461,6 +466,13 @@ pub struct SessionDoc {
 }
 
 impl SessionDoc {
+    /// `honoured_by`, as the live store has the account: its card, which
+    /// an erased account has none of, and which every change of
+    /// credentials drops.
+    pub fn honoured_by_card(&self, card: &CachedCard) -> bool {
+        card.card.uid == self.uid && self.credential_gen >= card.credential_gen
+    }
+
     /// Whether `user`, as the documents have it now, still honours this
     /// session: it exists, is not erased, and no change of credentials came
     /// after the session was opened.
@@ -791,8 +803,14 @@ pub trait SocialDocs: Send + Sync {
     /// Every filter of a kind set by these users.
     async fn filters_set_by(&self, kind: FilterKind, uids: &[i64]) -> StoreResult<Vec<FilterDoc>>;
 
-    /// Every filter of a kind set on these users.
-    async fn filters_set_on(&self, kind: FilterKind, uids: &[i64]) -> StoreResult<Vec<FilterDoc>>;
+    /// The filters of a kind set on `on` by any of `setters` (who hide
+    /// from a reader, among those the reader follows).
+    async fn filters_on_from(
+        &self,
+        kind: FilterKind,
+        on: i64,
+        setters: &[i64],
+    ) -> StoreResult<Vec<FilterDoc>>;
 
     /// Deletes up to `limit` filters set by or on `uid` (erasing an
     /// account); how many went.
@@ -1060,12 +1078,16 @@ pub struct IdempotencyDoc {
     /// Epoch ms after which the key is forgotten.
     #[serde(rename = "expiresAt")]
     pub expires_at: i64,
-    /// The id the create behind this key makes its thing under, chosen
-    /// when the key is first claimed and kept by every retry that takes the
-    /// claim over: a retry of a create whose insert landed finds its thing
-    /// there and answers it, and never makes a second one.
+    /// The id the request holding this key makes its thing under, minted
+    /// when it claimed the key (so a thing made is dated by its own try).
     #[serde(rename = "reservedId", default)]
     pub reserved_id: i64,
+    /// The ids of earlier tries of the same request that failed (at most
+    /// `MAX_TRIES` - 1): one of them may have made its thing before
+    /// failing, so a retry looks there first, answers what it finds, and
+    /// never makes a second one.
+    #[serde(rename = "earlierIds", default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_ids: Vec<i64>,
     /// Its request failed: a retry may run it again (under the same
     /// reserved id).
     #[serde(
@@ -1086,30 +1108,37 @@ impl IdempotencyDoc {
         self.expires_at < now
             || (self.fingerprint == claim.fingerprint
                 && self.status.is_none()
-                && (self.released || self.started_at < stale_before))
+                && (self.released || self.started_at < stale_before)
+                && self.earlier_ids.len() + 1 < Self::MAX_TRIES)
     }
 
     /// `claim` taking this record's place: an expired one is forgotten
-    /// whole, while one whose request may have made its thing passes on
-    /// its reserved id.
+    /// whole, while the ids of one whose tries may have made their thing
+    /// are passed on, to look at before making anything.
     pub fn succeeded_by(&self, claim: &IdempotencyDoc, now: i64) -> IdempotencyDoc {
-        let reserved_id = if self.expires_at < now || self.reserved_id == 0 {
-            claim.reserved_id
-        } else {
-            self.reserved_id
-        };
+        if self.expires_at < now {
+            return claim.clone();
+        }
+        let mut earlier_ids = self.earlier_ids.clone();
+        earlier_ids.extend(Some(self.reserved_id).filter(|id| *id != 0));
         IdempotencyDoc {
-            reserved_id,
+            earlier_ids,
             ..claim.clone()
         }
     }
+
+    /// Tries of one request under one key, at most: a key every one of
+    /// whose tries failed is not taken over again until it expires, so
+    /// what a retry looks at stays bounded.
+    pub const MAX_TRIES: usize = 16;
 }
 
 /// What claiming an `Idempotency-Key` came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeyClaim {
-    /// The claim is this request's: run it, making its thing under this id.
-    Won { reserved_id: i64 },
+    /// The claim is this request's: run it, making its thing under
+    /// `reserved_id`, unless one of the earlier tries made it.
+    Won { reserved_id: i64, earlier: Vec<i64> },
     /// Another request holds the key, or finished under it: its record.
     Held(IdempotencyDoc),
 }
@@ -1260,6 +1289,12 @@ pub enum BlobKey {
     /// A post's view count as the documents have it (a JSON number);
     /// dropped after each flush of its views, rebuilt on the next read.
     ViewCount(i64),
+    /// A hint that more accounts block this user than a read takes whole
+    /// (`MOMENTS_BLOCKERS_READ_WHOLE`), left by the rebuild that found so:
+    /// the next ones ask about people without counting the blocks again.
+    /// Never rebuilt; it lapses with the live TTL, and a user blocked by
+    /// fewer since is only asked about a little longer.
+    ManyBlockers(i64),
 }
 
 impl BlobKey {
@@ -1272,6 +1307,7 @@ impl BlobKey {
             BlobKey::CommentPeople(_) => "comment_people",
             BlobKey::Session(..) => "session",
             BlobKey::ViewCount(_) => "view_count",
+            BlobKey::ManyBlockers(_) => "many_blockers",
         }
     }
 
@@ -1281,7 +1317,7 @@ impl BlobKey {
             | BlobKey::CommentBody(p, _)
             | BlobKey::CommentPeople(p)
             | BlobKey::ViewCount(p) => Owner::Post(p),
-            BlobKey::Card(u) | BlobKey::Session(u, _) => Owner::User(u),
+            BlobKey::Card(u) | BlobKey::Session(u, _) | BlobKey::ManyBlockers(u) => Owner::User(u),
         }
     }
 }
@@ -1541,6 +1577,9 @@ impl LiveKey {
             }
             (Owner::Post(p), "b", "view_count", false) => LiveKey::Blob(BlobKey::ViewCount(p)),
             (Owner::User(u), "b", "card", false) => LiveKey::Blob(BlobKey::Card(u)),
+            (Owner::User(u), "b", "many_blockers", false) => {
+                LiveKey::Blob(BlobKey::ManyBlockers(u))
+            }
             (Owner::User(u), "b", "session", true) => {
                 LiveKey::Blob(BlobKey::Session(u, TokenHash::from_hex(rest?)?))
             }
@@ -1668,6 +1707,7 @@ mod tests {
             LiveKey::Blob(BlobKey::CommentPeople(7)),
             LiveKey::Blob(BlobKey::ViewCount(7)),
             LiveKey::Blob(BlobKey::Card(3)),
+            LiveKey::Blob(BlobKey::ManyBlockers(3)),
             LiveKey::Blob(BlobKey::Session(3, hash)),
             LiveKey::Set(SetKey::PostLikers(7)),
             LiveKey::Set(SetKey::PostComments(7)),

@@ -263,6 +263,29 @@ async fn posts_left_to_erase_are_gone_from_reads_at_once() {
             );
         }
     }
+    // Nor can anything be done on them, or read off them.
+    for path in [
+        format!("/api/v1/posts/{theirs}/comments"),
+        format!("/api/v1/posts/{theirs}/likes"),
+    ] {
+        assert_problem(&app.get(&path, Some(&fan.token)).await, 404, "not_found");
+    }
+    assert_problem(
+        &app.post(
+            &format!("/api/v1/posts/{theirs}/comments"),
+            Some(&fan.token),
+            json!({"content": "too late"}),
+        )
+        .await,
+        404,
+        "not_found",
+    );
+    assert_problem(
+        &app.put(&format!("/api/v1/posts/{theirs}/like"), Some(&fan.token))
+            .await,
+        404,
+        "not_found",
+    );
     assert_eq!(whole_feed(&app, &fan, 20).await, vec![mine]);
     assert!(ids_in(&app, "/api/v1/me/likes", &fan, "id")
         .await

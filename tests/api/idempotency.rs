@@ -116,10 +116,15 @@ async fn a_failed_request_gives_its_key_back() {
     // succeed: it runs again (neither 409 nor the failure replayed) and
     // makes the post.
     crate::helpers::follow(&app, &bob, &ann).await;
+    let retried_at = moments::ids::now_ms();
     let (s, h, made) =
         post_with_key(&app, "/api/v1/posts", Some(&ann.token), "k-2", body.clone()).await;
     assert_eq!(s, 201, "{made}");
     assert!(h.get("idempotent-replayed").is_none(), "{h:?}");
+    assert!(
+        made["createtime"].as_i64().unwrap() >= retried_at,
+        "dated by the try that made it, not by the first: {made}"
+    );
     assert_eq!(album(&app, &ann).await, vec![made["id"].as_i64().unwrap()]);
     // And now that it succeeded, the key replays it.
     let (s, h, again) = post_with_key(&app, "/api/v1/posts", Some(&ann.token), "k-2", body).await;
@@ -273,12 +278,15 @@ async fn the_documents_keep_claims_by_their_rules() {
         status: None,
         body: None,
         expires_at: started_at + 1_000,
-        // Each claim brings an id of its own; which one wins shows whose
-        // reservation holds.
+        // Each claim brings an id of its own.
         reserved_id: started_at,
+        earlier_ids: vec![],
         released: false,
     };
-    let won = |reserved_id| KeyClaim::Won { reserved_id };
+    let won = |reserved_id, earlier: &[i64]| KeyClaim::Won {
+        reserved_id,
+        earlier: earlier.to_vec(),
+    };
     let claim = |k: IdempotencyDoc, now: i64, stale_before: i64| async move {
         docs.claim_idempotency_key(&k, now, stale_before)
             .await
@@ -288,14 +296,15 @@ async fn the_documents_keep_claims_by_their_rules() {
         KeyClaim::Held(k) => Some(k.started_at),
         KeyClaim::Won { .. } => None,
     };
-    assert_eq!(claim(key(t0 + 100), t0 + 100, t0).await, won(t0 + 100));
+    assert_eq!(claim(key(t0 + 100), t0 + 100, t0).await, won(t0 + 100, &[]));
     // Taken, unfinished, not stale: the first claim answers.
     assert_eq!(
         held_since(claim(key(t0 + 200), t0 + 200, t0 + 50).await),
         Some(t0 + 100)
     );
-    // Released by its claimant, the same request takes it over under the
-    // id the first one reserved; a different request may not.
+    // Released by its claimant, the same request takes it over under an id
+    // of its own, told where the first one may have made its thing; a
+    // different request may not.
     docs.release_idempotency_key(&key(t0).id, t0 + 100)
         .await
         .unwrap();
@@ -304,7 +313,10 @@ async fn the_documents_keep_claims_by_their_rules() {
         ..key(t0 + 150)
     };
     assert_eq!(held_since(claim(other, t0 + 150, t0).await), Some(t0 + 100));
-    assert_eq!(claim(key(t0 + 160), t0 + 160, t0).await, won(t0 + 100));
+    assert_eq!(
+        claim(key(t0 + 160), t0 + 160, t0).await,
+        won(t0 + 160, &[t0 + 100])
+    );
     // A release by anyone but the claimant changes nothing.
     docs.release_idempotency_key(&key(t0).id, t0 + 999)
         .await
@@ -324,21 +336,31 @@ async fn the_documents_keep_claims_by_their_rules() {
         (Some(201), Some("{\"id\":1}"))
     );
     // Finished claims are not released, and are not stale: only expiry
-    // ends them, and then the reservation goes with them.
+    // ends them, and then the earlier tries go with them.
     docs.release_idempotency_key(&key(t0).id, t0 + 160)
         .await
         .unwrap();
     assert!(held_since(claim(key(t0 + 400), t0 + 400, t0 + 400).await).is_some());
     assert_eq!(
         claim(key(t0 + 2_000), t0 + 2_000, t0).await,
-        won(t0 + 2_000)
+        won(t0 + 2_000, &[])
     );
     // An unfinished claim older than `stale_before` is taken over, its
-    // reservation kept.
+    // try kept to look at.
     assert_eq!(
         claim(key(t0 + 2_100), t0 + 2_100, t0 + 2_050).await,
-        won(t0 + 2_000)
+        won(t0 + 2_100, &[t0 + 2_000])
     );
+    // Tries are bounded: past MAX_TRIES failed ones, the key is held until
+    // it expires.
+    let mut at = t0 + 2_100;
+    for _ in 2..IdempotencyDoc::MAX_TRIES {
+        docs.release_idempotency_key(&key(t0).id, at).await.unwrap();
+        at += 1;
+        assert!(matches!(claim(key(at), at, t0).await, KeyClaim::Won { .. }));
+    }
+    docs.release_idempotency_key(&key(t0).id, at).await.unwrap();
+    assert_eq!(held_since(claim(key(at + 1), at + 1, t0).await), Some(at));
     // Purged once expired.
     assert!(
         docs.purge_expired_idempotency_keys(t0 + 100_000, 100)
@@ -348,7 +370,7 @@ async fn the_documents_keep_claims_by_their_rules() {
     );
     assert_eq!(
         claim(key(t0 + 2_300), t0 + 2_300, t0).await,
-        won(t0 + 2_300)
+        won(t0 + 2_300, &[])
     );
 }
 

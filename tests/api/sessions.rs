@@ -564,3 +564,68 @@ async fn a_sign_in_racing_a_sign_out_everywhere_opens_no_session() {
 async fn a_sign_in_racing_the_account_s_deletion_opens_no_session() {
     sign_in_racing(CredentialChange::Deletion).await;
 }
+
+/// A session already in the cache is not honoured after a change of
+/// credentials, even when signing its document out fails: the change is
+/// what ends it, checked against the account's card on every request.
+#[tokio::test]
+async fn a_cached_session_ends_with_a_change_of_credentials_whatever_signing_out_does() {
+    use moments::store::faults::Fault;
+    let app = spawn_app().await;
+    for change in ["password", "everywhere", "deletion"] {
+        let name = format!("cached_{change}");
+        let me = app.user(&name).await;
+        let other = app.login(&name, "password-123").await;
+        // Both cached by their use.
+        for t in [&me.token, &other] {
+            assert_eq!(app.get("/api/v1/me", Some(t)).await.0.as_u16(), 200);
+        }
+        crate::helpers::settle(&app).await;
+        app.ctx
+            .faults
+            .inject("AccountDocs", "sessions_of_user", Fault::Fail, usize::MAX);
+        let (s, body) = match change {
+            "password" => {
+                app.call(
+                    reqwest::Method::PUT,
+                    "/api/v1/me/password",
+                    Some(&me.token),
+                    Some(json!({"oldPassword": "password-123", "newPassword": "a-new-password-9"})),
+                )
+                .await
+            }
+            "everywhere" => app.delete("/api/v1/sessions", Some(&me.token)).await,
+            _ => {
+                app.call(
+                    reqwest::Method::DELETE,
+                    "/api/v1/me",
+                    Some(&me.token),
+                    Some(json!({"password": "password-123"})),
+                )
+                .await
+            }
+        };
+        assert_eq!(s.as_u16(), 204, "{change}: {body}");
+        assert_problem(
+            &app.get("/api/v1/feed", Some(&other)).await,
+            401,
+            "unauthorized",
+        );
+        // Also once the card is cached again (anyone's read of the
+        // profile), with the new credentials in it.
+        app.get(&format!("/api/v1/users/{}", me.uid), None).await;
+        crate::helpers::settle(&app).await;
+        assert_problem(
+            &app.get("/api/v1/feed", Some(&other)).await,
+            401,
+            "unauthorized",
+        );
+        let kept = app.get("/api/v1/me", Some(&me.token)).await.0.as_u16();
+        assert_eq!(
+            kept,
+            if change == "password" { 200 } else { 401 },
+            "{change}"
+        );
+        app.ctx.faults.clear();
+    }
+}

@@ -44,6 +44,10 @@ struct CounterTable {
     max: usize,
     /// When the expired counters were last swept out.
     swept_at: i64,
+    /// Until when a table found full of lockouts refuses new counters
+    /// without looking again (a second), so a flood does not make every
+    /// request walk it.
+    locked_until: i64,
 }
 
 impl CounterTable {
@@ -53,6 +57,7 @@ impl CounterTable {
             opened: std::collections::VecDeque::new(),
             max: max.max(1),
             swept_at: 0,
+            locked_until: 0,
         }
     }
 
@@ -108,6 +113,9 @@ impl CounterTable {
     /// a lockout. Expired counters go first (swept at most once a second,
     /// so a flood does not make every request walk the table).
     fn make_room(&mut self, now: i64, lockout_at: Option<i64>) -> bool {
+        if now < self.locked_until {
+            return false;
+        }
         if now - self.swept_at >= 1000 {
             self.swept_at = now;
             self.windows.retain(|_, e| e.1 > now);
@@ -133,6 +141,7 @@ impl CounterTable {
             self.windows.remove(&key);
             return true;
         }
+        self.locked_until = now + 1000;
         false
     }
 }

@@ -31,6 +31,7 @@ impl IdempotencyDocs for MongoDocs {
             Ok(_) => {
                 return Ok(KeyClaim::Won {
                     reserved_id: key.reserved_id,
+                    earlier: key.earlier_ids.clone(),
                 })
             }
             Err(e) if duplicate_of(&e).is_some() => {}
@@ -68,6 +69,7 @@ impl IdempotencyDocs for MongoDocs {
         match replaced {
             Ok(r) if r.matched_count == 1 => Ok(KeyClaim::Won {
                 reserved_id: next.reserved_id,
+                earlier: next.earlier_ids.clone(),
             }),
             Ok(_) => {
                 self.unclaim(claim).await;

@@ -85,11 +85,6 @@ pub const SCATTER: &[(&str, &[&str], &str)] = &[
         "rebuilding who blocked a viewer, at most MOMENTS_BLOCKERS_READ_WHOLE + 1 of them; blocks are sharded by blocker, which the viewer's own blocks and every probe of a page's people read by",
     ),
     (
-        "filters",
-        &["kind", "other"],
-        "who hides their posts from a viewer, to rebuild the viewer's live set (as rare as the reverse block check); filters are sharded by who set them, which setting, listing and the fan-out read by",
-    ),
-    (
         "shares",
         &["uid"],
         "erasing an account: its shares (shares are sharded by post, which counting them reads by)",

@@ -279,11 +279,16 @@ impl SocialDocs for MongoDocs {
         collect(self.filters().find(filter).await.map_err(classify)?).await
     }
 
-    async fn filters_set_on(&self, kind: FilterKind, uids: &[i64]) -> StoreResult<Vec<FilterDoc>> {
-        if uids.is_empty() {
+    async fn filters_on_from(
+        &self,
+        kind: FilterKind,
+        on: i64,
+        setters: &[i64],
+    ) -> StoreResult<Vec<FilterDoc>> {
+        if setters.is_empty() {
             return Ok(Vec::new());
         }
-        let filter = doc! { "other": { "$in": uids }, "kind": kind_name(kind) };
+        let filter = doc! { "uid": { "$in": setters }, "kind": kind_name(kind), "other": on };
         collect(self.filters().find(filter).await.map_err(classify)?).await
     }
 

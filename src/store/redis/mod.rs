@@ -279,6 +279,7 @@ impl RedisLive {
             BlobKey::Card(_) => (format!("{}{tag}:card", self.prefix), None),
             BlobKey::CommentPeople(_) => (format!("{}{tag}:people", self.prefix), None),
             BlobKey::ViewCount(_) => (format!("{}{tag}:views", self.prefix), None),
+            BlobKey::ManyBlockers(_) => (format!("{}{tag}:many_blockers", self.prefix), None),
             BlobKey::Session(_, hash) => {
                 (format!("{}{tag}:session:{}", self.prefix, hash.hex()), None)
             }

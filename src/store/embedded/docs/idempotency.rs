@@ -36,6 +36,7 @@ impl IdempotencyDocs for EmbeddedDocs {
         let key = key.clone();
         let won = |k: &IdempotencyDoc| KeyClaim::Won {
             reserved_id: k.reserved_id,
+            earlier: k.earlier_ids.clone(),
         };
         self.write(move |txn| match get(txn, &key.id)? {
             None => put(txn, &key, None).map(|()| won(&key)),

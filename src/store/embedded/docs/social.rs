@@ -361,19 +361,20 @@ impl SocialDocs for EmbeddedDocs {
         .await
     }
 
-    async fn filters_set_on(&self, kind: FilterKind, uids: &[i64]) -> StoreResult<Vec<FilterDoc>> {
-        let uids = uids.to_vec();
+    async fn filters_on_from(
+        &self,
+        kind: FilterKind,
+        on: i64,
+        setters: &[i64],
+    ) -> StoreResult<Vec<FilterDoc>> {
+        let setters = setters.to_vec();
         self.read(move |txn| {
-            let table = txn.open_table(FILTERS_ON).map_err(other)?;
+            let table = txn.open_table(FILTERS).map_err(other)?;
             let k = filter_code(kind);
             let mut out = Vec::new();
-            for o in uids {
-                for entry in table
-                    .range((k, id(o), 0)..=(k, id(o), u64::MAX))
-                    .map_err(other)?
-                {
-                    let (key, fid) = entry.map_err(other)?;
-                    out.push(filter_doc(kind, key.value().2 as i64, id(o), fid.value()));
+            for s in setters {
+                if let Some(fid) = table.get((k, id(s), id(on))).map_err(other)? {
+                    out.push(filter_doc(kind, s, id(on), fid.value()));
                 }
             }
             Ok(out)
