@@ -69,7 +69,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 
 #[utoipa::path(get, path = "/api/v1/users/{uid}", tag = "social", params(("uid" = i64, Path, minimum = 1)),
     responses((status = 200, body = Profile),
-              (status = 404, description = "no such user, or one who blocked the viewer")),
+              (status = 404, description = "no such user, or one who blocked the viewer (whom the viewer blocked is found, `blocking`)")),
     security((), ("bearer" = [])))]
 pub async fn profile(
     ctx: web::Data<Context>,
@@ -81,7 +81,7 @@ pub async fn profile(
 }
 
 #[utoipa::path(put, path = "/api/v1/users/{uid}/follow", tag = "social", params(("uid" = i64, Path, minimum = 1)),
-    responses((status = 200, body = FollowState), (status = 409, description = "that is the caller")),
+    responses((status = 200, body = FollowState), (status = 409, description = "that is the caller, one the caller blocked, or the caller follows as many accounts as one may")),
     security(("bearer" = [])))]
 pub async fn follow(
     ctx: web::Data<Context>,
@@ -150,7 +150,7 @@ async fn filter(
 
 #[utoipa::path(put, path = "/api/v1/users/{uid}/mute", tag = "social", params(("uid" = i64, Path, minimum = 1)),
     responses((status = 200, body = MuteState, description = "their posts leave the caller's home feed; their album stays open; repeating it changes nothing"),
-              (status = 409, description = "that is the caller, or the caller mutes as many accounts as one may")),
+              (status = 409, description = "that is the caller, one the caller blocked, or the caller mutes as many accounts as one may")),
     security(("bearer" = [])))]
 pub async fn mute(
     ctx: web::Data<Context>,
@@ -173,7 +173,7 @@ pub async fn unmute(
 
 #[utoipa::path(put, path = "/api/v1/users/{uid}/hide", tag = "social", params(("uid" = i64, Path, minimum = 1)),
     responses((status = 200, body = HideState, description = "none of the caller's posts are visible to them; repeating it changes nothing"),
-              (status = 409, description = "that is the caller, not one of the caller's followers, or the caller hides from as many accounts as one may")),
+              (status = 409, description = "that is the caller, one the caller blocked, not one of the caller's followers, or the caller hides from as many accounts as one may")),
     security(("bearer" = [])))]
 pub async fn hide(
     ctx: web::Data<Context>,

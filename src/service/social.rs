@@ -58,6 +58,9 @@ pub struct Profile {
     pub following: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub followed_by: Option<bool>,
+    /// Whether the viewer blocked this user.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocking: Option<bool>,
 }
 
 /// The viewer's relations and the live generations of both users, read
@@ -108,6 +111,21 @@ async fn target(ctx: &Context, me: i64, them: i64) -> AppResult<UserCard> {
         .ok_or(AppError::NotFound("user"))
 }
 
+/// Nothing reaches across a block. Whom the viewer blocked they can still
+/// find, so that is a conflict they can resolve (unblock first); someone
+/// who blocked the viewer is not there for them at all.
+fn refuse_across_block(rel: &Relations, them: i64) -> AppResult<()> {
+    if rel.blocking.contains(&them) {
+        return Err(AppError::Conflict(
+            "you blocked this user; unblock them first".into(),
+        ));
+    }
+    if rel.blocked(them) {
+        return Err(AppError::NotFound("user"));
+    }
+    Ok(())
+}
+
 fn drop_friends(uid: i64) -> LiveChange {
     LiveChange::Drop(LiveKey::Set(SetKey::Friends(uid)))
 }
@@ -116,10 +134,7 @@ fn drop_friends(uid: i64) -> LiveChange {
 pub async fn follow(ctx: &Context, me: i64, them: i64) -> AppResult<FollowState> {
     target(ctx, me, them).await?;
     let before = before_write(ctx, me, them).await?;
-    if before.rel.blocked(them) {
-        // Blocked either way: they stay hidden from each other.
-        return Err(AppError::NotFound("user"));
-    }
+    refuse_across_block(&before.rel, them)?;
     // Whom one follows is read whole on every feed and profile read: it is
     // bounded. (Two follows racing may pass the bound by one each.)
     let max = ctx.settings.max_following;
@@ -355,9 +370,7 @@ fn by_owner(me: i64, changes: Vec<LiveChange>) -> (Vec<LiveChange>, Vec<LiveChan
 pub async fn set_filter(ctx: &Context, kind: FilterKind, me: i64, them: i64) -> AppResult<()> {
     target(ctx, me, them).await?;
     let before = before_write(ctx, me, them).await?;
-    if before.rel.blocked(them) {
-        return Err(AppError::NotFound("user"));
-    }
+    refuse_across_block(&before.rel, them)?;
     // 不让他看 is for one's followers (WeChat: one's friends); anyone else
     // is kept out with a block. So the hides on a reader, which every read
     // of theirs loads, come only from accounts that reader chose to follow,
@@ -491,7 +504,7 @@ pub async fn profile(ctx: &Context, uid: i64, viewer: Viewer) -> AppResult<Profi
     let mut rel = Relations::from_loaded(viewer, &loaded);
     settle_blocks(&mut loader, &mut rel, [uid]).await?;
     loader.finish("profile");
-    if rel.blocked(uid) {
+    if rel.profile_hidden(uid) {
         return Err(AppError::NotFound("user"));
     }
     let card = load_cards(ctx, &[uid])
@@ -499,12 +512,16 @@ pub async fn profile(ctx: &Context, uid: i64, viewer: Viewer) -> AppResult<Profi
         .remove(&uid)
         .ok_or(AppError::NotFound("user"))?;
     let (followers_count, following_count) = ctx.docs.follow_counts(uid).await?;
-    let (following, followed_by) = match viewer {
+    let (following, followed_by, blocking) = match viewer {
         Some(v) if v != uid => {
             let (out, back) = ctx.docs.follow_edges(v, &[uid]).await?;
-            (Some(!out.is_empty()), Some(!back.is_empty()))
+            (
+                Some(!out.is_empty()),
+                Some(!back.is_empty()),
+                Some(rel.blocking.contains(&uid)),
+            )
         }
-        _ => (None, None),
+        _ => (None, None, None),
     };
     Ok(Profile {
         uid,
@@ -514,6 +531,7 @@ pub async fn profile(ctx: &Context, uid: i64, viewer: Viewer) -> AppResult<Profi
         following_count,
         following,
         followed_by,
+        blocking,
     })
 }
 
@@ -560,7 +578,7 @@ pub async fn list(
     let mut rel = Relations::from_loaded(viewer, &loaded);
     settle_blocks(&mut loader, &mut rel, [uid]).await?;
     loader.finish("graph_list");
-    if rel.blocked(uid) {
+    if rel.profile_hidden(uid) {
         return Err(AppError::NotFound("user"));
     }
     let before = cursor.map(|c| c.0);

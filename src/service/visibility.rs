@@ -5,7 +5,8 @@
 //! The rules, as WeChat Moments and Weibo keep them:
 //! - the author sees their own post, and everything on it, always;
 //! - nothing crosses a block, either way: not the post, and not what the
-//!   other did on someone else's post;
+//!   other did on someone else's post. A blocker still finds the profile
+//!   of whom they blocked (to undo it); the one blocked does not;
 //! - an author who hides their posts from a viewer (不让他看) shows that
 //!   viewer none of them, as if each were private;
 //! - others see only the posts inside the author's album window (最近三天
@@ -199,6 +200,17 @@ impl Relations {
                 true
             }
         }
+    }
+
+    /// Whether `uid`'s profile is hidden from the viewer: only by their
+    /// block of the viewer. Whoever blocked someone still finds that
+    /// profile (marked `blocking`), to see whom they blocked and to undo
+    /// it; their posts stay hidden (`sight`).
+    pub fn profile_hidden(&self, uid: i64) -> bool {
+        if Some(uid) == self.viewer || self.blocking.contains(&uid) {
+            return false;
+        }
+        self.blocked(uid)
     }
 
     /// Records what was read of whether `uid` blocked the viewer.

@@ -246,6 +246,7 @@ async fn blocking_cuts_follows_both_ways_and_hides_each_from_the_other() {
     follow(&app, &b, &a).await;
     let post = app.text_post(&a, "public but not for pests").await;
     let c = app.comment(&b, post, "pest was here", None).await;
+    let pest_post = app.text_post(&b, "the pest's own").await;
     app.put(&format!("/api/v1/posts/{post}/like"), Some(&b.token))
         .await;
 
@@ -277,6 +278,47 @@ async fn blocking_cuts_follows_both_ways_and_hides_each_from_the_other() {
         404,
         "not_found",
     );
+    // a still finds b's profile, marked blocked, to undo it; not b's posts.
+    let (s, pb) = app
+        .get(&format!("/api/v1/users/{}", b.uid), Some(&a.token))
+        .await;
+    assert_eq!(
+        (
+            s.as_u16(),
+            &pb["blocking"],
+            &pb["following"],
+            &pb["followedBy"]
+        ),
+        (200, &json!(true), &json!(false), &json!(false)),
+        "{pb}"
+    );
+    let (s, album) = app
+        .get(&format!("/api/v1/users/{}/posts", b.uid), Some(&a.token))
+        .await;
+    let shown = album["items"].as_array().map_or(0, |i| i.len());
+    assert!(s.as_u16() == 404 || shown == 0, "{s} {album}");
+    assert_problem(
+        &app.get(&format!("/api/v1/posts/{pest_post}"), Some(&a.token))
+            .await,
+        404,
+        "not_found",
+    );
+    let (s, _) = app
+        .get(
+            &format!("/api/v1/users/{}/followers", b.uid),
+            Some(&a.token),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 200);
+    // Nor follows or mutes b without undoing the block first.
+    for action in ["follow", "mute"] {
+        assert_problem(
+            &app.put(&format!("/api/v1/users/{}/{action}", b.uid), Some(&a.token))
+                .await,
+            409,
+            "conflict",
+        );
+    }
     // a no longer sees b's comment or like on a's own post.
     let (_, p) = app
         .get(&format!("/api/v1/posts/{post}"), Some(&a.token))
@@ -305,6 +347,10 @@ async fn blocking_cuts_follows_both_ways_and_hides_each_from_the_other() {
         .delete(&format!("/api/v1/users/{}/block", b.uid), Some(&a.token))
         .await;
     assert_eq!((s.as_u16(), r), (200, json!({"blocked": false})));
+    let (_, pb) = app
+        .get(&format!("/api/v1/users/{}", b.uid), Some(&a.token))
+        .await;
+    assert_eq!(pb["blocking"], json!(false), "{pb}");
     assert_eq!(
         app.get(&format!("/api/v1/posts/{post}"), Some(&b.token))
             .await
