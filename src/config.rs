@@ -597,7 +597,8 @@ pub const VARIABLES: &[Variable] = &[
         allowed: "a whole number",
         meaning: "records of a deleted account (posts, comments, likes, follows...) erased before \
                   DELETE /me answers; the rest are erased in the background (0: all of them), \
-                  and none is readable from the answer on",
+                  and from the answer on its posts and follows are not readable (its comments and \
+                  likes on others' posts show as an unknown user's until erased)",
         echo: Echo::Plain,
         apply: |d, v| {
             d.settings.erase_in_request = whole_usize(v, 0, usize::MAX)?;

@@ -251,7 +251,8 @@ async fn listing(
 
 #[utoipa::path(get, path = "/api/v1/users/{uid}/followers", tag = "social",
     params(("uid" = i64, Path, minimum = 1), PageQuery),
-    responses((status = 200, body = Page<UserCard>, description = "newest follower first")),
+    responses((status = 200, body = Page<UserCard>, description = "newest follower first"),
+              (status = 404, description = "no such user (or a deleted one), or one who blocked the viewer")),
     security((), ("bearer" = [])))]
 pub async fn followers(
     ctx: web::Data<Context>,
@@ -264,7 +265,8 @@ pub async fn followers(
 
 #[utoipa::path(get, path = "/api/v1/users/{uid}/following", tag = "social",
     params(("uid" = i64, Path, minimum = 1), PageQuery),
-    responses((status = 200, body = Page<UserCard>, description = "newest first")),
+    responses((status = 200, body = Page<UserCard>, description = "newest first"),
+              (status = 404, description = "no such user (or a deleted one), or one who blocked the viewer")),
     security((), ("bearer" = [])))]
 pub async fn following(
     ctx: web::Data<Context>,
@@ -277,7 +279,8 @@ pub async fn following(
 
 #[utoipa::path(get, path = "/api/v1/users/{uid}/friends", tag = "social",
     params(("uid" = i64, Path, minimum = 1), PageQuery),
-    responses((status = 200, body = Page<UserCard>, description = "mutual follows, newest first")),
+    responses((status = 200, body = Page<UserCard>, description = "mutual follows, newest first"),
+              (status = 404, description = "no such user (or a deleted one), or one who blocked the viewer")),
     security((), ("bearer" = [])))]
 pub async fn friends(
     ctx: web::Data<Context>,

@@ -60,6 +60,11 @@ pub async fn create_post(
         earlier,
     )
     .await?;
+    if doc.deleted {
+        // Made by an earlier try, and deleted since: no fan-out, no
+        // mentions again, nothing to answer.
+        return Err(AppError::NotFound("post"));
+    }
     let id = doc.id;
     ctx.celebrity_cache.forget_posts_of(author);
     // A new post's live state is known without reading anything back: empty

@@ -17,8 +17,8 @@ use crate::domain::cursor::Cursor;
 use crate::error::{AppError, AppResult};
 use crate::ids::{now_ms, timestamp_of};
 use crate::store::{
-    BlockDoc, Changes, FilterDoc, FilterKind, FollowDoc, LiveChange, LiveKey, NotificationKind,
-    Owner, SetKey, SetRead, UserCard,
+    BlobKey, BlockDoc, Changes, FilterDoc, FilterKind, FollowDoc, LiveChange, LiveKey,
+    NotificationKind, Owner, SetKey, SetRead, UserCard,
 };
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -574,11 +574,15 @@ pub async fn list(
     now: i64,
 ) -> AppResult<Page<UserCard>> {
     let mut loader = Loader::new(ctx);
-    let loaded = loader.load(&[], &Relations::reads(ctx, viewer)).await?;
+    // Their card rides in the relations' read: a deleted account has none,
+    // and its follows are gone at its 204, however long erasing them takes.
+    let loaded = loader
+        .load(&[BlobKey::Card(uid)], &Relations::reads(ctx, viewer))
+        .await?;
     let mut rel = Relations::from_loaded(viewer, &loaded);
     settle_blocks(&mut loader, &mut rel, [uid]).await?;
     loader.finish("graph_list");
-    if rel.profile_hidden(uid) {
+    if rel.profile_hidden(uid) || !loaded.blobs.contains_key(&BlobKey::Card(uid)) {
         return Err(AppError::NotFound("user"));
     }
     let before = cursor.map(|c| c.0);

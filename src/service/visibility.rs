@@ -207,10 +207,11 @@ impl Relations {
     /// profile (marked `blocking`), to see whom they blocked and to undo
     /// it; their posts stay hidden (`sight`).
     pub fn profile_hidden(&self, uid: i64) -> bool {
-        if Some(uid) == self.viewer || self.blocking.contains(&uid) {
+        if Some(uid) == self.viewer {
             return false;
         }
-        self.blocked(uid)
+        // Unasked counts as blocked, as in `blocked`: hides, never leaks.
+        self.blocked_by.knows(uid).unwrap_or(true)
     }
 
     /// Records what was read of whether `uid` blocked the viewer.
@@ -233,11 +234,7 @@ impl Relations {
     fn unasked(&self, uids: impl IntoIterator<Item = i64>) -> Vec<i64> {
         let mut out: Vec<i64> = uids
             .into_iter()
-            .filter(|u| {
-                Some(*u) != self.viewer
-                    && !self.blocking.contains(u)
-                    && self.blocked_by.knows(*u).is_none()
-            })
+            .filter(|u| Some(*u) != self.viewer && self.blocked_by.knows(*u).is_none())
             .collect();
         out.sort_unstable();
         out.dedup();

@@ -263,10 +263,13 @@ async fn posts_left_to_erase_are_gone_from_reads_at_once() {
             );
         }
     }
-    // Nor can anything be done on them, or read off them.
+    // Nor can anything be done on them, or read off them; nor are its
+    // follows listed, though their documents are still there.
     for path in [
         format!("/api/v1/posts/{theirs}/comments"),
         format!("/api/v1/posts/{theirs}/likes"),
+        format!("/api/v1/users/{}/following", gone.uid),
+        format!("/api/v1/users/{}/followers", gone.uid),
     ] {
         assert_problem(&app.get(&path, Some(&fan.token)).await, 404, "not_found");
     }

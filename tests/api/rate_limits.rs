@@ -347,3 +347,44 @@ async fn a_flood_of_made_up_names_locks_nobody_out() {
         "the flood lifted a lockout"
     );
 }
+
+#[tokio::test]
+async fn fresh_addresses_do_not_push_out_an_accounts_budget() {
+    // Per-address counters are keyed by what a client controls; in a table
+    // of 20, forty new addresses must not evict the account's own counter
+    // and so hand it a fresh budget.
+    let mut settings = limited(|l| l.writes = Rate::new(5, 60));
+    settings.live_max_counters = 20;
+    settings.trusted_proxies = vec![IpBlock::parse("127.0.0.1").unwrap()];
+    let app = spawn_app_with(settings).await;
+    let kim = app.user("kim_rotates").await;
+    let write = |i: usize| {
+        let app = &app;
+        let token = kim.token.clone();
+        async move {
+            app.call_with(
+                Method::POST,
+                "/api/v1/posts",
+                Some(&token),
+                &[("x-forwarded-for", &format!("10.{}.{}.7", i / 200, i % 200))],
+                Some(json!({"category": "TEXT", "content": format!("post {i}")})),
+            )
+            .await
+            .0
+            .as_u16()
+        }
+    };
+    for i in 0..5 {
+        assert_eq!(write(i).await, 201, "write {i} within the budget");
+    }
+    for i in 5..45 {
+        assert_eq!(write(i).await, 429, "write {i} from a new address");
+    }
+    let (_, page) = app
+        .get(
+            &format!("/api/v1/users/{}/posts", kim.uid),
+            Some(&kim.token),
+        )
+        .await;
+    assert_eq!(page["items"].as_array().unwrap().len(), 5);
+}

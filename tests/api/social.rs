@@ -310,6 +310,19 @@ async fn blocking_cuts_follows_both_ways_and_hides_each_from_the_other() {
         )
         .await;
     assert_eq!(s.as_u16(), 200);
+    // b blocking back does not open a's profile to b.
+    app.put(&format!("/api/v1/users/{}/block", a.uid), Some(&b.token))
+        .await;
+    for path in ["", "/followers"] {
+        assert_problem(
+            &app.get(&format!("/api/v1/users/{}{path}", a.uid), Some(&b.token))
+                .await,
+            404,
+            "not_found",
+        );
+    }
+    app.delete(&format!("/api/v1/users/{}/block", a.uid), Some(&b.token))
+        .await;
     // Nor follows or mutes b without undoing the block first.
     for action in ["follow", "mute"] {
         assert_problem(

@@ -161,9 +161,14 @@ impl Counters {
     }
 
     fn check(&mut self, c: &LimitCheck, now: i64) -> LimitCount {
-        // Keys are `KIND:SUBJECT` (`service::rate_limits`); the kinds are a
-        // fixed set, so the tables are too.
-        let kind = c.key.split(':').next().unwrap_or_default();
+        // Keys are `KIND:SUBJECT_TYPE:SUBJECT` (`service::rate_limits`): one
+        // table per kind and subject type, so that a flood of fresh addresses
+        // cannot push out the per-account counters of the same budget. Both
+        // are fixed sets, so the tables are too.
+        let kind = match c.key.match_indices(':').nth(1) {
+            Some((i, _)) => &c.key[..i],
+            None => c.key.as_str(),
+        };
         let max = self.max_per_kind;
         self.tables
             .entry(kind.to_string())
