@@ -143,7 +143,7 @@ pub struct Settings {
     pub workers: Option<usize>,
     /// Cached values the in-process live state holds before it starts over.
     pub live_max_entries: usize,
-    /// Rate-limit counters the in-process live state keeps per kind of budget.
+    /// Rate-limit counters the in-process live state keeps per budget and kind of subject.
     pub live_max_counters: usize,
     /// Followers inactive for longer are not pushed new posts (0: push to
     /// nobody, every timeline is built on read).
@@ -199,7 +199,7 @@ impl Default for Settings {
             device_refresh_ms: 500,
             workers: None,
             live_max_entries: 1_000_000,
-            live_max_counters: crate::store::embedded::live::DEFAULT_COUNTERS_PER_KIND,
+            live_max_counters: crate::store::embedded::live::DEFAULT_COUNTERS_PER_TABLE,
             active_days: 7,
             celebrity_followers: 10_000,
             timeline_max: 800,
@@ -468,8 +468,9 @@ pub const VARIABLES: &[Variable] = &[
         name: "MOMENTS_LIVE_MAX_COUNTERS",
         default: DefaultValue::Literal("100000"),
         allowed: "a whole number, at least 1",
-        meaning: "rate-limit counters the in-process live state keeps per kind of budget; a full \
-                  kind forgets its oldest counter, never an account locked by failed sign-ins",
+        meaning: "rate-limit counters the in-process live state keeps per budget and kind of subject \
+                  (account, address); a full table forgets its oldest counter, never an account \
+                  locked by failed sign-ins",
         echo: Echo::Plain,
         apply: |d, v| {
             d.settings.live_max_counters = whole_usize(v, 1, usize::MAX)?;

@@ -282,7 +282,7 @@ async fn failures_counted(app: &TestApp, username: &str) -> i64 {
 
 #[tokio::test]
 async fn a_flood_of_made_up_names_locks_nobody_out() {
-    // A counter table of 20 per kind, filled many times over by sign-ins
+    // Counter tables of 20, filled many times over by sign-ins
     // for names nobody has, each from an address of its own.
     let mut settings = limited(|l| l.login_failures = Rate::new(3, 900));
     settings.live_max_counters = 20;

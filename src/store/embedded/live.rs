@@ -21,14 +21,14 @@ use crate::store::{
 };
 
 const HOME_TTL_MS: i64 = 24 * 3600 * 1000;
-/// Rate-limit counters kept per kind of budget (about 100 bytes each), as
+/// Rate-limit counters kept per table (about 100 bytes each), as
 /// `MOMENTS_LIVE_MAX_COUNTERS` sets it.
-pub const DEFAULT_COUNTERS_PER_KIND: usize = 100_000;
+pub const DEFAULT_COUNTERS_PER_TABLE: usize = 100_000;
 
-/// The rate-limit counters of one kind of budget (reads, writes, sign-ins
-/// per address, failed sign-ins per account, ...), bounded on their own, so
-/// that keys a client controls (its address, a name it makes up) crowd out
-/// no other kind.
+/// The rate-limit counters of one budget and kind of subject (reads per
+/// account, reads per address, sign-ins per address, failed sign-ins per
+/// account, ...), bounded on their own, so that keys a client controls (its
+/// address) crowd out no other table.
 ///
 /// A full table makes room by forgetting the counter whose window started
 /// first, which forgives that subject's recent requests and nothing more;
@@ -146,17 +146,17 @@ impl CounterTable {
     }
 }
 
-/// Every kind of budget's counters, each kind in a table of its own.
+/// Every budget's counters, each budget and kind of subject in a table of its own.
 struct Counters {
     tables: HashMap<String, CounterTable>,
-    max_per_kind: usize,
+    max_per_table: usize,
 }
 
 impl Counters {
-    fn new(max_per_kind: usize) -> Self {
+    fn new(max_per_table: usize) -> Self {
         Self {
             tables: HashMap::new(),
-            max_per_kind,
+            max_per_table,
         }
     }
 
@@ -169,7 +169,7 @@ impl Counters {
             Some((i, _)) => &c.key[..i],
             None => c.key.as_str(),
         };
-        let max = self.max_per_kind;
+        let max = self.max_per_table;
         self.tables
             .entry(kind.to_string())
             .or_insert_with(|| CounterTable::new(max))
@@ -481,16 +481,16 @@ pub struct MemoryLive {
 
 impl MemoryLive {
     pub fn new(max_entries: usize) -> Self {
-        Self::with_counters(max_entries, DEFAULT_COUNTERS_PER_KIND)
+        Self::with_counters(max_entries, DEFAULT_COUNTERS_PER_TABLE)
     }
 
-    /// `new`, keeping at most `counters_per_kind` rate-limit counters of
-    /// each kind of budget.
-    pub fn with_counters(max_entries: usize, counters_per_kind: usize) -> Self {
+    /// `new`, keeping at most `counters_per_table` rate-limit counters in
+    /// each table (one per budget and kind of subject).
+    pub fn with_counters(max_entries: usize, counters_per_table: usize) -> Self {
         Self {
             state: RwLock::new(State::default()),
             max_entries: max_entries.max(1000),
-            counters: Mutex::new(Counters::new(counters_per_kind)),
+            counters: Mutex::new(Counters::new(counters_per_table)),
             device_version: AtomicU64::new(1),
             pulled_posted: Mutex::default(),
         }
