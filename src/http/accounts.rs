@@ -189,7 +189,9 @@ pub async fn update_me(
 /// Changes the password and signs out every other session.
 #[utoipa::path(put, path = "/api/v1/me/password", tag = "accounts", request_body = PasswordChange,
     responses((status = 204, description = "changed; every other session is signed out"),
-        (status = 403, description = "the old password is not right")), security(("bearer" = [])))]
+        (status = 403, description = "the old password is not right"),
+        (status = 409, description = "another change of the password came first; this session \
+            is signed out")), security(("bearer" = [])))]
 pub async fn change_password(
     ctx: web::Data<Context>,
     user: AuthUser,

@@ -669,7 +669,29 @@ pub async fn change_password(ctx: &Context, who: &Authed, req: PasswordChange) -
     ctx.docs
         .set_session_credential_gen(who.uid, who.session_id, gen)
         .await?;
-    ctx.docs.set_password_hash(who.uid, &hash, gen).await?;
+    let changed = ctx
+        .docs
+        .set_password_hash(who.uid, &hash, user.credential_gen, gen)
+        .await;
+    if !matches!(changed, Ok(true)) {
+        // Another change of credentials came in between (two changes with
+        // the same old password at once: the first wins, so whoever knew
+        // only the old one cannot undo the owner's change by racing it), or
+        // the write failed. Either way this session may not keep the
+        // generation it was moved to.
+        let back = ctx
+            .docs
+            .set_session_credential_gen(who.uid, who.session_id, user.credential_gen)
+            .await;
+        if back.is_err() {
+            ctx.docs.delete_sessions(who.uid, &[who.session_id]).await?;
+        }
+        changed?;
+        credentials_changed(ctx, who.uid).await;
+        return Err(AppError::Conflict(
+            "the password was changed meanwhile; sign in with the new one".into(),
+        ));
+    }
     credentials_changed(ctx, who.uid).await;
     tidy_sessions(ctx, who.uid, Some(who.session_id)).await;
     Ok(())
@@ -925,11 +947,16 @@ fn note_activity(ctx: &Context, uid: i64, session_id: i64, now: i64) {
     });
 }
 
+/// The signed-in account's document. One erased since its session was
+/// checked (a second `DELETE /me`, a password change racing the deletion)
+/// is as gone as one that was never there: its tombstone has no password
+/// to check.
 async fn me_doc(ctx: &Context, uid: i64) -> AppResult<UserDoc> {
     ctx.docs
         .users_by_ids(&[uid])
         .await?
         .pop()
+        .filter(|u| !u.is_erased())
         .ok_or(AppError::Unauthorized("account no longer exists"))
 }
 
@@ -1043,9 +1070,19 @@ pub async fn bootstrap_admin(ctx: &Context, username: &str, password: &str) -> A
     }
     if !verify_password(ctx, pw.expose().to_string(), user.password_hash.clone()).await? {
         let hash = hash_password(ctx, pw.expose().to_string()).await?;
-        ctx.docs
-            .set_password_hash(user.uid, &hash, next_credential_gen(&user))
+        let changed = ctx
+            .docs
+            .set_password_hash(
+                user.uid,
+                &hash,
+                user.credential_gen,
+                next_credential_gen(&user),
+            )
             .await?;
+        if !changed {
+            // Another instance starting with the same settings changed it.
+            return Ok(user.uid);
+        }
         credentials_changed(ctx, user.uid).await;
         tidy_sessions(ctx, user.uid, None).await;
         tracing::info!(

@@ -9,8 +9,8 @@ use std::collections::{BTreeSet, HashMap};
 use serde::Serialize;
 
 use crate::store::{
-    BlobKey, CachedCard, CommentDoc, DocStore, LikeKind, LiveFill, LiveKey, LiveRead, LiveStore,
-    Owner, PostBody, SetKey, SetRead, StoreResult,
+    BlobKey, CachedCard, Changes, CommentDoc, DocStore, LikeKind, LiveChange, LiveFill, LiveKey,
+    LiveRead, LiveStore, Owner, PostBody, SetKey, SetRead, StoreResult,
 };
 
 use super::assemble::LATEST_COMMENTS;
@@ -180,12 +180,27 @@ pub async fn rebuild_live(
         let gens = generations(live, uids.iter().map(|u| Owner::User(*u)).collect()).await?;
         let users = docs.users_by_ids(&uids).await?;
         let mut fill = LiveFill::default();
+        // An erased account has no card (reads take its absence for the
+        // account being gone), so a rebuild drops any it finds, never makes
+        // one.
+        let mut erased = Vec::new();
         for u in users {
+            if u.is_erased() {
+                erased.push(Changes {
+                    owner: Owner::User(u.uid),
+                    expected_gen: None,
+                    changes: vec![LiveChange::Drop(LiveKey::Blob(BlobKey::Card(u.uid)))],
+                });
+                continue;
+            }
             fill.blobs.push((
                 BlobKey::Card(u.uid),
                 json(&u.cached_card())?,
                 gens.get(&Owner::User(u.uid)).copied(),
             ));
+        }
+        if !erased.is_empty() {
+            live.apply(&erased).await?;
         }
         live.fill(&fill).await?;
         report.users += uids.len() as u64;
@@ -293,6 +308,14 @@ pub async fn check_live(
         };
         let answer = live.read(&read).await?;
         for (user, cached) in users.iter().zip(answer.blobs) {
+            if user.is_erased() {
+                if cached.is_some() {
+                    report
+                        .mismatches
+                        .push(format!("user {}: erased, yet a card is cached", user.uid));
+                }
+                continue;
+            }
             match cached.map(|t| serde_json::from_str::<CachedCard>(&t)) {
                 None => report.absent += 1,
                 Some(Ok(c)) if c == user.cached_card() => {}

@@ -203,9 +203,8 @@ async fn check_mentions(
                     .then_some(author)
                     .into_iter()
                     .collect(),
-                hidden_by: hides
-                    .iter()
-                    .any(|h| h.other == *m)
+                // A hide sleeps while its follow is gone, as on reads.
+                hidden_by: (follows && hides.iter().any(|h| h.other == *m))
                     .then_some(author)
                     .into_iter()
                     .collect(),

@@ -10,7 +10,7 @@ use super::loader::Loader;
 use super::notifications::{notify, Event};
 use super::paging::{fill_page, keep_where};
 use super::timeline::forget_timeline;
-use super::views::{unknown_user, Page};
+use super::views::Page;
 use super::visibility::{knowing, settle_blocks};
 use super::{with_fresh_id, Context, Relations, Viewer};
 use crate::domain::cursor::Cursor;
@@ -634,11 +634,12 @@ async fn cards_page(
     now: i64,
 ) -> AppResult<Page<UserCard>> {
     let cards = load_cards(ctx, uids).await?;
+    // Every edge is to an account, so one without a card is an erased one
+    // whose follows are still being erased: gone from lists from its
+    // erasure's answer on, as its posts are (the page may come out short;
+    // its cursor goes on).
     Ok(Page {
-        items: uids
-            .iter()
-            .map(|u| cards.get(u).cloned().unwrap_or_else(|| unknown_user(*u)))
-            .collect(),
+        items: uids.iter().filter_map(|u| cards.get(u).cloned()).collect(),
         next_cursor,
         server_time: now,
     })

@@ -210,7 +210,7 @@ metered! {
         counted fn user_by_username(username: &str) -> Option<UserDoc>;
         batch(uids) fn users_by_ids(uids: &[i64]) -> Vec<UserDoc>;
         counted fn update_profile(uid: i64, change: ProfileChange<'_>) -> Option<UserDoc>;
-        counted fn set_password_hash(uid: i64, password_hash: &str, credential_gen: i64) -> ();
+        counted fn set_password_hash(uid: i64, password_hash: &str, checked_gen: i64, credential_gen: i64) -> bool;
         counted fn raise_credential_gen(uid: i64, credential_gen: i64) -> ();
         counted fn set_session_credential_gen(uid: i64, session_id: i64, credential_gen: i64) -> ();
         counted fn touch_user(uid: i64, at: i64) -> ();

@@ -513,14 +513,17 @@ pub trait AccountDocs: Send + Sync {
         change: ProfileChange<'_>,
     ) -> StoreResult<Option<UserDoc>>;
 
-    /// Sets the password hash and raises `credentialGen` to at least
-    /// `credential_gen`, in one write.
+    /// Sets the password hash and `credentialGen` to `credential_gen`, in
+    /// one write, if the account's `credentialGen` is still `checked_gen`
+    /// (the one its old password was checked under); false, writing
+    /// nothing, if another change of credentials came first.
     async fn set_password_hash(
         &self,
         uid: i64,
         password_hash: &str,
+        checked_gen: i64,
         credential_gen: i64,
-    ) -> StoreResult<()>;
+    ) -> StoreResult<bool>;
 
     /// Raises the account's `credentialGen` to at least `credential_gen`:
     /// every session opened under a lower one stops being honoured.

@@ -307,6 +307,25 @@ async fn posts_left_to_erase_are_gone_from_reads_at_once() {
         .await;
     assert!(post["comments"].as_array().unwrap().is_empty(), "{post}");
     assert!(post["likes"].as_array().unwrap().is_empty(), "{post}");
+    // Nor is it in the lists of whom others follow, though its follow
+    // documents are still there.
+    assert_eq!(
+        app.ctx
+            .docs
+            .follow_edges(fan.uid, &[gone.uid])
+            .await
+            .unwrap()
+            .0,
+        vec![gone.uid]
+    );
+    assert!(ids_in(
+        &app,
+        &format!("/api/v1/users/{}/following", fan.uid),
+        &fan,
+        "uid"
+    )
+    .await
+    .is_empty());
     // Let go, the erasure finishes, and the counts follow.
     gate.open();
     crate::helpers::wait_until("the erasure to finish", || async {
@@ -334,4 +353,138 @@ async fn posts_left_to_erase_are_gone_from_reads_at_once() {
         (Some(0), Some(0)),
         "{post}"
     );
+}
+
+/// Rebuilding the live state (the recovery after losing Redis) while a
+/// deleted account's posts are still being erased must not bring the
+/// account back: no card is made for it, and one found is dropped.
+#[tokio::test]
+async fn a_rebuild_of_the_live_state_brings_no_deleted_account_back() {
+    use moments::store::faults::{Fault, Gate};
+    use moments::store::{BlobKey, LiveFill, LiveRead};
+    let mut settings = crate::helpers::test_settings();
+    settings.erase_in_request = 0;
+    let app = crate::helpers::spawn_app_with(settings).await;
+    let admin = app.admin().await;
+    let gone = app.user("rebuilt_gone").await;
+    let fan = app.user("rebuilt_fan").await;
+    follow(&app, &fan, &gone).await;
+    let post = app.text_post(&gone, "left to erase").await;
+    let profile = format!("/api/v1/users/{}", gone.uid);
+    assert_eq!(app.get(&profile, Some(&fan.token)).await.0.as_u16(), 200);
+    let card_key = BlobKey::Card(gone.uid);
+    let cached = |app: &TestApp| {
+        let ctx = app.ctx.clone();
+        async move {
+            let read = LiveRead {
+                blobs: vec![card_key],
+                ..Default::default()
+            };
+            ctx.live.read(&read).await.unwrap().blobs[0].clone()
+        }
+    };
+    let card = cached(&app)
+        .await
+        .expect("the profile read cached the card");
+    let gate = Gate::new();
+    app.ctx.faults.inject(
+        "PostDocs",
+        "post_ids_by_author",
+        Fault::Hold(gate.clone()),
+        1,
+    );
+    let (s, body) = app
+        .call(
+            Method::DELETE,
+            "/api/v1/me",
+            Some(&gone.token),
+            Some(json!({"password": "password-123"})),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 204, "{body}");
+    gate.reached().await;
+    let rebuild = || {
+        app.call(
+            Method::POST,
+            "/api/v1/admin/live/rebuild",
+            Some(&admin.token),
+            None,
+        )
+    };
+    let gone_everywhere = || async {
+        assert_eq!(cached(&app).await, None, "a card for the erased account");
+        assert_problem(&app.get(&profile, Some(&fan.token)).await, 404, "not_found");
+        assert_problem(
+            &app.get(&format!("/api/v1/posts/{post}"), Some(&fan.token))
+                .await,
+            404,
+            "not_found",
+        );
+        assert_problem(
+            &app.put(&format!("{profile}/follow"), Some(&admin.token))
+                .await,
+            404,
+            "not_found",
+        );
+    };
+    let (s, report) = rebuild().await;
+    assert_eq!(s.as_u16(), 200, "{report}");
+    gone_everywhere().await;
+    // A card left over from before (as a Redis restored from a snapshot
+    // would hold): the check names it, and a rebuild drops it.
+    app.ctx
+        .live
+        .fill(&LiveFill {
+            blobs: vec![(card_key, card, None)],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let (_, report) = app
+        .get("/api/v1/admin/live/check", Some(&admin.token))
+        .await;
+    let line = format!("user {}: erased, yet a card is cached", gone.uid);
+    assert!(
+        report["mismatches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m == &Value::String(line.clone())),
+        "{report}"
+    );
+    assert_eq!(rebuild().await.0.as_u16(), 200);
+    gone_everywhere().await;
+    gate.open();
+}
+
+/// A password change that passed its session check just before the account
+/// was erased finds a tombstone, with no password to check: the account is
+/// gone (401), not a failure of the service.
+#[tokio::test]
+async fn a_password_change_racing_the_deletion_finds_the_account_gone() {
+    use moments::store::faults::{Fault, Gate};
+    let app = spawn_app().await;
+    let gone = app.user("racing_gone").await;
+    // Warm: the session and the card are cached, so the next request's
+    // session check reads no account document.
+    for path in [format!("/api/v1/users/{}", gone.uid), "/api/v1/me".into()] {
+        assert_eq!(app.get(&path, Some(&gone.token)).await.0.as_u16(), 200);
+    }
+    let gate = Gate::new();
+    app.ctx
+        .faults
+        .inject("AccountDocs", "users_by_ids", Fault::Hold(gate.clone()), 1);
+    let change = app.call(
+        Method::PUT,
+        "/api/v1/me/password",
+        Some(&gone.token),
+        Some(json!({"oldPassword": "password-123", "newPassword": "password-456"})),
+    );
+    let erase = async {
+        gate.reached().await;
+        assert!(app.ctx.docs.erase_user(gone.uid).await.unwrap());
+        gate.open();
+    };
+    let (answer, ()) = tokio::join!(change, erase);
+    assert_problem(&answer, 401, "unauthorized");
 }

@@ -206,6 +206,16 @@ async fn a_hide_sleeps_while_its_follow_is_gone_and_holds_when_it_comes_back() {
         (status(public).await, status(for_friends).await),
         (200, 404)
     );
+    // Writes judge it as reads do: a public post may mention them.
+    let (s, p) = app
+        .post(
+            "/api/v1/posts",
+            Some(&author.token),
+            json!({"category": "TEXT", "content": "see this", "mentions": [reader.uid]}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 201, "{p}");
+    assert_eq!(status(p["id"].as_i64().unwrap()).await, 200);
     // Followed again: it holds again, friends or not.
     follow(&app, &reader, &author).await;
     assert_eq!(

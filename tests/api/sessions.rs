@@ -629,3 +629,66 @@ async fn a_cached_session_ends_with_a_change_of_credentials_whatever_signing_out
         app.ctx.faults.clear();
     }
 }
+
+/// Two password changes made with the same old password at once, as when
+/// the owner takes an account back from someone who learnt the password:
+/// the first to land wins, the other is refused (409) and its session
+/// ends, whichever finished checking first.
+#[tokio::test]
+async fn of_two_password_changes_at_once_the_first_wins() {
+    use moments::store::faults::{Fault, Gate};
+    let app = spawn_app().await;
+    let name = format!("taken{}", now_ms() % 100_000);
+    let owner = app.user(&name).await;
+    let sign_in = |password: &'static str| {
+        app.post(
+            "/api/v1/sessions",
+            None,
+            json!({"username": name, "password": password}),
+        )
+    };
+    let (s, other) = sign_in("password-123").await;
+    assert_eq!(s.as_u16(), 201, "{other}");
+    let intruder = other["token"].as_str().unwrap().to_string();
+    // The intruder's change has checked the old password and hashed the
+    // new one; it is held before it writes anything.
+    let gate = Gate::new();
+    app.ctx.faults.inject(
+        "AccountDocs",
+        "set_session_credential_gen",
+        Fault::Hold(gate.clone()),
+        1,
+    );
+    let change = |token: String, new: &'static str| {
+        let app = &app;
+        async move {
+            app.call(
+                reqwest::Method::PUT,
+                "/api/v1/me/password",
+                Some(&token),
+                Some(json!({"oldPassword": "password-123", "newPassword": new})),
+            )
+            .await
+        }
+    };
+    let intruders = change(intruder.clone(), "intruder-pass-1");
+    let owners = async {
+        gate.reached().await;
+        let (s, body) = change(owner.token.clone(), "owner-pass-22").await;
+        assert_eq!(s.as_u16(), 204, "{body}");
+        gate.open();
+    };
+    let (refused, ()) = tokio::join!(intruders, owners);
+    assert_problem(&refused, 409, "conflict");
+    assert_eq!(sign_in("owner-pass-22").await.0.as_u16(), 201);
+    assert_eq!(sign_in("intruder-pass-1").await.0.as_u16(), 401);
+    assert_problem(
+        &app.get("/api/v1/me", Some(&intruder)).await,
+        401,
+        "unauthorized",
+    );
+    assert_eq!(
+        app.get("/api/v1/me", Some(&owner.token)).await.0.as_u16(),
+        200
+    );
+}

@@ -31,10 +31,12 @@ pub const DEFAULT_COUNTERS_PER_TABLE: usize = 100_000;
 /// address) crowd out no other table.
 ///
 /// A full table makes room by forgetting the counter whose window started
-/// first, which forgives that subject's recent requests and nothing more;
-/// a counter at its `lockout_at` (an account locked by failed
-/// sign-ins) is never forgotten this way, and only when every counter of
-/// the table is such a lockout is a new counter refused.
+/// first, which forgives that subject's recent requests and nothing more.
+/// In a table of lockouts (failed sign-ins per account) it forgets the
+/// lowest count instead, so that filling the table cannot wipe out a
+/// guesser's own count just short of the lockout and buy a fresh round of
+/// guesses; a counter at its `lockout_at` is never forgotten, and only when
+/// every counter of the table is such a lockout is a new counter refused.
 struct CounterTable {
     /// key → (count, window end in epoch ms).
     windows: HashMap<String, (i64, i64)>,
@@ -123,19 +125,31 @@ impl CounterTable {
                 return true;
             }
         }
-        // Each live counter is met at most once: a lockout goes to the back.
+        if let Some(at) = lockout_at {
+            // A walk of the table, paid only by a new subject of a full
+            // lockout table, each behind a password hash of its own.
+            let lowest = self
+                .windows
+                .iter()
+                .filter(|(_, e)| e.0 < at || e.1 <= now)
+                .min_by_key(|(_, e)| (e.1 > now, e.0))
+                .map(|(k, _)| k.clone());
+            if let Some(key) = lowest {
+                self.windows.remove(&key);
+                return true;
+            }
+            self.locked_until = now + 1000;
+            return false;
+        }
+        // Each live counter is met at most once.
         for _ in 0..self.opened.len() {
             let Some((end, key)) = self.opened.pop_front() else {
                 break;
             };
-            let Some(&(count, current_end)) = self.windows.get(&key) else {
+            let Some(&(_, current_end)) = self.windows.get(&key) else {
                 continue;
             };
             if current_end != end {
-                continue;
-            }
-            if lockout_at.is_some_and(|at| count >= at) {
-                self.opened.push_back((end, key));
                 continue;
             }
             self.windows.remove(&key);
@@ -1010,5 +1024,48 @@ mod tests {
         }
         assert_eq!(locked.check(&failure("d"), now).count, i64::MAX);
         assert_eq!(locked.check(&failure("a"), now).count, 12);
+    }
+
+    #[test]
+    fn filling_a_lockout_table_does_not_wipe_a_count_short_of_it() {
+        // A guesser one short of the lockout, whose counter opened first,
+        // then fills the table with one failure for each of many names.
+        let mut counters = Counters::new(5);
+        let now = now_ms();
+        let failure = |name: &str| LimitCheck {
+            key: format!("login_failures:name:{name}"),
+            cost: 1,
+            window_ms: 900_000,
+            lockout_at: Some(10),
+        };
+        for _ in 0..9 {
+            counters.check(&failure("victim"), now);
+        }
+        for i in 0..50 {
+            assert_eq!(counters.check(&failure(&format!("other{i}")), now).count, 1);
+        }
+        assert_eq!(
+            counters.check(&failure("victim"), now).count,
+            10,
+            "the guesser's count was forgotten"
+        );
+        // Between sweeps, an expired counter goes before a live one, however
+        // low: "high" ends at now + 200, "x" is made at now + 100 (a sweep,
+        // nothing expired yet, "low" forgotten), "y" at now + 300.
+        let mut aging = Counters::new(2);
+        for _ in 0..2 {
+            aging.check(&failure("low"), now);
+        }
+        for _ in 0..5 {
+            aging.check(&failure("high"), now - 899_800);
+        }
+        aging.check(&failure("x"), now + 100);
+        aging.check(&failure("y"), now + 300);
+        assert_eq!(aging.check(&failure("x"), now + 300).count, 2);
+        assert_eq!(
+            aging.check(&failure("low"), now + 300).count,
+            1,
+            "forgotten, it starts over"
+        );
     }
 }

@@ -56,18 +56,26 @@ impl AccountDocs for MongoDocs {
         &self,
         uid: i64,
         password_hash: &str,
+        checked_gen: i64,
         credential_gen: i64,
-    ) -> StoreResult<()> {
+    ) -> StoreResult<bool> {
+        // An equality on the account's own `_id` and one field: the
+        // compare-and-set every wire server here updates right. An account
+        // from before `credentialGen` has none, which reads as 0.
+        let unchanged = if checked_gen == 0 {
+            doc! { "$or": [ { "credentialGen": 0_i64 }, { "credentialGen": { "$exists": false } } ] }
+        } else {
+            doc! { "credentialGen": checked_gen }
+        };
+        let mut filter = doc! { "_id": uid };
+        filter.extend(unchanged);
         self.users()
             .update_one(
-                doc! { "_id": uid },
-                doc! {
-                    "$set": { "passwordHash": password_hash },
-                    "$max": { "credentialGen": credential_gen },
-                },
+                filter,
+                doc! { "$set": { "passwordHash": password_hash, "credentialGen": credential_gen } },
             )
             .await
-            .map(|_| ())
+            .map(|r| r.matched_count == 1)
             .map_err(classify)
     }
 

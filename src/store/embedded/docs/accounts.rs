@@ -94,21 +94,28 @@ impl AccountDocs for EmbeddedDocs {
         &self,
         uid: i64,
         password_hash: &str,
+        checked_gen: i64,
         credential_gen: i64,
-    ) -> StoreResult<()> {
+    ) -> StoreResult<bool> {
         let hash = password_hash.to_string();
         self.update_user(uid, move |u| {
+            if u.credential_gen != checked_gen {
+                return false;
+            }
             u.password_hash = hash.clone();
-            u.credential_gen = u.credential_gen.max(credential_gen);
+            u.credential_gen = credential_gen;
+            true
         })
         .await
     }
 
     async fn raise_credential_gen(&self, uid: i64, credential_gen: i64) -> StoreResult<()> {
         self.update_user(uid, move |u| {
-            u.credential_gen = u.credential_gen.max(credential_gen)
+            u.credential_gen = u.credential_gen.max(credential_gen);
+            true
         })
         .await
+        .map(|_| ())
     }
 
     async fn set_session_credential_gen(
@@ -306,17 +313,20 @@ impl EmbeddedDocs {
     async fn update_user(
         &self,
         uid: i64,
-        change: impl Fn(&mut UserDoc) + Send + Sync + 'static,
-    ) -> StoreResult<()> {
+        change: impl Fn(&mut UserDoc) -> bool + Send + Sync + 'static,
+    ) -> StoreResult<bool> {
         self.write(move |txn| {
             let mut users = txn.open_table(USERS).map_err(other)?;
-            if let Some(mut user) = get_doc::<UserDoc>(&users, id(uid))? {
-                change(&mut user);
-                users
-                    .insert(id(uid), encode(&user)?.as_slice())
-                    .map_err(other)?;
+            let Some(mut user) = get_doc::<UserDoc>(&users, id(uid))? else {
+                return Ok(false);
+            };
+            if !change(&mut user) {
+                return Ok(false);
             }
-            Ok(())
+            users
+                .insert(id(uid), encode(&user)?.as_slice())
+                .map_err(other)?;
+            Ok(true)
         })
         .await
     }
