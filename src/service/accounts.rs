@@ -525,6 +525,20 @@ async fn close_sessions(ctx: &Context, uid: i64, sessions: &[SessionDoc]) -> App
     Ok(())
 }
 
+/// Signs the session making this request out, its cached copy too.
+async fn close_own_session(ctx: &Context, who: &Authed) -> AppResult<()> {
+    ctx.docs.delete_sessions(who.uid, &[who.session_id]).await?;
+    let key = BlobKey::Session(who.uid, who.token_hash);
+    ctx.repair
+        .apply_unordered(
+            ctx.live.as_ref(),
+            Owner::User(who.uid),
+            vec![LiveChange::Drop(LiveKey::Blob(key))],
+        )
+        .await;
+    Ok(())
+}
+
 fn parse_hex_hash(hex: &str) -> Option<TokenHash> {
     if hex.len() != 64 {
         return None;
@@ -678,15 +692,16 @@ pub async fn change_password(ctx: &Context, who: &Authed, req: PasswordChange) -
         // the same old password at once: the first wins, so whoever knew
         // only the old one cannot undo the owner's change by racing it), or
         // the write failed. Either way this session may not keep the
-        // generation it was moved to.
+        // generation it was moved to: it is moved back, and signed out with
+        // its cached copy, in case either fails.
         let back = ctx
             .docs
             .set_session_credential_gen(who.uid, who.session_id, user.credential_gen)
             .await;
-        if back.is_err() {
-            ctx.docs.delete_sessions(who.uid, &[who.session_id]).await?;
-        }
+        let closed = close_own_session(ctx, who).await;
         changed?;
+        back?;
+        closed?;
         credentials_changed(ctx, who.uid).await;
         return Err(AppError::Conflict(
             "the password was changed meanwhile; sign in with the new one".into(),
@@ -1070,18 +1085,33 @@ pub async fn bootstrap_admin(ctx: &Context, username: &str, password: &str) -> A
     }
     if !verify_password(ctx, pw.expose().to_string(), user.password_hash.clone()).await? {
         let hash = hash_password(ctx, pw.expose().to_string()).await?;
-        let changed = ctx
-            .docs
-            .set_password_hash(
-                user.uid,
-                &hash,
-                user.credential_gen,
-                next_credential_gen(&user),
-            )
-            .await?;
+        // A rotation of a leaked admin password must not lose to whoever
+        // holds the old one: a compare-and-set lost to another change is
+        // made again on a fresh read, a few times.
+        let mut current = user.clone();
+        let mut changed = false;
+        for _ in 0..5 {
+            changed = ctx
+                .docs
+                .set_password_hash(
+                    current.uid,
+                    &hash,
+                    current.credential_gen,
+                    next_credential_gen(&current),
+                )
+                .await?;
+            if changed {
+                break;
+            }
+            match ctx.docs.users_by_ids(&[current.uid]).await?.pop() {
+                Some(fresh) if !fresh.is_erased() => current = fresh,
+                _ => break,
+            }
+        }
         if !changed {
-            // Another instance starting with the same settings changed it.
-            return Ok(user.uid);
+            return Err(AppError::Internal(anyhow::anyhow!(
+                "the admin password could not be set: it kept changing meanwhile"
+            )));
         }
         credentials_changed(ctx, user.uid).await;
         tidy_sessions(ctx, user.uid, None).await;

@@ -488,3 +488,38 @@ async fn a_password_change_racing_the_deletion_finds_the_account_gone() {
     let (answer, ()) = tokio::join!(change, erase);
     assert_problem(&answer, 401, "unauthorized");
 }
+
+/// One that had checked the old password before the erasure, and writes
+/// after it, writes nothing onto the tombstone (409: the account moved on).
+#[tokio::test]
+async fn a_password_change_checked_before_the_deletion_writes_nothing_after_it() {
+    use moments::store::faults::{Fault, Gate};
+    let app = spawn_app().await;
+    let gone = app.user("racing_late").await;
+    let gate = Gate::new();
+    app.ctx.faults.inject(
+        "AccountDocs",
+        "set_session_credential_gen",
+        Fault::Hold(gate.clone()),
+        1,
+    );
+    let change = app.call(
+        Method::PUT,
+        "/api/v1/me/password",
+        Some(&gone.token),
+        Some(json!({"oldPassword": "password-123", "newPassword": "password-456"})),
+    );
+    let erase = async {
+        gate.reached().await;
+        assert!(app.ctx.docs.erase_user(gone.uid).await.unwrap());
+        gate.open();
+    };
+    let (answer, ()) = tokio::join!(change, erase);
+    assert_problem(&answer, 409, "conflict");
+    let tomb = app.ctx.docs.users_by_ids(&[gone.uid]).await.unwrap();
+    assert!(tomb[0].is_erased());
+    assert_eq!(
+        tomb[0].password_hash, "",
+        "a hash written onto the tombstone"
+    );
+}

@@ -126,8 +126,9 @@ impl CounterTable {
             }
         }
         if let Some(at) = lockout_at {
-            // A walk of the table, paid only by a new subject of a full
-            // lockout table, each behind a password hash of its own.
+            // A walk of the table, paid only when a full lockout table
+            // takes a new subject: a sign-in for an existing name not seen
+            // in the window, within its address's sign-in budget.
             let lowest = self
                 .windows
                 .iter()

@@ -59,24 +59,37 @@ impl AccountDocs for MongoDocs {
         checked_gen: i64,
         credential_gen: i64,
     ) -> StoreResult<bool> {
-        // An equality on the account's own `_id` and one field: the
-        // compare-and-set every wire server here updates right. An account
-        // from before `credentialGen` has none, which reads as 0.
-        let unchanged = if checked_gen == 0 {
-            doc! { "$or": [ { "credentialGen": 0_i64 }, { "credentialGen": { "$exists": false } } ] }
-        } else {
-            doc! { "credentialGen": checked_gen }
-        };
-        let mut filter = doc! { "_id": uid };
-        filter.extend(unchanged);
-        self.users()
-            .update_one(
-                filter,
-                doc! { "$set": { "passwordHash": password_hash, "credentialGen": credential_gen } },
-            )
-            .await
-            .map(|r| r.matched_count == 1)
-            .map_err(classify)
+        // FerretDB does not apply a conditional update atomically, so the
+        // race between changes checked under one generation is decided by a
+        // claim of that generation (`claims.rs`); the filter still keeps
+        // the generation, so a sign-out everywhere or an erasure in between
+        // wins on MongoDB.
+        let claim = format!("password:{uid}:{checked_gen}");
+        if !self.claim(claim.clone(), crate::ids::now_ms()).await? {
+            return Ok(false);
+        }
+        let change =
+            doc! { "$set": { "passwordHash": password_hash, "credentialGen": credential_gen } };
+        // Plain equalities only: nx-27017 loses the `_id` condition of an
+        // `$or` beside it. An account from before `credentialGen` has none,
+        // which reads as 0 (and `null` matches a missing field on MongoDB).
+        let mut filters = vec![doc! { "_id": uid, "credentialGen": checked_gen }];
+        if checked_gen == 0 {
+            filters.push(doc! { "_id": uid, "credentialGen": mongodb::bson::Bson::Null });
+        }
+        for filter in filters {
+            let matched = self
+                .users()
+                .update_one(filter, change.clone())
+                .await
+                .map_err(classify)?
+                .matched_count;
+            if matched == 1 {
+                return Ok(true);
+            }
+        }
+        self.unclaim(claim).await;
+        Ok(false)
     }
 
     async fn raise_credential_gen(&self, uid: i64, credential_gen: i64) -> StoreResult<()> {
@@ -180,6 +193,9 @@ impl AccountDocs for MongoDocs {
                     "passwordHash": "",
                     "roles": [],
                     "erasing": true,
+                    // A change of credentials checked before the erasure
+                    // loses its compare-and-set (`set_password_hash`).
+                    "credentialGen": crate::ids::next_id(),
                 } },
             )
             .await

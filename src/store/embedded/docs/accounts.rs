@@ -265,6 +265,9 @@ impl AccountDocs for EmbeddedDocs {
             user.head_img.clear();
             user.password_hash.clear();
             user.roles.clear();
+            // A change of credentials checked before the erasure loses its
+            // compare-and-set (`set_password_hash`).
+            user.credential_gen = crate::ids::next_id().max(user.credential_gen + 1);
             names
                 .insert(user.username.as_str(), id(uid))
                 .map_err(other)?;
