@@ -1109,9 +1109,12 @@ pub async fn bootstrap_admin(ctx: &Context, username: &str, password: &str) -> A
             }
         }
         if !changed {
-            return Err(AppError::Internal(anyhow::anyhow!(
+            // Starting matters more: the next start tries again.
+            tracing::warn!(
+                uid = user.uid,
                 "the admin password could not be set: it kept changing meanwhile"
-            )));
+            );
+            return Ok(user.uid);
         }
         credentials_changed(ctx, user.uid).await;
         tidy_sessions(ctx, user.uid, None).await;

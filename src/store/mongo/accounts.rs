@@ -65,7 +65,12 @@ impl AccountDocs for MongoDocs {
         // the generation, so a sign-out everywhere or an erasure in between
         // wins on MongoDB.
         let claim = format!("password:{uid}:{checked_gen}");
-        if !self.claim(claim.clone(), crate::ids::now_ms()).await? {
+        // Rivals hold their read for a password hash's time; a claim left
+        // by a request dropped in between refuses this state for a minute.
+        if !self
+            .claim_kept(claim.clone(), crate::ids::now_ms(), 60_000)
+            .await?
+        {
             return Ok(false);
         }
         let change =
@@ -78,14 +83,15 @@ impl AccountDocs for MongoDocs {
             filters.push(doc! { "_id": uid, "credentialGen": mongodb::bson::Bson::Null });
         }
         for filter in filters {
-            let matched = self
-                .users()
-                .update_one(filter, change.clone())
-                .await
-                .map_err(classify)?
-                .matched_count;
-            if matched == 1 {
-                return Ok(true);
+            match self.users().update_one(filter, change.clone()).await {
+                Ok(r) if r.matched_count == 1 => return Ok(true),
+                Ok(_) => {}
+                Err(e) => {
+                    // Given back, or every retry of this change would be
+                    // refused for the claim's hour.
+                    self.unclaim(claim).await;
+                    return Err(classify(e));
+                }
             }
         }
         self.unclaim(claim).await;

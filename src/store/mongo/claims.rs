@@ -22,10 +22,22 @@ const PURGED_PER_CLAIM: usize = 8;
 impl MongoDocs {
     /// True when this call is the one that claimed `name`.
     pub(super) async fn claim(&self, name: String, now: i64) -> StoreResult<bool> {
+        self.claim_kept(name, now, KEPT_MS).await
+    }
+
+    /// `claim`, with its record kept `kept_ms`: for a race whose rivals
+    /// hold their reads for moments, so that a claim a dropped request left
+    /// behind refuses that state only briefly.
+    pub(super) async fn claim_kept(
+        &self,
+        name: String,
+        now: i64,
+        kept_ms: i64,
+    ) -> StoreResult<bool> {
         let claims = self.db.collection::<Document>("claims");
         let record = doc! {
             "_id": name,
-            "expireAt": mongodb::bson::DateTime::from_millis(now + KEPT_MS),
+            "expireAt": mongodb::bson::DateTime::from_millis(now + kept_ms),
         };
         let won = match claims.insert_one(record).await {
             Ok(_) => true,
