@@ -20,6 +20,33 @@ async fn ids_in(app: &TestApp, path: &str, who: &User, field: &str) -> Vec<i64> 
         .collect()
 }
 
+/// Deletes `who`'s account (204) with the background erasure held at its
+/// first step, the account's posts; the gate lets it go on.
+async fn deleted_with_erasure_held(
+    app: &TestApp,
+    who: &User,
+) -> std::sync::Arc<moments::store::faults::Gate> {
+    use moments::store::faults::{Fault, Gate};
+    let gate = Gate::new();
+    app.ctx.faults.inject(
+        "PostDocs",
+        "post_ids_by_author",
+        Fault::Hold(gate.clone()),
+        1,
+    );
+    let (s, body) = app
+        .call(
+            Method::DELETE,
+            "/api/v1/me",
+            Some(&who.token),
+            Some(json!({"password": "password-123"})),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 204, "{body}");
+    gate.reached().await;
+    gate
+}
+
 #[tokio::test]
 async fn a_deleted_account_is_gone_from_every_read_of_everyone_else() {
     let app = spawn_app().await;
@@ -212,7 +239,6 @@ async fn an_erasure_cut_short_is_finished_by_the_sweep() {
 /// first step), and none of it shows.
 #[tokio::test]
 async fn posts_left_to_erase_are_gone_from_reads_at_once() {
-    use moments::store::faults::{Fault, Gate};
     let mut settings = crate::helpers::test_settings();
     settings.erase_in_request = 0;
     let app = crate::helpers::spawn_app_with(settings).await;
@@ -231,24 +257,7 @@ async fn posts_left_to_erase_are_gone_from_reads_at_once() {
     app.put(&format!("/api/v1/posts/{theirs}/like"), Some(&fan.token))
         .await;
     assert_eq!(whole_feed(&app, &fan, 20).await.len(), 4);
-    // The erasure starts with the account's posts: held there.
-    let gate = Gate::new();
-    app.ctx.faults.inject(
-        "PostDocs",
-        "post_ids_by_author",
-        Fault::Hold(gate.clone()),
-        1,
-    );
-    let (s, body) = app
-        .call(
-            Method::DELETE,
-            "/api/v1/me",
-            Some(&gone.token),
-            Some(json!({"password": "password-123"})),
-        )
-        .await;
-    assert_eq!(s.as_u16(), 204, "{body}");
-    gate.reached().await;
+    let gate = deleted_with_erasure_held(&app, &gone).await;
     assert_eq!(
         app.ctx.docs.posts_by_ids(&posts).await.unwrap().len(),
         3,
@@ -360,7 +369,6 @@ async fn posts_left_to_erase_are_gone_from_reads_at_once() {
 /// account back: no card is made for it, and one found is dropped.
 #[tokio::test]
 async fn a_rebuild_of_the_live_state_brings_no_deleted_account_back() {
-    use moments::store::faults::{Fault, Gate};
     use moments::store::{BlobKey, LiveFill, LiveRead};
     let mut settings = crate::helpers::test_settings();
     settings.erase_in_request = 0;
@@ -386,23 +394,7 @@ async fn a_rebuild_of_the_live_state_brings_no_deleted_account_back() {
     let card = cached(&app)
         .await
         .expect("the profile read cached the card");
-    let gate = Gate::new();
-    app.ctx.faults.inject(
-        "PostDocs",
-        "post_ids_by_author",
-        Fault::Hold(gate.clone()),
-        1,
-    );
-    let (s, body) = app
-        .call(
-            Method::DELETE,
-            "/api/v1/me",
-            Some(&gone.token),
-            Some(json!({"password": "password-123"})),
-        )
-        .await;
-    assert_eq!(s.as_u16(), 204, "{body}");
-    gate.reached().await;
+    let gate = deleted_with_erasure_held(&app, &gone).await;
     let rebuild = || {
         app.call(
             Method::POST,
