@@ -11,25 +11,8 @@ const USAGE: &str = "usage: moments [serve | rebuild-live | check | help]
   check          compare the live state with the documents; exits 1 on any mismatch
   help           print this, and every setting with its default (also -h, --help)";
 
-/// Pins glibc's mmap threshold at its default 128 KiB. Left dynamic, glibc
-/// raises it to the size of the largest block freed, so every 19 MiB argon2
-/// buffer after the first is carved from the heap, fragments it, and is never
-/// returned: measured, 30 registrations left the process at 280 MiB instead
-/// of 12 MiB.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn tune_allocator() {
-    // SAFETY: mallopt only sets an allocator parameter; it is called once,
-    // before any other thread exists.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
-    }
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn tune_allocator() {}
-
 fn main() -> std::process::ExitCode {
-    tune_allocator();
+    moments::startup::tune_allocator();
     actix_web::rt::System::new().block_on(serve())
 }
 

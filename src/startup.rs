@@ -43,6 +43,23 @@ use crate::store::mongo::MongoDocs;
 use crate::store::redis::RedisLive;
 use crate::store::{DocStore, LiveStore};
 
+/// Pins glibc's mmap threshold at its default 128 KiB. Left dynamic, glibc
+/// raises it to the size of the largest block freed, so every 19 MiB argon2
+/// buffer after the first is carved from the heap, fragments it, and is never
+/// returned: measured, 30 registrations left the process at 280 MiB instead
+/// of 12 MiB.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+pub fn tune_allocator() {
+    // SAFETY: mallopt only sets an allocator parameter; it is called once,
+    // before any other thread exists.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+pub fn tune_allocator() {}
+
 pub struct Application {
     port: u16,
     server: Server,

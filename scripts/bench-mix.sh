@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# DeathStarBench socialNetwork's mixed workload against a release build:
+# the socfb-Reed98 graph (../shared/data), each edge a follow both ways,
+# 0-20 posts per user seeded before the run (untimed, through the service
+# layer: examples/bench_mix.rs), then 60% home feed, 30% a random user's
+# album, 10% a new 256-character post, each as a random signed-in user,
+# pages of 10 (scripts/bench-mix.lua). /healthz is measured in the same run
+# with the same tool and settings, as the ceiling the mix is judged by.
+#
+#   scripts/bench-mix.sh embedded|redis|stores [connections] [scale] [seconds]
+#
+# embedded: the default, everything in process; redis: embedded documents,
+# live state on a real redis-server; stores: MongoDB (nx-27017) + Redis.
+# scale > 1 generates that many times the users and edges with Reed98's
+# degree shape, plus five accounts with 5,000-9,000 followers.
+# MOMENTS_MIX_PERF=FILE records a perf profile of the first run into FILE.
+# The mix runs twice, back to back: the second run shows whether RSS keeps
+# growing once the caches are full.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BACKEND=${1:-embedded}
+CONNECTIONS=${2:-16}
+SCALE=${3:-1}
+DURATION=${4:-20}
+EDGES=${MOMENTS_MIX_EDGES:-../shared/data/socfb-Reed98.edges}
+source scripts/stores.sh
+command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk; }
+cargo build --release --locked --example bench_mix >&2
+DATA=$(mktemp -d)
+LUA=$DATA/mix-data.lua
+PORT=$(free_port)
+export MOMENTS_RATE_LIMITS=off
+export MOMENTS_LISTEN=127.0.0.1:$PORT MOMENTS_DATA_DIR=$DATA/docs MOMENTS_MONGODB_DB=mix RUST_LOG=warn
+unset MOMENTS_REDIS_URL MOMENTS_MONGODB_URI
+MIX_REDIS_PID=
+case "$BACKEND" in
+  embedded) ;;
+  redis)
+    need_redis
+    REDIS_PORT=$(free_port)
+    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$DATA" \
+      --logfile "$DATA/redis.log" --daemonize no &
+    MIX_REDIS_PID=$!
+    wait_for redis-server redis-cli -p "$REDIS_PORT" ping
+    export MOMENTS_REDIS_URL=redis://127.0.0.1:$REDIS_PORT
+    ;;
+  stores)
+    start_stores
+    export MOMENTS_MONGODB_URI=$MOMENTS_TEST_MONGODB_URI MOMENTS_REDIS_URL=$MOMENTS_TEST_REDIS_URL
+    ;;
+  *) echo "usage: $0 embedded|redis|stores [connections] [scale] [seconds]" >&2; exit 2 ;;
+esac
+target/release/examples/bench_mix --edges "$EDGES" --lua "$LUA" --scale "$SCALE" >"$DATA/server.log" 2>&1 &
+APP_PID=$!
+trap 'kill $APP_PID 2>/dev/null; [ -n "$MIX_REDIS_PID" ] && kill $MIX_REDIS_PID 2>/dev/null; stop_stores; rm -rf "$DATA"' EXIT
+echo "== seeding (scale $SCALE)" >&2
+while [ ! -f "$LUA" ]; do
+  kill -0 $APP_PID 2>/dev/null || { cat "$DATA/server.log" >&2; exit 1; }
+  sleep 1
+done
+grep seeded "$DATA/server.log" >&2
+cat "$LUA" scripts/bench-mix.lua >"$DATA/mix.lua"
+
+rss() { echo $(( $(ps -o rss= -p $APP_PID) / 1024 )); }
+# req/s, p50 and p99 in ms, non-2xx, from wrk's --latency output.
+summarise() {
+  python3 -c '
+import re, sys
+text = sys.stdin.read()
+def ms(v, unit): return float(v) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}[unit]
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+p = {k: ms(*re.search(rf"\s{k}%\s+([\d.]+)(us|ms|s|m)\b", text).groups()) for k in ("50", "99")}
+bad = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+sent = re.search(r"== sent: .*", text)
+print("%.0f %.2f %.2f %s" % (rps, p["50"], p["99"], bad.group(1) if bad else 0))
+if sent: print(sent.group(0), file=sys.stderr)
+'
+}
+
+echo "== $(nproc) cores, backend $BACKEND, $CONNECTIONS connections, wrk -t2, scale $SCALE, ${DURATION}s, at $(git rev-parse --short HEAD)"
+echo "== server RSS after seeding: $(rss) MiB"
+read -r H_RPS H_P50 H_P99 _ < <(wrk -t2 -c"$CONNECTIONS" -d5s --latency "http://127.0.0.1:$PORT/healthz" | summarise)
+echo "== /healthz: $H_RPS req/s, p50 $H_P50 ms, p99 $H_P99 ms"
+for run in 1 2; do
+  PERF_PID=
+  if [ -n "${MOMENTS_MIX_PERF:-}" ] && [ $run = 1 ]; then
+    perf record -F 499 ${MOMENTS_MIX_PERF_CALLS:--g} -p $APP_PID -o "$MOMENTS_MIX_PERF" -- sleep "$DURATION" >/dev/null 2>&1 &
+    PERF_PID=$!
+  fi
+  read -r RPS P50 P99 BAD < <(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$DATA/mix.lua" \
+    "http://127.0.0.1:$PORT" | tee "$DATA/wrk-$run.txt" | summarise)
+  [ -n "$PERF_PID" ] && wait $PERF_PID
+  RATIO=$(python3 -c "print(f'{$RPS / $H_RPS:.3f}')")
+  echo "== mix run $run: $RPS req/s, p50 $P50 ms, p99 $P99 ms, ratio to /healthz $RATIO, non-2xx $BAD, RSS after $(rss) MiB"
+done
