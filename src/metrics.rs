@@ -262,6 +262,28 @@ pub fn store_round_trip(port: &'static str, op: &'static str, took: Duration) {
     .record(took);
 }
 
+static LIVE_COUNTERS: LazyLock<RwLock<HashMap<(&'static str, &'static str), Counter>>> =
+    LazyLock::new(Default::default);
+
+/// The counter `name` of keys of `kind`, made the first time: looking it up
+/// in the recorder's registry on every read (hashing its labels) was 2% of
+/// a worker's CPU.
+fn live_counter(name: &'static str, kind: &'static str) -> Counter {
+    if let Some(c) = LIVE_COUNTERS
+        .read()
+        .ok()
+        .and_then(|c| c.get(&(name, kind)).cloned())
+    {
+        return c;
+    }
+    install();
+    let made = counter!(name, "key" => kind);
+    if let Ok(mut c) = LIVE_COUNTERS.write() {
+        c.entry((name, kind)).or_insert_with(|| made.clone());
+    }
+    made
+}
+
 /// The live lookups of one batched read, tallied by kind of key and
 /// recorded at once: a page reads a hundred keys of a few kinds.
 #[derive(Default)]
@@ -303,7 +325,7 @@ impl LiveLookups {
                 (LIVE_REBUILDS, rebuilds),
             ] {
                 if n > 0 {
-                    counter!(name, "key" => kind).increment(n);
+                    live_counter(name, kind).increment(n);
                 }
             }
         }

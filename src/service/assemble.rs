@@ -613,7 +613,9 @@ pub async fn assemble_visible(
         let known = hinted
             .get(&body.id)
             .is_some_and(|h| people.iter().all(|u| h.contains(u)));
-        if !known && !people.is_empty() {
+        // Written empty too: a post without comments then hits the hint
+        // instead of missing it on every read.
+        if !known {
             loader.write_back(
                 BlobKey::CommentPeople(body.id),
                 super::loader::to_json(&people)?,

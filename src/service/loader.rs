@@ -142,6 +142,11 @@ impl<'a> Loader<'a> {
                     lookups.hit(key.kind());
                     out.blobs.insert(*key, v);
                 }
+                None if key.is_hint() => {
+                    if answered {
+                        lookups.miss(key.kind());
+                    }
+                }
                 None => {
                     if answered {
                         lookups.miss(key.kind());

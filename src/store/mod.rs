@@ -1314,6 +1314,12 @@ impl BlobKey {
         }
     }
 
+    /// A hint: never rebuilt from the documents, so its absence is only
+    /// a miss, with nothing to load.
+    pub fn is_hint(self) -> bool {
+        matches!(self, BlobKey::CommentPeople(_) | BlobKey::ManyBlockers(_))
+    }
+
     pub fn owner(self) -> Owner {
         match self {
             BlobKey::PostBody(p)

@@ -326,15 +326,17 @@ impl State {
     fn tick(&self) -> u64 {
         self.clock.fetch_add(1, Ordering::Relaxed)
     }
-    fn blob(&self, key: &BlobKey) -> Option<&String> {
+    /// The blob, marked used at `tick`: one tick per read, not per key, since
+    /// the clock is one cache line that every worker's reads contend on.
+    fn blob(&self, key: &BlobKey, tick: u64) -> Option<&String> {
         self.blobs.get(key).map(|c| {
-            c.used.store(self.tick(), Ordering::Relaxed);
+            c.used.store(tick, Ordering::Relaxed);
             &c.value
         })
     }
-    fn set(&self, key: &SetKey) -> Option<&ZSet> {
+    fn set(&self, key: &SetKey, tick: u64) -> Option<&ZSet> {
         self.sets.get(key).map(|c| {
-            c.used.store(self.tick(), Ordering::Relaxed);
+            c.used.store(tick, Ordering::Relaxed);
             &c.value
         })
     }
@@ -553,14 +555,19 @@ impl LiveStore for MemoryLive {
             read.limits.iter().map(|c| counters.check(c, now)).collect()
         };
         let state = self.state_read();
+        let tick = state.tick();
         Ok(LiveAnswer {
             limits,
-            blobs: read.blobs.iter().map(|b| state.blob(b).cloned()).collect(),
+            blobs: read
+                .blobs
+                .iter()
+                .map(|b| state.blob(b, tick).cloned())
+                .collect(),
             sets: read
                 .sets
                 .iter()
                 .map(|r| {
-                    state.set(&r.key).map(|z| SetView {
+                    state.set(&r.key, tick).map(|z| SetView {
                         count: z.scores.len() as u64,
                         top: z
                             .order

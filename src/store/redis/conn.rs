@@ -88,10 +88,23 @@ pub(super) struct Batch {
 }
 
 struct Entry {
-    slot: u16,
+    /// Which of the command's arguments is the key that decides its slot.
+    key_at: usize,
     cmd: Cmd,
     /// Whether the caller reads this command's reply.
     kept: bool,
+}
+
+impl Entry {
+    /// The slot of the command's key, computed only on a cluster: on one
+    /// node it cost 2% of a worker's CPU for nothing.
+    fn slot(&self) -> u16 {
+        let key = self.cmd.args_iter().nth(self.key_at).and_then(|a| match a {
+            redis::Arg::Simple(bytes) => Some(bytes),
+            redis::Arg::Cursor => None,
+        });
+        get_slot(key.unwrap_or_default())
+    }
 }
 
 impl Batch {
@@ -125,20 +138,20 @@ impl Batch {
     pub fn cmd(&mut self, name: &str, key: &str) -> &mut Cmd {
         let mut cmd = redis::cmd(name);
         cmd.arg(key);
-        self.push(key, cmd)
+        self.push(1, cmd)
     }
 
     /// EVAL of `script` over `keys` (all of one slot: the first decides).
     pub fn eval(&mut self, script: &str, keys: &[&str]) -> &mut Cmd {
         let mut cmd = redis::cmd("EVAL");
         cmd.arg(script).arg(keys.len()).arg(keys);
-        self.push(keys.first().copied().unwrap_or_default(), cmd)
+        self.push(3, cmd)
     }
 
-    fn push(&mut self, key: &str, cmd: Cmd) -> &mut Cmd {
+    fn push(&mut self, key_at: usize, cmd: Cmd) -> &mut Cmd {
         let at = self.entries.len();
         self.entries.push(Entry {
-            slot: get_slot(key.as_bytes()),
+            key_at,
             cmd,
             kept: true,
         });
@@ -197,8 +210,86 @@ pub(super) struct Cluster {
 
 #[derive(Clone)]
 pub(super) enum Conn {
-    Node(Box<ConnectionManager>),
+    Node(Arc<NodeConns>),
     Cluster(Arc<Cluster>),
+}
+
+/// One Redis node's connections: one per thread that runs a runtime of its
+/// own (each actix worker does), made there on first use, and the one made
+/// at connect time for every other caller. A connection's driver task runs
+/// on the runtime that made it: shared by the workers, every command was
+/// two cross-thread wake-ups (the worker's to the driver's thread and back)
+/// on top of the round trip, and the kernel switching threads was about
+/// half the Redis path's CPU (BENCHMARKS.md).
+pub(super) struct NodeConns {
+    client: redis::Client,
+    config: redis::aio::ConnectionManagerConfig,
+    shared: ConnectionManager,
+    /// When making a thread's connection last failed (ms since the epoch):
+    /// for a second after, threads use the shared one instead of each
+    /// waiting out a connect timeout per command while Redis is away.
+    failed_at: std::sync::atomic::AtomicI64,
+}
+
+thread_local! {
+    /// This thread's connections, by the `NodeConns` they belong to (a
+    /// process may hold several: tests, tools).
+    static THREAD_CONNS: std::cell::RefCell<Vec<(std::sync::Weak<NodeConns>, ConnectionManager)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl NodeConns {
+    fn on_this_thread(me: &Arc<Self>) -> Option<ConnectionManager> {
+        THREAD_CONNS.with_borrow(|conns| {
+            conns
+                .iter()
+                .find(|(owner, _)| std::ptr::eq(owner.as_ptr(), Arc::as_ptr(me)))
+                .map(|(_, c)| c.clone())
+        })
+    }
+
+    /// The connection for a command sent from here: this thread's when it
+    /// runs a single-threaded runtime (its tasks never leave it), made if
+    /// need be; else the shared one (a multi-threaded runtime's tasks move
+    /// between its threads, and its driver with them).
+    async fn conn(me: &Arc<Self>) -> ConnectionManager {
+        use tokio::runtime::{Handle, RuntimeFlavor};
+        let own_thread =
+            Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::CurrentThread);
+        if !own_thread {
+            return me.shared.clone();
+        }
+        if let Some(c) = Self::on_this_thread(me) {
+            return c;
+        }
+        let now = crate::ids::now_ms();
+        if now - me.failed_at.load(std::sync::atomic::Ordering::Relaxed) < 1000 {
+            return me.shared.clone();
+        }
+        match ConnectionManager::new_with_config(me.client.clone(), me.config.clone()).await {
+            Ok(made) => THREAD_CONNS.with_borrow_mut(|conns| {
+                conns.retain(|(owner, _)| owner.strong_count() > 0);
+                // Another request on this thread may have made one meanwhile.
+                if let Some((_, c)) = conns
+                    .iter()
+                    .find(|(owner, _)| std::ptr::eq(owner.as_ptr(), Arc::as_ptr(me)))
+                {
+                    return c.clone();
+                }
+                conns.push((Arc::downgrade(me), made.clone()));
+                made
+            }),
+            // Redis unreachable now: the shared connection fails (or
+            // reconnects) as it did before, and the next command tries
+            // again to make this thread's.
+            Err(e) => {
+                tracing::debug!(error = %e, "no connection of this thread's to Redis yet");
+                me.failed_at
+                    .store(crate::ids::now_ms(), std::sync::atomic::Ordering::Relaxed);
+                me.shared.clone()
+            }
+        }
+    }
 }
 
 fn other(e: impl Into<anyhow::Error>) -> StoreError {
@@ -297,7 +388,7 @@ impl Cluster {
         let mut by_slot: BTreeMap<u16, (redis::Pipeline, Vec<usize>)> = BTreeMap::new();
         for (i, e) in entries {
             let (pipe, at) = by_slot
-                .entry(e.slot)
+                .entry(e.slot())
                 .or_insert_with(|| (redis::pipe(), Vec::new()));
             pipe.add_command(e.cmd);
             at.push(i);
@@ -336,7 +427,7 @@ impl Cluster {
         let shape = self.shape();
         let mut by_node: BTreeMap<u16, Vec<(usize, Entry)>> = BTreeMap::new();
         for (i, e) in entries {
-            let owner = shape.owner[usize::from(e.slot)];
+            let owner = shape.owner[usize::from(e.slot())];
             by_node.entry(owner).or_default().push((i, e));
         }
         let conn = self.conn();
@@ -449,17 +540,22 @@ impl Conn {
             .set_number_of_retries(1)
             .set_factor(2)
             .set_max_delay(200);
-        ConnectionManager::new_with_config(client, config)
+        let shared = ConnectionManager::new_with_config(client.clone(), config.clone())
             .await
-            .map(|c| Conn::Node(Box::new(c)))
-            .map_err(classify)
+            .map_err(classify)?;
+        Ok(Conn::Node(Arc::new(NodeConns {
+            client,
+            config,
+            shared,
+            failed_at: std::sync::atomic::AtomicI64::new(0),
+        })))
     }
 
     /// One command, sent to its key's node.
     pub async fn query<T: redis::FromRedisValue>(&self, cmd: &Cmd) -> StoreResult<T> {
         match self {
             Conn::Node(c) => cmd
-                .query_async(&mut ConnectionManager::clone(c))
+                .query_async(&mut NodeConns::conn(c).await)
                 .await
                 .map_err(classify),
             Conn::Cluster(c) => cmd.query_async(&mut c.conn()).await.map_err(classify),
@@ -482,7 +578,7 @@ impl Conn {
                     }
                 }
                 return pipe
-                    .query_async(&mut ConnectionManager::clone(c))
+                    .query_async(&mut NodeConns::conn(c).await)
                     .await
                     .map_err(classify);
             }

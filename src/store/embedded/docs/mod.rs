@@ -211,6 +211,12 @@ impl EmbeddedDocs {
             .map_err(|_| other("a write answered with the wrong type"))
     }
 
+    /// Runs `f` in a read transaction on the calling thread. Every read is
+    /// bounded (a page, a capped list) and served from redb's cache or the
+    /// page cache, so it costs microseconds: handing it to the blocking
+    /// pool cost more than the read, in two futex wake-ups and two thread
+    /// switches (measured: a third of the mix's CPU was the kernel
+    /// switching threads, BENCHMARKS.md).
     async fn read<T: Send + 'static>(
         &self,
         f: impl FnOnce(&ReadTransaction) -> StoreResult<T> + Send + 'static,
@@ -221,12 +227,8 @@ impl EmbeddedDocs {
             .map_err(|_| other("the database handle is poisoned"))?
             .clone()
             .ok_or_else(|| other("the store is closed"))?;
-        tokio::task::spawn_blocking(move || {
-            let txn = db.begin_read().map_err(other)?;
-            f(&txn)
-        })
-        .await
-        .map_err(other)?
+        let txn = db.begin_read().map_err(other)?;
+        f(&txn)
     }
 }
 
