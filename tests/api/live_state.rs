@@ -331,3 +331,37 @@ async fn a_failed_fan_out_costs_a_rebuild_never_a_missing_post() {
     assert_eq!(whole_feed(&app, &fan, 20).await, vec![id]);
     assert_eq!(whole_feed(&app, &author, 20).await, vec![id]);
 }
+
+#[tokio::test]
+async fn a_post_without_comments_leaves_an_empty_hint_so_warm_reads_miss_nothing() {
+    let app = spawn_app().await;
+    let author = app.user("hint_author").await;
+    let post = app.text_post(&author, "nobody has commented").await;
+    let path = format!("/api/v1/posts/{post}");
+    let hint = || async {
+        let read = LiveRead {
+            blobs: vec![BlobKey::CommentPeople(post)],
+            ..Default::default()
+        };
+        app.ctx.live.read(&read).await.unwrap().blobs[0].clone()
+    };
+    assert_eq!(app.get(&path, Some(&author.token)).await.0.as_u16(), 200);
+    // The hint is written back in the background with what the read rebuilt.
+    wait_until("the read left the comment-people hint", || async {
+        hint().await.is_some()
+    })
+    .await;
+    let people: Vec<i64> = serde_json::from_str(&hint().await.unwrap()).unwrap();
+    assert!(people.is_empty(), "{people:?}");
+    // A comment puts its author in the hint on the next read.
+    let reader = app.user("hint_reader").await;
+    app.comment(&reader, post, "first", None).await;
+    assert_eq!(app.get(&path, Some(&author.token)).await.0.as_u16(), 200);
+    wait_until("the hint names the commenter", || async {
+        hint()
+            .await
+            .and_then(|h| serde_json::from_str::<Vec<i64>>(&h).ok())
+            .is_some_and(|p| p.contains(&reader.uid))
+    })
+    .await;
+}
