@@ -9,6 +9,9 @@
 #
 #   scripts/bench-mix.sh embedded|redis|stores [connections] [scale] [seconds]
 #
+# connections may be a list (16,32): each is measured in turn on the one
+# seeding, /healthz first (the later ones see the earlier runs' posts too).
+#
 # embedded: the default, everything in process; redis: embedded documents,
 # live state on a real redis-server; stores: MongoDB (nx-27017) + Redis.
 # scale > 1 generates that many times the users and edges with Reed98's
@@ -77,19 +80,21 @@ if sent: print(sent.group(0), file=sys.stderr)
 '
 }
 
-echo "== $(nproc) cores, backend $BACKEND, $CONNECTIONS connections, wrk -t2, scale $SCALE, ${DURATION}s, at $(git rev-parse --short HEAD)"
+echo "== $(nproc) cores, backend $BACKEND, wrk -t2, scale $SCALE, ${DURATION}s runs, at $(git rev-parse --short HEAD)"
 echo "== server RSS after seeding: $(rss) MiB"
-read -r H_RPS H_P50 H_P99 _ < <(wrk -t2 -c"$CONNECTIONS" -d5s --latency "http://127.0.0.1:$PORT/healthz" | summarise)
-echo "== /healthz: $H_RPS req/s, p50 $H_P50 ms, p99 $H_P99 ms"
-for run in 1 2; do
-  PERF_PID=
-  if [ -n "${MOMENTS_MIX_PERF:-}" ] && [ $run = 1 ]; then
-    perf record -F 499 ${MOMENTS_MIX_PERF_CALLS:--g} -p $APP_PID -o "$MOMENTS_MIX_PERF" -- sleep "$DURATION" >/dev/null 2>&1 &
-    PERF_PID=$!
-  fi
-  read -r RPS P50 P99 BAD < <(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$DATA/mix.lua" \
-    "http://127.0.0.1:$PORT" | tee "$DATA/wrk-$run.txt" | summarise)
-  [ -n "$PERF_PID" ] && wait $PERF_PID
-  RATIO=$(python3 -c "print(f'{$RPS / $H_RPS:.3f}')")
-  echo "== mix run $run: $RPS req/s, p50 $P50 ms, p99 $P99 ms, ratio to /healthz $RATIO, non-2xx $BAD, RSS after $(rss) MiB"
+for C in ${CONNECTIONS//,/ }; do
+  read -r H_RPS H_P50 H_P99 _ < <(wrk -t2 -c"$C" -d5s --latency "http://127.0.0.1:$PORT/healthz" | summarise)
+  echo "== $C connections, /healthz: $H_RPS req/s, p50 $H_P50 ms, p99 $H_P99 ms"
+  for run in 1 2; do
+    PERF_PID=
+    if [ -n "${MOMENTS_MIX_PERF:-}" ] && [ $run = 1 ]; then
+      perf record -F 499 ${MOMENTS_MIX_PERF_CALLS:--g} -p $APP_PID -o "$MOMENTS_MIX_PERF" -- sleep "$DURATION" >/dev/null 2>&1 &
+      PERF_PID=$!
+    fi
+    read -r RPS P50 P99 BAD < <(wrk -t2 -c"$C" -d"${DURATION}s" --latency -s "$DATA/mix.lua" \
+      "http://127.0.0.1:$PORT" | tee "$DATA/wrk-$run.txt" | summarise)
+    [ -n "$PERF_PID" ] && wait $PERF_PID
+    RATIO=$(python3 -c "print(f'{$RPS / $H_RPS:.3f}')")
+    echo "== $C connections, mix run $run: $RPS req/s, p50 $P50 ms, p99 $P99 ms, ratio to /healthz $RATIO, non-2xx $BAD, RSS after $(rss) MiB"
+  done
 done
