@@ -210,13 +210,14 @@ impl Series {
     }
 }
 
-/// The series of `key`, made by `make` the first time. Label sets are
-/// bounded (see the module's comment), so the cache is too.
-fn cached<K: std::hash::Hash + Eq>(
-    cache: &RwLock<HashMap<K, Series>>,
+/// The handle (a series, a counter) of `key`, made by `make` the first
+/// time. Label sets are bounded (see the module's comment), so the cache is
+/// too.
+fn cached<K: std::hash::Hash + Eq, V: Clone>(
+    cache: &RwLock<HashMap<K, V>>,
     key: K,
-    make: impl FnOnce(&K) -> Series,
-) -> Series {
+    make: impl FnOnce(&K) -> V,
+) -> V {
     if let Some(series) = cache.read().ok().and_then(|c| c.get(&key).cloned()) {
         return series;
     }
@@ -265,23 +266,15 @@ pub fn store_round_trip(port: &'static str, op: &'static str, took: Duration) {
 static LIVE_COUNTERS: LazyLock<RwLock<HashMap<(&'static str, &'static str), Counter>>> =
     LazyLock::new(Default::default);
 
-/// The counter `name` of keys of `kind`, made the first time: looking it up
-/// in the recorder's registry on every read (hashing its labels) was 2% of
-/// a worker's CPU.
+/// The counter `name` of keys of `kind`, looked up once: finding it in the
+/// recorder's registry on every read (hashing its labels) was 2% of a
+/// worker's CPU.
 fn live_counter(name: &'static str, kind: &'static str) -> Counter {
-    if let Some(c) = LIVE_COUNTERS
-        .read()
-        .ok()
-        .and_then(|c| c.get(&(name, kind)).cloned())
-    {
-        return c;
-    }
-    install();
-    let made = counter!(name, "key" => kind);
-    if let Ok(mut c) = LIVE_COUNTERS.write() {
-        c.entry((name, kind)).or_insert_with(|| made.clone());
-    }
-    made
+    cached(
+        &LIVE_COUNTERS,
+        (name, kind),
+        |(name, kind)| counter!(*name, "key" => *kind),
+    )
 }
 
 /// The live lookups of one batched read, tallied by kind of key and

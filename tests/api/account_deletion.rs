@@ -449,12 +449,38 @@ async fn a_rebuild_of_the_live_state_brings_no_deleted_account_back() {
     gate.open();
 }
 
+/// `gone`'s password change, with the account erased while the change is
+/// held at its `AccountDocs` call `op`; the change's answer.
+async fn password_change_erased_at(
+    app: &TestApp,
+    gone: &crate::helpers::User,
+    op: &'static str,
+) -> (reqwest::StatusCode, Value) {
+    use moments::store::faults::{Fault, Gate};
+    let gate = Gate::new();
+    app.ctx
+        .faults
+        .inject("AccountDocs", op, Fault::Hold(gate.clone()), 1);
+    let change = app.call(
+        Method::PUT,
+        "/api/v1/me/password",
+        Some(&gone.token),
+        Some(json!({"oldPassword": "password-123", "newPassword": "password-456"})),
+    );
+    let erase = async {
+        gate.reached().await;
+        assert!(app.ctx.docs.erase_user(gone.uid).await.unwrap());
+        gate.open();
+    };
+    let (answer, ()) = tokio::join!(change, erase);
+    answer
+}
+
 /// A password change that passed its session check just before the account
 /// was erased finds a tombstone, with no password to check: the account is
 /// gone (401), not a failure of the service.
 #[tokio::test]
 async fn a_password_change_racing_the_deletion_finds_the_account_gone() {
-    use moments::store::faults::{Fault, Gate};
     let app = spawn_app().await;
     let gone = app.user("racing_gone").await;
     // Warm: the session and the card are cached, so the next request's
@@ -462,22 +488,7 @@ async fn a_password_change_racing_the_deletion_finds_the_account_gone() {
     for path in [format!("/api/v1/users/{}", gone.uid), "/api/v1/me".into()] {
         assert_eq!(app.get(&path, Some(&gone.token)).await.0.as_u16(), 200);
     }
-    let gate = Gate::new();
-    app.ctx
-        .faults
-        .inject("AccountDocs", "users_by_ids", Fault::Hold(gate.clone()), 1);
-    let change = app.call(
-        Method::PUT,
-        "/api/v1/me/password",
-        Some(&gone.token),
-        Some(json!({"oldPassword": "password-123", "newPassword": "password-456"})),
-    );
-    let erase = async {
-        gate.reached().await;
-        assert!(app.ctx.docs.erase_user(gone.uid).await.unwrap());
-        gate.open();
-    };
-    let (answer, ()) = tokio::join!(change, erase);
+    let answer = password_change_erased_at(&app, &gone, "users_by_ids").await;
     assert_problem(&answer, 401, "unauthorized");
 }
 
@@ -485,28 +496,9 @@ async fn a_password_change_racing_the_deletion_finds_the_account_gone() {
 /// after it, writes nothing onto the tombstone (409: the account moved on).
 #[tokio::test]
 async fn a_password_change_checked_before_the_deletion_writes_nothing_after_it() {
-    use moments::store::faults::{Fault, Gate};
     let app = spawn_app().await;
     let gone = app.user("racing_late").await;
-    let gate = Gate::new();
-    app.ctx.faults.inject(
-        "AccountDocs",
-        "set_session_credential_gen",
-        Fault::Hold(gate.clone()),
-        1,
-    );
-    let change = app.call(
-        Method::PUT,
-        "/api/v1/me/password",
-        Some(&gone.token),
-        Some(json!({"oldPassword": "password-123", "newPassword": "password-456"})),
-    );
-    let erase = async {
-        gate.reached().await;
-        assert!(app.ctx.docs.erase_user(gone.uid).await.unwrap());
-        gate.open();
-    };
-    let (answer, ()) = tokio::join!(change, erase);
+    let answer = password_change_erased_at(&app, &gone, "set_session_credential_gen").await;
     assert_problem(&answer, 409, "conflict");
     let tomb = app.ctx.docs.users_by_ids(&[gone.uid]).await.unwrap();
     assert!(tomb[0].is_erased());

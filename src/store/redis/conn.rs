@@ -217,10 +217,10 @@ pub(super) enum Conn {
 /// One Redis node's connections: one per thread that runs a runtime of its
 /// own (each actix worker does), made there on first use, and the one made
 /// at connect time for every other caller. A connection's driver task runs
-/// on the runtime that made it: shared by the workers, every command was
-/// two cross-thread wake-ups (the worker's to the driver's thread and back)
-/// on top of the round trip, and the kernel switching threads was about
-/// half the Redis path's CPU (BENCHMARKS.md).
+/// on the runtime that made it: shared by the workers, it ran on the main
+/// thread, and every command cost two cross-thread wake-ups (the worker's
+/// to the main thread and back) on top of the round trip. (Measured: the
+/// mix's throughput did not move, Redis's own CPU bounds it; BENCHMARKS.md.)
 pub(super) struct NodeConns {
     client: redis::Client,
     config: redis::aio::ConnectionManagerConfig,
@@ -239,13 +239,15 @@ thread_local! {
 }
 
 impl NodeConns {
-    fn on_this_thread(me: &Arc<Self>) -> Option<ConnectionManager> {
-        THREAD_CONNS.with_borrow(|conns| {
-            conns
-                .iter()
-                .find(|(owner, _)| std::ptr::eq(owner.as_ptr(), Arc::as_ptr(me)))
-                .map(|(_, c)| c.clone())
-        })
+    /// `me`'s connection among a thread's.
+    fn mine(
+        conns: &[(std::sync::Weak<NodeConns>, ConnectionManager)],
+        me: &Arc<Self>,
+    ) -> Option<ConnectionManager> {
+        conns
+            .iter()
+            .find(|(owner, _)| std::ptr::eq(owner.as_ptr(), Arc::as_ptr(me)))
+            .map(|(_, c)| c.clone())
     }
 
     /// The connection for a command sent from here: this thread's when it
@@ -259,7 +261,7 @@ impl NodeConns {
         if !own_thread {
             return me.shared.clone();
         }
-        if let Some(c) = Self::on_this_thread(me) {
+        if let Some(c) = THREAD_CONNS.with_borrow(|conns| Self::mine(conns, me)) {
             return c;
         }
         let now = crate::ids::now_ms();
@@ -270,11 +272,8 @@ impl NodeConns {
             Ok(made) => THREAD_CONNS.with_borrow_mut(|conns| {
                 conns.retain(|(owner, _)| owner.strong_count() > 0);
                 // Another request on this thread may have made one meanwhile.
-                if let Some((_, c)) = conns
-                    .iter()
-                    .find(|(owner, _)| std::ptr::eq(owner.as_ptr(), Arc::as_ptr(me)))
-                {
-                    return c.clone();
+                if let Some(c) = Self::mine(conns, me) {
+                    return c;
                 }
                 conns.push((Arc::downgrade(me), made.clone()));
                 made
