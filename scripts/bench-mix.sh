@@ -65,6 +65,22 @@ grep seeded "$DATA/server.log" >&2
 cat "$LUA" scripts/bench-mix.lua >"$DATA/mix.lua"
 
 rss() { echo $(( $(ps -o rss= -p $APP_PID) / 1024 )); }
+# CPU seconds a process has used, user and system (from /proc).
+cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.3f %.3f\n", $14/hz, $15/hz}' "/proc/$1/stat"; }
+# Redis's own CPU seconds (user + system) and commands served, from INFO.
+redis_cpu() {
+  redis-cli -p "$REDIS_PORT" info cpu | tr -d '\r' |
+    awk -F: '/^used_cpu_(user|sys):/ {t += $2} END {printf "%.3f\n", t}'
+}
+redis_commands() {
+  redis-cli -p "$REDIS_PORT" info commandstats | tr -d '\r' | python3 -c '
+import re, sys
+stats = [(m.group(1), int(m.group(2)), int(m.group(3)))
+         for m in re.finditer(r"cmdstat_(\w+):calls=(\d+),usec=(\d+)", sys.stdin.read())]
+print(sum(n for _, n, _ in stats),
+      " ".join(f"{c}={n}/{us // 1000}ms" for c, n, us in sorted(stats, key=lambda s: -s[2])[:6]))
+'
+}
 # req/s, p50 and p99 in ms, non-2xx, from wrk's --latency output.
 summarise() {
   python3 -c '
@@ -91,10 +107,27 @@ for C in ${CONNECTIONS//,/ }; do
       perf record -F 499 ${MOMENTS_MIX_PERF_CALLS:--g} -p $APP_PID -o "$MOMENTS_MIX_PERF" -- sleep "$DURATION" >/dev/null 2>&1 &
       PERF_PID=$!
     fi
+    read -r APP_USER APP_SYS < <(cpu_of $APP_PID)
+    if [ -n "${REDIS_PORT:-}" ]; then
+      redis-cli -p "$REDIS_PORT" config resetstat >/dev/null
+      REDIS_CPU=$(redis_cpu)
+    fi
     read -r RPS P50 P99 BAD < <(wrk -t2 -c"$C" -d"${DURATION}s" --latency -s "$DATA/mix.lua" \
       "http://127.0.0.1:$PORT" | tee "$DATA/wrk-$run.txt" | summarise)
     [ -n "$PERF_PID" ] && wait $PERF_PID
     RATIO=$(python3 -c "print(f'{$RPS / $H_RPS:.3f}')")
     echo "== $C connections, mix run $run: $RPS req/s, p50 $P50 ms, p99 $P99 ms, ratio to /healthz $RATIO, non-2xx $BAD, RSS after $(rss) MiB"
+    # Per request: the service's CPU (user, kernel), and Redis's CPU and
+    # commands, as Redis itself counts them.
+    REQUESTS=$(grep -oE '[0-9]+ requests in' "$DATA/wrk-$run.txt" | grep -oE '^[0-9]+')
+    read -r APP_USER2 APP_SYS2 < <(cpu_of $APP_PID)
+    python3 -c "print('== $C connections, mix run $run: service CPU per request %.0f us (user %.0f, kernel %.0f)' % (
+      ($APP_USER2 - $APP_USER + $APP_SYS2 - $APP_SYS) / $REQUESTS * 1e6,
+      ($APP_USER2 - $APP_USER) / $REQUESTS * 1e6, ($APP_SYS2 - $APP_SYS) / $REQUESTS * 1e6))"
+    if [ -n "${REDIS_PORT:-}" ]; then
+      read -r CALLS TOP < <(redis_commands)
+      python3 -c "print('== $C connections, mix run $run: redis CPU per request %.0f us, %.1f commands per request (calls/time by command: $TOP)' % (
+        ($(redis_cpu) - $REDIS_CPU) / $REQUESTS * 1e6, $CALLS / $REQUESTS))"
+    fi
   done
 done

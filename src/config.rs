@@ -145,6 +145,10 @@ pub struct Settings {
     pub live_max_entries: usize,
     /// Rate-limit counters the in-process live state keeps per budget and kind of subject.
     pub live_max_counters: usize,
+    /// Copies of live values this instance keeps (`service::near_cache`); 0 keeps none.
+    pub near_cache_entries: usize,
+    /// Bytes those copies may take, roughly.
+    pub near_cache_bytes: usize,
     /// Followers inactive for longer are not pushed new posts (0: push to
     /// nobody, every timeline is built on read).
     pub active_days: u64,
@@ -200,6 +204,8 @@ impl Default for Settings {
             workers: None,
             live_max_entries: 1_000_000,
             live_max_counters: crate::store::embedded::live::DEFAULT_COUNTERS_PER_TABLE,
+            near_cache_entries: 200_000,
+            near_cache_bytes: 64 * 1024 * 1024,
             active_days: 7,
             celebrity_followers: 10_000,
             timeline_max: 800,
@@ -474,6 +480,31 @@ pub const VARIABLES: &[Variable] = &[
         echo: Echo::Plain,
         apply: |d, v| {
             d.settings.live_max_counters = whole_usize(v, 1, usize::MAX)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_NEAR_CACHE_ENTRIES",
+        default: DefaultValue::Literal("200000"),
+        allowed: "a whole number; 0 keeps no copies",
+        meaning: "copies of live values (post bodies, sets, cards, a reader's relations) this \
+                  instance keeps and serves while their owner's generation is unchanged; past it \
+                  the least recently used go",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.near_cache_entries = whole_usize(v, 0, usize::MAX)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_NEAR_CACHE_BYTES",
+        default: DefaultValue::Literal("67108864"),
+        allowed: "a whole number of bytes, at least 65536",
+        meaning: "memory those copies may take, roughly (64 MiB by default); past it the least \
+                  recently used go",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.near_cache_bytes = whole_usize(v, 65_536, usize::MAX)?;
             Ok(())
         },
     },

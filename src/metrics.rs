@@ -29,6 +29,8 @@ pub const STORE_SECONDS: &str = "moments_store_round_trip_duration_seconds";
 pub const LIVE_HITS: &str = "moments_live_hits_total";
 pub const LIVE_MISSES: &str = "moments_live_misses_total";
 pub const LIVE_REBUILDS: &str = "moments_live_rebuilds_total";
+pub const NEAR_HITS: &str = "moments_near_cache_hits_total";
+pub const NEAR_STALE: &str = "moments_near_cache_stale_total";
 pub const FAN_OUT_PUSHED: &str = "moments_fan_out_timelines_pushed_total";
 pub const FAN_OUT_MISSED: &str = "moments_fan_out_timelines_missed_total";
 pub const FAN_OUT_FAILURES: &str = "moments_fan_out_failures_total";
@@ -131,6 +133,14 @@ fn describe() {
     describe_counter!(
         LIVE_REBUILDS,
         "Live keys built from the documents instead (absent, awaiting repair, or the live store failed), by kind of key"
+    );
+    describe_counter!(
+        NEAR_HITS,
+        "Live keys served from this instance's near cache, their owner's generation unchanged, by kind of key"
+    );
+    describe_counter!(
+        NEAR_STALE,
+        "Near-cache copies found outdated by their owner's generation and read again, by kind of key"
     );
     describe_counter!(FAN_OUT_PUSHED, "Home timelines a new post was pushed to");
     describe_counter!(
@@ -281,41 +291,54 @@ fn live_counter(name: &'static str, kind: &'static str) -> Counter {
 /// recorded at once: a page reads a hundred keys of a few kinds.
 #[derive(Default)]
 pub struct LiveLookups {
-    /// (kind, hits, misses, rebuilds)
-    by_kind: Vec<(&'static str, u64, u64, u64)>,
+    /// (kind, [hits, misses, rebuilds, near-cache hits, near-cache copies
+    /// found outdated])
+    by_kind: Vec<(&'static str, [u64; 5])>,
 }
 
 impl LiveLookups {
-    fn entry(&mut self, kind: &'static str) -> &mut (&'static str, u64, u64, u64) {
+    fn entry(&mut self, kind: &'static str) -> &mut [u64; 5] {
         let at = match self.by_kind.iter().position(|e| e.0 == kind) {
             Some(i) => i,
             None => {
-                self.by_kind.push((kind, 0, 0, 0));
+                self.by_kind.push((kind, [0; 5]));
                 self.by_kind.len() - 1
             }
         };
-        &mut self.by_kind[at]
+        &mut self.by_kind[at].1
     }
 
     pub fn hit(&mut self, kind: &'static str) {
-        self.entry(kind).1 += 1;
+        self.entry(kind)[0] += 1;
     }
 
     pub fn miss(&mut self, kind: &'static str) {
-        self.entry(kind).2 += 1;
+        self.entry(kind)[1] += 1;
     }
 
     /// Built from the documents instead of the live store.
     pub fn rebuilt(&mut self, kind: &'static str) {
-        self.entry(kind).3 += 1;
+        self.entry(kind)[2] += 1;
+    }
+
+    /// Served from this instance's copy, its owner's generation unchanged.
+    pub fn near_hit(&mut self, kind: &'static str) {
+        self.entry(kind)[3] += 1;
+    }
+
+    /// This instance's copy was outdated: read again.
+    pub fn near_stale(&mut self, kind: &'static str) {
+        self.entry(kind)[4] += 1;
     }
 
     pub fn record(self) {
-        for (kind, hits, misses, rebuilds) in self.by_kind {
+        for (kind, [hits, misses, rebuilds, near_hits, near_stale]) in self.by_kind {
             for (name, n) in [
                 (LIVE_HITS, hits),
                 (LIVE_MISSES, misses),
                 (LIVE_REBUILDS, rebuilds),
+                (NEAR_HITS, near_hits),
+                (NEAR_STALE, near_stale),
             ] {
                 if n > 0 {
                     live_counter(name, kind).increment(n);

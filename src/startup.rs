@@ -33,6 +33,7 @@ use crate::http;
 use crate::service::device_names::DeviceNames;
 use crate::service::fan_outs::FanOuts;
 use crate::service::like_arrays;
+use crate::service::near_cache::NearCache;
 use crate::service::post_views::PostViews;
 use crate::service::repair::LiveRepair;
 use crate::service::{accounts, expiry, instance_lease, Context};
@@ -237,6 +238,11 @@ impl Application {
             round_trips,
             faults,
             celebrity_cache: Arc::default(),
+            near: Arc::new(NearCache::new(
+                settings.near_cache_entries,
+                settings.near_cache_bytes,
+                settings.live_ttl_secs,
+            )),
             rebuilds: Arc::default(),
             activity: Arc::default(),
             session_activity: Arc::default(),

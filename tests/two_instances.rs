@@ -859,3 +859,235 @@ async fn two_processes_lease_different_instance_ids_and_agree() {
         .drop()
         .await;
 }
+
+/// Whether instance `x` keeps copies of this post (`near_cache`): its
+/// snapshot, which a warm read serves in place of the live values.
+fn keeps_snapshot(x: &Instance, post: i64) -> bool {
+    x.ctx
+        .near
+        .get(moments::store::Owner::Post(post))
+        .is_some_and(|c| c.snapshot().is_some())
+}
+
+/// Reads `path` on `x` until `x` serves it warm: a read that reaches no
+/// document (the first keeps the copies; background work, such as views
+/// being written, may still count in the next few).
+async fn warm(x: &Instance, path: &str, token: &str) -> Value {
+    x.ok(Method::GET, path, Some(token), None).await;
+    for _ in 0..20 {
+        let before = x.ctx.round_trips.snapshot().0;
+        let v = x.ok(Method::GET, path, Some(token), None).await;
+        if x.ctx.round_trips.snapshot().0 == before {
+            return v;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("reads of {path} kept reaching the documents");
+}
+
+#[tokio::test]
+async fn every_change_through_one_instance_outdates_the_copies_the_other_keeps() {
+    let mut suffix = [0u8; 6];
+    getrandom::getrandom(&mut suffix).unwrap();
+    let db: String = std::iter::once("near_".to_string())
+        .chain(suffix.iter().map(|b| format!("{b:02x}")))
+        .collect();
+    // A reads (and keeps copies), B writes.
+    let a = Instance::start(&db).await;
+    let b = Instance::start(&db).await;
+    let (ann_uid, ann) = b.user("ann").await;
+    let (bob_uid, bob) = b.user("bob").await;
+    let (cyd_uid, cyd) = b.user("cyd").await;
+    for (who, whom) in [(&bob, ann_uid), (&ann, bob_uid), (&cyd, ann_uid)] {
+        b.ok(
+            Method::PUT,
+            &format!("/api/v1/users/{whom}/follow"),
+            Some(who),
+            None,
+        )
+        .await;
+    }
+    let (writer, ann) = (&b, ann.as_str());
+    let new_post = |body: Value| async move {
+        writer
+            .ok(Method::POST, "/api/v1/posts", Some(ann), Some(body))
+            .await["id"]
+            .as_i64()
+            .unwrap()
+    };
+    let public = new_post(json!({"category": "TEXT", "content": "for everyone"})).await;
+    let path = format!("/api/v1/posts/{public}");
+
+    // A like, and taking it back.
+    let seen = warm(&a, &path, &bob).await;
+    assert!(keeps_snapshot(&a, public), "A keeps the post it read");
+    assert_eq!(seen["likeCount"], 0);
+    b.ok(Method::PUT, &format!("{path}/like"), Some(&bob), None)
+        .await;
+    let seen = a.ok(Method::GET, &path, Some(&bob), None).await;
+    assert_eq!(seen["likeCount"], 1, "a like through B: {seen}");
+    assert_eq!(seen["likedByMe"], true);
+    assert_eq!(seen["likes"][0]["user"]["uid"], bob_uid);
+    warm(&a, &path, &cyd).await;
+    b.ok(Method::DELETE, &format!("{path}/like"), Some(&bob), None)
+        .await;
+    let seen = a.ok(Method::GET, &path, Some(&cyd), None).await;
+    assert_eq!(seen["likeCount"], 0, "an unlike through B: {seen}");
+    assert_eq!(seen["likes"], json!([]));
+
+    // A comment, and its deletion.
+    warm(&a, &path, &bob).await;
+    let comment = b
+        .ok(
+            Method::POST,
+            &format!("{path}/comments"),
+            Some(&cyd),
+            Some(json!({"content": "first!"})),
+        )
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    let seen = a.ok(Method::GET, &path, Some(&bob), None).await;
+    assert_eq!(seen["commentCount"], 1, "a comment through B: {seen}");
+    assert_eq!(seen["comments"][0]["id"], comment);
+    warm(&a, &path, &bob).await;
+    b.ok(
+        Method::DELETE,
+        &format!("/api/v1/comments/{comment}"),
+        Some(&cyd),
+        None,
+    )
+    .await;
+    let seen = a.ok(Method::GET, &path, Some(&bob), None).await;
+    assert_eq!(seen["commentCount"], 0, "a deleted comment: {seen}");
+    assert_eq!(seen["comments"], json!([]));
+
+    // A profile change: the card on the post.
+    warm(&a, &path, &bob).await;
+    b.ok(
+        Method::PATCH,
+        "/api/v1/me",
+        Some(ann),
+        Some(json!({"nickName": "安娜"})),
+    )
+    .await;
+    let seen = a.ok(Method::GET, &path, Some(&bob), None).await;
+    assert_eq!(seen["author"]["nickName"], "安娜", "{seen}");
+
+    // A label edit: an `only` post's audience as the label is now.
+    let label = b
+        .ok(
+            Method::POST,
+            "/api/v1/labels",
+            Some(ann),
+            Some(json!({"name": "close", "members": [bob_uid]})),
+        )
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    let only = new_post(json!({"category": "TEXT", "content": "close ones",
+                               "visibility": "only", "audience": {"labels": [label]}}))
+    .await;
+    let only_path = format!("/api/v1/posts/{only}");
+    warm(&a, &only_path, &bob).await;
+    b.ok(
+        Method::PATCH,
+        &format!("/api/v1/labels/{label}"),
+        Some(ann),
+        Some(json!({"members": []})),
+    )
+    .await;
+    let (s, v) = a.call(Method::GET, &only_path, Some(&bob), None).await;
+    assert_eq!(s, 404, "out of the label through B: {v}");
+
+    // A hide (不让他看): every post of the one hiding is gone.
+    warm(&a, &path, &cyd).await;
+    b.ok(
+        Method::PUT,
+        &format!("/api/v1/users/{cyd_uid}/hide"),
+        Some(ann),
+        None,
+    )
+    .await;
+    let (s, v) = a.call(Method::GET, &path, Some(&cyd), None).await;
+    assert_eq!(s, 404, "hidden from through B: {v}");
+    b.ok(
+        Method::DELETE,
+        &format!("/api/v1/users/{cyd_uid}/hide"),
+        Some(ann),
+        None,
+    )
+    .await;
+    let (s, v) = a.call(Method::GET, &path, Some(&cyd), None).await;
+    assert_eq!(s, 200, "no longer hidden: {v}");
+
+    // A mute (不看他): out of the home feed, album still open.
+    let feed = warm(&a, "/api/v1/feed", &bob).await;
+    assert!(ids(&feed).contains(&public), "{feed}");
+    b.ok(
+        Method::PUT,
+        &format!("/api/v1/users/{ann_uid}/mute"),
+        Some(&bob),
+        None,
+    )
+    .await;
+    let feed = a.ok(Method::GET, "/api/v1/feed", Some(&bob), None).await;
+    assert!(!ids(&feed).contains(&public), "muted through B: {feed}");
+    b.ok(
+        Method::DELETE,
+        &format!("/api/v1/users/{ann_uid}/mute"),
+        Some(&bob),
+        None,
+    )
+    .await;
+
+    // An unfollow: a friends-only post leaves the one no longer a friend.
+    let friends = new_post(json!({"category": "TEXT", "content": "friends",
+                                  "visibility": "friends"}))
+    .await;
+    let friends_path = format!("/api/v1/posts/{friends}");
+    warm(&a, &friends_path, &bob).await;
+    b.ok(
+        Method::DELETE,
+        &format!("/api/v1/users/{bob_uid}/follow"),
+        Some(ann),
+        None,
+    )
+    .await;
+    let (s, v) = a.call(Method::GET, &friends_path, Some(&bob), None).await;
+    assert_eq!(s, 404, "no longer friends through B: {v}");
+
+    // A block: nothing crosses it.
+    warm(&a, &path, &cyd).await;
+    b.ok(
+        Method::PUT,
+        &format!("/api/v1/users/{ann_uid}/block"),
+        Some(&cyd),
+        None,
+    )
+    .await;
+    let (s, v) = a.call(Method::GET, &path, Some(&cyd), None).await;
+    assert_eq!(s, 404, "blocked through B: {v}");
+
+    // A deletion.
+    warm(&a, &path, &bob).await;
+    b.ok(Method::DELETE, &path, Some(ann), None).await;
+    let (s, v) = a.call(Method::GET, &path, Some(&bob), None).await;
+    assert_eq!(s, 404, "deleted through B: {v}");
+
+    // A sign-out: the session A kept a copy of is over.
+    warm(&a, "/api/v1/feed", &bob).await;
+    b.ok(Method::DELETE, "/api/v1/sessions/current", Some(&bob), None)
+        .await;
+    let (s, _) = a.call(Method::GET, "/api/v1/feed", Some(&bob), None).await;
+    assert_eq!(s, 401, "signed out through B");
+
+    a.stop().await;
+    b.stop().await;
+    let _ = mongodb::Client::with_uri_str(env("MOMENTS_TEST_MONGODB_URI"))
+        .await
+        .unwrap()
+        .database(&db)
+        .drop()
+        .await;
+}

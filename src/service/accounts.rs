@@ -802,13 +802,7 @@ pub async fn authenticate(
     // The account's card beside the session, in the same round trip: a
     // cached session is honoured only while the card (gone with an erased
     // account, dropped by every change of credentials) says so.
-    let read = LiveRead {
-        blobs: vec![key, BlobKey::Card(uid)],
-        gens: vec![owner],
-        limits: rate_limits::checks(&budgets),
-        ..Default::default()
-    };
-    let answer = match ctx.live.read(&read).await {
+    let answer = match session_and_card(ctx, uid, key, rate_limits::checks(&budgets)).await {
         Ok(a) => Some(a),
         Err(e) => {
             tracing::warn!(error = %e, "session cache unavailable; reading the documents");
@@ -923,6 +917,62 @@ pub async fn authenticate(
         session_id: session.id,
         token_hash: hash,
     })
+}
+
+/// The cached session and the account's card, with the account's
+/// generation and the rate-limit counters, in one round trip: only the
+/// generation and the counters when this instance holds copies of both at
+/// a generation that turns out current (`near_cache`), a second round trip
+/// for the values when it has moved.
+async fn session_and_card(
+    ctx: &Context,
+    uid: i64,
+    session: BlobKey,
+    limits: Vec<crate::store::LimitCheck>,
+) -> crate::store::StoreResult<crate::store::LiveAnswer> {
+    use super::near_cache::NearValue;
+    let owner = Owner::User(uid);
+    let keys = [session, BlobKey::Card(uid)];
+    let usable = ctx.near.is_on() && !ctx.repair.is_pending(owner);
+    let copies = ctx.near.get(owner).filter(|_| usable).and_then(|c| {
+        let [s, card] = keys.map(|k| c.blob(k).cloned());
+        Some((c.generation, [s?, card?]))
+    });
+    let read = LiveRead {
+        blobs: if copies.is_some() {
+            Vec::new()
+        } else {
+            keys.to_vec()
+        },
+        gens: vec![owner],
+        limits,
+        ..Default::default()
+    };
+    let mut answer = ctx.live.read(&read).await?;
+    let gen = answer.gens.first().copied().unwrap_or_default();
+    match copies {
+        Some((g, [s, c])) if g == gen => {
+            answer.blobs = vec![Some(s.to_string()), Some(c.to_string())];
+            return Ok(answer);
+        }
+        Some(_) => {
+            let again = LiveRead {
+                blobs: keys.to_vec(),
+                ..Default::default()
+            };
+            answer.blobs = ctx.live.read(&again).await?.blobs;
+        }
+        None => {}
+    }
+    if usable && gen != 0 {
+        for (k, v) in keys.iter().zip(&answer.blobs) {
+            if let Some(text) = v {
+                ctx.near
+                    .put(owner, gen, NearValue::Blob(*k, text.as_str().into()));
+            }
+        }
+    }
+    Ok(answer)
 }
 
 /// The budgets of an anonymous request, by its address: one round trip of

@@ -5,6 +5,7 @@
 //! queries only for what the live store lacks.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use super::device_names::DeviceNames;
 use super::loader::{from_json, Loaded, Loader};
@@ -278,9 +279,162 @@ where
     })
 }
 
+/// One post's viewer-independent parts as one generation of it has them:
+/// what a page's first two rounds read for it (its body, counts, newest
+/// likers, latest comments with theirs), kept in the near cache so that a
+/// warm page reads only the post's generation. Each viewer's part is added
+/// on every read: whether they liked it and its comments (from the likers
+/// kept, where those are every liker, else asked of the live store), what
+/// a block hides, the author-only audience, the times.
+#[derive(Debug)]
+pub struct PostSnapshot {
+    pub body: PostBody,
+    /// The newest likers (at least [`LATEST_LIKES`]) and the count; every
+    /// liker when the count is no more.
+    pub likers: SetView,
+    /// The latest [`LATEST_COMMENTS`] comment ids and the count.
+    pub comment_ids: SetView,
+    pub share_count: u64,
+    pub view_count: u64,
+    /// The latest comments, newest first, their likers as `likers` holds
+    /// the post's.
+    pub comments: Vec<CommentParts>,
+    /// Everyone whose card the post shows: its author, the latest likers,
+    /// the comments' authors and whom they reply to.
+    pub people: Vec<i64>,
+}
+
+impl PostSnapshot {
+    /// Roughly what it holds in memory, for the near cache's byte bound.
+    pub fn bytes(&self) -> usize {
+        let b = &self.body;
+        let body = b.content.len()
+            + b.device.len()
+            + b.picture_urls.iter().map(|u| u.len() + 24).sum::<usize>()
+            + 160;
+        let comments: usize = self
+            .comments
+            .iter()
+            .map(|c| c.doc.content.len() + 160 + 16 * c.likers.top.len())
+            .sum();
+        body + comments
+            + 16 * (self.likers.top.len() + self.comment_ids.top.len())
+            + 8 * self.people.len()
+    }
+}
+
+/// `viewer`'s score in a set (`None`: not a member), if the members kept
+/// are all of them.
+fn probe_kept(view: &SetView, viewer: i64) -> Option<Option<i64>> {
+    (view.top.len() as u64 >= view.count).then(|| {
+        view.top
+            .iter()
+            .find(|(m, _)| *m == viewer)
+            .map(|(_, score)| *score)
+    })
+}
+
+/// `viewer`'s score in `key`, from the members kept where they are all of
+/// them, else as the first round asked the live store.
+fn probe_of(kept: &SetView, key: SetKey, viewer: Viewer, first: &Loaded) -> Option<i64> {
+    let v = viewer?;
+    match probe_kept(kept, v) {
+        Some(score) => score,
+        None => first.sets.get(&key).and_then(|view| view.probe_score),
+    }
+}
+
+/// A candidate post of a page, as far as the first round read it.
+struct Candidate {
+    body: PostBody,
+    likers: SetView,
+    comment_ids: SetView,
+    share_count: u64,
+    view_count: u64,
+    /// Its snapshot, while it still stands for the post for this viewer
+    /// (dropped where what the viewer may see must be narrowed).
+    snapshot: Option<Arc<PostSnapshot>>,
+}
+
+/// The reads of a page's first round for one post without a snapshot.
+fn first_round_reads(p: i64, viewer: Viewer, blobs: &mut Vec<BlobKey>, sets: &mut Vec<SetRead>) {
+    blobs.extend([
+        BlobKey::PostBody(p),
+        BlobKey::CommentPeople(p),
+        BlobKey::ViewCount(p),
+    ]);
+    sets.extend([
+        SetRead {
+            key: SetKey::PostLikers(p),
+            top: LATEST_LIKES,
+            probe: viewer,
+            below: None,
+        },
+        SetRead {
+            key: SetKey::PostComments(p),
+            top: LATEST_COMMENTS,
+            probe: None,
+            below: None,
+        },
+        SetRead {
+            key: SetKey::PostShares(p),
+            top: 0,
+            probe: None,
+            below: None,
+        },
+    ]);
+}
+
+/// What the live store must answer for a snapshot to serve `viewer`: the
+/// likes it cannot tell from the likers it keeps.
+fn snapshot_probes(p: i64, snap: &PostSnapshot, viewer: Viewer, sets: &mut Vec<SetRead>) {
+    let Some(v) = viewer else { return };
+    if probe_kept(&snap.likers, v).is_none() {
+        sets.push(SetRead {
+            key: SetKey::PostLikers(p),
+            top: 0,
+            probe: Some(v),
+            below: None,
+        });
+    }
+    for c in &snap.comments {
+        if probe_kept(&c.likers, v).is_none() {
+            sets.push(SetRead {
+                key: SetKey::CommentLikers(p, c.doc.id),
+                top: 0,
+                probe: Some(v),
+                below: None,
+            });
+        }
+    }
+}
+
+/// The snapshots this instance keeps of these posts, whatever their
+/// generations (the first round checks those).
+fn kept_snapshots(ctx: &Context, post_ids: &[i64]) -> HashMap<i64, (u64, Arc<PostSnapshot>)> {
+    let mut out = HashMap::new();
+    if !ctx.near.is_on() {
+        return out;
+    }
+    for p in post_ids {
+        if let Some(copies) = ctx.near.get(Owner::Post(*p)) {
+            if let Some(snap) = copies.snapshot() {
+                out.insert(*p, (copies.generation, snap.clone()));
+            }
+        }
+    }
+    out
+}
+
 /// `assemble_posts` for at most `room` of these candidates: the first ones
 /// the viewer may see, found in the same first batched read that loads them
 /// (so a page's filling costs no round trip of its own).
+///
+/// Posts this instance keeps a snapshot of cost only their generation in
+/// the first round (and the people on them, theirs: their cards are kept
+/// too), unless the viewer may see only part of what is on them; a
+/// snapshot found outdated costs its post the first round's reads in a
+/// round of their own.
 pub async fn assemble_visible(
     ctx: &Context,
     post_ids: &[i64],
@@ -290,46 +444,49 @@ pub async fn assemble_visible(
     place: Place,
 ) -> AppResult<Kept<ExpandedPost>> {
     let mut loader = Loader::new(ctx);
+    let kept = kept_snapshots(ctx, post_ids);
+    loader.expect(kept.iter().flat_map(|(p, (_, snap))| {
+        std::iter::once(Owner::Post(*p)).chain(snap.people.iter().map(|u| Owner::User(*u)))
+    }));
 
     // Round 1: bodies, likers, comment ids, whose cards the comments need,
-    // and the viewer's relations.
-    let blobs: Vec<BlobKey> = post_ids
-        .iter()
-        .flat_map(|p| {
-            [
-                BlobKey::PostBody(*p),
-                BlobKey::CommentPeople(*p),
-                BlobKey::ViewCount(*p),
-            ]
-        })
-        .collect();
+    // and the viewer's relations; of posts with a snapshot, only what the
+    // snapshot cannot tell this viewer.
+    let mut blobs: Vec<BlobKey> = Vec::new();
     let mut sets: Vec<SetRead> = Relations::reads(ctx, viewer);
-    sets.extend(post_ids.iter().flat_map(|p| {
-        [
-            SetRead {
-                key: SetKey::PostLikers(*p),
-                top: LATEST_LIKES,
-                probe: viewer,
-                below: None,
-            },
-            SetRead {
-                key: SetKey::PostComments(*p),
-                top: LATEST_COMMENTS,
-                probe: None,
-                below: None,
-            },
-            SetRead {
-                key: SetKey::PostShares(*p),
-                top: 0,
-                probe: None,
-                below: None,
-            },
-        ]
-    }));
-    let mut first = loader.load(&blobs, &sets).await?;
+    for p in post_ids {
+        match kept.get(p) {
+            Some((_, snap)) => snapshot_probes(*p, snap, viewer, &mut sets),
+            None => first_round_reads(*p, viewer, &mut blobs, &mut sets),
+        }
+    }
+    // A snapshot found outdated costs its post the first round's reads,
+    // in the round trip that reads again what the loader's own copies were
+    // too old for.
+    let first = loader
+        .load_then(&blobs, &sets, |loader| {
+            let (mut blobs, mut sets) = (Vec::new(), Vec::new());
+            for (p, (g, _)) in &kept {
+                if !loader.vouches_for(Owner::Post(*p), *g) {
+                    first_round_reads(*p, viewer, &mut blobs, &mut sets);
+                }
+            }
+            (blobs, sets)
+        })
+        .await?;
+    let snapshots: HashMap<i64, Arc<PostSnapshot>> = kept
+        .into_iter()
+        .filter(|(p, (g, _))| loader.vouches_for(Owner::Post(*p), *g))
+        .map(|(p, (_, snap))| (p, snap))
+        .collect();
+    let mut first = first;
     let mut rel = Relations::from_loaded(viewer, &first);
     let mut bodies: HashMap<i64, PostBody> = HashMap::new();
     for p in post_ids {
+        if let Some(snap) = snapshots.get(p) {
+            bodies.insert(*p, snap.body.clone());
+            continue;
+        }
         let Some(text) = first.blobs.get(&BlobKey::PostBody(*p)) else {
             // Unknown ids must not leave empty sets behind in the live store.
             loader.discard_fills(Owner::Post(*p));
@@ -347,6 +504,9 @@ pub async fn assemble_visible(
     let shown_people: Vec<i64> = post_ids
         .iter()
         .flat_map(|p| {
+            if let Some(snap) = snapshots.get(p) {
+                return snap.people.clone();
+            }
             let likers = first
                 .sets
                 .get(&SetKey::PostLikers(*p))
@@ -357,12 +517,12 @@ pub async fn assemble_visible(
                 .get(&BlobKey::CommentPeople(*p))
                 .and_then(|t| serde_json::from_str::<Vec<i64>>(t).ok())
                 .unwrap_or_default();
-            likers.into_iter().chain(hinted)
+            likers.into_iter().chain(hinted).collect()
         })
         .collect();
     visibility::read_author_rules(&mut loader, &mut rel, bodies.values(), shown_people, false)
         .await?;
-    let mut posts = Vec::new();
+    let mut posts: Vec<Candidate> = Vec::new();
     for p in post_ids {
         let Some(body) = bodies.remove(p) else {
             continue;
@@ -370,27 +530,49 @@ pub async fn assemble_visible(
         if !visibility::sight_at(&body, &rel, place).is_shown() {
             continue;
         }
-        let mut likers = first
-            .sets
-            .remove(&SetKey::PostLikers(*p))
-            .unwrap_or_default();
-        let comment_ids = first
-            .sets
-            .remove(&SetKey::PostComments(*p))
-            .unwrap_or_default();
-        let shares = first
-            .sets
-            .remove(&SetKey::PostShares(*p))
-            .map_or(0, |v| v.count);
+        let candidate = match snapshots.get(p) {
+            Some(snap) => {
+                let mut likers = snap.likers.clone();
+                likers.top.truncate(LATEST_LIKES);
+                likers.probe_score = probe_of(&snap.likers, SetKey::PostLikers(*p), viewer, &first);
+                Candidate {
+                    body,
+                    likers,
+                    comment_ids: snap.comment_ids.clone(),
+                    share_count: snap.share_count,
+                    view_count: snap.view_count,
+                    snapshot: Some(snap.clone()),
+                }
+            }
+            None => Candidate {
+                body,
+                likers: first
+                    .sets
+                    .remove(&SetKey::PostLikers(*p))
+                    .unwrap_or_default(),
+                comment_ids: first
+                    .sets
+                    .remove(&SetKey::PostComments(*p))
+                    .unwrap_or_default(),
+                share_count: first
+                    .sets
+                    .remove(&SetKey::PostShares(*p))
+                    .map_or(0, |v| v.count),
+                view_count: view_count(&first, *p),
+                snapshot: None,
+            },
+        };
+        posts.push(candidate);
+    }
+    for c in posts.iter_mut() {
         // Hidden across a block: not in the latest likes shown either.
-        likers.top.retain(|(uid, _)| !rel.blocked(*uid));
-        posts.push((body, likers, comment_ids, shares));
+        c.likers.top.retain(|(uid, _)| !rel.blocked(*uid));
     }
     let mut looked_at = post_ids.len();
     let more_visible = posts.len() > room;
     if more_visible {
         posts.truncate(room);
-        let last = posts.last().map(|(b, ..)| b.id);
+        let last = posts.last().map(|c| c.body.id);
         looked_at = post_ids
             .iter()
             .position(|p| Some(*p) == last)
@@ -399,16 +581,22 @@ pub async fn assemble_visible(
 
     // Posts where the viewer may not see some of the likes and comments
     // (visibility.rs: a post for friends, or anyone blocked either way),
-    // whose counts follow what is shown, narrowed from the newest.
+    // whose counts follow what is shown, narrowed from the newest. Their
+    // snapshots stand for what everyone sees, so they are set aside.
     let sights: HashMap<i64, Sight> = posts
         .iter()
-        .map(|(b, ..)| (b.id, visibility::sight(b, &rel)))
+        .map(|c| (c.body.id, visibility::sight(&c.body, &rel)))
         .collect();
     let narrowed: HashSet<i64> = sights
         .iter()
         .filter(|(_, s)| s.may_hide_some(&rel))
         .map(|(p, _)| *p)
         .collect();
+    for c in posts.iter_mut() {
+        if narrowed.contains(&c.body.id) {
+            c.snapshot = None;
+        }
+    }
     // Replies among a narrowed post's newest comments the viewer may not
     // see, by the comment they reply to.
     let mut hidden_replies: HashMap<i64, u64> = HashMap::new();
@@ -486,11 +674,11 @@ pub async fn assemble_visible(
                 *hidden_replies.entry(r.comment_id).or_default() += 1;
             }
         }
-        for (body, likers, comment_ids, _) in posts.iter_mut() {
-            if !narrowed.contains(&body.id) {
+        for c in posts.iter_mut() {
+            if !narrowed.contains(&c.body.id) {
                 continue;
             }
-            let post = body.id;
+            let post = c.body.id;
             let mut newest_likers = everything
                 .sets
                 .remove(&SetKey::PostLikers(post))
@@ -499,7 +687,7 @@ pub async fn assemble_visible(
                 allowed(post, u)
             });
             newest_likers.top.retain(|(uid, _)| allowed(post, *uid));
-            *likers = SetView {
+            c.likers = SetView {
                 count,
                 top: newest_likers.top.into_iter().take(LATEST_LIKES).collect(),
                 probe_score: newest_likers.probe_score,
@@ -514,7 +702,7 @@ pub async fn assemble_visible(
             let count = narrowed_count(newest.count, &newest.top, |cid| {
                 shown.get(&cid).copied().unwrap_or(false)
             });
-            *comment_ids = SetView {
+            c.comment_ids = SetView {
                 count,
                 top: visible
                     .iter()
@@ -526,33 +714,39 @@ pub async fn assemble_visible(
         }
     }
 
-    // Round 2: latest comments with their sets, and the cards known so far.
+    // Round 2: latest comments with their sets (of posts without a
+    // snapshot), and the cards known so far.
     let mut blobs = Vec::new();
     let mut sets = Vec::new();
-    for (body, _, comment_ids, _) in &posts {
-        let likers_top = if narrowed.contains(&body.id) {
+    for c in posts.iter().filter(|c| c.snapshot.is_none()) {
+        let likers_top = if narrowed.contains(&c.body.id) {
             NARROW_WINDOW
         } else {
-            0
+            LATEST_LIKES
         };
-        for (cid, _) in &comment_ids.top {
-            blobs.push(BlobKey::CommentBody(body.id, *cid));
-            sets.extend(comment_sets(body.id, *cid, viewer, likers_top));
+        for (cid, _) in &c.comment_ids.top {
+            blobs.push(BlobKey::CommentBody(c.body.id, *cid));
+            sets.extend(comment_sets(c.body.id, *cid, viewer, likers_top));
         }
     }
     let mut asked: HashSet<i64> = HashSet::new();
     let mut hinted: HashMap<i64, Vec<i64>> = HashMap::new();
-    for (body, ..) in &posts {
-        if let Some(text) = first.blobs.get(&BlobKey::CommentPeople(body.id)) {
+    for c in posts.iter().filter(|c| c.snapshot.is_none()) {
+        if let Some(text) = first.blobs.get(&BlobKey::CommentPeople(c.body.id)) {
             if let Ok(uids) = serde_json::from_str::<Vec<i64>>(text) {
-                hinted.insert(body.id, uids);
+                hinted.insert(c.body.id, uids);
             }
         }
     }
     let first_cards = card_keys(
         posts
             .iter()
-            .flat_map(|(b, l, ..)| std::iter::once(b.author_uid).chain(l.top.iter().map(|t| t.0)))
+            .flat_map(|c| match &c.snapshot {
+                Some(snap) => snap.people.clone(),
+                None => std::iter::once(c.body.author_uid)
+                    .chain(c.likers.top.iter().map(|t| t.0))
+                    .collect(),
+            })
             .chain(hinted.values().flatten().copied()),
         &asked,
     );
@@ -594,6 +788,17 @@ pub async fn assemble_visible(
         .iter()
         .copied()
         .chain(comment_likers.flatten())
+        .chain(
+            posts
+                .iter()
+                .filter_map(|c| c.snapshot.as_ref())
+                .flat_map(|snap| snap.comments.iter())
+                .flat_map(|c| {
+                    std::iter::once(c.doc.author_uid)
+                        .chain(c.doc.reply_to.map(|r| r.uid))
+                        .chain(c.likers.top.iter().map(|(u, _)| *u))
+                }),
+        )
         .collect();
     visibility::settle_blocks(&mut loader, &mut rel, judged).await?;
     // An erased account's card is gone at once (its content goes in the
@@ -601,8 +806,9 @@ pub async fn assemble_visible(
     let erased = |uid: i64| !cards.contains_key(&uid);
     // Remember whose cards each post's latest comments needed, so the next
     // read fetches them in round 2 and skips round 3.
-    for (body, _, comment_ids, _) in &posts {
-        let mut people: Vec<i64> = comment_ids
+    for c in posts.iter().filter(|c| c.snapshot.is_none()) {
+        let mut people: Vec<i64> = c
+            .comment_ids
             .top
             .iter()
             .filter_map(|(cid, _)| comment_docs.get(cid))
@@ -611,42 +817,75 @@ pub async fn assemble_visible(
         people.sort_unstable();
         people.dedup();
         let known = hinted
-            .get(&body.id)
+            .get(&c.body.id)
             .is_some_and(|h| people.iter().all(|u| h.contains(u)));
         // Written empty too: a post without comments then hits the hint
         // instead of missing it on every read.
         if !known {
             loader.write_back(
-                BlobKey::CommentPeople(body.id),
+                BlobKey::CommentPeople(c.body.id),
                 super::loader::to_json(&people)?,
             );
         }
     }
 
-    let out = posts
-        .into_iter()
-        .filter(|(body, ..)| !erased(body.author_uid))
-        .map(|(body, mut likers, comment_ids, share_count)| {
-            likers.top.retain(|(uid, _)| !erased(*uid));
-            let comments = comment_ids
+    let mut out = Vec::with_capacity(posts.len());
+    for c in posts {
+        if erased(c.body.author_uid) {
+            continue;
+        }
+        let Candidate {
+            body,
+            mut likers,
+            comment_ids,
+            share_count,
+            view_count,
+            snapshot,
+        } = c;
+        let post_id = body.id;
+        let comments: Vec<CommentParts> = match &snapshot {
+            Some(snap) => snap
+                .comments
+                .iter()
+                .filter(|c| {
+                    let doc = &c.doc;
+                    !erased(doc.author_uid)
+                        && !rel.blocked(doc.author_uid)
+                        && !doc.reply_to.is_some_and(|r| rel.blocked(r.uid))
+                })
+                .map(|c| {
+                    let key = SetKey::CommentLikers(post_id, c.doc.id);
+                    let likers = SetView {
+                        count: c.likers.count,
+                        top: Vec::new(),
+                        probe_score: probe_of(&c.likers, key, viewer, &first),
+                    };
+                    CommentParts {
+                        doc: c.doc.clone(),
+                        likers,
+                        replies: c.replies.clone(),
+                    }
+                })
+                .collect(),
+            None => comment_ids
                 .top
                 .iter()
                 .filter_map(|(cid, _)| {
-                    let doc = comment_docs.remove(cid)?;
+                    let doc = comment_docs.get(cid)?.clone();
                     let replied_blocked = doc.reply_to.is_some_and(|r| rel.blocked(r.uid));
                     if rel.blocked(doc.author_uid) || replied_blocked || erased(doc.author_uid) {
                         return None;
                     }
                     let mut likers = second
                         .sets
-                        .remove(&SetKey::CommentLikers(body.id, *cid))
+                        .remove(&SetKey::CommentLikers(post_id, *cid))
                         .unwrap_or_default();
                     let mut replies = second
                         .sets
-                        .remove(&SetKey::CommentReplies(body.id, *cid))
+                        .remove(&SetKey::CommentReplies(post_id, *cid))
                         .unwrap_or_default();
-                    if narrowed.contains(&body.id) {
-                        let sight = sights.get(&body.id).copied().unwrap_or(Sight::Hidden);
+                    if narrowed.contains(&post_id) {
+                        let sight = sights.get(&post_id).copied().unwrap_or(Sight::Hidden);
                         likers.count = narrowed_count(likers.count, &likers.top, |u| {
                             sight.shows_actor(&rel, u)
                         });
@@ -659,26 +898,61 @@ pub async fn assemble_visible(
                         doc,
                     })
                 })
-                .collect();
-            let audience = body
-                .audience
-                .clone()
-                .filter(|_| viewer == Some(body.author_uid));
-            let views = view_count(&first, body.id);
-            let parts = PostParts {
-                body,
-                likers,
-                comment_count: comment_ids.count,
-                share_count,
-                view_count: views,
-                comments,
+                .collect(),
+        };
+        // What everyone sees of a post read whole, kept for the next reads
+        // while its generation stands (`PostSnapshot`).
+        if snapshot.is_none() && !narrowed.contains(&post_id) {
+            let people: Vec<i64> = {
+                let mut p: Vec<i64> = std::iter::once(body.author_uid)
+                    .chain(likers.top.iter().map(|(u, _)| *u))
+                    .chain(comments.iter().flat_map(|c| {
+                        std::iter::once(c.doc.author_uid).chain(c.doc.reply_to.map(|r| r.uid))
+                    }))
+                    .collect();
+                p.sort_unstable();
+                p.dedup();
+                p
             };
-            ExpandedPost {
-                audience,
-                ..build_post(&parts, &cards, &ctx.devices, pres)
-            }
-        })
-        .collect();
+            let unprobed = |v: &SetView| SetView {
+                probe_score: None,
+                ..v.clone()
+            };
+            loader.keep_snapshot(PostSnapshot {
+                body: body.clone(),
+                likers: unprobed(&likers),
+                comment_ids: comment_ids.clone(),
+                share_count,
+                view_count,
+                comments: comments
+                    .iter()
+                    .map(|c| CommentParts {
+                        doc: c.doc.clone(),
+                        likers: unprobed(&c.likers),
+                        replies: c.replies.clone(),
+                    })
+                    .collect(),
+                people,
+            });
+        }
+        likers.top.retain(|(uid, _)| !erased(*uid));
+        let audience = body
+            .audience
+            .clone()
+            .filter(|_| viewer == Some(body.author_uid));
+        let parts = PostParts {
+            body,
+            likers,
+            comment_count: comment_ids.count,
+            share_count,
+            view_count,
+            comments,
+        };
+        out.push(ExpandedPost {
+            audience,
+            ..build_post(&parts, &cards, &ctx.devices, pres)
+        });
+    }
     loader.finish("assemble_posts");
     Ok(Kept {
         items: out,

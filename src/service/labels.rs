@@ -65,13 +65,13 @@ async fn check_friends(ctx: &Context, owner: i64, members: &[i64]) -> AppResult<
     let friends: Vec<i64> = members
         .iter()
         .copied()
-        .filter(|m| rel.friends.contains(m))
+        .filter(|m| rel.sets.friends.contains(m))
         .collect();
     super::visibility::settle_blocks(&mut loader, &mut rel, friends).await?;
     loader.finish("label_members");
     let strangers: Vec<String> = members
         .iter()
-        .filter(|m| !rel.friends.contains(m) || rel.blocked(**m))
+        .filter(|m| !rel.sets.friends.contains(m) || rel.blocked(**m))
         .map(|m| m.to_string())
         .collect();
     if strangers.is_empty() {

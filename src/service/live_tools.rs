@@ -134,7 +134,12 @@ pub async fn rebuild_live(
         // A rebuild of a last-writer-wins set merges into what is there,
         // so drifted ones are dropped first (then the merge keeps only the
         // changes made while the documents are read again).
-        let mut by_owner: HashMap<Owner, Vec<LiveKey>> = HashMap::new();
+        // Every post's body goes too, so that its generation moves and no
+        // instance keeps serving a drifted copy (`service::near_cache`).
+        let mut by_owner: HashMap<Owner, Vec<LiveKey>> = ids
+            .iter()
+            .map(|p| (Owner::Post(*p), vec![LiveKey::Blob(BlobKey::PostBody(*p))]))
+            .collect();
         for (key, _) in derive(docs, &ids).await?.sets {
             if key.is_last_writer_wins() {
                 by_owner
@@ -177,30 +182,28 @@ pub async fn rebuild_live(
         let Some(last) = uids.last().copied() else {
             break;
         };
+        // Cards dropped first, moving each generation: a drifted copy an
+        // instance keeps (`service::near_cache`) is then outdated.
+        let drops: Vec<Changes> = uids
+            .iter()
+            .map(|u| Changes {
+                owner: Owner::User(*u),
+                expected_gen: None,
+                changes: vec![LiveChange::Drop(LiveKey::Blob(BlobKey::Card(*u)))],
+            })
+            .collect();
+        live.apply(&drops).await?;
         let gens = generations(live, uids.iter().map(|u| Owner::User(*u)).collect()).await?;
         let users = docs.users_by_ids(&uids).await?;
         let mut fill = LiveFill::default();
         // An erased account has no card (reads take its absence for the
-        // account being gone), so a rebuild drops any it finds, never makes
-        // one.
-        let mut erased = Vec::new();
-        for u in users {
-            if u.is_erased() {
-                erased.push(Changes {
-                    owner: Owner::User(u.uid),
-                    expected_gen: None,
-                    changes: vec![LiveChange::Drop(LiveKey::Blob(BlobKey::Card(u.uid)))],
-                });
-                continue;
-            }
+        // account being gone): its card was dropped above, and none is made.
+        for u in users.into_iter().filter(|u| !u.is_erased()) {
             fill.blobs.push((
                 BlobKey::Card(u.uid),
                 json(&u.cached_card())?,
                 gens.get(&Owner::User(u.uid)).copied(),
             ));
-        }
-        if !erased.is_empty() {
-            live.apply(&erased).await?;
         }
         live.fill(&fill).await?;
         report.users += uids.len() as u64;

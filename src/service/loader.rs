@@ -7,6 +7,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use super::near_cache::{self, Copies, NearCache, NearValue};
+use super::repair::PendingNow;
+use super::visibility::{RelationSets, Relations};
 use super::Context;
 use crate::error::AppResult;
 use crate::metrics::LiveLookups;
@@ -15,15 +18,25 @@ use crate::store::{
     PostBody, SetKey, SetRead, SetView, StoreResult,
 };
 
+/// Members of a rebuilt set kept in the near cache beyond what was asked
+/// for: enough for every read of its newest members, bounded for a set a
+/// stranger can grow (a viral post's likers).
+const NEAR_SET_MEMBERS: usize = 1024;
+
 #[derive(Default)]
 pub struct Loaded {
-    pub blobs: HashMap<BlobKey, String>,
+    pub blobs: HashMap<BlobKey, Arc<str>>,
     /// A set read more than once in one call (whole, and asked about a
     /// member) keeps its fullest view here.
     pub sets: HashMap<SetKey, SetView>,
     /// (set, member) → whether the member is in it, for every read that
     /// asked (`SetRead::probe`).
     pub probed: HashMap<(SetKey, i64), bool>,
+    /// Each owner's generation, read before any of its values here, for
+    /// the owners whose values are all the live store's (not awaiting
+    /// repair, read while the live store answered).
+    gens: HashMap<Owner, u64>,
+    near: Option<Arc<NearCache>>,
 }
 
 impl Loaded {
@@ -39,6 +52,38 @@ impl Loaded {
             }
         }
     }
+
+    /// The viewer's relation sets from what `Relations::reads` loaded:
+    /// built once per generation of the viewer and shared through the near
+    /// cache.
+    pub fn relation_sets(&self, viewer: i64) -> Arc<RelationSets> {
+        let read_here = [
+            SetKey::Following(viewer),
+            SetKey::Friends(viewer),
+            SetKey::Blocking(viewer),
+            SetKey::BlockedBy(viewer),
+            SetKey::Muted(viewer),
+            SetKey::HiddenBy(viewer),
+        ]
+        .iter()
+        .all(|k| self.sets.contains_key(k));
+        let owner = Owner::User(viewer);
+        let shared = match (&self.near, self.gens.get(&owner)) {
+            (Some(near), Some(g)) if read_here => Some((near, *g)),
+            _ => None,
+        };
+        if let Some((near, g)) = shared {
+            let copies = near.get(owner).filter(|c| c.generation == g);
+            if let Some(sets) = copies.as_ref().and_then(|c| c.relations()) {
+                return sets.clone();
+            }
+        }
+        let built = Arc::new(Relations::sets_from_loaded(viewer, self));
+        if let Some((near, g)) = shared {
+            near.put(owner, g, NearValue::Relations(built.clone()));
+        }
+        built
+    }
 }
 
 pub struct Loader<'a> {
@@ -53,6 +98,15 @@ pub struct Loader<'a> {
     /// read then: a later read of this loader asks about people without
     /// reading those again.
     blocked_by_many: HashMap<i64, Vec<crate::store::BlockDoc>>,
+    /// Set once a near-cache copy turned out outdated in this request (a
+    /// write since, or the live state lost): later loads then read values
+    /// with their generations rather than bet on copies again, so a cold
+    /// request pays one extra round trip, not one per load.
+    copies_doubted: bool,
+    /// The owners awaiting repair, as of the start of the current load.
+    pending: PendingNow,
+    /// Owners whose generations the next load reads too (`expect`).
+    expected: Vec<Owner>,
     pub live_round_trips: u32,
     pub doc_round_trips: u32,
 }
@@ -68,6 +122,17 @@ fn view_of(mut members: Vec<(i64, i64)>, read: &SetRead) -> SetView {
     }
 }
 
+/// A set read the near cache holds a copy for, the owner's generation not
+/// yet known to match it.
+struct SetCopy {
+    read: SetRead,
+    gen: u64,
+    /// The copy as this read sees it; its probe answered by the live
+    /// store (`probe_at`) when the copy does not hold every member.
+    view: SetView,
+    probe_at: Option<usize>,
+}
+
 impl<'a> Loader<'a> {
     pub fn new(ctx: &'a Context) -> Self {
         Self {
@@ -76,31 +141,218 @@ impl<'a> Loader<'a> {
             live_ok: true,
             fill: LiveFill::default(),
             blocked_by_many: HashMap::new(),
+            copies_doubted: false,
+            pending: PendingNow::default(),
+            expected: Vec::new(),
             live_round_trips: 0,
             doc_round_trips: 0,
         }
     }
 
+    /// Whether the near cache may serve or keep `owner`'s values in this
+    /// request.
+    fn near_for(&self, owner: Owner) -> bool {
+        self.live_ok && self.ctx.near.is_on() && !self.pending.contains(owner)
+    }
+
+    /// Keeps a value read from the live store (or rebuilt from the
+    /// documents after its owner's generation was read) in the near cache.
+    fn keep_near(&mut self, owner: Owner, value: NearValue) {
+        match (self.near_for(owner), self.gens.get(&owner)) {
+            // No generation to keep it under: have one started, for the
+            // next read to keep its copies under.
+            (true, Some(0)) if !self.fill.start_gens.contains(&owner) => {
+                self.fill.start_gens.push(owner);
+            }
+            (true, Some(g)) if *g != 0 => self.ctx.near.put(owner, *g, value),
+            _ => {}
+        }
+    }
+
+    fn keep_set_near(&mut self, key: SetKey, view: &SetView) {
+        if !self.ctx.near.is_on() {
+            return;
+        }
+        let copy = SetView {
+            count: view.count,
+            top: view.top.clone(),
+            probe_score: None,
+        };
+        self.keep_near(key.owner(), NearValue::Set(key, Arc::new(copy)));
+    }
+
+    /// This instance's copies of `owner`'s values, looked up once per load.
+    fn copies_of(
+        &self,
+        found: &mut Vec<(Owner, Option<Arc<Copies>>)>,
+        owner: Owner,
+    ) -> Option<Arc<Copies>> {
+        if !self.near_for(owner) {
+            return None;
+        }
+        if let Some((_, c)) = found.iter().find(|(o, _)| *o == owner) {
+            return c.clone();
+        }
+        let c = self.ctx.near.get(owner);
+        found.push((owner, c.clone()));
+        c
+    }
+
+    /// Whether a copy of `owner`'s values kept at `generation` holds: the
+    /// owner's generation, read by this request, is still that one, and
+    /// the owner awaits no repair.
+    pub fn vouches_for(&self, owner: Owner, generation: u64) -> bool {
+        self.near_for(owner) && generation != 0 && self.gens.get(&owner) == Some(&generation)
+    }
+
+    /// Keeps a post's snapshot, assembled from what this request read after
+    /// the post's generation (`assemble::PostSnapshot`).
+    pub fn keep_snapshot(&mut self, snapshot: super::assemble::PostSnapshot) {
+        if self.ctx.near.is_on() {
+            let owner = Owner::Post(snapshot.body.id);
+            self.keep_near(owner, NearValue::Snapshot(Arc::new(snapshot)));
+        }
+    }
+
+    /// Owners whose values a later load of this request will likely want
+    /// (the people this instance's copies of a page name): their
+    /// generations ride in the next load's round trip, so that a later load
+    /// served from copies makes none of its own.
+    pub fn expect(&mut self, owners: impl IntoIterator<Item = Owner>) {
+        self.expected.extend(owners);
+    }
+
     /// Loads blobs and sets; what the live store lacks comes from the documents.
     /// Absent blobs (no such document) are simply not in the result.
+    ///
+    /// Values the near cache holds cost only their owners' generations in
+    /// the round trip; a copy found outdated there is read again in a
+    /// second one (only then).
     pub async fn load(&mut self, blobs: &[BlobKey], sets: &[SetRead]) -> AppResult<Loaded> {
+        self.load_then(blobs, sets, |_| (Vec::new(), Vec::new()))
+            .await
+    }
+
+    /// `load`, and what `more` asks for once the generations are read (the
+    /// values a caller's own copies turned out too old for), in the round
+    /// trip that reads again what the near cache's copies were too old for:
+    /// so a request whose copies are outdated pays one round trip more, and
+    /// its misses are all rebuilt from the documents together.
+    pub async fn load_then(
+        &mut self,
+        blobs: &[BlobKey],
+        sets: &[SetRead],
+        more: impl FnOnce(&Self) -> (Vec<BlobKey>, Vec<SetRead>),
+    ) -> AppResult<Loaded> {
+        self.pending = self.ctx.repair.pending_now();
+        let expected = std::mem::take(&mut self.expected);
         let mut owners: Vec<Owner> = blobs
             .iter()
             .map(|b| b.owner())
             .chain(sets.iter().map(|s| s.key.owner()))
+            .chain(expected)
             .filter(|o| !self.gens.contains_key(o))
             .collect();
         owners.sort_unstable();
         owners.dedup();
+        let mut out = Loaded {
+            near: Some(self.ctx.near.clone()),
+            ..Loaded::default()
+        };
+        let mut lookups = LiveLookups::default();
+
+        // What the near cache holds: served at once where the owner's
+        // generation is known to match, else checked by the round trip.
+        let mut found: Vec<(Owner, Option<Arc<Copies>>)> = Vec::new();
+        let mut live_blobs: Vec<BlobKey> = Vec::new();
+        let mut blob_copies: Vec<(BlobKey, u64, Arc<str>)> = Vec::new();
+        for key in blobs {
+            let owner = key.owner();
+            if let Some(copies) = self.copies_of(&mut found, owner) {
+                if let Some(text) = copies.blob(*key).cloned() {
+                    let g = copies.generation;
+                    match self.gens.get(&owner) {
+                        Some(known) if *known == g => {
+                            lookups.near_hit(key.kind());
+                            out.blobs.insert(*key, text);
+                            continue;
+                        }
+                        Some(_) => lookups.near_stale(key.kind()),
+                        None if self.copies_doubted => {}
+                        None => {
+                            blob_copies.push((*key, g, text));
+                            continue;
+                        }
+                    }
+                }
+            }
+            live_blobs.push(*key);
+        }
+        let mut live_sets: Vec<SetRead> = Vec::new();
+        let mut set_copies: Vec<SetCopy> = Vec::new();
+        let mut probes: Vec<SetRead> = Vec::new();
+        for read in sets {
+            let owner = read.key.owner();
+            let copies = match read.below {
+                None => self.copies_of(&mut found, owner),
+                Some(_) => None,
+            };
+            let copy = copies
+                .as_ref()
+                .and_then(|c| c.set(read.key).map(|v| (c.generation, v.clone())));
+            if let Some((g, copy)) = copy {
+                let known = self.gens.get(&owner).copied();
+                if known.is_some_and(|k| k != g) {
+                    lookups.near_stale(read.key.kind());
+                } else if known.is_none() && self.copies_doubted {
+                } else if near_cache::covers(&copy, read.top) {
+                    let (view, probe_at) =
+                        match near_cache::view_from_copy(&copy, read.top, read.probe) {
+                            Some(v) => (v, None),
+                            None => {
+                                // Every member but the one asked about: the
+                                // live store answers the probe alone.
+                                probes.push(SetRead {
+                                    key: read.key,
+                                    top: 0,
+                                    probe: read.probe,
+                                    below: None,
+                                });
+                                let v = near_cache::view_from_copy(&copy, read.top, None)
+                                    .unwrap_or_default();
+                                (v, Some(probes.len() - 1))
+                            }
+                        };
+                    match (known, probe_at) {
+                        (Some(_), None) => {
+                            lookups.near_hit(read.key.kind());
+                            out.put_set(read, view);
+                        }
+                        _ => set_copies.push(SetCopy {
+                            read: *read,
+                            gen: g,
+                            view,
+                            probe_at,
+                        }),
+                    }
+                    continue;
+                }
+            }
+            live_sets.push(*read);
+        }
+
+        let first_sets = live_sets.len();
+        let mut read_sets = live_sets.clone();
+        read_sets.extend(probes.iter().copied());
         let read = LiveRead {
-            blobs: blobs.to_vec(),
-            sets: sets.to_vec(),
+            blobs: live_blobs.clone(),
+            sets: read_sets,
             gens: owners.clone(),
             ..Default::default()
         };
         // Whether the live store answered this read: only then is an
         // absent value a miss.
-        let (answer, answered) = if read.blobs.is_empty() && read.sets.is_empty() {
+        let (answer, answered) = if read.is_empty() {
             (LiveAnswer::default(), false)
         } else {
             self.live_round_trips += 1;
@@ -110,8 +362,8 @@ impl<'a> Loader<'a> {
                     tracing::warn!(error = %e, "live read failed; answering from the documents");
                     self.live_ok = false;
                     let nothing = LiveAnswer {
-                        blobs: vec![None; blobs.len()],
-                        sets: vec![None; sets.len()],
+                        blobs: vec![None; read.blobs.len()],
+                        sets: vec![None; read.sets.len()],
                         gens: vec![0; owners.len()],
                         ..Default::default()
                     };
@@ -119,62 +371,152 @@ impl<'a> Loader<'a> {
                 }
             }
         };
-        for (o, g) in owners.iter().zip(&answer.gens) {
-            self.gens.insert(*o, *g);
+        if answered {
+            for (o, g) in owners.iter().zip(&answer.gens) {
+                self.gens.insert(*o, *g);
+            }
         }
+        let LiveAnswer {
+            blobs: blob_answers,
+            sets: mut set_answers,
+            ..
+        } = answer;
+        let probe_answers = set_answers.split_off(first_sets.min(set_answers.len()));
+
+        // The copies whose owners turned out unchanged are served; the
+        // others are read again, in a second round trip.
+        let mut again_blobs: Vec<BlobKey> = Vec::new();
+        for (key, g, text) in blob_copies {
+            if answered && self.gens.get(&key.owner()) == Some(&g) {
+                lookups.near_hit(key.kind());
+                out.blobs.insert(key, text);
+            } else {
+                if answered {
+                    lookups.near_stale(key.kind());
+                }
+                again_blobs.push(key);
+            }
+        }
+        let mut again_sets: Vec<SetRead> = Vec::new();
+        for copy in set_copies {
+            let current = answered && self.gens.get(&copy.read.key.owner()) == Some(&copy.gen);
+            let probed = match copy.probe_at {
+                None => Some(None),
+                Some(i) => probe_answers
+                    .get(i)
+                    .cloned()
+                    .flatten()
+                    .map(|v| v.probe_score),
+            };
+            match (current, probed) {
+                (true, Some(probe_score)) => {
+                    lookups.near_hit(copy.read.key.kind());
+                    let mut view = copy.view;
+                    if copy.probe_at.is_some() {
+                        view.probe_score = probe_score;
+                    }
+                    out.put_set(&copy.read, view);
+                }
+                _ => {
+                    if answered {
+                        lookups.near_stale(copy.read.key.kind());
+                    }
+                    again_sets.push(copy.read);
+                }
+            }
+        }
+        let mut blob_answers: Vec<(BlobKey, Option<String>)> =
+            live_blobs.into_iter().zip(blob_answers).collect();
+        let mut set_answers: Vec<(SetRead, Option<SetView>)> =
+            live_sets.into_iter().zip(set_answers).collect();
+        let (more_blobs, more_sets) = more(self);
+        let callers_outdated = !more_blobs.is_empty() || !more_sets.is_empty();
+        again_blobs.extend(more_blobs);
+        again_sets.extend(more_sets);
+        let mut answered_again = answered;
+        if callers_outdated {
+            self.copies_doubted = true;
+        }
+        if answered && (!again_blobs.is_empty() || !again_sets.is_empty()) {
+            self.copies_doubted = true;
+            let read = LiveRead {
+                blobs: again_blobs.clone(),
+                sets: again_sets.clone(),
+                ..Default::default()
+            };
+            self.live_round_trips += 1;
+            match self.ctx.live.read(&read).await {
+                Ok(a) => {
+                    blob_answers.extend(again_blobs.into_iter().zip(a.blobs));
+                    set_answers.extend(again_sets.into_iter().zip(a.sets));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "live read failed; answering from the documents");
+                    self.live_ok = false;
+                    answered_again = false;
+                    blob_answers.extend(again_blobs.into_iter().map(|k| (k, None)));
+                    set_answers.extend(again_sets.into_iter().map(|r| (r, None)));
+                }
+            }
+        } else {
+            blob_answers.extend(again_blobs.into_iter().map(|k| (k, None)));
+            set_answers.extend(again_sets.into_iter().map(|r| (r, None)));
+        }
+
         // An owner whose last live update failed may hold stale values until
         // the repair task drops them: read it from the documents and write
         // nothing back (its generation guard is about to move anyway).
-        let stale = |o: Owner| self.ctx.repair.is_pending(o);
-        let mut stale_owners = Vec::new();
-        let mut out = Loaded::default();
-        let mut lookups = LiveLookups::default();
+        let pending = self.pending.clone();
+        let stale = |o: Owner| pending.contains(o);
         let mut missing_blobs = Vec::new();
-        for (key, value) in blobs.iter().zip(answer.blobs) {
+        for (key, value) in blob_answers {
             if stale(key.owner()) {
-                stale_owners.push(key.owner());
-                missing_blobs.push(*key);
+                missing_blobs.push(key);
                 lookups.rebuilt(key.kind());
                 continue;
             }
             match value {
                 Some(v) => {
                     lookups.hit(key.kind());
-                    out.blobs.insert(*key, v);
+                    let text: Arc<str> = Arc::from(v);
+                    self.keep_near(key.owner(), NearValue::Blob(key, text.clone()));
+                    out.blobs.insert(key, text);
                 }
                 None if key.is_hint() => {
-                    if answered {
+                    if answered_again {
                         lookups.miss(key.kind());
                     }
                 }
                 None => {
-                    if answered {
+                    if answered_again {
                         lookups.miss(key.kind());
                     }
                     lookups.rebuilt(key.kind());
-                    missing_blobs.push(*key)
+                    missing_blobs.push(key)
                 }
             }
         }
         let mut missing_sets = Vec::new();
-        for (read, view) in sets.iter().zip(answer.sets) {
+        for (read, view) in set_answers {
             if stale(read.key.owner()) {
-                stale_owners.push(read.key.owner());
-                missing_sets.push(*read);
+                missing_sets.push(read);
                 lookups.rebuilt(read.key.kind());
                 continue;
             }
             match view {
                 Some(v) => {
                     lookups.hit(read.key.kind());
-                    out.put_set(read, v);
+                    if read.below.is_none() {
+                        self.keep_set_near(read.key, &v);
+                    }
+                    out.put_set(&read, v);
                 }
                 None => {
-                    if answered {
+                    if answered_again {
                         lookups.miss(read.key.kind());
                     }
                     lookups.rebuilt(read.key.kind());
-                    missing_sets.push(*read)
+                    missing_sets.push(read)
                 }
             }
         }
@@ -182,6 +524,19 @@ impl<'a> Loader<'a> {
         if !missing_blobs.is_empty() || !missing_sets.is_empty() {
             self.rebuild(&missing_blobs, &missing_sets, &mut out)
                 .await?;
+        }
+        if self.live_ok {
+            for o in blobs
+                .iter()
+                .map(|b| b.owner())
+                .chain(sets.iter().map(|s| s.key.owner()))
+            {
+                if let (false, Some(g)) = (stale(o), self.gens.get(&o)) {
+                    if *g != 0 {
+                        out.gens.insert(o, *g);
+                    }
+                }
+            }
         }
         Ok(out)
     }
@@ -205,6 +560,7 @@ impl<'a> Loader<'a> {
     /// hints whose staleness costs only a round trip).
     pub fn write_back(&mut self, key: BlobKey, text: String) {
         if self.live_ok {
+            self.keep_near(key.owner(), NearValue::Blob(key, Arc::from(text.as_str())));
             self.fill.blobs.push((key, text, None));
         }
     }
@@ -424,8 +780,13 @@ impl<'a> Loader<'a> {
             );
         }
 
+        // Rebuilt values kept in the near cache, as of the generation read
+        // before the documents were.
+        let mut near_blobs: Vec<(BlobKey, Arc<str>)> = Vec::new();
         let mut put = |key: BlobKey, text: String, guard: Option<u64>, out: &mut Loaded| {
-            self.fill.blobs.push((key, text.clone(), guard));
+            let text: Arc<str> = Arc::from(text);
+            self.fill.blobs.push((key, text.to_string(), guard));
+            near_blobs.push((key, text.clone()));
             out.blobs.insert(key, text);
         };
         for p in posts {
@@ -434,7 +795,8 @@ impl<'a> Loader<'a> {
             if let Some(g) = guard {
                 put(key, to_json(&PostBody::from(p))?, Some(g), out);
             } else {
-                out.blobs.insert(key, to_json(&PostBody::from(p))?);
+                out.blobs
+                    .insert(key, Arc::from(to_json(&PostBody::from(p))?));
             }
         }
         for (post, n) in view_counts {
@@ -458,9 +820,12 @@ impl<'a> Loader<'a> {
             match self.gens.get(&key.owner()).copied() {
                 Some(g) => put(key, card, Some(g), out),
                 None => {
-                    out.blobs.insert(key, card);
+                    out.blobs.insert(key, Arc::from(card));
                 }
             }
+        }
+        for (key, text) in near_blobs {
+            self.keep_near(key.owner(), NearValue::Blob(key, text));
         }
 
         let mut members: HashMap<SetKey, Vec<(i64, i64)>> = HashMap::new();
@@ -614,6 +979,15 @@ impl<'a> Loader<'a> {
                 if self.live_ok && !followed(&read.key) && filled.insert(read.key) {
                     self.fill.sets.push((read.key, m.clone(), g));
                 }
+            }
+            if self.ctx.near.is_on() && self.guard(read.key.owner()).is_some() {
+                // The set as rebuilt, whole or its newest members.
+                let kept = SetRead {
+                    top: read.top.max(NEAR_SET_MEMBERS),
+                    probe: None,
+                    ..*read
+                };
+                self.keep_set_near(read.key, &view_of(m.clone(), &kept));
             }
             out.put_set(read, view_of(m, read));
         }

@@ -16,6 +16,7 @@ pub mod like_arrays;
 pub mod likes;
 pub mod live_tools;
 pub mod loader;
+pub mod near_cache;
 pub mod notifications;
 pub mod paging;
 pub mod password_pool;
@@ -71,6 +72,9 @@ pub struct Context {
     /// failures); none unless something injects them.
     pub faults: Arc<crate::store::faults::Faults>,
     pub celebrity_cache: Arc<timeline::CelebrityCache>,
+    /// This instance's copies of live values, served while their owners'
+    /// generations are unchanged (`near_cache`).
+    pub near: Arc<near_cache::NearCache>,
     /// Rebuild reads in flight, shared by the requests that need them.
     pub rebuilds: Arc<in_flight::Rebuilds>,
     /// When each user was last recorded active by this instance.

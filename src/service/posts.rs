@@ -5,7 +5,7 @@ use super::loader::to_json;
 use super::notifications::{notify, Event};
 use super::paging::fill_page;
 use super::views::{ExpandedPost, Page};
-use super::visibility::Place;
+use super::visibility::{Place, RelationSets};
 use super::{can_see, insert_reserved, Context, Presentation, Relations, Viewer};
 use crate::domain::cursor::Cursor;
 use crate::domain::post::NewPost;
@@ -37,6 +37,9 @@ pub async fn create_post(
             .pop()
             .filter(|p| p.author_uid == author))
     };
+    // Whether this try made it (not an earlier one, whose post may have
+    // been viewed and commented on since).
+    let made_here = std::sync::atomic::AtomicBool::new(false);
     let doc = insert_reserved(
         reserved,
         |id| {
@@ -55,7 +58,12 @@ pub async fn create_post(
                 likes_postid: Vec::new(),
                 deleted: false,
             };
-            async move { ctx.docs.insert_post(&doc).await.map(|()| doc) }
+            let made_here = &made_here;
+            async move {
+                ctx.docs.insert_post(&doc).await?;
+                made_here.store(true, std::sync::atomic::Ordering::Relaxed);
+                Ok(doc)
+            }
         },
         earlier,
     )
@@ -77,7 +85,7 @@ pub async fn create_post(
             vec![Changes {
                 owner: Owner::Post(id),
                 expected_gen: None,
-                changes: vec![LiveChange::PutBlob(BlobKey::PostBody(id), to_json(&body)?)],
+                changes: new_post_state(&body, made_here.into_inner())?,
             }],
         )
         .await;
@@ -104,6 +112,25 @@ pub async fn create_post(
     // Deleted since it was made (a retry long after, or a delete racing
     // the read-back): there is nothing to show.
     posts.pop().ok_or(AppError::NotFound("post"))
+}
+
+/// A new post's live state: everything a read of it asks for, so that no
+/// first read rebuilds it from the documents. Nobody has liked, commented
+/// on or shared it yet; nor viewed it, when this request `made` it (a
+/// retry of an earlier try's may have been viewed since).
+fn new_post_state(body: &PostBody, made: bool) -> AppResult<Vec<LiveChange>> {
+    let id = body.id;
+    let mut changes = vec![
+        LiveChange::PutBlob(BlobKey::PostBody(id), to_json(body)?),
+        LiveChange::Begin(SetKey::PostLikers(id)),
+        LiveChange::Begin(SetKey::PostComments(id)),
+        LiveChange::Begin(SetKey::PostShares(id)),
+    ];
+    if made {
+        changes.push(LiveChange::PutBlob(BlobKey::ViewCount(id), "0".into()));
+        changes.push(LiveChange::PutBlob(BlobKey::CommentPeople(id), "[]".into()));
+    }
+    Ok(changes)
 }
 
 /// The labels an `only` or `except` post names, which must be its
@@ -196,8 +223,7 @@ async fn check_mentions(
         .filter(|m| !blocked.contains(m))
         .filter(|m| {
             let follows = following_author.contains(m);
-            let mut rel = Relations {
-                viewer: Some(*m),
+            let sets = RelationSets {
                 following: follows.then_some(author).into_iter().collect(),
                 friends: (follows && followed_by_author.contains(m))
                     .then_some(author)
@@ -208,6 +234,11 @@ async fn check_mentions(
                     .then_some(author)
                     .into_iter()
                     .collect(),
+                ..RelationSets::default()
+            };
+            let mut rel = Relations {
+                viewer: Some(*m),
+                sets: std::sync::Arc::new(sets),
                 ..Relations::default()
             };
             rel.authors.now = probe.createtime;

@@ -35,6 +35,27 @@ pub const VIEW_MAX_AGE: Duration = Duration::from_millis(500);
 /// as stale, and reads fall back to the documents until it is drained.
 const LIST_LIMIT: usize = 10_000;
 
+/// The owners pending at one moment (`LiveRepair::pending_now`).
+#[derive(Debug, Default, Clone)]
+pub struct PendingNow {
+    /// The shared list could not be trusted: every owner counts as pending.
+    every: bool,
+    owners: HashSet<Owner>,
+}
+
+impl PendingNow {
+    fn every() -> Self {
+        PendingNow {
+            every: true,
+            owners: HashSet::new(),
+        }
+    }
+
+    pub fn contains(&self, owner: Owner) -> bool {
+        self.every || (!self.owners.is_empty() && self.owners.contains(&owner))
+    }
+}
+
 #[derive(Default)]
 pub struct LiveRepair {
     /// This instance's failures, in effect at once.
@@ -157,6 +178,29 @@ impl LiveRepair {
             .map(|p| p.contains_key(&owner))
             .unwrap_or(true);
         here || self.shared.as_ref().is_some_and(|s| s.is_pending(owner))
+    }
+
+    /// Which owners are pending now, taken once for a batch of checks
+    /// (`is_pending` takes two locks and reads the clock per owner).
+    pub fn pending_now(&self) -> PendingNow {
+        let mut owners: HashSet<Owner> = match self.pending.lock() {
+            Ok(p) => p.keys().copied().collect(),
+            Err(_) => return PendingNow::every(),
+        };
+        if let Some(shared) = &self.shared {
+            let Ok(view) = shared.view.lock() else {
+                return PendingNow::every();
+            };
+            let fresh = view.read_at.is_some_and(|at| at.elapsed() < VIEW_MAX_AGE);
+            if !fresh || view.truncated {
+                return PendingNow::every();
+            }
+            owners.extend(view.owners.keys().copied());
+        }
+        PendingNow {
+            every: false,
+            owners,
+        }
     }
 
     pub fn pending_count(&self) -> usize {

@@ -115,7 +115,7 @@ async fn target(ctx: &Context, me: i64, them: i64) -> AppResult<UserCard> {
 /// find, so that is a conflict they can resolve (unblock first); someone
 /// who blocked the viewer is not there for them at all.
 fn refuse_across_block(rel: &Relations, them: i64) -> AppResult<()> {
-    if rel.blocking.contains(&them) {
+    if rel.sets.blocking.contains(&them) {
         return Err(AppError::Conflict(
             "you blocked this user; unblock them first".into(),
         ));
@@ -138,7 +138,7 @@ pub async fn follow(ctx: &Context, me: i64, them: i64) -> AppResult<FollowState>
     // Whom one follows is read whole on every feed and profile read: it is
     // bounded. (Two follows racing may pass the bound by one each.)
     let max = ctx.settings.max_following;
-    if !before.rel.following.contains(&them) && before.rel.following.len() as u64 >= max {
+    if !before.rel.sets.following.contains(&them) && before.rel.sets.following.len() as u64 >= max {
         return Err(AppError::Conflict(format!(
             "you follow {max} accounts, the most one account may; unfollow one first"
         )));
@@ -272,7 +272,7 @@ pub async fn block(ctx: &Context, me: i64, them: i64) -> AppResult<BlockState> {
     target(ctx, me, them).await?;
     let before = before_write(ctx, me, them).await?;
     let max = ctx.settings.max_blocks;
-    if !before.rel.blocking.contains(&them) && before.rel.blocking.len() as u64 >= max {
+    if !before.rel.sets.blocking.contains(&them) && before.rel.sets.blocking.len() as u64 >= max {
         return Err(AppError::Conflict(format!(
             "you block {max} accounts, the most one account may; unblock one first"
         )));
@@ -518,7 +518,7 @@ pub async fn profile(ctx: &Context, uid: i64, viewer: Viewer) -> AppResult<Profi
             (
                 Some(!out.is_empty()),
                 Some(!back.is_empty()),
-                Some(rel.blocking.contains(&uid)),
+                Some(rel.sets.blocking.contains(&uid)),
             )
         }
         _ => (None, None, None),

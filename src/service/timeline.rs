@@ -22,6 +22,7 @@ use std::sync::Mutex;
 
 use super::assemble::assemble_visible;
 use super::loader::Loader;
+use super::near_cache::{self, NearValue};
 use super::paging::fill_page;
 use super::views::{ExpandedPost, Page};
 use super::visibility::{self, Place, PushFilter, Reach};
@@ -502,24 +503,28 @@ async fn home_ids(
     let max = ctx.settings.timeline_max;
     let mut loader = Loader::new(ctx);
     let home_key = SetKey::Home(viewer);
-    let read = LiveRead {
-        sets: vec![
-            SetRead {
-                key: home_key,
-                top: limit + 1,
-                probe: None,
-                below: before,
-            },
-            SetRead {
-                key: SetKey::Following(viewer),
-                top: usize::MAX >> 24,
-                probe: None,
-                below: None,
-            },
-        ],
+    let following_read = SetRead {
+        key: SetKey::Following(viewer),
+        top: usize::MAX >> 24,
+        probe: None,
+        below: None,
+    };
+    // Whom the viewer follows, from this instance's copy when the viewer's
+    // generation, read with the timeline, says it is current.
+    let following_copy = near_copy_of(ctx, following_read);
+    let mut read = LiveRead {
+        sets: vec![SetRead {
+            key: home_key,
+            top: limit + 1,
+            probe: None,
+            below: before,
+        }],
         gens: vec![Owner::User(viewer)],
         ..Default::default()
     };
+    if following_copy.is_none() {
+        read.sets.push(following_read);
+    }
     // The timeline is read directly (an absent one is rebuilt here, from the
     // followees, never as an empty set); the followees through the loader.
     let answer = ctx.live.read(&read).await;
@@ -547,13 +552,32 @@ async fn home_ids(
             None => lookups.miss(home_key.kind()),
         }
     }
-    let following = match answer.and_then(|a| a.sets.get(1).cloned().flatten()) {
-        Some(view) => {
-            lookups.hit(SetKey::Following(viewer).kind());
+    let from_copy = match (&following_copy, gen, &answer) {
+        (Some((g, copy)), Some(now), Some(_)) if *g == now => {
+            lookups.near_hit(following_read.key.kind());
+            Some(copy.clone())
+        }
+        _ => None,
+    };
+    let read_along = answer
+        .as_ref()
+        .filter(|_| following_copy.is_none())
+        .and_then(|a| a.sets.get(1).cloned().flatten());
+    let following = match (from_copy, read_along) {
+        (Some(copy), _) => copy,
+        (None, Some(view)) => {
+            lookups.hit(following_read.key.kind());
+            if let Some(g) = gen.filter(|g| *g != 0) {
+                ctx.near.put(
+                    Owner::User(viewer),
+                    g,
+                    NearValue::Set(following_read.key, std::sync::Arc::new(view.clone())),
+                );
+            }
             view
         }
-        None => {
-            let loaded = loader.load(&[], &[read.sets[1]]).await?;
+        (None, None) => {
+            let loaded = loader.load(&[], &[following_read]).await?;
             loaded
                 .sets
                 .get(&SetKey::Following(viewer))
@@ -641,6 +665,17 @@ async fn home_ids(
     lookups.record();
     loader.finish("home_timeline");
     Ok(newest_first)
+}
+
+/// This instance's copy of a whole set and the generation it was read at,
+/// unless its owner awaits repair.
+fn near_copy_of(ctx: &Context, read: SetRead) -> Option<(u64, crate::store::SetView)> {
+    if ctx.repair.is_pending(read.key.owner()) {
+        return None;
+    }
+    let copies = ctx.near.get(read.key.owner())?;
+    let view = near_cache::view_from_copy(copies.set(read.key)?, read.top, None)?;
+    Some((copies.generation, view))
 }
 
 /// Drops a user's timeline so the next read rebuilds it from whom they follow

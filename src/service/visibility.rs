@@ -26,6 +26,7 @@
 //! New audience rules go here, with a row in the matrix test below.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use super::{loader, Viewer};
 use crate::domain::post::Visibility;
@@ -41,6 +42,19 @@ use crate::store::{BlobKey, CachedCard, PostBody, SetKey, SetRead};
 #[derive(Debug, Default, Clone)]
 pub struct Relations {
     pub viewer: Viewer,
+    /// The viewer's own sets, shared by every request that read them at
+    /// the same generation (`near_cache`).
+    pub sets: Arc<RelationSets>,
+    /// Who blocked the viewer: `sets.blocked_by`, and what this request
+    /// learned of it since (`settle_blocks`).
+    pub blocked_by: BlockedBy,
+    pub authors: AuthorRules,
+}
+
+/// The viewer's side of the graph as the live store holds it, built once
+/// per generation of the viewer and shared.
+#[derive(Debug, Default, Clone)]
+pub struct RelationSets {
     pub following: HashSet<i64>,
     pub friends: HashSet<i64>,
     /// Whom the viewer blocked: whole (at most `MOMENTS_MAX_BLOCKS`).
@@ -48,7 +62,20 @@ pub struct Relations {
     pub blocked_by: BlockedBy,
     pub muted: HashSet<i64>,
     pub hidden_by: HashSet<i64>,
-    pub authors: AuthorRules,
+}
+
+impl RelationSets {
+    /// Roughly what it holds in memory, for the near cache's byte bound.
+    pub fn bytes(&self) -> usize {
+        let members = self.following.len()
+            + self.friends.len()
+            + self.blocking.len()
+            + self.blocked_by.blockers.len()
+            + self.muted.len()
+            + self.hidden_by.len();
+        // A hash set spends about twice its members' 8 bytes.
+        members * 16 + 6 * 48
+    }
 }
 
 /// Who blocked the viewer. Anyone can add to it, so a read takes it whole
@@ -154,6 +181,17 @@ impl Relations {
                 ..Relations::default()
             };
         };
+        let sets = loaded.relation_sets(v);
+        Relations {
+            viewer,
+            blocked_by: sets.blocked_by.clone(),
+            sets,
+            authors,
+        }
+    }
+
+    /// The viewer's relation sets from what `reads` loaded.
+    pub fn sets_from_loaded(v: i64, loaded: &loader::Loaded) -> RelationSets {
         let members = |key: SetKey| -> HashSet<i64> {
             loaded
                 .sets
@@ -166,8 +204,7 @@ impl Relations {
             .sets
             .get(&SetKey::BlockedBy(v))
             .is_none_or(|view| view.count as usize <= view.top.len());
-        Relations {
-            viewer,
+        RelationSets {
             following: members(SetKey::Following(v)),
             friends: members(SetKey::Friends(v)),
             blocking: members(SetKey::Blocking(v)),
@@ -178,7 +215,6 @@ impl Relations {
             },
             muted: members(SetKey::Muted(v)),
             hidden_by: members(SetKey::HiddenBy(v)),
-            authors,
         }
     }
 
@@ -190,7 +226,7 @@ impl Relations {
         if Some(uid) == self.viewer {
             return false;
         }
-        if self.blocking.contains(&uid) {
+        if self.sets.blocking.contains(&uid) {
             return true;
         }
         match self.blocked_by.knows(uid) {
@@ -226,7 +262,7 @@ impl Relations {
     /// Whether anyone is blocked either way, so that counts may include
     /// people this viewer must not see.
     pub fn blocks_anyone(&self) -> bool {
-        !self.blocking.is_empty() || !self.blocked_by.is_whole_and_empty()
+        !self.sets.blocking.is_empty() || !self.blocked_by.is_whole_and_empty()
     }
 
     /// Those of `uids` whose block of the viewer is not known yet: what
@@ -253,7 +289,7 @@ impl Relations {
     fn labels_needed<'p>(&self, post: &'p PostBody) -> impl Iterator<Item = i64> + 'p {
         let decides = post.visibility.names_an_audience()
             && self.viewer.is_some_and(|v| v != post.author_uid)
-            && self.friends.contains(&post.author_uid);
+            && self.sets.friends.contains(&post.author_uid);
         post.audience
             .as_ref()
             .filter(|_| decides)
@@ -471,7 +507,7 @@ pub fn sight(post: &PostBody, rel: &Relations) -> Sight {
         return Sight::Shown(Interactions::All);
     }
     if rel.blocked(post.author_uid)
-        || rel.hidden_by.contains(&post.author_uid)
+        || rel.sets.hidden_by.contains(&post.author_uid)
         || rel.authors.gone.contains(&post.author_uid)
     {
         return Sight::Hidden;
@@ -479,10 +515,10 @@ pub fn sight(post: &PostBody, rel: &Relations) -> Sight {
     if !rel.inside_window(post) {
         return Sight::Hidden;
     }
-    let friend = rel.friends.contains(&post.author_uid);
+    let friend = rel.sets.friends.contains(&post.author_uid);
     let in_audience = match post.visibility {
         Visibility::Public => true,
-        Visibility::Followers => rel.following.contains(&post.author_uid),
+        Visibility::Followers => rel.sets.following.contains(&post.author_uid),
         Visibility::Friends => friend,
         Visibility::Private => false,
         // An unread label counts against the viewer either way.
@@ -506,7 +542,7 @@ pub enum Place {
 
 /// `sight`, for a post shown at `place`.
 pub fn sight_at(post: &PostBody, rel: &Relations, place: Place) -> Sight {
-    if place == Place::HomeFeed && rel.muted.contains(&post.author_uid) {
+    if place == Place::HomeFeed && rel.sets.muted.contains(&post.author_uid) {
         return Sight::Hidden;
     }
     sight(post, rel)
@@ -525,7 +561,7 @@ impl Sight {
             _ if rel.blocked(actor) => false,
             Sight::Shown(Interactions::All) => true,
             Sight::Shown(Interactions::FriendsOnly) => {
-                Some(actor) == rel.viewer || rel.friends.contains(&actor)
+                Some(actor) == rel.viewer || rel.sets.friends.contains(&actor)
             }
         }
     }
@@ -678,24 +714,25 @@ mod tests {
             authors,
             ..Relations::default()
         };
+        let sets = Arc::make_mut(&mut rel.sets);
         if !matches!(r, Author | Stranger) {
-            rel.following.insert(AUTHOR);
+            sets.following.insert(AUTHOR);
         }
         if !matches!(r, Author | Stranger | Follower | FollowerInLabel) {
-            rel.friends.insert(AUTHOR);
+            sets.friends.insert(AUTHOR);
         }
         match r {
             BlockedByViewer => {
-                rel.blocking.insert(AUTHOR);
+                sets.blocking.insert(AUTHOR);
             }
             BlockingViewer => {
                 rel.blocked_by = BlockedBy::whole([AUTHOR]);
             }
             MutedByViewer => {
-                rel.muted.insert(AUTHOR);
+                sets.muted.insert(AUTHOR);
             }
             HidingFromViewer => {
-                rel.hidden_by.insert(AUTHOR);
+                sets.hidden_by.insert(AUTHOR);
             }
             _ => {}
         }
@@ -836,7 +873,7 @@ mod tests {
                 };
                 let reached = match reach(visibility) {
                     Reach::AuthorOnly => false,
-                    Reach::Friends => rel.friends.contains(&AUTHOR),
+                    Reach::Friends => rel.sets.friends.contains(&AUTHOR),
                     Reach::Followers => true,
                 };
                 assert_eq!(
@@ -855,8 +892,8 @@ mod tests {
         const OTHER: i64 = 4; // the author's friend, a stranger to the viewer
         const BLOCKED: i64 = 5; // blocked by (or blocking) the viewer
         let mut viewer = relations(Relation::Friend);
-        viewer.friends.insert(FRIEND);
-        viewer.blocking.insert(BLOCKED);
+        Arc::make_mut(&mut viewer.sets).friends.insert(FRIEND);
+        Arc::make_mut(&mut viewer.sets).blocking.insert(BLOCKED);
         let author = relations(Relation::Author);
         // Shown to the viewer: the viewer, a friend, a stranger, the
         // author, a blocked user; on each audience the viewer may read.

@@ -1492,6 +1492,8 @@ pub struct LiveAnswer {
     pub blobs: Vec<Option<String>>,
     /// `None`: absent, rebuild it from the documents.
     pub sets: Vec<Option<SetView>>,
+    /// Each owner's generation; 0 when it has none (never written since
+    /// it expired or the store was flushed), which vouches for no copy.
     pub gens: Vec<u64>,
     pub limits: Vec<LimitCount>,
 }
@@ -1505,6 +1507,10 @@ pub struct LiveAnswer {
 pub struct LiveFill {
     pub blobs: Vec<(BlobKey, String, Option<u64>)>,
     pub sets: Vec<SetFill>,
+    /// Owners whose generation read as absent (0): each is started, unless
+    /// a write started it meanwhile, above every value it had before, so
+    /// that later reads can keep copies under it (`service::near_cache`).
+    pub start_gens: Vec<Owner>,
 }
 
 /// A whole set to store: its key, its (member, score) pairs, the guard generation.
@@ -1512,7 +1518,7 @@ pub type SetFill = (SetKey, Vec<(i64, i64)>, u64);
 
 impl LiveFill {
     pub fn is_empty(&self) -> bool {
-        self.blobs.is_empty() && self.sets.is_empty()
+        self.blobs.is_empty() && self.sets.is_empty() && self.start_gens.is_empty()
     }
 }
 
@@ -1531,6 +1537,10 @@ pub enum LiveChange {
     LwwRemove(SetKey, i64, i64),
     PutBlob(BlobKey, String),
     Drop(LiveKey),
+    /// A last-writer-wins set that begins now, empty (a new post's likers,
+    /// comments, shares): made unless it exists, with the changes recorded
+    /// while it was absent, so its first reads need no rebuild.
+    Begin(SetKey),
 }
 
 /// One owner's changes after one document write. Set changes are applied
@@ -1623,7 +1633,8 @@ impl LiveChange {
             LiveChange::SetAdd(k, ..)
             | LiveChange::SetRemove(k, _)
             | LiveChange::LwwAdd(k, ..)
-            | LiveChange::LwwRemove(k, ..) => LiveKey::Set(*k),
+            | LiveChange::LwwRemove(k, ..)
+            | LiveChange::Begin(k) => LiveKey::Set(*k),
             LiveChange::PutBlob(k, _) => LiveKey::Blob(*k),
             LiveChange::Drop(k) => *k,
         }

@@ -62,10 +62,12 @@ async fn a_feed_page_reads_on_past_posts_the_reader_may_not_see() {
     assert_eq!(ids(&page), vec![public], "{page}");
     assert!(page["nextCursor"].is_null(), "{page}");
     // Pushed only where visible, the timeline holds just the public post:
-    // once warm, the page is the usual four live round trips.
+    // once warm, the page is the usual three live round trips (the
+    // session, the timeline, the generations that vouch for this
+    // instance's copies of the rest).
     let (page, (docs, live)) = first_page(&app, "/api/v1/feed?limit=20", &reader).await;
     assert_eq!(ids(&page), vec![public]);
-    assert_eq!((live, docs), (4, 0), "live and document round trips");
+    assert_eq!((live, docs), (3, 0), "live and document round trips");
 
     // The same posts rebuilt from the documents (the timeline lost) are all
     // candidates: the page reads on, in a few batched rounds.
@@ -76,8 +78,10 @@ async fn a_feed_page_reads_on_past_posts_the_reader_may_not_see() {
     // Two rounds (21 candidates, then the last 30), each a constant number
     // of batched reads: about a dozen per cold round (the session, the
     // reader's relations, the rebuild, one query per kind of miss), never
-    // one per post.
-    assert!(live <= 12, "{live} live round trips");
+    // one per post. Where this instance kept copies of the posts and
+    // people (`near_cache`), each round first learns they are outdated: a
+    // round trip more, each.
+    assert!(live <= 16, "{live} live round trips");
     assert!(docs <= 30, "{docs} document round trips");
 }
 

@@ -505,7 +505,12 @@ impl MemoryLive {
     /// each table (one per budget and kind of subject).
     pub fn with_counters(max_entries: usize, counters_per_table: usize) -> Self {
         Self {
-            state: RwLock::new(State::default()),
+            // Generations start at 1: 0 means "none" to readers
+            // (`LiveAnswer::gens`).
+            state: RwLock::new(State {
+                gen_floor: 1,
+                ..State::default()
+            }),
             max_entries: max_entries.max(1000),
             counters: Mutex::new(Counters::new(counters_per_table)),
             device_version: AtomicU64::new(1),
@@ -638,6 +643,11 @@ impl LiveStore for MemoryLive {
                     }
                     LiveChange::Drop(LiveKey::Set(k)) => {
                         state.remove_set(k);
+                    }
+                    LiveChange::Begin(k) => {
+                        if !state.sets.contains_key(k) {
+                            state.lww_fill(*k, &[], now);
+                        }
                     }
                 }
             }

@@ -629,6 +629,12 @@ impl Conn {
     }
 
     /// The nodes that hold keys: the one node, or every master.
+    /// Whether this is a cluster (whose commands must each stay within
+    /// one slot) rather than one node.
+    pub fn is_cluster(&self) -> bool {
+        matches!(self, Conn::Cluster(_))
+    }
+
     pub fn nodes(&self) -> Vec<Node> {
         match self {
             Conn::Node(_) => vec![Node::Only],

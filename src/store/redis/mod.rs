@@ -26,6 +26,22 @@ use super::{
 };
 
 const SENTINEL: &str = "0";
+
+/// Where an owner's absent generation starts: this instant in microseconds
+/// times 1024, plus a random few. Above any generation the owner had
+/// before its key expired or the store was flushed (that one started at an
+/// earlier instant and moved by one per write), and apart from another
+/// instance's start at the same microsecond: so no generation is ever seen
+/// twice for one owner, which the near cache relies on.
+fn fresh_generation() -> u64 {
+    let micros = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0);
+    let mut noise = [0u8; 2];
+    let _ = getrandom::getrandom(&mut noise);
+    (micros << 10) | u64::from(u16::from_le_bytes(noise) & 0x3ff)
+}
 /// Generations outlive the data they guard, so a rebuild never sees a reset.
 const GEN_TTL_SECS: u64 = 8 * 24 * 3600;
 
@@ -81,19 +97,22 @@ return 1
 /// Applies one owner's changes after a document write, atomically.
 /// KEYS: gen, then per change its key (three for a last-writer-wins change:
 /// the set, its adds and its removals). ARGV: gen ttl, the generation the
-/// writer read before its document write ('' if unknown), then per change an
-/// opcode and its operands. Plain set changes apply only if that generation
+/// writer read before its document write ('' if unknown), where an absent
+/// generation starts (`fresh_generation`), then per change an opcode and
+/// its operands. Plain set changes apply only if that generation
 /// is still current; otherwise another write came in between, the order of
 /// the two is unknown here, and the set is dropped to be rebuilt from the
 /// documents. Last-writer-wins changes ('ladd', 'lrem') need no order: an
 /// add lands unless a removal at its id or later was seen; on an absent set
 /// it is recorded for the rebuild to merge; removals are remembered for ten
-/// minutes, longer than any rebuild reads.
+/// minutes, longer than any rebuild reads. 'lnew' starts an absent
+/// last-writer-wins set as a rebuild would, from nothing.
 const APPLY_SCRIPT: &str = r#"
 local in_order = ARGV[2] ~= '' and (redis.call('GET', KEYS[1]) or '0') == ARGV[2]
+redis.call('SET', KEYS[1], ARGV[3], 'NX')
 redis.call('INCR', KEYS[1])
 redis.call('EXPIRE', KEYS[1], ARGV[1])
-local a = 3
+local a = 4
 local k = 2
 while k <= #KEYS do
   local op = ARGV[a]
@@ -121,6 +140,21 @@ while k <= #KEYS do
     redis.call('EXPIRE', KEYS[k + 2], 600)
     width = 3
     a = a + 3
+  elseif op == 'lnew' then
+    if redis.call('EXISTS', KEYS[k]) == 0 then
+      redis.call('ZADD', KEYS[k], 0, '0')
+      local adds = redis.call('ZRANGE', KEYS[k + 1], 0, -1, 'WITHSCORES')
+      for p = 1, #adds, 2 do redis.call('ZADD', KEYS[k], 'GT', adds[p + 1], adds[p]) end
+      redis.call('DEL', KEYS[k + 1])
+      local gone = redis.call('ZRANGE', KEYS[k + 2], 0, -1, 'WITHSCORES')
+      for p = 1, #gone, 2 do
+        local cur = redis.call('ZSCORE', KEYS[k], gone[p])
+        if cur and tonumber(cur) <= tonumber(gone[p + 1]) then redis.call('ZREM', KEYS[k], gone[p]) end
+      end
+      redis.call('EXPIRE', KEYS[k], ARGV[a + 1])
+    end
+    width = 3
+    a = a + 2
   elseif op == 'zadd' then
     if not in_order then redis.call('DEL', KEYS[k])
     elseif redis.call('EXISTS', KEYS[k]) == 1 then redis.call('ZADD', KEYS[k], ARGV[a + 1], ARGV[a + 2]) end
@@ -358,7 +392,10 @@ impl RedisLive {
         let mut keys = vec![self.gen_key(owner)];
         for change in changes {
             match (change, change.key()) {
-                (LiveChange::LwwAdd(..) | LiveChange::LwwRemove(..), LiveKey::Set(k)) => {
+                (
+                    LiveChange::LwwAdd(..) | LiveChange::LwwRemove(..) | LiveChange::Begin(_),
+                    LiveKey::Set(k),
+                ) => {
                     keys.push(self.set_key(k));
                     keys.extend(self.lww_keys(k));
                 }
@@ -368,12 +405,14 @@ impl RedisLive {
         }
         let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
         let cmd = pipe.eval(APPLY_SCRIPT, &keys);
-        cmd.arg(GEN_TTL_SECS).arg(
-            batch
-                .expected_gen
-                .map(|g| g.to_string())
-                .unwrap_or_default(),
-        );
+        cmd.arg(GEN_TTL_SECS)
+            .arg(
+                batch
+                    .expected_gen
+                    .map(|g| g.to_string())
+                    .unwrap_or_default(),
+            )
+            .arg(fresh_generation());
         for change in changes {
             match change {
                 LiveChange::SetAdd(_, member, score) => {
@@ -406,6 +445,9 @@ impl RedisLive {
                 },
                 LiveChange::Drop(LiveKey::Set(_)) => {
                     cmd.arg("del");
+                }
+                LiveChange::Begin(_) => {
+                    cmd.arg("lnew").arg(self.ttl_secs);
                 }
             }
         }
@@ -458,6 +500,22 @@ impl LiveStore for RedisLive {
         }
         // Reads, TTL refreshes and rate-limit charges: see `repeatable`.
         let mut pipe = Batch::new().repeatable();
+        // Generations first: a value read after its owner's generation is
+        // at least as new as it, which is what a copy kept under that
+        // generation needs (`service::near_cache`). On one node, one MGET
+        // for all of them; a cluster keeps each owner in a slot of its own.
+        let gens_in_one = !self.conn.is_cluster() && !read.gens.is_empty();
+        if gens_in_one {
+            let keys: Vec<String> = read.gens.iter().map(|o| self.gen_key(*o)).collect();
+            let cmd = pipe.cmd("MGET", &keys[0]);
+            for k in &keys[1..] {
+                cmd.arg(k);
+            }
+        } else {
+            for owner in &read.gens {
+                pipe.cmd("GET", &self.gen_key(*owner));
+            }
+        }
         for blob in &read.blobs {
             match self.blob_key(*blob) {
                 (key, Some(field)) => pipe.cmd("HGET", &key).arg(field),
@@ -495,9 +553,6 @@ impl LiveStore for RedisLive {
                 pipe.ignore();
             }
         }
-        for owner in &read.gens {
-            pipe.cmd("GET", &self.gen_key(*owner));
-        }
         for limit in &read.limits {
             pipe.eval(LIMIT_SCRIPT, &[&self.limit_key(&limit.key)])
                 .arg(limit.cost)
@@ -510,6 +565,17 @@ impl LiveStore for RedisLive {
                 .ok_or_else(|| StoreError::Other(anyhow::anyhow!("short pipeline reply")))
         };
         let mut answer = LiveAnswer::default();
+        // An absent generation reads as 0: never written, expired, or the
+        // store was flushed (`LiveFill::start_gens` starts it afresh).
+        if gens_in_one {
+            let gens: Vec<Option<u64>> = parse(next()?)?;
+            answer.gens = gens.into_iter().map(|g| g.unwrap_or(0)).collect();
+        } else {
+            for _ in &read.gens {
+                let g: Option<u64> = parse(next()?)?;
+                answer.gens.push(g.unwrap_or(0));
+            }
+        }
         for _ in &read.blobs {
             answer.blobs.push(parse::<Option<String>>(next()?)?);
         }
@@ -545,10 +611,6 @@ impl LiveStore for RedisLive {
                 probe_score: probe.map(|s| s as i64),
             }));
         }
-        for _ in &read.gens {
-            let g: Option<u64> = parse(next()?)?;
-            answer.gens.push(g.unwrap_or(0));
-        }
         for _ in &read.limits {
             let (count, left): (i64, i64) = parse(next()?)?;
             answer.limits.push(LimitCount {
@@ -566,6 +628,15 @@ impl LiveStore for RedisLive {
         // Guarded by generation (or merged, for last-writer-wins sets): sent
         // twice, a fill writes the same thing twice.
         let mut pipe = Batch::new().repeatable();
+        let fresh = fresh_generation();
+        for owner in &fill.start_gens {
+            pipe.cmd("SET", &self.gen_key(*owner))
+                .arg(fresh)
+                .arg("NX")
+                .arg("EX")
+                .arg(GEN_TTL_SECS);
+            pipe.ignore();
+        }
         for (key, text, gen) in &fill.blobs {
             let (rkey, field) = self.blob_key(*key);
             let ttl = match key {
@@ -681,16 +752,18 @@ impl LiveStore for RedisLive {
                         .arg("COUNT")
                         .arg(1000);
                     let (next, keys): (u64, Vec<String>) = self.conn.query_on(&node, &scan).await?;
-                    // Generations stay: dropping one would let a rebuild
-                    // that read it before the drop match again after it.
-                    let keys: Vec<&String> = keys.iter().filter(|k| !k.ends_with(":gen")).collect();
+                    // Generations go too, as they would with the store:
+                    // the next read starts each one afresh, above every
+                    // value it had (`fresh_generation`), so a rebuild that
+                    // read one before cannot match after, and no instance's
+                    // near-cache copy is served past the loss.
                     if !keys.is_empty() {
                         dropped += keys.len();
                         // One key per DEL: keys of different owners may
                         // live in different slots.
                         let mut pipe = Batch::new();
                         for k in keys {
-                            pipe.cmd("DEL", k);
+                            pipe.cmd("DEL", &k);
                             pipe.ignore();
                         }
                         self.conn.run(pipe).await?;
