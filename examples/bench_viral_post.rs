@@ -155,7 +155,7 @@ async fn main() {
             .unwrap();
         eprintln!(
             "first read of a post with {} likes: {:.1} ms",
-            got.like_count,
+            got.like_state().1,
             start.elapsed().as_secs_f64() * 1000.0
         );
     }
@@ -204,7 +204,7 @@ async fn main() {
         })
         .collect();
     for r in readers {
-        assert_eq!(r.await.unwrap().like_count, 100_000);
+        assert_eq!(r.await.unwrap().like_state().1, 100_000);
     }
     let elapsed = start.elapsed();
     let doc_trips = ctx.round_trips.snapshot().0 - reads_before;

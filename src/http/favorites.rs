@@ -65,7 +65,7 @@ pub async fn list(
 ) -> Result<HttpResponse, AppError> {
     let page =
         favorites::favorites(&ctx, user.uid, params.cursor, params.limit, &params.pres).await?;
-    Ok(HttpResponse::Ok().json(page))
+    super::posts_page(&page)
 }
 
 #[utoipa::path(get, path = "/api/v1/me/history", tag = "favorites",
@@ -79,5 +79,5 @@ pub async fn history(
 ) -> Result<HttpResponse, AppError> {
     let page =
         post_views::history(&ctx, user.uid, params.cursor, params.limit, &params.pres).await?;
-    Ok(HttpResponse::Ok().json(page))
+    super::posts_page(&page)
 }

@@ -22,5 +22,5 @@ pub async fn feed(
     params: ReadParams,
 ) -> Result<HttpResponse, AppError> {
     let page = timeline::home(&ctx, user.uid, params.cursor, params.limit, &params.pres).await?;
-    Ok(HttpResponse::Ok().json(page))
+    super::posts_page(&page)
 }

@@ -116,5 +116,5 @@ pub async fn liked_by_me(
 ) -> Result<HttpResponse, AppError> {
     let page =
         likes::liked_posts(&ctx, user.uid, params.cursor, params.limit, &params.pres).await?;
-    Ok(HttpResponse::Ok().json(page))
+    super::posts_page(&page)
 }

@@ -45,6 +45,18 @@ pub fn api(cfg: &mut web::ServiceConfig) {
     .configure(web_client::routes);
 }
 
+/// A page of expanded posts as JSON (`post_json::page_bytes`: posts kept
+/// as text are copied in, not serialised again).
+pub fn posts_page(
+    page: &crate::service::views::Page<crate::service::post_json::PostJson>,
+) -> Result<actix_web::HttpResponse, crate::error::AppError> {
+    let body = crate::service::post_json::page_bytes(page)
+        .map_err(|e| crate::error::AppError::Internal(e.into()))?;
+    Ok(actix_web::HttpResponse::Ok()
+        .content_type("application/json")
+        .body(body))
+}
+
 /// One path and the methods it answers; any other method gets 405 with an
 /// `Allow` header naming these (RFC 9110), not a 404 that says the path is
 /// not there.

@@ -64,7 +64,11 @@ pub async fn get(
     PresentationParams(pres): PresentationParams,
 ) -> Result<HttpResponse, AppError> {
     let id = path_id(&id, "post")?;
-    Ok(HttpResponse::Ok().json(posts::get_post(&ctx, id, viewer.0, &pres).await?))
+    let post = posts::get_post(&ctx, id, viewer.0, &pres).await?;
+    let body = post.to_bytes().map_err(|e| AppError::Internal(e.into()))?;
+    Ok(HttpResponse::Ok()
+        .content_type("application/json")
+        .body(body))
 }
 
 #[utoipa::path(delete, path = "/api/v1/posts/{id}", tag = "posts", params(("id" = i64, Path, minimum = 1)),
@@ -100,5 +104,5 @@ pub async fn user_posts(
         &params.pres,
     )
     .await?;
-    Ok(HttpResponse::Ok().json(page))
+    super::posts_page(&page)
 }

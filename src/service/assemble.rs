@@ -10,6 +10,7 @@ use std::sync::Arc;
 use super::device_names::DeviceNames;
 use super::loader::{from_json, Loaded, Loader};
 use super::paging::Kept;
+use super::post_json::{PostJson, PostTemplate, ReaderPart};
 use super::views::{unknown_user, CommentView, ExpandedPost, LikeView, ReplyToView};
 use super::visibility::{self, Place, Sight};
 use super::{can_see, Context, Presentation, Relations, Viewer};
@@ -185,7 +186,7 @@ pub async fn assemble_posts(
     post_ids: &[i64],
     viewer: Viewer,
     pres: &Presentation,
-) -> AppResult<Vec<ExpandedPost>> {
+) -> AppResult<Vec<PostJson>> {
     Ok(
         assemble_visible(ctx, post_ids, usize::MAX, viewer, pres, Place::Elsewhere)
             .await?
@@ -209,7 +210,7 @@ pub async fn keep_visible_posts<T>(
     room: usize,
     viewer: Viewer,
     pres: &Presentation,
-) -> AppResult<Kept<ExpandedPost>> {
+) -> AppResult<Kept<PostJson>> {
     let named: Vec<(usize, i64)> = records
         .iter()
         .enumerate()
@@ -257,7 +258,7 @@ pub async fn page_of_named_posts<T, R, RF>(
     read: R,
     post_of: impl Fn(&T) -> Option<i64> + Copy,
     id_of: impl Fn(&T) -> i64,
-) -> AppResult<super::views::Page<ExpandedPost>>
+) -> AppResult<super::views::Page<PostJson>>
 where
     R: FnMut(Option<i64>, usize) -> RF,
     RF: std::future::Future<Output = AppResult<Vec<T>>>,
@@ -286,7 +287,7 @@ where
 /// on every read: whether they liked it and its comments (from the likers
 /// kept, where those are every liker, else asked of the live store), what
 /// a block hides, the author-only audience, the times.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct PostSnapshot {
     pub body: PostBody,
     /// The newest likers (at least [`LATEST_LIKES`]) and the count; every
@@ -302,6 +303,9 @@ pub struct PostSnapshot {
     /// Everyone whose card the post shows: its author, the latest likers,
     /// the comments' authors and whom they reply to.
     pub people: Vec<i64>,
+    /// Its JSON with holes for each reader's part, made on the first read
+    /// that can (`post_json`).
+    pub template: std::sync::OnceLock<Arc<PostTemplate>>,
 }
 
 impl PostSnapshot {
@@ -342,6 +346,32 @@ fn probe_of(kept: &SetView, key: SetKey, viewer: Viewer, first: &Loaded) -> Opti
         Some(score) => score,
         None => first.sets.get(&key).and_then(|view| view.probe_score),
     }
+}
+
+/// The snapshot's template, made now if it has none or the one it has
+/// shows a card that changed since (then the snapshot is kept again with
+/// the new one, for the next reads); `None` when someone on the post has
+/// no card (an erased account, whose part only a built post leaves out).
+fn template_of(
+    snap: &Arc<PostSnapshot>,
+    cards: &HashMap<i64, UserCard>,
+    generation_of: impl Fn(i64) -> Option<u64> + Copy,
+) -> Option<(Arc<PostTemplate>, Option<PostSnapshot>)> {
+    if let Some(t) = snap.template.get() {
+        if t.stands(generation_of) {
+            return Some((t.clone(), None));
+        }
+    }
+    let made = Arc::new(PostTemplate::make(snap, cards, generation_of)?);
+    if snap.template.set(made.clone()).is_ok() {
+        return Some((made, None));
+    }
+    // It had an outdated one: the snapshot is kept again, with this.
+    let again = PostSnapshot {
+        template: std::sync::OnceLock::from(made.clone()),
+        ..snap.as_ref().clone()
+    };
+    Some((made, Some(again)))
 }
 
 /// A candidate post of a page, as far as the first round read it.
@@ -442,7 +472,7 @@ pub async fn assemble_visible(
     viewer: Viewer,
     pres: &Presentation,
     place: Place,
-) -> AppResult<Kept<ExpandedPost>> {
+) -> AppResult<Kept<PostJson>> {
     let mut loader = Loader::new(ctx);
     let kept = kept_snapshots(ctx, post_ids);
     loader.expect(kept.iter().flat_map(|(p, (_, snap))| {
@@ -834,6 +864,40 @@ pub async fn assemble_visible(
         if erased(c.body.author_uid) {
             continue;
         }
+        // Written from the snapshot's template: nothing of it is hidden
+        // from this viewer (else it was set aside above) and everyone on it
+        // still has their card.
+        if let Some(snap) = &c.snapshot {
+            let generation_of = |uid: i64| loader.generation(Owner::User(uid));
+            if let Some((template, again)) = template_of(snap, &cards, generation_of) {
+                if let Some(again) = again {
+                    loader.keep_snapshot(again);
+                }
+                let comments_liked: Vec<bool> = snap
+                    .comments
+                    .iter()
+                    .map(|cp| {
+                        let key = SetKey::CommentLikers(c.body.id, cp.doc.id);
+                        probe_of(&cp.likers, key, viewer, &first).is_some()
+                    })
+                    .collect();
+                let reader = ReaderPart {
+                    pres,
+                    devices: &ctx.devices,
+                    is_author: viewer == Some(c.body.author_uid),
+                    liked: c.likers.probe_score.is_some(),
+                    comments_liked: &comments_liked,
+                };
+                out.push(PostJson::Written {
+                    id: c.body.id,
+                    author: c.body.author_uid,
+                    liked: reader.liked,
+                    like_count: snap.likers.count,
+                    json: template.write(snap, &reader),
+                });
+                continue;
+            }
+        }
         let Candidate {
             body,
             mut likers,
@@ -933,6 +997,7 @@ pub async fn assemble_visible(
                     })
                     .collect(),
                 people,
+                template: std::sync::OnceLock::new(),
             });
         }
         likers.top.retain(|(uid, _)| !erased(*uid));
@@ -948,10 +1013,10 @@ pub async fn assemble_visible(
             view_count,
             comments,
         };
-        out.push(ExpandedPost {
+        out.push(PostJson::Built(Box::new(ExpandedPost {
             audience,
             ..build_post(&parts, &cards, &ctx.devices, pres)
-        });
+        })));
     }
     loader.finish("assemble_posts");
     Ok(Kept {

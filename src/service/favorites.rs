@@ -4,7 +4,8 @@
 //! list (visibility.rs), and comes back if the post becomes visible again.
 
 use super::assemble::{page_of_named_posts, visible_post};
-use super::views::{ExpandedPost, FavoriteState, Page};
+use super::post_json::PostJson;
+use super::views::{FavoriteState, Page};
 use super::{with_fresh_id, Context, Presentation};
 use crate::domain::cursor::Cursor;
 use crate::error::AppResult;
@@ -44,7 +45,7 @@ pub async fn favorites(
     cursor: Option<Cursor>,
     limit: usize,
     pres: &Presentation,
-) -> AppResult<Page<ExpandedPost>> {
+) -> AppResult<Page<PostJson>> {
     page_of_named_posts(
         ctx,
         uid,

@@ -9,7 +9,8 @@ use super::comments::live_comment;
 use super::like_arrays;
 use super::notifications::{notify, Event};
 use super::paging::{fill_page, keep_where};
-use super::views::{unknown_user, ExpandedPost, LikeState, LikeView, Page};
+use super::post_json::PostJson;
+use super::views::{unknown_user, LikeState, LikeView, Page};
 use super::{with_fresh_id, Context, Presentation, Viewer};
 use crate::domain::cursor::Cursor;
 use crate::error::{AppError, AppResult};
@@ -115,7 +116,7 @@ async fn state(ctx: &Context, r: &Resolved, uid: i64) -> AppResult<LikeState> {
                 .await?
                 .pop()
                 .ok_or(AppError::NotFound("post"))?;
-            (post.liked_by_me, post.like_count)
+            post.like_state()
         }
         Some(comment) => {
             let view = comment_views(ctx, vec![comment.clone()], Some(uid), &pres, Some(&r.post))
@@ -261,7 +262,7 @@ pub async fn liked_posts(
     cursor: Option<Cursor>,
     limit: usize,
     pres: &Presentation,
-) -> AppResult<Page<ExpandedPost>> {
+) -> AppResult<Page<PostJson>> {
     page_of_named_posts(
         ctx,
         uid,

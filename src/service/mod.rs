@@ -20,6 +20,7 @@ pub mod near_cache;
 pub mod notifications;
 pub mod paging;
 pub mod password_pool;
+pub mod post_json;
 pub mod post_views;
 pub mod posts;
 pub mod rate_limits;

@@ -24,7 +24,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::assemble::page_of_named_posts;
-use super::views::{ExpandedPost, Page};
+use super::post_json::PostJson;
+use super::views::Page;
 use super::{Context, Presentation};
 use crate::domain::cursor::Cursor;
 use crate::error::AppResult;
@@ -185,7 +186,7 @@ pub async fn history(
     cursor: Option<Cursor>,
     limit: usize,
     pres: &Presentation,
-) -> AppResult<Page<ExpandedPost>> {
+) -> AppResult<Page<PostJson>> {
     let since = pres.now - HISTORY_MS;
     page_of_named_posts(
         ctx,

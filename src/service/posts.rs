@@ -4,7 +4,8 @@ use super::assemble::{assemble_posts, assemble_visible, visible_post};
 use super::loader::to_json;
 use super::notifications::{notify, Event};
 use super::paging::fill_page;
-use super::views::{ExpandedPost, Page};
+use super::post_json::PostJson;
+use super::views::Page;
 use super::visibility::{Place, RelationSets};
 use super::{can_see, insert_reserved, Context, Presentation, Relations, Viewer};
 use crate::domain::cursor::Cursor;
@@ -23,7 +24,7 @@ pub async fn create_post(
     post: NewPost,
     pres: &Presentation,
     reserved: Option<super::idempotency::Reservation>,
-) -> AppResult<ExpandedPost> {
+) -> AppResult<PostJson> {
     let labels = check_audience(ctx, author, &post).await?;
     let notified = check_mentions(ctx, author, &post, &labels).await?;
     // An earlier try of this create stored it and failed after: the rest
@@ -270,12 +271,12 @@ pub async fn get_post(
     id: i64,
     viewer: Viewer,
     pres: &Presentation,
-) -> AppResult<ExpandedPost> {
+) -> AppResult<PostJson> {
     let post = assemble_posts(ctx, &[id], viewer, pres)
         .await?
         .pop()
         .ok_or(AppError::NotFound("post"))?;
-    if let Some(reader) = viewer.filter(|v| *v != post.author.uid) {
+    if let Some(reader) = viewer.filter(|v| *v != post.author()) {
         ctx.post_views.record(id, reader, pres.now);
     }
     Ok(post)
@@ -325,7 +326,7 @@ pub async fn user_posts(
     cursor: Option<Cursor>,
     limit: usize,
     pres: &Presentation,
-) -> AppResult<Page<ExpandedPost>> {
+) -> AppResult<Page<PostJson>> {
     let window_start: tokio::sync::OnceCell<Option<i64>> = tokio::sync::OnceCell::new();
     let window_start = &window_start;
     let (items, next_cursor) = fill_page(

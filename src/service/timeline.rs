@@ -24,7 +24,8 @@ use super::assemble::assemble_visible;
 use super::loader::Loader;
 use super::near_cache::{self, NearValue};
 use super::paging::fill_page;
-use super::views::{ExpandedPost, Page};
+use super::post_json::PostJson;
+use super::views::Page;
 use super::visibility::{self, Place, PushFilter, Reach};
 use super::{Context, Presentation};
 use crate::domain::cursor::Cursor;
@@ -471,7 +472,7 @@ pub async fn home(
     cursor: Option<Cursor>,
     limit: usize,
     pres: &Presentation,
-) -> AppResult<Page<ExpandedPost>> {
+) -> AppResult<Page<PostJson>> {
     let (items, next_cursor) = fill_page(
         limit,
         cursor.map(|c| c.0),
