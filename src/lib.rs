@@ -7,6 +7,7 @@
 pub mod config;
 pub mod domain;
 pub mod error;
+pub mod hashing;
 pub mod http;
 pub mod ids;
 pub mod metrics;

@@ -15,6 +15,7 @@ use super::views::{unknown_user, CommentView, ExpandedPost, LikeView, ReplyToVie
 use super::visibility::{self, Place, Sight};
 use super::{can_see, Context, Presentation, Relations, Viewer};
 use crate::error::AppResult;
+use crate::hashing::{IdMap, IdSet};
 use crate::ids;
 use crate::store::{BlobKey, CommentDoc, Owner, PostBody, SetKey, SetRead, SetView, UserCard};
 
@@ -305,7 +306,7 @@ pub struct PostSnapshot {
     pub people: Vec<i64>,
     /// Its JSON with holes for each reader's part, made on the first read
     /// that can (`post_json`).
-    pub template: std::sync::OnceLock<Arc<PostTemplate>>,
+    pub template: std::sync::OnceLock<PostTemplate>,
 }
 
 impl PostSnapshot {
@@ -352,31 +353,63 @@ fn probe_of(kept: &SetView, key: SetKey, viewer: Viewer, first: &Loaded) -> Opti
 /// shows a card that changed since (then the snapshot is kept again with
 /// the new one, for the next reads); `None` when someone on the post has
 /// no card (an erased account, whose part only a built post leaves out).
-fn template_of(
-    snap: &Arc<PostSnapshot>,
+fn template_of<'s>(
+    snap: &'s PostSnapshot,
     cards: &HashMap<i64, UserCard>,
     generation_of: impl Fn(i64) -> Option<u64> + Copy,
-) -> Option<(Arc<PostTemplate>, Option<PostSnapshot>)> {
+) -> Option<(std::borrow::Cow<'s, PostTemplate>, Option<PostSnapshot>)> {
+    use std::borrow::Cow;
     if let Some(t) = snap.template.get() {
         if t.stands(generation_of) {
-            return Some((t.clone(), None));
+            return Some((Cow::Borrowed(t), None));
         }
     }
-    let made = Arc::new(PostTemplate::make(snap, cards, generation_of)?);
-    if snap.template.set(made.clone()).is_ok() {
-        return Some((made, None));
+    let made = PostTemplate::make(snap, cards, generation_of)?;
+    if snap.template.get().is_none() {
+        return match snap.template.set(made) {
+            Ok(()) => snap.template.get().map(|t| (Cow::Borrowed(t), None)),
+            // Another read made one at the same moment.
+            Err(made) => Some((Cow::Owned(made), None)),
+        };
     }
-    // It had an outdated one: the snapshot is kept again, with this.
+    // It had an outdated one: the snapshot is kept again, with the new.
     let again = PostSnapshot {
         template: std::sync::OnceLock::from(made.clone()),
-        ..snap.as_ref().clone()
+        ..snap.clone()
     };
-    Some((made, Some(again)))
+    Some((Cow::Owned(made), Some(again)))
+}
+
+/// A post's body as a page has it: read in this request, or the one its
+/// snapshot holds (not copied: most posts of a warm page are written from
+/// their template and need no body of their own).
+enum Body {
+    Read(PostBody),
+    Kept(Arc<PostSnapshot>),
+}
+
+impl std::ops::Deref for Body {
+    type Target = PostBody;
+    fn deref(&self) -> &PostBody {
+        match self {
+            Body::Read(b) => b,
+            Body::Kept(snap) => &snap.body,
+        }
+    }
+}
+
+impl Body {
+    fn into_owned(self) -> PostBody {
+        match self {
+            Body::Read(b) => b,
+            Body::Kept(snap) => snap.body.clone(),
+        }
+    }
 }
 
 /// A candidate post of a page, as far as the first round read it.
 struct Candidate {
-    body: PostBody,
+    body: Body,
     likers: SetView,
     comment_ids: SetView,
     share_count: u64,
@@ -441,16 +474,19 @@ fn snapshot_probes(p: i64, snap: &PostSnapshot, viewer: Viewer, sets: &mut Vec<S
 
 /// The snapshots this instance keeps of these posts, whatever their
 /// generations (the first round checks those).
-fn kept_snapshots(ctx: &Context, post_ids: &[i64]) -> HashMap<i64, (u64, Arc<PostSnapshot>)> {
-    let mut out = HashMap::new();
+fn kept_snapshots(ctx: &Context, post_ids: &[i64]) -> IdMap<i64, (u64, Arc<PostSnapshot>)> {
+    let mut out = IdMap::default();
     if !ctx.near.is_on() {
         return out;
     }
     for p in post_ids {
-        if let Some(copies) = ctx.near.get(Owner::Post(*p)) {
-            if let Some(snap) = copies.snapshot() {
-                out.insert(*p, (copies.generation, snap.clone()));
-            }
+        let kept = ctx.near.with(Owner::Post(*p), |copies| {
+            copies
+                .snapshot()
+                .map(|snap| (copies.generation, snap.clone()))
+        });
+        if let Some(kept) = kept.flatten() {
+            out.insert(*p, kept);
         }
     }
     out
@@ -504,17 +540,17 @@ pub async fn assemble_visible(
             (blobs, sets)
         })
         .await?;
-    let snapshots: HashMap<i64, Arc<PostSnapshot>> = kept
+    let snapshots: IdMap<i64, Arc<PostSnapshot>> = kept
         .into_iter()
         .filter(|(p, (g, _))| loader.vouches_for(Owner::Post(*p), *g))
         .map(|(p, (_, snap))| (p, snap))
         .collect();
     let mut first = first;
     let mut rel = Relations::from_loaded(viewer, &first);
-    let mut bodies: HashMap<i64, PostBody> = HashMap::new();
+    let mut bodies: IdMap<i64, Body> = IdMap::default();
     for p in post_ids {
         if let Some(snap) = snapshots.get(p) {
-            bodies.insert(*p, snap.body.clone());
+            bodies.insert(*p, Body::Kept(snap.clone()));
             continue;
         }
         let Some(text) = first.blobs.get(&BlobKey::PostBody(*p)) else {
@@ -526,7 +562,7 @@ pub async fn assemble_visible(
         if body.deleted {
             loader.discard_fills(Owner::Post(*p));
         }
-        bodies.insert(*p, body);
+        bodies.insert(*p, Body::Read(body));
     }
     // Round 1b, only for older posts or labelled audiences (or a viewer
     // blocked by too many to read whole): what decides them beyond the
@@ -550,8 +586,14 @@ pub async fn assemble_visible(
             likers.into_iter().chain(hinted).collect()
         })
         .collect();
-    visibility::read_author_rules(&mut loader, &mut rel, bodies.values(), shown_people, false)
-        .await?;
+    visibility::read_author_rules(
+        &mut loader,
+        &mut rel,
+        bodies.values().map(|b| &**b),
+        shown_people,
+        false,
+    )
+    .await?;
     let mut posts: Vec<Candidate> = Vec::new();
     for p in post_ids {
         let Some(body) = bodies.remove(p) else {
@@ -613,11 +655,11 @@ pub async fn assemble_visible(
     // (visibility.rs: a post for friends, or anyone blocked either way),
     // whose counts follow what is shown, narrowed from the newest. Their
     // snapshots stand for what everyone sees, so they are set aside.
-    let sights: HashMap<i64, Sight> = posts
+    let sights: IdMap<i64, Sight> = posts
         .iter()
         .map(|c| (c.body.id, visibility::sight(&c.body, &rel)))
         .collect();
-    let narrowed: HashSet<i64> = sights
+    let narrowed: IdSet<i64> = sights
         .iter()
         .filter(|(_, s)| s.may_hide_some(&rel))
         .map(|(p, _)| *p)
@@ -983,7 +1025,7 @@ pub async fn assemble_visible(
                 ..v.clone()
             };
             loader.keep_snapshot(PostSnapshot {
-                body: body.clone(),
+                body: (*body).clone(),
                 likers: unprobed(&likers),
                 comment_ids: comment_ids.clone(),
                 share_count,
@@ -1006,7 +1048,7 @@ pub async fn assemble_visible(
             .clone()
             .filter(|_| viewer == Some(body.author_uid));
         let parts = PostParts {
-            body,
+            body: body.into_owned(),
             likers,
             comment_count: comment_ids.count,
             share_count,

@@ -12,6 +12,7 @@ use super::repair::PendingNow;
 use super::visibility::{RelationSets, Relations};
 use super::Context;
 use crate::error::AppResult;
+use crate::hashing::IdMap;
 use crate::metrics::LiveLookups;
 use crate::store::{
     BlobKey, FilterKind, LikeDoc, LikeKind, LiveAnswer, LiveFill, LiveRead, LiveStore, Owner,
@@ -25,18 +26,21 @@ const NEAR_SET_MEMBERS: usize = 1024;
 
 #[derive(Default)]
 pub struct Loaded {
-    pub blobs: HashMap<BlobKey, Arc<str>>,
+    pub blobs: IdMap<BlobKey, Arc<str>>,
     /// A set read more than once in one call (whole, and asked about a
     /// member) keeps its fullest view here.
-    pub sets: HashMap<SetKey, SetView>,
+    pub sets: IdMap<SetKey, SetView>,
     /// (set, member) → whether the member is in it, for every read that
     /// asked (`SetRead::probe`).
-    pub probed: HashMap<(SetKey, i64), bool>,
+    pub probed: IdMap<(SetKey, i64), bool>,
     /// Each owner's generation, read before any of its values here, for
     /// the owners whose values are all the live store's (not awaiting
     /// repair, read while the live store answered).
-    gens: HashMap<Owner, u64>,
+    gens: IdMap<Owner, u64>,
     near: Option<Arc<NearCache>>,
+    /// A viewer's relation sets served from this instance's copy: their
+    /// six sets were then not read (`relation_sets`).
+    relations: Option<(i64, Arc<RelationSets>)>,
 }
 
 impl Loaded {
@@ -57,6 +61,11 @@ impl Loaded {
     /// built once per generation of the viewer and shared through the near
     /// cache.
     pub fn relation_sets(&self, viewer: i64) -> Arc<RelationSets> {
+        if let Some((v, sets)) = &self.relations {
+            if *v == viewer {
+                return sets.clone();
+            }
+        }
         let read_here = [
             SetKey::Following(viewer),
             SetKey::Friends(viewer),
@@ -89,7 +98,7 @@ impl Loaded {
 pub struct Loader<'a> {
     ctx: &'a Context,
     /// Generations read alongside the values, guarding the rebuilt values.
-    gens: HashMap<Owner, u64>,
+    gens: IdMap<Owner, u64>,
     /// False once the live store failed in this request: then nothing is
     /// written back (a guard read from a failing store proves nothing).
     live_ok: bool,
@@ -137,7 +146,7 @@ impl<'a> Loader<'a> {
     pub fn new(ctx: &'a Context) -> Self {
         Self {
             ctx,
-            gens: HashMap::new(),
+            gens: IdMap::default(),
             live_ok: true,
             fill: LiveFill::default(),
             blocked_by_many: HashMap::new(),
@@ -288,10 +297,39 @@ impl<'a> Loader<'a> {
             }
             live_blobs.push(*key);
         }
+        // A viewer's six relation sets, when this instance keeps them built
+        // (`Relations::reads` asks for all six): only the viewer's
+        // generation is read, and the sets only if it moved.
+        let mut kept_relations: Option<(i64, u64, Arc<RelationSets>, Vec<SetRead>)> = None;
+        if let Some(v) = Relations::reader_of(sets) {
+            if let Some(copies) = self.copies_of(&mut found, Owner::User(v)) {
+                if let Some(r) = copies.relations() {
+                    let reads: Vec<SetRead> = sets
+                        .iter()
+                        .filter(|s| Relations::is_relation_read(s, v))
+                        .copied()
+                        .collect();
+                    match self.gens.get(&Owner::User(v)) {
+                        Some(g) if *g == copies.generation => {
+                            lookups.near_hit("relations");
+                            out.relations = Some((v, r.clone()));
+                        }
+                        Some(_) => {}
+                        None => kept_relations = Some((v, copies.generation, r.clone(), reads)),
+                    }
+                }
+            }
+        }
+        let served_viewer = match (&out.relations, &kept_relations) {
+            (Some((v, _)), _) | (_, Some((v, ..))) => Some(*v),
+            _ => None,
+        };
+        let relations_served =
+            |read: &SetRead| served_viewer.is_some_and(|v| Relations::is_relation_read(read, v));
         let mut live_sets: Vec<SetRead> = Vec::new();
         let mut set_copies: Vec<SetCopy> = Vec::new();
         let mut probes: Vec<SetRead> = Vec::new();
-        for read in sets {
+        for read in sets.iter().filter(|r| !relations_served(r)) {
             let owner = read.key.owner();
             let copies = match read.below {
                 None => self.copies_of(&mut found, owner),
@@ -429,6 +467,17 @@ impl<'a> Loader<'a> {
             live_blobs.into_iter().zip(blob_answers).collect();
         let mut set_answers: Vec<(SetRead, Option<SetView>)> =
             live_sets.into_iter().zip(set_answers).collect();
+        if let Some((v, g, r, reads)) = kept_relations {
+            if answered && self.gens.get(&Owner::User(v)) == Some(&g) {
+                lookups.near_hit("relations");
+                out.relations = Some((v, r));
+            } else {
+                if answered {
+                    lookups.near_stale("relations");
+                }
+                again_sets.extend(reads);
+            }
+        }
         let (more_blobs, more_sets) = more(self);
         let callers_outdated = !more_blobs.is_empty() || !more_sets.is_empty();
         again_blobs.extend(more_blobs);

@@ -27,12 +27,12 @@
 //! of a shard goes. An entry is also dropped once older than the live TTL,
 //! so nothing is served longer than the live store itself would keep it.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasher, Hasher};
+use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex};
 
 use super::assemble::PostSnapshot;
 use super::visibility::RelationSets;
+use crate::hashing::{IdHash, IdMap};
 use crate::store::{BlobKey, Owner, SetKey, SetView};
 
 /// Shards, each behind its own lock, so the workers seldom wait on each
@@ -113,53 +113,8 @@ struct Slot {
     stored_at: i64,
 }
 
-/// Ids are public and a stranger can make many (asking for posts that do
-/// not exist), so they are mixed with a per-process key before they pick a
-/// slot: no one can aim many at one.
-#[derive(Clone)]
-struct OwnerHasher {
-    key: u64,
-}
-
-impl BuildHasher for OwnerHasher {
-    type Hasher = OwnerHash;
-    fn build_hasher(&self) -> OwnerHash {
-        OwnerHash(self.key)
-    }
-}
-
-struct OwnerHash(u64);
-
-impl Hasher for OwnerHash {
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = mix(self.0 ^ n);
-    }
-    fn write_i64(&mut self, n: i64) {
-        self.write_u64(n as u64);
-    }
-    fn write_isize(&mut self, n: isize) {
-        self.write_u64(n as u64);
-    }
-    fn finish(&self) -> u64 {
-        mix(self.0)
-    }
-}
-
-/// splitmix64's finaliser: every bit of the input moves about half the
-/// bits of the output.
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 struct Shard {
-    map: HashMap<Owner, Slot, OwnerHasher>,
+    map: IdMap<Owner, Slot>,
     bytes: usize,
     clock: u64,
 }
@@ -194,7 +149,7 @@ pub struct NearStats {
 
 pub struct NearCache {
     shards: Vec<Mutex<Shard>>,
-    hasher: OwnerHasher,
+    hasher: IdHash,
     max_entries_per_shard: usize,
     max_bytes_per_shard: usize,
     max_age_ms: i64,
@@ -205,16 +160,12 @@ impl NearCache {
     /// entries turns it off. Copies older than `max_age_secs` are not
     /// served.
     pub fn new(max_entries: usize, max_bytes: usize, max_age_secs: u64) -> Self {
-        let mut seed = [0u8; 8];
-        let _ = getrandom::getrandom(&mut seed);
-        let hasher = OwnerHasher {
-            key: u64::from_le_bytes(seed),
-        };
+        let hasher = IdHash::default();
         Self {
             shards: (0..SHARDS)
                 .map(|_| {
                     Mutex::new(Shard {
-                        map: HashMap::with_hasher(hasher.clone()),
+                        map: IdMap::default(),
                         bytes: 0,
                         clock: 0,
                     })
@@ -244,6 +195,13 @@ impl NearCache {
     /// The owner's copies and the generation they were read at, whatever
     /// the owner's generation is now (the caller checks that).
     pub fn get(&self, owner: Owner) -> Option<Arc<Copies>> {
+        self.with(owner, |c| c.clone())
+    }
+
+    /// `f` of the owner's copies (`get`), without sharing them: a hot
+    /// post's entry is read by every worker at once, and each `Arc` taken
+    /// of it is a write to one cache line they all share.
+    pub fn with<R>(&self, owner: Owner, f: impl FnOnce(&Arc<Copies>) -> R) -> Option<R> {
         if !self.is_on() {
             return None;
         }
@@ -256,7 +214,7 @@ impl NearCache {
             return None;
         }
         slot.used = tick;
-        Some(slot.copies.clone())
+        Some(f(&slot.copies))
     }
 
     /// Keeps `copy` of `owner`'s as read at `generation` (read before the

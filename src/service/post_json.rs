@@ -132,7 +132,7 @@ enum Hole {
 
 /// A post's text with its holes: `text[..holes[0].0]`, the first hole,
 /// and so on.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct PostTemplate {
     text: Vec<u8>,
     holes: Vec<(usize, Hole)>,

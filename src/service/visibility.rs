@@ -170,6 +170,28 @@ impl Relations {
         .collect()
     }
 
+    /// The viewer whose relations these reads include whole (all six of
+    /// `reads`), if any.
+    pub fn reader_of(sets: &[SetRead]) -> Option<i64> {
+        let v = sets.iter().find_map(|s| match s.key {
+            SetKey::Following(v) => Some(v),
+            _ => None,
+        })?;
+        let n = sets.iter().filter(|s| Self::is_relation_read(s, v)).count();
+        (n == 6).then_some(v)
+    }
+
+    /// Whether `read` is one of `reads`'s for viewer `v`.
+    pub fn is_relation_read(read: &SetRead, v: i64) -> bool {
+        read.probe.is_none()
+            && read.below.is_none()
+            && matches!(
+                read.key,
+                SetKey::Following(u) | SetKey::Friends(u) | SetKey::Blocking(u)
+                    | SetKey::BlockedBy(u) | SetKey::Muted(u) | SetKey::HiddenBy(u) if u == v
+            )
+    }
+
     pub fn from_loaded(viewer: Viewer, loaded: &loader::Loaded) -> Self {
         let authors = AuthorRules {
             now: crate::ids::now_ms(),

@@ -14,6 +14,7 @@ use std::sync::{Mutex, RwLock};
 
 use async_trait::async_trait;
 
+use crate::hashing::IdMap;
 use crate::ids::now_ms;
 use crate::store::{
     BlobKey, Changes, LimitCheck, LimitCount, LiveAnswer, LiveChange, LiveFill, LiveKey, LiveRead,
@@ -21,6 +22,9 @@ use crate::store::{
 };
 
 const HOME_TTL_MS: i64 = 24 * 3600 * 1000;
+/// How stale a timeline's noted last use may be: its expiry is a day late
+/// by at most this much.
+const HOME_USE_NOTED_EVERY_MS: i64 = 60 * 1000;
 /// Rate-limit counters kept per table (about 100 bytes each), as
 /// `MOMENTS_LIVE_MAX_COUNTERS` sets it.
 pub const DEFAULT_COUNTERS_PER_TABLE: usize = 100_000;
@@ -194,7 +198,7 @@ impl Counters {
 
 #[derive(Default, Clone)]
 struct ZSet {
-    scores: HashMap<i64, i64>,
+    scores: IdMap<i64, i64>,
     /// (score, member), for highest-first reads.
     order: BTreeSet<(i64, i64)>,
 }
@@ -294,16 +298,16 @@ impl<V> DerefMut for Cached<V> {
 
 #[derive(Default)]
 struct State {
-    blobs: HashMap<BlobKey, Cached<String>>,
-    sets: HashMap<SetKey, Cached<ZSet>>,
+    blobs: IdMap<BlobKey, Cached<String>>,
+    sets: IdMap<SetKey, Cached<ZSet>>,
     /// Ticks for `Cached::used`.
     clock: AtomicU64,
-    gens: HashMap<Owner, u64>,
+    gens: IdMap<Owner, u64>,
     /// The generation of an owner not in `gens`.
     gen_floor: u64,
     /// When each home timeline was last read or built: unread for a day, it
     /// is dropped and rebuilt on its owner's return, as in Redis.
-    home_used: HashMap<i64, i64>,
+    home_used: IdMap<i64, i64>,
     /// The same, ordered by time, so expiry looks only at what expired.
     home_order: BTreeSet<(i64, i64)>,
     /// Adds to absent last-writer-wins sets, for their rebuild to merge.
@@ -543,12 +547,32 @@ impl LiveStore for MemoryLive {
             })
             .collect();
         if !homes.is_empty() {
+            // A use is noted at most once a minute per timeline (the TTL is a
+            // day): most reads then need only the shared lock, not the one
+            // every other read and push waits on.
             let now = now_ms();
-            let mut state = self.state_write();
-            state.expire_homes(now);
-            for u in homes {
-                if state.sets.contains_key(&SetKey::Home(u)) {
-                    state.home_used_at(u, now);
+            let due = |state: &State, u: &i64| {
+                state.sets.contains_key(&SetKey::Home(*u))
+                    && state
+                        .home_used
+                        .get(u)
+                        .is_none_or(|at| now - at >= HOME_USE_NOTED_EVERY_MS)
+            };
+            let needs_write = {
+                let state = self.state_read();
+                let expired = state
+                    .home_order
+                    .first()
+                    .is_some_and(|(used, _)| now - used > HOME_TTL_MS);
+                expired || homes.iter().any(|u| due(&state, u))
+            };
+            if needs_write {
+                let mut state = self.state_write();
+                state.expire_homes(now);
+                for u in homes {
+                    if due(&state, &u) {
+                        state.home_used_at(u, now);
+                    }
                 }
             }
         }
