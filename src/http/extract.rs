@@ -99,23 +99,34 @@ pub struct AuthUser {
     pub session: Authed,
 }
 
+/// What signing a request in takes, read off it: the bearer token (401
+/// without one), the budget it draws on, where it comes from.
+pub struct Credentials {
+    pub token: String,
+    pub traffic: Traffic,
+    pub origin: Origin,
+}
+
+impl Credentials {
+    pub fn of(req: &HttpRequest, ctx: &Context) -> Result<Self, AppError> {
+        let token = bearer(req)?.ok_or(AppError::Unauthorized("sign in first"))?;
+        Ok(Credentials {
+            token,
+            traffic: traffic(req),
+            origin: origin(req, ctx),
+        })
+    }
+}
+
 impl FromRequest for AuthUser {
     type Error = AppError;
     type Future = Boxed<Self>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let ctx = context(req);
-        let token = bearer(req);
-        let traffic = traffic(req);
-        let origin = ctx
-            .as_ref()
-            .ok()
-            .map(|c| origin(req, c))
-            .unwrap_or_default();
+        let read = context(req).and_then(|ctx| Ok((Credentials::of(req, &ctx)?, ctx)));
         Box::pin(async move {
-            let ctx = ctx?;
-            let token = token?.ok_or(AppError::Unauthorized("sign in first"))?;
-            let session = accounts::authenticate(&ctx, &token, traffic, &origin).await?;
+            let (c, ctx) = read?;
+            let session = accounts::authenticate(&ctx, &c.token, c.traffic, &c.origin).await?;
             Ok(AuthUser {
                 uid: session.uid,
                 session,

@@ -787,10 +787,27 @@ pub async fn authenticate(
     traffic: Traffic,
     origin: &Origin,
 ) -> AppResult<Authed> {
+    let (authed, _) =
+        authenticate_with(ctx, token, traffic, origin, |_| LiveRead::default()).await?;
+    Ok(authed)
+}
+
+/// `authenticate`, with a live read the request makes next (`also`, of the
+/// uid the token names) sent in the same round trip: its answer comes back
+/// only once the session is verified, and `None` when the live store did
+/// not answer.
+pub async fn authenticate_with(
+    ctx: &Context,
+    token: &str,
+    traffic: Traffic,
+    origin: &Origin,
+    also: impl FnOnce(i64) -> LiveRead,
+) -> AppResult<(Authed, Option<crate::store::LiveAnswer>)> {
     if token.is_empty() || token.len() > 128 {
         return Err(AppError::Unauthorized("invalid token"));
     }
     let (uid, hash) = parse_token(token)?;
+    let also = also(uid);
     let budgets = rate_limits::request_budgets(
         ctx.settings.rate_limits.as_ref(),
         traffic,
@@ -802,13 +819,14 @@ pub async fn authenticate(
     // The account's card beside the session, in the same round trip: a
     // cached session is honoured only while the card (gone with an erased
     // account, dropped by every change of credentials) says so.
-    let answer = match session_and_card(ctx, uid, key, rate_limits::checks(&budgets)).await {
-        Ok(a) => Some(a),
-        Err(e) => {
-            tracing::warn!(error = %e, "session cache unavailable; reading the documents");
-            None
-        }
-    };
+    let (answer, also) =
+        match session_and_card(ctx, uid, key, rate_limits::checks(&budgets), also).await {
+            Ok((a, also)) => (Some(a), Some(also)),
+            Err(e) => {
+                tracing::warn!(error = %e, "session cache unavailable; reading the documents");
+                (None, None)
+            }
+        };
     // The account's budget was counted on the uid the token names, which
     // anyone can write: it is judged only once the session is verified,
     // and a request that is not the account's gives its count back. The
@@ -912,11 +930,12 @@ pub async fn authenticate(
         rate_limits::judge_where(&budgets, counts, true)?;
     }
     note_activity(ctx, uid, session.id, now);
-    Ok(Authed {
+    let authed = Authed {
         uid,
         session_id: session.id,
         token_hash: hash,
-    })
+    };
+    Ok((authed, also))
 }
 
 /// The cached session and the account's card, with the account's
@@ -929,7 +948,8 @@ async fn session_and_card(
     uid: i64,
     session: BlobKey,
     limits: Vec<crate::store::LimitCheck>,
-) -> crate::store::StoreResult<crate::store::LiveAnswer> {
+    also: LiveRead,
+) -> crate::store::StoreResult<(crate::store::LiveAnswer, crate::store::LiveAnswer)> {
     use super::near_cache::NearValue;
     let owner = Owner::User(uid);
     let keys = [session, BlobKey::Card(uid)];
@@ -938,7 +958,8 @@ async fn session_and_card(
         let [s, card] = keys.map(|k| c.blob(k).cloned());
         Some((c.generation, [s?, card?]))
     });
-    let read = LiveRead {
+    let mine = if copies.is_some() { 0 } else { keys.len() };
+    let mut read = LiveRead {
         blobs: if copies.is_some() {
             Vec::new()
         } else {
@@ -948,12 +969,21 @@ async fn session_and_card(
         limits,
         ..Default::default()
     };
+    read.blobs.extend(also.blobs);
+    read.sets = also.sets;
+    read.gens.extend(also.gens);
     let mut answer = ctx.live.read(&read).await?;
+    let also = crate::store::LiveAnswer {
+        blobs: answer.blobs.split_off(mine.min(answer.blobs.len())),
+        sets: std::mem::take(&mut answer.sets),
+        gens: answer.gens.split_off(1.min(answer.gens.len())),
+        limits: Vec::new(),
+    };
     let gen = answer.gens.first().copied().unwrap_or_default();
     match copies {
         Some((g, [s, c])) if g == gen => {
             answer.blobs = vec![Some(s.to_string()), Some(c.to_string())];
-            return Ok(answer);
+            return Ok((answer, also));
         }
         Some(_) => {
             let again = LiveRead {
@@ -972,7 +1002,7 @@ async fn session_and_card(
             }
         }
     }
-    Ok(answer)
+    Ok((answer, also))
 }
 
 /// The budgets of an anonymous request, by its address: one round trip of

@@ -34,8 +34,8 @@ use crate::error::AppResult;
 use crate::ids::now_ms;
 use crate::metrics::LiveLookups;
 use crate::store::{
-    Changes, FanOutDoc, FilterKind, LiveFill, LiveRead, Owner, PostBody, SetKey, SetRead,
-    StoreResult,
+    Changes, FanOutDoc, FilterKind, LiveAnswer, LiveFill, LiveRead, Owner, PostBody, SetKey,
+    SetRead, StoreResult,
 };
 
 const DAY_MS: i64 = 24 * 3600 * 1000;
@@ -473,10 +473,46 @@ pub async fn home(
     limit: usize,
     pres: &Presentation,
 ) -> AppResult<Page<PostJson>> {
+    home_after_read(ctx, viewer, cursor, limit, pres, None).await
+}
+
+/// The live read a page of `viewer`'s home feed starts with, for a caller
+/// to send along with one of its own (`accounts::authenticate_with`): then
+/// a warm page costs no round trip of its own for its ids.
+pub fn first_home_read(
+    ctx: &Context,
+    viewer: i64,
+    cursor: Option<Cursor>,
+    limit: usize,
+) -> HomeRead {
+    home_read(ctx, viewer, cursor.map(|c| c.0), limit + 1)
+}
+
+/// `home`, its first read already made (`first_home_read`): `None` if it
+/// could not be.
+pub async fn home_after_read(
+    ctx: &Context,
+    viewer: i64,
+    cursor: Option<Cursor>,
+    limit: usize,
+    pres: &Presentation,
+    first: Option<(HomeRead, LiveAnswer)>,
+) -> AppResult<Page<PostJson>> {
+    let mut first = first;
     let (items, next_cursor) = fill_page(
         limit,
         cursor.map(|c| c.0),
-        |before, n| home_ids(ctx, viewer, before, n),
+        |before, n| {
+            let made = first
+                .take()
+                .filter(|(plan, _)| plan.before == before && plan.want == n);
+            async move {
+                match made {
+                    Some((plan, answer)) => home_ids_from(ctx, viewer, plan, Ok(answer)).await,
+                    None => home_ids(ctx, viewer, before, n).await,
+                }
+            }
+        },
         |ids, room| async move {
             assemble_visible(ctx, &ids, room, Some(viewer), pres, Place::HomeFeed).await
         },
@@ -490,6 +526,53 @@ pub async fn home(
     })
 }
 
+/// The first live read of a page of home-feed ids: the timeline, the
+/// viewer's generation, and whom the viewer follows unless this instance
+/// keeps a copy (which the generation then vouches for).
+pub struct HomeRead {
+    pub read: LiveRead,
+    following_copy: Option<(u64, crate::store::SetView)>,
+    before: Option<i64>,
+    want: usize,
+}
+
+/// What the read whom the viewer follows is.
+fn following_read(viewer: i64) -> SetRead {
+    SetRead {
+        key: SetKey::Following(viewer),
+        top: usize::MAX >> 24,
+        probe: None,
+        below: None,
+    }
+}
+
+fn home_read(ctx: &Context, viewer: i64, before: Option<i64>, want: usize) -> HomeRead {
+    let limit = want.saturating_sub(1).max(1);
+    let following = following_read(viewer);
+    // Whom the viewer follows, from this instance's copy when the viewer's
+    // generation, read with the timeline, says it is current.
+    let following_copy = near_copy_of(ctx, following);
+    let mut read = LiveRead {
+        sets: vec![SetRead {
+            key: SetKey::Home(viewer),
+            top: limit + 1,
+            probe: None,
+            below: before,
+        }],
+        gens: vec![Owner::User(viewer)],
+        ..Default::default()
+    };
+    if following_copy.is_none() {
+        read.sets.push(following);
+    }
+    HomeRead {
+        read,
+        following_copy,
+        before,
+        want,
+    }
+}
+
 /// Up to `want` ids of the viewer's timeline below `before`, newest first
 /// (fewer only where it ends): from the cached timeline, rebuilt here if it
 /// is absent, continued from the documents past its cached part, with big
@@ -500,36 +583,31 @@ async fn home_ids(
     before: Option<i64>,
     want: usize,
 ) -> AppResult<Vec<i64>> {
+    let plan = home_read(ctx, viewer, before, want);
+    // The timeline is read directly (an absent one is rebuilt here, from the
+    // followees, never as an empty set); the followees through the loader.
+    let answer = ctx.live.read(&plan.read).await;
+    home_ids_from(ctx, viewer, plan, answer).await
+}
+
+/// `home_ids` from its first read's answer.
+async fn home_ids_from(
+    ctx: &Context,
+    viewer: i64,
+    plan: HomeRead,
+    answer: crate::store::StoreResult<LiveAnswer>,
+) -> AppResult<Vec<i64>> {
+    let HomeRead {
+        following_copy,
+        before,
+        want,
+        ..
+    } = plan;
     let limit = want.saturating_sub(1).max(1);
     let max = ctx.settings.timeline_max;
     let mut loader = Loader::new(ctx);
     let home_key = SetKey::Home(viewer);
-    let following_read = SetRead {
-        key: SetKey::Following(viewer),
-        top: usize::MAX >> 24,
-        probe: None,
-        below: None,
-    };
-    // Whom the viewer follows, from this instance's copy when the viewer's
-    // generation, read with the timeline, says it is current.
-    let following_copy = near_copy_of(ctx, following_read);
-    let mut read = LiveRead {
-        sets: vec![SetRead {
-            key: home_key,
-            top: limit + 1,
-            probe: None,
-            below: before,
-        }],
-        gens: vec![Owner::User(viewer)],
-        ..Default::default()
-    };
-    if following_copy.is_none() {
-        read.sets.push(following_read);
-    }
-    // The timeline is read directly (an absent one is rebuilt here, from the
-    // followees, never as an empty set); the followees through the loader.
-    let answer = ctx.live.read(&read).await;
-    loader.live_round_trips += 1;
+    let following_read = following_read(viewer);
     // A viewer whose last live update failed (an unfollow, say) may have a
     // stale timeline and following set until the repair task drops them:
     // build from the documents and store nothing, as the loader does.

@@ -271,7 +271,15 @@ pub struct RedisLive {
     /// Pushes of one call (small followings, a rebuild's catch-up) never
     /// wait for it.
     push_permits: Arc<tokio::sync::Semaphore>,
+    /// When this instance last renewed each timeline's TTL (ms).
+    home_renewed: std::sync::Mutex<crate::hashing::IdMap<i64, i64>>,
 }
+
+/// How often an instance renews the TTL of a timeline it keeps reading:
+/// the day it lives unread runs late by at most this.
+const HOME_TTL_RENEW_EVERY_MS: i64 = 5 * 60 * 1000;
+/// Timelines whose renewal an instance remembers before it starts over.
+const HOME_RENEWALS_KEPT: usize = 200_000;
 
 /// The key of a user's home timeline (also built by `set_key`).
 fn home_key(prefix: &str, uid: i64) -> String {
@@ -297,7 +305,28 @@ impl RedisLive {
             prefix: prefix.to_string(),
             ttl_secs,
             push_permits: Arc::new(tokio::sync::Semaphore::new(PUSHES_IN_FLIGHT)),
+            home_renewed: std::sync::Mutex::default(),
         })
+    }
+
+    /// Whether a read of `uid`'s timeline should renew its TTL, noting that
+    /// it does.
+    fn home_ttl_due(&self, uid: i64) -> bool {
+        let now = crate::ids::now_ms();
+        let Ok(mut renewed) = self.home_renewed.lock() else {
+            return true;
+        };
+        if renewed
+            .get(&uid)
+            .is_some_and(|at| now - at < HOME_TTL_RENEW_EVERY_MS)
+        {
+            return false;
+        }
+        if renewed.len() >= HOME_RENEWALS_KEPT {
+            renewed.clear();
+        }
+        renewed.insert(uid, now);
+        true
     }
 
     fn gen_key(&self, owner: Owner) -> String {
@@ -544,13 +573,16 @@ impl LiveStore for RedisLive {
             if let Some(probe) = set.probe {
                 pipe.cmd("ZSCORE", &key).arg(probe);
             }
-            if let SetKey::Home(_) = set.key {
+            if let SetKey::Home(uid) = set.key {
                 // Only a timeline holding its sentinel was built (earlier
                 // versions pushed onto absent ones, making partial sets).
-                // Reading a timeline keeps it a day longer.
+                // Reading a timeline keeps it a day longer: said again at
+                // most every few minutes per instance, not on every read.
                 pipe.cmd("ZSCORE", &key).arg(SENTINEL);
-                pipe.cmd("EXPIRE", &key).arg(HOME_TTL_SECS);
-                pipe.ignore();
+                if self.home_ttl_due(uid) {
+                    pipe.cmd("EXPIRE", &key).arg(HOME_TTL_SECS);
+                    pipe.ignore();
+                }
             }
         }
         for limit in &read.limits {
