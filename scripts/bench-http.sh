@@ -5,6 +5,7 @@
 # on the embedded default, on MongoDB (wire) + Redis, or on MongoDB (wire) + a
 # six-node Redis Cluster (scripts/stores.sh).
 # Usage: scripts/bench-http.sh [embedded|stores|cluster] [read|write] [seconds] [connections]
+# MOMENTS_HTTP_PERF=FILE records a perf profile of the read run into FILE.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BACKEND=${1:-embedded}
@@ -77,7 +78,13 @@ echo "== server RSS before: $(ps -o rss= -p $APP_PID) KiB"
 if [ "$WORKLOAD" = read ]; then
   echo "== ceiling: GET /healthz, same tool and connections, 5s"
   wrk -t1 -c"$CONNECTIONS" -d5s --latency "http://127.0.0.1:$PORT/healthz" | grep -E "Requests/sec|50%|99%"
+  PERF_PID=
+  if [ -n "${MOMENTS_HTTP_PERF:-}" ]; then
+    perf record -F 499 ${MOMENTS_HTTP_PERF_CALLS:--g} -p $APP_PID -o "$MOMENTS_HTTP_PERF" -- sleep "$DURATION" >/dev/null 2>&1 &
+    PERF_PID=$!
+  fi
   wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency -H "Authorization: Bearer $TOKEN" "$URL"
+  [ -n "$PERF_PID" ] && wait $PERF_PID
   echo "== response size: $(curl -s -H "authorization: Bearer $TOKEN" "$URL" | wc -c) bytes"
 else
   cat /tmp/moments-bench-tokens.lua scripts/bench-write-mix.lua > /tmp/moments-bench-mix.lua
