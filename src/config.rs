@@ -130,6 +130,8 @@ pub struct Settings {
     /// can share one Redis without seeing each other's state.
     pub redis_prefix: String,
     pub data_dir: PathBuf,
+    /// Pages of the embedded store's file kept in memory (redb's cache).
+    pub docs_cache_bytes: usize,
     pub admin: Option<(String, Secret)>,
     /// Request bodies above this many bytes are refused with 413.
     pub body_limit: usize,
@@ -143,6 +145,8 @@ pub struct Settings {
     pub workers: Option<usize>,
     /// Cached values the in-process live state holds before it starts over.
     pub live_max_entries: usize,
+    /// Bytes those values may take, as the in-process live state counts them.
+    pub live_max_bytes: usize,
     /// Rate-limit counters the in-process live state keeps per budget and kind of subject.
     pub live_max_counters: usize,
     /// Copies of live values this instance keeps (`service::near_cache`); 0 keeps none.
@@ -196,6 +200,7 @@ impl Default for Settings {
             redis_url: None,
             redis_prefix: String::new(),
             data_dir: PathBuf::from("./data"),
+            docs_cache_bytes: 128 * 1024 * 1024,
             admin: None,
             body_limit: 64 * 1024,
             live_ttl_secs: 3 * 24 * 3600,
@@ -203,6 +208,7 @@ impl Default for Settings {
             device_refresh_ms: 500,
             workers: None,
             live_max_entries: 1_000_000,
+            live_max_bytes: 256 * 1024 * 1024,
             live_max_counters: crate::store::embedded::live::DEFAULT_COUNTERS_PER_TABLE,
             near_cache_entries: 200_000,
             near_cache_bytes: 64 * 1024 * 1024,
@@ -411,6 +417,19 @@ pub const VARIABLES: &[Variable] = &[
         },
     },
     Variable {
+        name: "MOMENTS_DOCS_CACHE_BYTES",
+        default: DefaultValue::Literal("134217728"),
+        allowed: "a whole number of bytes, at least 1048576",
+        meaning: "pages of the embedded store's file kept in memory (128 MiB by default; redb's \
+                  own default, 1 GiB, would let a long-running process grow to it); pages past \
+                  it are read from the file again",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.docs_cache_bytes = whole_usize(v, 1 << 20, usize::MAX)?;
+            Ok(())
+        },
+    },
+    Variable {
         name: "MOMENTS_ADMIN_USERNAME",
         default: DefaultValue::Described("unset"),
         allowed: "3 to 32 letters, digits, '_', '.' or '-'",
@@ -467,6 +486,19 @@ pub const VARIABLES: &[Variable] = &[
         echo: Echo::Plain,
         apply: |d, v| {
             d.settings.live_max_entries = whole_usize(v, 1000, usize::MAX)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_LIVE_MAX_BYTES",
+        default: DefaultValue::Literal("268435456"),
+        allowed: "a whole number of bytes, at least 1048576",
+        meaning: "memory the in-process live state's cached values may take, roughly (256 MiB by \
+                  default; a set member counts 48 bytes, a text its length, each value 96 more); \
+                  past it the least recently used tenth is evicted",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.live_max_bytes = whole_usize(v, 1 << 20, usize::MAX)?;
             Ok(())
         },
     },
@@ -1352,6 +1384,8 @@ mod tests {
             ("MOMENTS_BODY_LIMIT", "0", "1"),
             ("MOMENTS_LIVE_TTL_SECS", "59", "60"),
             ("MOMENTS_LIVE_MAX_ENTRIES", "999", "1000"),
+            ("MOMENTS_LIVE_MAX_BYTES", "1048575", "1048576"),
+            ("MOMENTS_DOCS_CACHE_BYTES", "1048575", "1048576"),
             ("MOMENTS_POST_ID_ARRAY_CAP", "0", "1"),
             ("MOMENTS_DEVICE_REFRESH_MS", "49", "50"),
             ("MOMENTS_TIMELINE_MAX", "0", "1"),

@@ -160,7 +160,7 @@ pub async fn connect_stores(
                 })?,
         ),
         None => {
-            let db = embedded::open(&settings.data_dir)?;
+            let db = embedded::open(&settings.data_dir, settings.docs_cache_bytes)?;
             tracing::info!(dir = %settings.data_dir.display(), "documents in the embedded store");
             Arc::new(EmbeddedDocs::new(db, settings.post_id_array_cap))
         }
@@ -178,8 +178,9 @@ pub async fn connect_stores(
                      (rate limits and caches are per process); set MOMENTS_REDIS_URL to scale out"
                 );
             }
-            Arc::new(MemoryLive::with_counters(
+            Arc::new(MemoryLive::with_bounds(
                 settings.live_max_entries,
+                settings.live_max_bytes,
                 settings.live_max_counters,
             ))
         }

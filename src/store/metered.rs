@@ -407,7 +407,10 @@ mod tests {
         let trips = Arc::new(RoundTrips::default());
         let faults = Arc::new(Faults::default());
         let docs = MeteredDocs::new(
-            Arc::new(EmbeddedDocs::new(embedded::open(&dir).unwrap(), 10)),
+            Arc::new(EmbeddedDocs::new(
+                embedded::open(&dir, 1 << 20).unwrap(),
+                10,
+            )),
             trips.clone(),
             faults.clone(),
         );

@@ -2,8 +2,10 @@
 //! rate-limit counters as the Redis adapter, in memory. (Sessions are
 //! documents; what is cached of them here goes with the rest.)
 //!
-//! Memory is bounded: past `max_entries` cached values, the least recently
-//! used tenth is evicted (timelines among them), so what is hot stays.
+//! Memory is bounded: past `max_entries` cached values, or past `max_bytes`
+//! as they are counted here (a set's members at a fixed cost each, a blob by
+//! its length, each value's own overhead), the least recently used tenth is
+//! evicted (timelines among them), so what is hot stays.
 //! Generations that are dropped restart above every value handed out, so a
 //! rebuild that began before can still never write after it.
 
@@ -28,6 +30,20 @@ const HOME_USE_NOTED_EVERY_MS: i64 = 60 * 1000;
 /// Rate-limit counters kept per table (about 100 bytes each), as
 /// `MOMENTS_LIVE_MAX_COUNTERS` sets it.
 pub const DEFAULT_COUNTERS_PER_TABLE: usize = 100_000;
+/// What one cached value costs beyond its contents: its key, its map slot
+/// and its use tick, with the allocator's rounding.
+const VALUE_BYTES: usize = 96;
+/// What one member of a sorted set costs: its score map slot and its place
+/// in the ordered tree, about 20 and 28 bytes with their overheads.
+const MEMBER_BYTES: usize = 48;
+
+fn blob_bytes(text: &str) -> usize {
+    VALUE_BYTES + text.len()
+}
+
+fn set_bytes(z: &ZSet) -> usize {
+    VALUE_BYTES + z.scores.len() * MEMBER_BYTES
+}
 
 /// The rate-limit counters of one budget and kind of subject (reads per
 /// account, reads per address, sign-ins per address, failed sign-ins per
@@ -310,6 +326,8 @@ struct State {
     home_used: IdMap<i64, i64>,
     /// The same, ordered by time, so expiry looks only at what expired.
     home_order: BTreeSet<(i64, i64)>,
+    /// What `blobs` and `sets` take, as `blob_bytes` and `set_bytes` count.
+    bytes: usize,
     /// Adds to absent last-writer-wins sets, for their rebuild to merge.
     lww_adds: HashMap<SetKey, Recent>,
     /// Removals from last-writer-wins sets.
@@ -346,14 +364,35 @@ impl State {
     }
     fn put_blob(&mut self, key: BlobKey, text: String) {
         let tick = self.tick();
-        self.blobs.insert(key, Cached::new(text, tick));
+        self.bytes += blob_bytes(&text);
+        if let Some(old) = self.blobs.insert(key, Cached::new(text, tick)) {
+            self.bytes -= blob_bytes(&old);
+        }
     }
     fn put_set(&mut self, key: SetKey, set: ZSet) {
         let tick = self.tick();
-        self.sets.insert(key, Cached::new(set, tick));
+        self.bytes += set_bytes(&set);
+        if let Some(old) = self.sets.insert(key, Cached::new(set, tick)) {
+            self.bytes -= set_bytes(&old);
+        }
+    }
+    /// Changes a cached set in place, if it is cached, keeping `bytes` true.
+    fn change_set(&mut self, key: &SetKey, change: impl FnOnce(&mut ZSet)) {
+        if let Some(z) = self.sets.get_mut(key) {
+            let before = set_bytes(z);
+            change(z);
+            self.bytes = self.bytes + set_bytes(z) - before;
+        }
+    }
+    fn remove_blob(&mut self, key: &BlobKey) {
+        if let Some(old) = self.blobs.remove(key) {
+            self.bytes -= blob_bytes(&old);
+        }
     }
     fn remove_set(&mut self, key: &SetKey) {
-        self.sets.remove(key);
+        if let Some(old) = self.sets.remove(key) {
+            self.bytes -= set_bytes(&old);
+        }
         if let SetKey::Home(u) = key {
             if let Some(used) = self.home_used.remove(u) {
                 self.home_order.remove(&(used, *u));
@@ -367,10 +406,11 @@ impl State {
         self.home_order.insert((now, uid));
     }
 
-    /// Makes room for `incoming` more values under `max`: evicts the least
-    /// recently used, a tenth of `max` at a time, so the scan this takes is
-    /// paid once per many fills.
-    fn make_room(&mut self, incoming: usize, max: usize) {
+    /// Makes room for `incoming` more values under `max` values and
+    /// `max_bytes`: evicts the least recently used, a tenth of each bound at a
+    /// time, so the scan this takes is paid once per many fills. (The bytes
+    /// a batch brings are known only after it: they may overshoot by one.)
+    fn make_room(&mut self, incoming: usize, max: usize, max_bytes: usize) {
         if self.gens.len() > max {
             // Too many owners remembered: forget them all above every
             // generation handed out (sets and blobs stay).
@@ -378,10 +418,15 @@ impl State {
             self.gens.clear();
         }
         let over = (self.entries() + incoming).saturating_sub(max);
-        if over == 0 {
+        if over == 0 && self.bytes <= max_bytes {
             return;
         }
-        let evict = over + max / 10;
+        let evict = if over == 0 { 0 } else { over + max / 10 };
+        let bytes_goal = if self.bytes > max_bytes {
+            max_bytes - max_bytes / 10
+        } else {
+            usize::MAX
+        };
         let mut by_use: Vec<(u64, LiveKey)> = self
             .blobs
             .iter()
@@ -392,15 +437,18 @@ impl State {
                     .map(|(k, c)| (c.used.load(Ordering::Relaxed), LiveKey::Set(*k))),
             )
             .collect();
-        if evict < by_use.len() {
+        if bytes_goal == usize::MAX && evict < by_use.len() {
             by_use.select_nth_unstable_by_key(evict, |(used, _)| *used);
             by_use.truncate(evict);
+        } else {
+            by_use.sort_unstable_by_key(|(used, _)| *used);
         }
-        for (_, key) in by_use {
+        for (evicted, (_, key)) in by_use.into_iter().enumerate() {
+            if evicted >= evict && self.bytes <= bytes_goal {
+                break;
+            }
             match key {
-                LiveKey::Blob(k) => {
-                    self.blobs.remove(&k);
-                }
+                LiveKey::Blob(k) => self.remove_blob(&k),
                 LiveKey::Set(k) => self.remove_set(&k),
             }
         }
@@ -411,6 +459,7 @@ impl State {
         self.gens.clear();
         self.blobs.clear();
         self.sets.clear();
+        self.bytes = 0;
         self.home_used.clear();
         self.home_order.clear();
         // Recent removals outlive the drop: a rebuild that read the
@@ -432,16 +481,15 @@ impl State {
         {
             return;
         }
-        match self.sets.get_mut(&key) {
-            Some(z) => z.add_newer(member, id),
-            None => self.lww_adds.entry(key).or_default().note(member, id, now),
+        if self.sets.contains_key(&key) {
+            self.change_set(&key, |z| z.add_newer(member, id));
+        } else {
+            self.lww_adds.entry(key).or_default().note(member, id, now);
         }
     }
 
     fn lww_remove(&mut self, key: SetKey, member: i64, id: i64, now: i64) {
-        if let Some(z) = self.sets.get_mut(&key) {
-            z.remove_upto(member, id);
-        }
+        self.change_set(&key, |z| z.remove_upto(member, id));
         if let Some(adds) = self.lww_adds.get_mut(&key) {
             if adds.get(member, now).is_some_and(|a| a <= id) {
                 adds.0.remove(&member);
@@ -465,15 +513,14 @@ impl State {
         if !self.sets.contains_key(&key) {
             self.put_set(key, ZSet::default());
         }
-        let Some(z) = self.sets.get_mut(&key) else {
-            return;
-        };
-        for (m, id) in members.iter().chain(&adds) {
-            z.add_newer(*m, *id);
-        }
-        for (m, id) in gone {
-            z.remove_upto(m, id);
-        }
+        self.change_set(&key, |z| {
+            for (m, id) in members.iter().chain(&adds) {
+                z.add_newer(*m, *id);
+            }
+            for (m, id) in gone {
+                z.remove_upto(m, id);
+            }
+        });
     }
 
     /// Drops home timelines unread for longer than a day: the oldest first,
@@ -494,6 +541,7 @@ type PulledLog = std::collections::VecDeque<(u64, (i64, i64))>;
 pub struct MemoryLive {
     state: RwLock<State>,
     max_entries: usize,
+    max_bytes: usize,
     counters: Mutex<Counters>,
     device_version: AtomicU64,
     /// (newest sequence number, the newest notes as (number, author)).
@@ -502,12 +550,13 @@ pub struct MemoryLive {
 
 impl MemoryLive {
     pub fn new(max_entries: usize) -> Self {
-        Self::with_counters(max_entries, DEFAULT_COUNTERS_PER_TABLE)
+        Self::with_bounds(max_entries, usize::MAX, DEFAULT_COUNTERS_PER_TABLE)
     }
 
-    /// `new`, keeping at most `counters_per_table` rate-limit counters in
-    /// each table (one per budget and kind of subject).
-    pub fn with_counters(max_entries: usize, counters_per_table: usize) -> Self {
+    /// `new`, keeping at most `max_bytes` of cached values (as counted
+    /// here) and `counters_per_table` rate-limit counters in each table (one
+    /// per budget and kind of subject).
+    pub fn with_bounds(max_entries: usize, max_bytes: usize, counters_per_table: usize) -> Self {
         Self {
             // Generations start at 1: 0 means "none" to readers
             // (`LiveAnswer::gens`).
@@ -516,6 +565,7 @@ impl MemoryLive {
                 ..State::default()
             }),
             max_entries: max_entries.max(1000),
+            max_bytes: max_bytes.max(1 << 20),
             counters: Mutex::new(Counters::new(counters_per_table)),
             device_version: AtomicU64::new(1),
             pulled_posted: Mutex::default(),
@@ -615,7 +665,11 @@ impl LiveStore for MemoryLive {
 
     async fn fill(&self, fill: &LiveFill) -> StoreResult<()> {
         let mut state = self.state_write();
-        state.make_room(fill.blobs.len() + fill.sets.len(), self.max_entries);
+        state.make_room(
+            fill.blobs.len() + fill.sets.len(),
+            self.max_entries,
+            self.max_bytes,
+        );
         for (key, text, guard) in &fill.blobs {
             if guard.is_none_or(|g| g == state.gen(key.owner())) {
                 state.put_blob(*key, text.clone());
@@ -637,7 +691,7 @@ impl LiveStore for MemoryLive {
 
     async fn apply(&self, changes: &[Changes]) -> StoreResult<()> {
         let mut state = self.state_write();
-        state.make_room(changes.len(), self.max_entries);
+        state.make_room(changes.len(), self.max_entries, self.max_bytes);
         let now = now_ms();
         for batch in changes {
             let in_order = batch.expected_gen == Some(state.gen(batch.owner));
@@ -648,23 +702,17 @@ impl LiveStore for MemoryLive {
                         state.remove_set(k);
                     }
                     LiveChange::SetAdd(k, member, score) => {
-                        if let Some(z) = state.sets.get_mut(k) {
-                            z.add(*member, *score);
-                        }
+                        state.change_set(k, |z| z.add(*member, *score));
                     }
                     LiveChange::SetRemove(k, member) => {
-                        if let Some(z) = state.sets.get_mut(k) {
-                            z.remove(*member);
-                        }
+                        state.change_set(k, |z| z.remove(*member));
                     }
                     LiveChange::LwwAdd(k, member, id) => state.lww_add(*k, *member, *id, now),
                     LiveChange::LwwRemove(k, member, id) => state.lww_remove(*k, *member, *id, now),
                     LiveChange::PutBlob(k, text) => {
                         state.put_blob(*k, text.clone());
                     }
-                    LiveChange::Drop(LiveKey::Blob(k)) => {
-                        state.blobs.remove(k);
-                    }
+                    LiveChange::Drop(LiveKey::Blob(k)) => state.remove_blob(k),
                     LiveChange::Drop(LiveKey::Set(k)) => {
                         state.remove_set(k);
                     }
@@ -692,7 +740,7 @@ impl LiveStore for MemoryLive {
         let mut state = self.state_write();
         state.expire_homes(now_ms());
         for uid in uids {
-            if let Some(home) = state.sets.get_mut(&SetKey::Home(*uid)) {
+            state.change_set(&SetKey::Home(*uid), |home| {
                 home.add(post_id, post_id);
                 while home.scores.len() > max {
                     match home.order.iter().next().copied() {
@@ -700,7 +748,7 @@ impl LiveStore for MemoryLive {
                         None => break,
                     }
                 }
-            }
+            });
         }
         Ok(())
     }
@@ -872,6 +920,60 @@ mod tests {
         live.apply(&[late_like]).await.unwrap();
         // Which came last in the documents is unknown here: rebuild.
         assert_eq!(live.read(&read).await.unwrap().sets, vec![None]);
+    }
+
+    #[tokio::test]
+    async fn cached_values_stay_under_the_byte_bound_and_the_recent_stay() {
+        // 1 MiB: about 20,000 members. Sets of 1,000 members (48 KB each)
+        // past it push the least recently used out, by bytes, not count.
+        let live = MemoryLive::with_bounds(1_000_000, 1 << 20, 10);
+        let members: Vec<(i64, i64)> = (0..1000).map(|m| (m, m)).collect();
+        let key = |u: i64| SetKey::Following(u);
+        let read_of = |u: i64| LiveRead {
+            sets: vec![SetRead {
+                key: key(u),
+                top: 1,
+                probe: None,
+                below: None,
+            }],
+            gens: vec![Owner::User(u)],
+            ..Default::default()
+        };
+        for u in 0..100 {
+            let g = live.read(&read_of(u)).await.unwrap().gens[0];
+            live.fill(&LiveFill {
+                sets: vec![(key(u), members.clone(), g)],
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+            // The first set is read after every fill: it stays hot.
+            assert!(
+                live.read(&read_of(0)).await.unwrap().sets[0].is_some(),
+                "{u}"
+            );
+            // Grown in place, past the bound too.
+            let g = live.read(&read_of(u)).await.unwrap().gens[0];
+            live.apply(&[Changes {
+                owner: Owner::User(u),
+                expected_gen: Some(g),
+                changes: vec![LiveChange::SetAdd(key(u), 5000, 5000)],
+            }])
+            .await
+            .unwrap();
+        }
+        let state = live.state_read();
+        let counted: usize = state.sets.values().map(|z| set_bytes(z)).sum::<usize>()
+            + state.blobs.values().map(|b| blob_bytes(b)).sum::<usize>();
+        assert_eq!(state.bytes, counted, "the running count is the sum");
+        // One batch may overshoot before the next makes room.
+        assert!(state.bytes <= (1 << 20) + set_bytes(&state.sets[&key(0)]));
+        assert!(
+            state.sets.len() < 30,
+            "most were evicted: {}",
+            state.sets.len()
+        );
+        assert!(state.sets.contains_key(&key(0)) && state.sets.contains_key(&key(99)));
     }
 
     /// A write to `owner` (bumps its generation).

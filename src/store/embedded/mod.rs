@@ -16,7 +16,8 @@ pub const FILE_NAME: &str = "moments.redb";
 
 /// Opens (creating if needed) the database file in `dir`. A second process
 /// on the same directory is refused: redb locks the file for its writer.
-pub fn open(dir: &Path) -> StoreResult<Arc<redb::Database>> {
+/// `cache_bytes` bounds the file's pages kept in memory.
+pub fn open(dir: &Path, cache_bytes: usize) -> StoreResult<Arc<redb::Database>> {
     std::fs::create_dir_all(dir).map_err(|e| {
         StoreError::Other(anyhow::anyhow!(
             "cannot create data directory {}: {e}",
@@ -24,7 +25,10 @@ pub fn open(dir: &Path) -> StoreResult<Arc<redb::Database>> {
         ))
     })?;
     let path = dir.join(FILE_NAME);
-    match redb::Database::create(&path) {
+    match redb::Builder::new()
+        .set_cache_size(cache_bytes)
+        .create(&path)
+    {
         Ok(db) => Ok(Arc::new(db)),
         Err(redb::DatabaseError::DatabaseAlreadyOpen) => Err(StoreError::Other(anyhow::anyhow!(
             "{} is in use by another moments process; stop it first, or point \

@@ -704,7 +704,7 @@ mod tests {
 
     fn temp_store(cap: usize) -> (EmbeddedDocs, std::path::PathBuf) {
         let dir = std::env::temp_dir().join(format!("moments-docs-{}", crate::ids::next_id()));
-        let db = super::super::open(&dir).unwrap();
+        let db = super::super::open(&dir, 1 << 20).unwrap();
         (EmbeddedDocs::new(db, cap), dir)
     }
 
