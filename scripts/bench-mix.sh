@@ -19,6 +19,10 @@
 # MOMENTS_MIX_PERF=FILE records a perf profile of the first run into FILE.
 # The mix runs twice, back to back: the second run shows whether RSS keeps
 # growing once the caches are full.
+# Per run it also prints the service's CPU and live-store round trips per
+# request and, on Redis, Redis's own CPU and commands per request; after the
+# runs, the floor: one round trip's cost to the same client and Redis alone
+# (examples/bench_redis_floor.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BACKEND=${1:-embedded}
@@ -28,10 +32,12 @@ DURATION=${4:-20}
 EDGES=${MOMENTS_MIX_EDGES:-../shared/data/socfb-Reed98.edges}
 source scripts/stores.sh
 command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk; }
-cargo build --release --locked --example bench_mix >&2
+cargo build --release --locked --example bench_mix --example bench_redis_floor >&2
 DATA=$(mktemp -d)
 LUA=$DATA/mix-data.lua
 PORT=$(free_port)
+METRICS_PORT=$(free_port)
+export MOMENTS_METRICS_LISTEN=127.0.0.1:$METRICS_PORT
 export MOMENTS_RATE_LIMITS=off
 export MOMENTS_LISTEN=127.0.0.1:$PORT MOMENTS_DATA_DIR=$DATA/docs MOMENTS_MONGODB_DB=mix RUST_LOG=warn
 unset MOMENTS_REDIS_URL MOMENTS_MONGODB_URI
@@ -81,6 +87,12 @@ print(sum(n for _, n, _ in stats),
       " ".join(f"{c}={n}/{us // 1000}ms" for c, n, us in sorted(stats, key=lambda s: -s[2])[:6]))
 '
 }
+# Round trips to the live store so far (background ones included), from
+# the service's own metrics.
+live_trips() {
+  curl -s "http://127.0.0.1:$METRICS_PORT/metrics" |
+    awk '/^moments_store_round_trips_total\{.*port="LiveStore"/ {t += $NF} END {printf "%d\n", t}'
+}
 # req/s, p50 and p99 in ms, non-2xx, from wrk's --latency output.
 summarise() {
   python3 -c '
@@ -108,6 +120,7 @@ for C in ${CONNECTIONS//,/ }; do
       PERF_PID=$!
     fi
     read -r APP_USER APP_SYS < <(cpu_of $APP_PID)
+    TRIPS=$(live_trips)
     if [ -n "${REDIS_PORT:-}" ]; then
       redis-cli -p "$REDIS_PORT" config resetstat >/dev/null
       REDIS_CPU=$(redis_cpu)
@@ -124,6 +137,7 @@ for C in ${CONNECTIONS//,/ }; do
     python3 -c "print('== $C connections, mix run $run: service CPU per request %.0f us (user %.0f, kernel %.0f)' % (
       ($APP_USER2 - $APP_USER + $APP_SYS2 - $APP_SYS) / $REQUESTS * 1e6,
       ($APP_USER2 - $APP_USER) / $REQUESTS * 1e6, ($APP_SYS2 - $APP_SYS) / $REQUESTS * 1e6))"
+    python3 -c "print('== $C connections, mix run $run: %.2f live-store round trips per request' % (($(live_trips) - $TRIPS) / $REQUESTS))"
     if [ -n "${REDIS_PORT:-}" ]; then
       read -r CALLS TOP < <(redis_commands)
       python3 -c "print('== $C connections, mix run $run: redis CPU per request %.0f us, %.1f commands per request (calls/time by command: $TOP)' % (
@@ -131,3 +145,10 @@ for C in ${CONNECTIONS//,/ }; do
     fi
   done
 done
+# The floor under the Redis path: what a round trip costs the same client
+# and Redis with nothing else around it (examples/bench_redis_floor.rs).
+if [ -n "${REDIS_PORT:-}" ]; then
+  for C in ${CONNECTIONS//,/ }; do
+    echo "== $C tasks, $(target/release/examples/bench_redis_floor --redis "$MOMENTS_REDIS_URL" --tasks "$C" --seconds 5)"
+  done
+fi
