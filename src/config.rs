@@ -208,10 +208,10 @@ impl Default for Settings {
             device_refresh_ms: 500,
             workers: None,
             live_max_entries: 1_000_000,
-            live_max_bytes: 256 * 1024 * 1024,
+            live_max_bytes: 1024 * 1024 * 1024,
             live_max_counters: crate::store::embedded::live::DEFAULT_COUNTERS_PER_TABLE,
             near_cache_entries: 200_000,
-            near_cache_bytes: 64 * 1024 * 1024,
+            near_cache_bytes: 256 * 1024 * 1024,
             active_days: 7,
             celebrity_followers: 10_000,
             timeline_max: 800,
@@ -491,9 +491,9 @@ pub const VARIABLES: &[Variable] = &[
     },
     Variable {
         name: "MOMENTS_LIVE_MAX_BYTES",
-        default: DefaultValue::Literal("268435456"),
+        default: DefaultValue::Literal("1073741824"),
         allowed: "a whole number of bytes, at least 1048576",
-        meaning: "memory the in-process live state's cached values may take, roughly (256 MiB by \
+        meaning: "memory the in-process live state's cached values may take, roughly (1 GiB by \
                   default; a set member counts 48 bytes, a text its length, each value 96 more); \
                   past it the least recently used tenth is evicted",
         echo: Echo::Plain,
@@ -530,9 +530,9 @@ pub const VARIABLES: &[Variable] = &[
     },
     Variable {
         name: "MOMENTS_NEAR_CACHE_BYTES",
-        default: DefaultValue::Literal("67108864"),
+        default: DefaultValue::Literal("268435456"),
         allowed: "a whole number of bytes, at least 65536",
-        meaning: "memory those copies may take, roughly (64 MiB by default); past it the least \
+        meaning: "memory those copies may take, roughly (256 MiB by default); past it the least \
                   recently used go",
         echo: Echo::Plain,
         apply: |d, v| {

@@ -200,13 +200,18 @@ fn ids(page: &Value) -> Vec<i64> {
         .collect()
 }
 
-#[tokio::test]
-async fn a_write_through_one_instance_is_seen_through_the_other_at_once() {
+/// A database name no earlier run used: the suites share one server.
+fn fresh_db(prefix: &str) -> String {
     let mut suffix = [0u8; 6];
     getrandom::getrandom(&mut suffix).unwrap();
-    let db: String = std::iter::once("two_".to_string())
+    std::iter::once(prefix.to_string())
         .chain(suffix.iter().map(|b| format!("{b:02x}")))
-        .collect();
+        .collect()
+}
+
+#[tokio::test]
+async fn a_write_through_one_instance_is_seen_through_the_other_at_once() {
+    let db = fresh_db("two_");
     let a = Instance::start(&db).await;
     let b = Instance::start(&db).await;
 
@@ -400,11 +405,7 @@ async fn a_write_through_one_instance_is_seen_through_the_other_at_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_one_instance_could_not_apply_to_redis_no_instance_serves_stale() {
-    let mut suffix = [0u8; 6];
-    getrandom::getrandom(&mut suffix).unwrap();
-    let db: String = std::iter::once("cut_".to_string())
-        .chain(suffix.iter().map(|b| format!("{b:02x}")))
-        .collect();
+    let db = fresh_db("cut_");
     let proxy = Proxy::start(&env("MOMENTS_TEST_REDIS_URL")).await;
     // A reaches Redis through the proxy, B directly: same keys (one prefix).
     let a = Instance::start_on(&db, proxy.url()).await;
@@ -583,11 +584,7 @@ async fn what_one_instance_could_not_apply_to_redis_no_instance_serves_stale() {
 
 #[tokio::test]
 async fn a_big_accounts_new_post_reaches_readers_on_every_instance() {
-    let mut suffix = [0u8; 6];
-    getrandom::getrandom(&mut suffix).unwrap();
-    let db: String = std::iter::once("big_".to_string())
-        .chain(suffix.iter().map(|b| format!("{b:02x}")))
-        .collect();
+    let db = fresh_db("big_");
     // Two followers make a big account here: pulled at read time, never
     // pushed, and each instance keeps a copy of its newest post ids.
     let big = |s: &mut Settings| s.celebrity_followers = 1;
@@ -887,11 +884,7 @@ async fn warm(x: &Instance, path: &str, token: &str) -> Value {
 
 #[tokio::test]
 async fn every_change_through_one_instance_outdates_the_copies_the_other_keeps() {
-    let mut suffix = [0u8; 6];
-    getrandom::getrandom(&mut suffix).unwrap();
-    let db: String = std::iter::once("near_".to_string())
-        .chain(suffix.iter().map(|b| format!("{b:02x}")))
-        .collect();
+    let db = fresh_db("near_");
     // A reads (and keeps copies), B writes.
     let a = Instance::start(&db).await;
     let b = Instance::start(&db).await;

@@ -196,3 +196,30 @@ async fn a_comment_page_reads_on_past_comments_across_a_block() {
     assert_eq!(likers, vec![guest.uid], "{page}");
     assert!(page["nextCursor"].is_null());
 }
+
+#[tokio::test]
+async fn a_warm_feed_page_of_a_hundred_commented_posts_reads_no_documents() {
+    let app = spawn_app().await;
+    let reader = app.user("reader").await;
+    let author = app.user("writer").await;
+    let commenter = app.user("talker").await;
+    follow(&app, &reader, &author).await;
+    assert!(whole_feed(&app, &reader, 20).await.is_empty());
+    for i in 0..100 {
+        let p = post_as(&app, &author, &format!("post {i}"), "public").await;
+        app.comment(&commenter, p, "hi", None).await;
+    }
+    // As a reader does: the whole page, then the top of it again, then the
+    // whole page: what the first read rebuilt serves the third.
+    let path = "/api/v1/feed?limit=100";
+    first_page(&app, path, &reader).await;
+    let (_, (docs, live)) = first_page(&app, "/api/v1/feed?limit=20", &reader).await;
+    assert_eq!(
+        (live, docs),
+        (2, 0),
+        "the top 20: live and document round trips"
+    );
+    let (page, (docs, live)) = first_page(&app, path, &reader).await;
+    assert_eq!(ids(&page).len(), 100);
+    assert_eq!((live, docs), (2, 0), "live and document round trips");
+}

@@ -408,8 +408,9 @@ impl State {
 
     /// Makes room for `incoming` more values under `max` values and
     /// `max_bytes`: evicts the least recently used, a tenth of each bound at a
-    /// time, so the scan this takes is paid once per many fills. (The bytes
-    /// a batch brings are known only after it: they may overshoot by one.)
+    /// time, so the scan this takes (linear, under the write lock) is paid
+    /// once per many fills. (The bytes a batch brings are known only after
+    /// it: they may overshoot by one.)
     fn make_room(&mut self, incoming: usize, max: usize, max_bytes: usize) {
         if self.gens.len() > max {
             // Too many owners remembered: forget them all above every
@@ -421,12 +422,17 @@ impl State {
         if over == 0 && self.bytes <= max_bytes {
             return;
         }
-        let evict = if over == 0 { 0 } else { over + max / 10 };
-        let bytes_goal = if self.bytes > max_bytes {
-            max_bytes - max_bytes / 10
-        } else {
-            usize::MAX
-        };
+        let mut evict = if over == 0 { 0 } else { over + max / 10 };
+        if self.bytes > max_bytes {
+            // As many values as the bytes over a tenth below the bound make
+            // of all values, on average: one linear pass, as for the count.
+            // Evicted values smaller than the average leave it over, and
+            // the next batch makes room again.
+            let goal = max_bytes - max_bytes / 10;
+            let values = self.blobs.len() + self.sets.len();
+            let share = ((self.bytes - goal) as u128 * values as u128).div_ceil(self.bytes as u128);
+            evict = evict.max(share as usize);
+        }
         let mut by_use: Vec<(u64, LiveKey)> = self
             .blobs
             .iter()
@@ -437,16 +443,11 @@ impl State {
                     .map(|(k, c)| (c.used.load(Ordering::Relaxed), LiveKey::Set(*k))),
             )
             .collect();
-        if bytes_goal == usize::MAX && evict < by_use.len() {
+        if evict < by_use.len() {
             by_use.select_nth_unstable_by_key(evict, |(used, _)| *used);
             by_use.truncate(evict);
-        } else {
-            by_use.sort_unstable_by_key(|(used, _)| *used);
         }
-        for (evicted, (_, key)) in by_use.into_iter().enumerate() {
-            if evicted >= evict && self.bytes <= bytes_goal {
-                break;
-            }
+        for (_, key) in by_use {
             match key {
                 LiveKey::Blob(k) => self.remove_blob(&k),
                 LiveKey::Set(k) => self.remove_set(&k),
