@@ -1,7 +1,7 @@
 //! The one error type of the service layer. Each variant names the HTTP status
 //! it becomes (`http::problem` does the mapping); services never see HTTP.
-
-use crate::store::StoreError;
+//! Beside it, the stores' error and how it maps to the service's: this
+//! module depends on neither the stores nor the domain, so both can use it.
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -74,6 +74,23 @@ impl AppError {
         }
     }
 }
+
+/// What a store call can fail with, whichever store it is.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("store unavailable: {0}")]
+    Unavailable(anyhow::Error),
+    #[error("duplicate {0}")]
+    Duplicate(&'static str),
+    /// A generated id is taken: never "this exists already". The caller
+    /// retries with a fresh id (`service::with_fresh_id`).
+    #[error("generated id already taken")]
+    IdTaken,
+    #[error(transparent)]
+    Other(anyhow::Error),
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
 
 impl From<StoreError> for AppError {
     fn from(e: StoreError) -> Self {

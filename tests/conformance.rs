@@ -1132,19 +1132,5 @@ async fn views_are_stored_once_per_reader_post_and_day() {
 
 /// A live public text post by `id(2)`, with empty id arrays.
 fn text_post(post: i64) -> moments::store::PostDoc {
-    moments::store::PostDoc {
-        id: post,
-        author_uid: id(2),
-        category: moments::domain::post::Category::Text,
-        content: "a post".into(),
-        picture_urls: vec![],
-        device: String::new(),
-        geo: None,
-        visibility: moments::domain::post::Visibility::Public,
-        audience: None,
-        createtime: 0,
-        comments_postid: vec![],
-        likes_postid: vec![],
-        deleted: false,
-    }
+    moments::store::PostDoc::text(post, id(2), "a post", 0)
 }

@@ -24,21 +24,7 @@ pub fn user(uid: i64) -> UserDoc {
 
 pub fn post(author: i64) -> PostDoc {
     let id = next_id();
-    PostDoc {
-        id,
-        author_uid: author,
-        category: moments::domain::post::Category::Text,
-        content: "一条动态".into(),
-        picture_urls: vec![],
-        device: String::new(),
-        geo: None,
-        visibility: moments::domain::post::Visibility::Public,
-        audience: None,
-        createtime: timestamp_of(id),
-        comments_postid: vec![],
-        likes_postid: vec![],
-        deleted: false,
-    }
+    PostDoc::text(id, author, "一条动态", timestamp_of(id))
 }
 
 pub async fn follow(app: &Application, follower: i64, followee: i64) {

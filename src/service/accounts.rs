@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::loader::{from_json, to_json};
-use super::rate_limits::{self, Budget, Traffic};
+use super::rate_limits::{self, enforce, Budget, Traffic};
 use super::views::Page;
 use super::{insert_reserved, password_pool, with_fresh_id, Context};
 use crate::domain::user::{self, AlbumWindow, HeadImg, NickName, Password, Username};
@@ -280,28 +280,6 @@ fn device_name(given: Option<&str>, user_agent: Option<&str>) -> String {
         .collect::<String>()
         .trim()
         .to_string()
-}
-
-/// Moves these counters (when rate limits are on) and refuses with 429 if
-/// any is over its budget. A live store that does not answer lets the
-/// request through.
-/// Charges a request to budgets of its own (beyond the ordinary reads and
-/// writes every request is charged), refusing with 429 past any of them.
-pub(super) async fn enforce(ctx: &Context, budgets: &[Budget]) -> AppResult<()> {
-    if budgets.is_empty() {
-        return Ok(());
-    }
-    let read = LiveRead {
-        limits: rate_limits::checks(budgets),
-        ..Default::default()
-    };
-    match ctx.live.read(&read).await {
-        Ok(answer) => rate_limits::judge(budgets, &answer.limits),
-        Err(e) => {
-            tracing::warn!(error = %e, "rate limits not checked: the live store did not answer");
-            Ok(())
-        }
-    }
 }
 
 /// A sign-up that passed every check and was charged to its address's

@@ -215,6 +215,26 @@ pub fn judge(budgets: &[Budget], counts: &[LimitCount]) -> AppResult<()> {
     Ok(())
 }
 
+/// Charges a request to budgets of its own (beyond the ordinary reads and
+/// writes every request is charged), refusing with 429 past any of them. A
+/// live store that does not answer lets the request through.
+pub(super) async fn enforce(ctx: &super::Context, budgets: &[Budget]) -> AppResult<()> {
+    if budgets.is_empty() {
+        return Ok(());
+    }
+    let read = crate::store::LiveRead {
+        limits: checks(budgets),
+        ..Default::default()
+    };
+    match ctx.live.read(&read).await {
+        Ok(answer) => judge(budgets, &answer.limits),
+        Err(e) => {
+            tracing::warn!(error = %e, "rate limits not checked: the live store did not answer");
+            Ok(())
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

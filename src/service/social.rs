@@ -541,7 +541,7 @@ pub async fn profile(ctx: &Context, uid: i64, viewer: Viewer) -> AppResult<Profi
 /// the reads budget: a list of names cannot be walked at read speed.
 pub async fn profile_by_username(ctx: &Context, username: &str, viewer: i64) -> AppResult<Profile> {
     let username = crate::domain::user::Username::parse(username)?;
-    super::accounts::enforce(
+    super::rate_limits::enforce(
         ctx,
         &super::rate_limits::user_lookup_budgets(ctx.settings.rate_limits.as_ref(), viewer),
     )

@@ -177,7 +177,11 @@ macro_rules! metered {
     };
     ($(impl $port:ident for $metered:ty {
         $($how:ident $(($batch:ident))? fn $op:ident($($arg:ident: $ty:ty),* $(,)?) -> $out:ty;)*
-    })*) => {$(
+    })*) => {
+        /// Every store port, as the metrics' `port` label names it: each
+        /// must be metered to be used, so this list is whole.
+        pub const PORTS: &[&str] = &[$(stringify!($port)),*];
+        $(
         #[async_trait]
         impl $port for $metered {
             $(
@@ -440,5 +444,29 @@ mod tests {
         docs.totals().await.unwrap();
         assert_eq!(trips.snapshot(), (3, 1));
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn the_readme_names_every_port() {
+        let readme = include_str!("../../README.md");
+        let built = readme
+            .lines()
+            .find(|l| l.starts_with("- `src/store/`:"))
+            .expect("the README's line on src/store/");
+        let labels = &readme[readme
+            .find("`port` the store trait")
+            .expect("the README's metrics labels")..];
+        let labels = &labels[..labels.find(')').unwrap()];
+        for port in PORTS {
+            let named = format!("`{port}`");
+            assert!(
+                built.contains(&named),
+                "README's src/store/ line lacks {named}"
+            );
+            assert!(
+                labels.contains(&named),
+                "README's metrics labels lack {named}"
+            );
+        }
     }
 }

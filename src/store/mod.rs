@@ -20,21 +20,9 @@ use crate::domain::device::DisplayName;
 use crate::domain::post::{Audience, Category, Geo, Visibility};
 use crate::domain::user::AlbumWindow;
 
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("store unavailable: {0}")]
-    Unavailable(anyhow::Error),
-    #[error("duplicate {0}")]
-    Duplicate(&'static str),
-    /// A generated id is taken: never "this exists already". The caller
-    /// retries with a fresh id (`service::with_fresh_id`).
-    #[error("generated id already taken")]
-    IdTaken,
-    #[error(transparent)]
-    Other(anyhow::Error),
-}
-
-pub type StoreResult<T> = Result<T, StoreError>;
+// The stores' error lives beside the API's (`crate::error`), which maps
+// it: so neither error module depends on the stores or the domain.
+pub use crate::error::{StoreError, StoreResult};
 
 /// Some wire servers store a `$set` boolean as 0/1; read either.
 pub(crate) fn lenient_bool<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
@@ -178,6 +166,29 @@ pub struct PostDoc {
     pub likes_postid: Vec<i64>,
     #[serde(default, deserialize_with = "lenient_bool")]
     pub deleted: bool,
+}
+
+impl PostDoc {
+    /// A public text post with nothing else on it: what tests, benchmarks and
+    /// seeding build, changing the fields they care about with `..`; so a new
+    /// field is added here once, not at each of them.
+    pub fn text(id: i64, author_uid: i64, content: impl Into<String>, createtime: i64) -> Self {
+        PostDoc {
+            id,
+            author_uid,
+            category: Category::Text,
+            content: content.into(),
+            picture_urls: vec![],
+            device: String::new(),
+            geo: None,
+            visibility: Visibility::Public,
+            audience: None,
+            createtime,
+            comments_postid: vec![],
+            likes_postid: vec![],
+            deleted: false,
+        }
+    }
 }
 
 /// The immutable part of a post (everything but the id arrays), which is what

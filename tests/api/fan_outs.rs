@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use moments::domain::post::{Category, Visibility};
+use moments::domain::post::Visibility;
 use moments::ids::{next_id, now_ms};
 use moments::startup::connect_stores;
 use moments::store::{
@@ -124,21 +124,12 @@ async fn a_saved_fan_out_is_claimed_by_one_caller_at_a_time() {
 async fn a_saved_fan_out_is_resumed_from_where_it_got_to() {
     let app = spawn_app().await;
     let (author, followers) = author_and_followers(&app, 4).await;
-    let post = PostDoc {
-        id: next_id(),
-        author_uid: author.uid,
-        category: Category::Text,
-        content: "published just before the instance stopped".into(),
-        picture_urls: vec![],
-        device: String::new(),
-        geo: None,
-        visibility: Visibility::Public,
-        audience: None,
-        createtime: now_ms(),
-        comments_postid: vec![],
-        likes_postid: vec![],
-        deleted: false,
-    };
+    let post = PostDoc::text(
+        next_id(),
+        author.uid,
+        "published just before the instance stopped",
+        now_ms(),
+    );
     app.ctx.docs.insert_post(&post).await.unwrap();
     // Newest follow first, the order a fan-out pages in: the instance got
     // as far as the two newest followers, and left the two oldest.

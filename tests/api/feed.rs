@@ -344,21 +344,12 @@ async fn fan_out_in_pages_reaches_every_built_timeline_once() {
     let id = moments::ids::next_id();
     app.ctx
         .docs
-        .insert_post(&moments::store::PostDoc {
+        .insert_post(&moments::store::PostDoc::text(
             id,
-            author_uid: author.uid,
-            category: moments::domain::post::Category::Text,
-            content: "paged".into(),
-            picture_urls: vec![],
-            device: String::new(),
-            geo: None,
-            visibility: moments::domain::post::Visibility::Public,
-            audience: None,
-            createtime: moments::ids::timestamp_of(id),
-            comments_postid: vec![],
-            likes_postid: vec![],
-            deleted: false,
-        })
+            author.uid,
+            "paged",
+            moments::ids::timestamp_of(id),
+        ))
         .await
         .unwrap();
     let pushed = moments::service::timeline::fan_out_in_pages(

@@ -1,5 +1,8 @@
-//! API tests: the real app over real HTTP, on real MongoDB-wire and Redis
-//! servers (started by scripts/test.sh).
+//! API tests: the real app over real HTTP. On the embedded default unless
+//! `MOMENTS_TEST_BACKEND=stores`, then on the MongoDB-wire server and Redis
+//! (or Redis Cluster) that `MOMENTS_TEST_MONGODB_URI` and
+//! `MOMENTS_TEST_REDIS_URL` name (scripts/test.sh starts them and runs this
+//! suite on each: embedded, MongoDB + Redis, + Redis Cluster, FerretDB).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod account_deletion;

@@ -213,21 +213,12 @@ async fn old_post(app: &TestApp, author: &User, days: i64) -> i64 {
     let createtime = moments::ids::now_ms() - days * 24 * 3600 * 1000;
     app.ctx
         .docs
-        .insert_post(&moments::store::PostDoc {
+        .insert_post(&moments::store::PostDoc::text(
             id,
-            author_uid: author.uid,
-            category: moments::domain::post::Category::Text,
-            content: format!("{days} days ago"),
-            picture_urls: vec![],
-            device: String::new(),
-            geo: None,
-            visibility: moments::domain::post::Visibility::Public,
-            audience: None,
+            author.uid,
+            format!("{days} days ago"),
             createtime,
-            comments_postid: vec![],
-            likes_postid: vec![],
-            deleted: false,
-        })
+        ))
         .await
         .unwrap();
     id
@@ -616,19 +607,9 @@ async fn old_post_as(
     app.ctx
         .docs
         .insert_post(&moments::store::PostDoc {
-            id,
-            author_uid: author.uid,
-            category: moments::domain::post::Category::Text,
-            content: format!("{days} days ago"),
-            picture_urls: vec![],
-            device: String::new(),
-            geo: None,
             visibility,
             audience,
-            createtime,
-            comments_postid: vec![],
-            likes_postid: vec![],
-            deleted: false,
+            ..moments::store::PostDoc::text(id, author.uid, format!("{days} days ago"), createtime)
         })
         .await
         .unwrap();

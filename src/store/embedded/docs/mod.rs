@@ -1,9 +1,11 @@
 //! `DocStore` on redb: the tables, helpers and store-wide operations here,
 //! one file per aggregate port (`accounts`, `posts`, `social`,
-//! `notifications`, `device_models`, `fan_outs`).
+//! `notifications`, `fan_outs`, `live_repairs`, `device_models`,
+//! `favorites`, `labels`, `shares`, `views`, `idempotency`; a test holds
+//! this list to the folder).
 //!
-//! Documents are JSON values keyed by id; secondary indexes are tables of composite keys kept in the same transaction as the
-//! document, so a crash never leaves one without the other. Every write
+//! Documents are JSON values keyed by id; secondary indexes are tables of
+//! composite keys kept in the same transaction as the document, so a crash never leaves one without the other. Every write
 //! transaction commits with redb's default durability (fsync before commit
 //! returns): what was acknowledged survives `kill -9`.
 
@@ -698,7 +700,6 @@ impl DocStore for EmbeddedDocs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::post::{Category, Visibility};
     use crate::store::ReplyRef;
     use crate::store::{AccountDocs, PostDocs};
 
@@ -709,21 +710,7 @@ mod tests {
     }
 
     fn post(id: i64) -> PostDoc {
-        PostDoc {
-            id,
-            author_uid: 7,
-            category: Category::Text,
-            content: "x".into(),
-            picture_urls: vec![],
-            device: String::new(),
-            geo: None,
-            visibility: Visibility::Public,
-            audience: None,
-            createtime: 0,
-            comments_postid: vec![],
-            likes_postid: vec![],
-            deleted: false,
-        }
+        PostDoc::text(id, 7, "x", 0)
     }
 
     fn comment(id: i64, post_id: i64, reply_to: Option<i64>) -> CommentDoc {
@@ -898,5 +885,24 @@ mod tests {
             Err(StoreError::IdTaken)
         ));
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn the_header_names_every_file_here() {
+        let header: String = include_str!("mod.rs")
+            .lines()
+            .take_while(|l| l.starts_with("//!"))
+            .collect();
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/store/embedded/docs");
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            let Some(module) = name.strip_suffix(".rs").filter(|m| *m != "mod") else {
+                continue;
+            };
+            assert!(
+                header.contains(&format!("`{module}`")),
+                "the header of embedded/docs/mod.rs does not name {module}"
+            );
+        }
     }
 }
