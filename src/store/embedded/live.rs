@@ -27,6 +27,8 @@ const HOME_TTL_MS: i64 = 24 * 3600 * 1000;
 /// How stale a timeline's noted last use may be: its expiry is a day late
 /// by at most this much.
 const HOME_USE_NOTED_EVERY_MS: i64 = 60 * 1000;
+/// Timelines pushed to per hold of the write lock: some 100 µs of it.
+const PUSH_SLICE: usize = 256;
 /// Rate-limit counters kept per table (about 100 bytes each), as
 /// `MOMENTS_LIVE_MAX_COUNTERS` sets it.
 pub const DEFAULT_COUNTERS_PER_TABLE: usize = 100_000;
@@ -738,18 +740,26 @@ impl LiveStore for MemoryLive {
     }
 
     async fn push_to_timelines(&self, post_id: i64, uids: &[i64], max: usize) -> StoreResult<()> {
-        let mut state = self.state_write();
-        state.expire_homes(now_ms());
-        for uid in uids {
-            state.change_set(&SetKey::Home(*uid), |home| {
-                home.add(post_id, post_id);
-                while home.scores.len() > max {
-                    match home.order.iter().next().copied() {
-                        Some((_, oldest)) => home.remove(oldest),
-                        None => break,
-                    }
+        self.state_write().expire_homes(now_ms());
+        // A slice of timelines per hold of the write lock, so that reads
+        // wait behind one slice, never behind a big account's whole
+        // fan-out (pushes commute: nothing needs them in one step).
+        for slice in uids.chunks(PUSH_SLICE) {
+            {
+                let mut state = self.state_write();
+                for uid in slice {
+                    state.change_set(&SetKey::Home(*uid), |home| {
+                        home.add(post_id, post_id);
+                        while home.scores.len() > max {
+                            match home.order.iter().next().copied() {
+                                Some((_, oldest)) => home.remove(oldest),
+                                None => break,
+                            }
+                        }
+                    });
                 }
-            });
+            }
+            tokio::task::yield_now().await;
         }
         Ok(())
     }
