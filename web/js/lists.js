@@ -91,7 +91,10 @@ export function pagedList(spec) {
   more.addEventListener('click', () => void next());
   const observer = new IntersectionObserver(
     (entries) => {
-      if (entries.some((e) => e.isIntersecting)) void next();
+      // An entry may be older than the page it arrives after (measured while
+      // the list was still empty): ask the layout as it is now, or a first
+      // page that filled the screen would fetch a second one unasked.
+      if (entries.some((e) => e.isIntersecting) && isNearView(sentinel)) void next();
     },
     { rootMargin: '400px 0px' },
   );
