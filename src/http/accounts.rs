@@ -11,8 +11,8 @@ use crate::service::accounts::{
     self, AccountDeletion, LoginRequest, Me, PasswordChange, ProfilePatch, RegisterRequest,
     Session, SessionView,
 };
+use crate::service::responses::Page;
 use crate::service::social::{self, Profile};
-use crate::service::views::Page;
 use crate::service::Context;
 use crate::store::UserCard;
 

@@ -9,7 +9,7 @@ use crate::error::AppError;
 use crate::ids::now_ms;
 use crate::service::device_names::{self, DeviceModelView, ImportFormat, ImportPreview, ImportRow};
 use crate::service::live_tools::{self, CheckReport, RebuildReport};
-use crate::service::views::Page;
+use crate::service::responses::Page;
 use crate::service::Context;
 
 /// `{model}` in a path: a raw model, any case and spacing.

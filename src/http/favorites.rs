@@ -6,7 +6,7 @@ use actix_web::{web, HttpResponse};
 
 use super::extract::{path_id, AuthUser, PageQuery, PresentationQuery, ReadParams};
 use crate::error::AppError;
-use crate::service::views::{ExpandedPost, FavoriteState, Page};
+use crate::service::responses::{ExpandedPost, FavoriteState, Page};
 use crate::service::{favorites, post_views, Context};
 
 pub fn routes(cfg: &mut web::ServiceConfig) {

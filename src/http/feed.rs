@@ -15,7 +15,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 
 #[utoipa::path(get, path = "/api/v1/feed", tag = "feed",
     params(PageQuery, PresentationQuery),
-    responses((status = 200, body = crate::service::views::Page<crate::service::views::ExpandedPost>,
+    responses((status = 200, body = crate::service::responses::Page<crate::service::responses::ExpandedPost>,
                description = "the home timeline, newest first, own posts included")),
     security(("bearer" = [])))]
 pub async fn feed(ctx: web::Data<Context>, req: HttpRequest) -> Result<HttpResponse, AppError> {

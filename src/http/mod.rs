@@ -48,7 +48,7 @@ pub fn api(cfg: &mut web::ServiceConfig) {
 /// A page of expanded posts as JSON (`post_json::page_bytes`: posts kept
 /// as text are copied in, not serialised again).
 pub fn posts_page(
-    page: &crate::service::views::Page<crate::service::post_json::PostJson>,
+    page: &crate::service::responses::Page<crate::service::post_json::PostJson>,
 ) -> Result<actix_web::HttpResponse, crate::error::AppError> {
     let body = crate::service::post_json::page_bytes(page)
         .map_err(|e| crate::error::AppError::Internal(e.into()))?;

@@ -5,10 +5,10 @@ use actix_web::{web, HttpResponse};
 
 use super::extract::{path_id, AuthUser, MaybeAuthUser, PageParams, PageQuery};
 use crate::error::AppError;
+use crate::service::responses::Page;
 use crate::service::social::{
     self, BlockState, FollowState, HideState, Listing, MuteState, Profile,
 };
-use crate::service::views::Page;
 use crate::service::Context;
 use crate::store::{FilterKind, UserCard};
 

@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 
 use super::loader::{from_json, to_json};
 use super::rate_limits::{self, enforce, Budget, Traffic};
-use super::views::Page;
+use super::responses::Page;
 use super::{insert_reserved, password_pool, with_fresh_id, Context};
 use crate::domain::user::{self, AlbumWindow, HeadImg, NickName, Password, Username};
 use crate::error::{AppError, AppResult};

@@ -11,7 +11,7 @@ use super::device_names::DeviceNames;
 use super::loader::{from_json, Loaded, Loader};
 use super::paging::Kept;
 use super::post_json::{PostJson, PostTemplate, ReaderPart};
-use super::views::{unknown_user, CommentView, ExpandedPost, LikeView, ReplyToView};
+use super::responses::{unknown_user, CommentView, ExpandedPost, LikeView, ReplyToView};
 use super::visibility::{self, Place, Sight};
 use super::{can_see, Context, Presentation, Relations, Viewer};
 use crate::error::AppResult;
@@ -259,7 +259,7 @@ pub async fn page_of_named_posts<T, R, RF>(
     read: R,
     post_of: impl Fn(&T) -> Option<i64> + Copy,
     id_of: impl Fn(&T) -> i64,
-) -> AppResult<super::views::Page<PostJson>>
+) -> AppResult<super::responses::Page<PostJson>>
 where
     R: FnMut(Option<i64>, usize) -> RF,
     RF: std::future::Future<Output = AppResult<Vec<T>>>,
@@ -274,7 +274,7 @@ where
         id_of,
     )
     .await?;
-    Ok(super::views::Page {
+    Ok(super::responses::Page {
         items,
         next_cursor,
         server_time: pres.now,

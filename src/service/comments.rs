@@ -4,7 +4,7 @@ use super::assemble::{comment_views, visible_post};
 use super::loader::to_json;
 use super::notifications::{notify, Event};
 use super::paging::{fill_page, fill_page_by, keep_where};
-use super::views::{CommentView, Page};
+use super::responses::{CommentView, Page};
 use super::{insert_reserved, Context, Presentation, Viewer};
 use crate::domain::comment::{CommentContent, NewCommentRequest};
 use crate::domain::cursor::{Cursor, HotCursor};

@@ -5,7 +5,7 @@
 
 use super::assemble::{page_of_named_posts, visible_post};
 use super::post_json::PostJson;
-use super::views::{FavoriteState, Page};
+use super::responses::{FavoriteState, Page};
 use super::{with_fresh_id, Context, Presentation};
 use crate::domain::cursor::Cursor;
 use crate::error::AppResult;

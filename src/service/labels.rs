@@ -6,8 +6,8 @@
 use serde::Serialize;
 
 use super::loader::Loader;
+use super::responses::Page;
 use super::timeline::forget_timeline;
-use super::views::Page;
 use super::{with_fresh_id, Context, Relations};
 use crate::domain::label::{
     parse_members, parse_name, LabelPatchRequest, NewLabelRequest, MAX_LABELS,

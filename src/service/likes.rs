@@ -10,7 +10,7 @@ use super::like_arrays;
 use super::notifications::{notify, Event};
 use super::paging::{fill_page, keep_where};
 use super::post_json::PostJson;
-use super::views::{unknown_user, LikeState, LikeView, Page};
+use super::responses::{unknown_user, LikeState, LikeView, Page};
 use super::{with_fresh_id, Context, Presentation, Viewer};
 use crate::domain::cursor::Cursor;
 use crate::error::{AppError, AppResult};

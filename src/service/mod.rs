@@ -25,10 +25,10 @@ pub mod post_views;
 pub mod posts;
 pub mod rate_limits;
 pub mod repair;
+pub mod responses;
 pub mod shares;
 pub mod social;
 pub mod timeline;
-pub mod views;
 pub mod visibility;
 
 use std::sync::Arc;

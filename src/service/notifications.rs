@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::assemble::load_cards;
 use super::loader::{from_json, Loader};
 use super::paging::{fill_page, keep_where};
-use super::views::{unknown_user, Page};
+use super::responses::{unknown_user, Page};
 use super::{can_see, visibility, with_fresh_id, Context, Presentation, Relations};
 use crate::domain::cursor::Cursor;
 use crate::error::AppResult;

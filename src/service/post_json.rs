@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use super::assemble::{PostSnapshot, LATEST_LIKES};
 use super::device_names::DeviceNames;
-use super::views::{unknown_user, ExpandedPost, Page, ReplyToView};
+use super::responses::{unknown_user, ExpandedPost, Page, ReplyToView};
 use super::Presentation;
 use crate::ids;
 use crate::store::UserCard;

@@ -25,7 +25,7 @@ use std::sync::Mutex;
 
 use super::assemble::page_of_named_posts;
 use super::post_json::PostJson;
-use super::views::Page;
+use super::responses::Page;
 use super::{Context, Presentation};
 use crate::domain::cursor::Cursor;
 use crate::error::AppResult;

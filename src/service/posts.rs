@@ -5,7 +5,7 @@ use super::loader::to_json;
 use super::notifications::{notify, Event};
 use super::paging::fill_page;
 use super::post_json::PostJson;
-use super::views::Page;
+use super::responses::Page;
 use super::visibility::{Place, RelationSets};
 use super::{can_see, insert_reserved, Context, Presentation, Relations, Viewer};
 use crate::domain::cursor::Cursor;

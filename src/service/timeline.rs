@@ -25,7 +25,7 @@ use super::loader::Loader;
 use super::near_cache::{self, NearValue};
 use super::paging::fill_page;
 use super::post_json::PostJson;
-use super::views::Page;
+use super::responses::Page;
 use super::visibility::{self, Place, PushFilter, Reach};
 use super::{Context, Presentation};
 use crate::domain::cursor::Cursor;

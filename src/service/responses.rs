@@ -1,4 +1,5 @@
-//! What the API returns: seed 003's field names, exactly.
+//! What the API returns: the response types, with the field names clients
+//! already read (`likeCount`, `pictureUrls`, `createtime`, ...), exactly.
 
 use serde::Serialize;
 
