@@ -1,5 +1,5 @@
 //! CPU cost of assembling one expanded post from parts already in memory:
-//! the pure `build_post` / `build_comment` in `service::assemble`, without
+//! the pure `build_post` / `build_comment` in `service::read::assemble`, without
 //! any store round trip.
 //!
 //! The post is a realistic "heavy" one: PICTURE with 9 pictures, ~140 Chinese
@@ -18,10 +18,10 @@ use moments::domain::device::DisplayName;
 use moments::domain::post::{Category, Geo, Visibility};
 use moments::domain::time_text::{Lang, TzOffset};
 use moments::ids;
-use moments::service::assemble::{
+use moments::service::device_names::DeviceNames;
+use moments::service::read::assemble::{
     build_comment, build_post, CommentParts, PostParts, LATEST_COMMENTS, LATEST_LIKES,
 };
-use moments::service::device_names::DeviceNames;
 use moments::service::Presentation;
 use moments::store::{CommentDoc, PostBody, ReplyRef, SetView, UserCard};
 

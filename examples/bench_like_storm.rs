@@ -2,7 +2,7 @@
 //! purpose). Likes per second by distinct users on one hot post against the
 //! same number spread over as many posts, with each post's likes_postid
 //! written with every like ("before", as on MongoDB alone) and in batches
-//! from the Redis queue ("after", service/like_arrays.rs), all in one run.
+//! from the Redis queue ("after", service/jobs/like_arrays.rs), all in one run.
 //! The spread run is the ceiling of the hot one: judge by the ratio.
 //!
 //! Needs MongoDB (wire) and Redis:

@@ -34,7 +34,7 @@ use moments::startup::Application;
 mod support;
 
 /// Accounts with 5,000 and more followers on a generated graph.
-const CELEBRITIES: usize = 5;
+const PULLED_AUTHORS: usize = 5;
 /// Writes in flight at once while seeding: enough to fill the embedded
 /// store's group commits.
 const SEED_CONCURRENCY: usize = 64;
@@ -170,7 +170,7 @@ async fn seed(ctx: &Context, args: &Args) -> (Vec<i64>, Vec<String>) {
     let mut follows: Vec<(usize, usize)> =
         edges.iter().flat_map(|&(a, b)| [(a, b), (b, a)]).collect();
     if args.scale > 1 {
-        for c in 0..CELEBRITIES {
+        for c in 0..PULLED_AUTHORS {
             let mut fans = HashSet::new();
             while fans.len() < 5_000 + 1_000 * c {
                 let fan = rng.below(users);

@@ -17,7 +17,8 @@
 use std::time::Instant;
 
 use moments::ids::{next_id, now_ms, timestamp_of};
-use moments::service::{timeline, Presentation};
+use moments::service::feed::{fan_out, home};
+use moments::service::Presentation;
 use moments::startup::Application;
 use moments::store::{LiveFill, Owner, SetKey};
 
@@ -28,7 +29,7 @@ use support::{bench_settings, follow, ms, post, user};
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let (mut settings, dir, backend) = bench_settings("bench");
-    settings.celebrity_followers = 1_000_000;
+    settings.pulled_author_followers = 1_000_000;
     let app = Application::build(settings).await.unwrap();
     let ctx = app.context().clone();
 
@@ -86,7 +87,7 @@ async fn main() {
         let p = post(author);
         ctx.docs.insert_post(&p).await.unwrap();
         let t = Instant::now();
-        let pushed = timeline::fan_out(
+        let pushed = fan_out::fan_out(
             &ctx,
             p.id,
             author,
@@ -142,12 +143,12 @@ async fn main() {
         ..Default::default()
     };
     for _ in 0..3 {
-        timeline::home(&ctx, reader, None, 20, &pres).await.unwrap();
+        home::home(&ctx, reader, None, 20, &pres).await.unwrap();
     }
     let mut idle = Vec::new();
     for _ in 0..300 {
         let t = Instant::now();
-        timeline::home(&ctx, reader, None, 20, &pres).await.unwrap();
+        home::home(&ctx, reader, None, 20, &pres).await.unwrap();
         idle.push(ms(t.elapsed()));
     }
     let fanning = {
@@ -156,7 +157,7 @@ async fn main() {
             for _ in 0..5 {
                 let p = post(author);
                 ctx.docs.insert_post(&p).await.unwrap();
-                timeline::fan_out(
+                fan_out::fan_out(
                     &ctx,
                     p.id,
                     author,
@@ -170,7 +171,7 @@ async fn main() {
     let mut busy = Vec::new();
     while !fanning.is_finished() {
         let t = Instant::now();
-        timeline::home(&ctx, reader, None, 20, &pres).await.unwrap();
+        home::home(&ctx, reader, None, 20, &pres).await.unwrap();
         busy.push(ms(t.elapsed()));
     }
     fanning.await.unwrap();
@@ -211,7 +212,7 @@ async fn main() {
             ..Default::default()
         };
         let t = Instant::now();
-        let page = timeline::home(&ctx, reader, None, 20, &pres).await.unwrap();
+        let page = home::home(&ctx, reader, None, 20, &pres).await.unwrap();
         runs.push(ms(t.elapsed()));
         assert_eq!(page.items.len(), 20);
     }
@@ -254,14 +255,12 @@ async fn main() {
         now: now_ms(),
         ..Default::default()
     };
-    timeline::home(&ctx, reader, None, 100, &pres)
-        .await
-        .unwrap();
+    home::home(&ctx, reader, None, 100, &pres).await.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     // The first read of a built timeline also fetches the followees'
     // follower counts (push or pull), which each instance keeps a minute.
     let before = ctx.round_trips.snapshot();
-    timeline::home(&ctx, reader, None, 20, &pres).await.unwrap();
+    home::home(&ctx, reader, None, 20, &pres).await.unwrap();
     let after = ctx.round_trips.snapshot();
     println!(
         "first page of 20 from the built timeline, follower counts not yet cached: {} document and {} live round trips (plus the session lookup)",
@@ -270,9 +269,7 @@ async fn main() {
     );
     for limit in [5, 20, 100] {
         let before = ctx.round_trips.snapshot();
-        timeline::home(&ctx, reader, None, limit, &pres)
-            .await
-            .unwrap();
+        home::home(&ctx, reader, None, limit, &pres).await.unwrap();
         let after = ctx.round_trips.snapshot();
         println!(
             "warm feed page of {limit}: {} document and {} live round trips (plus the session lookup)",

@@ -149,7 +149,7 @@ pub struct Settings {
     pub live_max_bytes: usize,
     /// Rate-limit counters the in-process live state keeps per budget and kind of subject.
     pub live_max_counters: usize,
-    /// Copies of live values this instance keeps (`service::near_cache`); 0 keeps none.
+    /// Copies of live values this instance keeps (`service::read::near_cache`); 0 keeps none.
     pub near_cache_entries: usize,
     /// Bytes those copies may take, roughly.
     pub near_cache_bytes: usize,
@@ -158,7 +158,7 @@ pub struct Settings {
     pub active_days: u64,
     /// Authors with more followers are never pushed; their posts are pulled
     /// into followers' timelines at read time.
-    pub celebrity_followers: u64,
+    pub pulled_author_followers: u64,
     /// Entries a home timeline keeps in the live store; older pages come
     /// from the documents.
     pub timeline_max: usize,
@@ -213,7 +213,7 @@ impl Default for Settings {
             near_cache_entries: 200_000,
             near_cache_bytes: 256 * 1024 * 1024,
             active_days: 7,
-            celebrity_followers: 10_000,
+            pulled_author_followers: 10_000,
             timeline_max: 800,
             rate_limits: Some(RateLimits::default()),
             trusted_proxies: Vec::new(),
@@ -576,13 +576,13 @@ pub const VARIABLES: &[Variable] = &[
         },
     },
     Variable {
-        name: "MOMENTS_CELEBRITY_FOLLOWERS",
+        name: "MOMENTS_PULLED_AUTHOR_FOLLOWERS",
         default: DefaultValue::Literal("10000"),
         allowed: "a whole number",
         meaning: "authors with more followers are pulled at read time, never pushed",
         echo: Echo::Plain,
         apply: |d, v| {
-            d.settings.celebrity_followers = whole(v, 0, u64::MAX)?;
+            d.settings.pulled_author_followers = whole(v, 0, u64::MAX)?;
             Ok(())
         },
     },
@@ -861,6 +861,21 @@ pub fn variable(name: &str) -> Option<&'static Variable> {
     VARIABLES.iter().find(|v| v.name == name)
 }
 
+/// Settings renamed since a release, as (old name, new name). An old name
+/// is still read while the new one is unset, so a deployment that set it
+/// keeps its value; start-up warns to rename it.
+pub const RENAMED: &[(&str, &str)] = &[(
+    "MOMENTS_CELEBRITY_FOLLOWERS",
+    "MOMENTS_PULLED_AUTHOR_FOLLOWERS",
+)];
+
+fn old_name_of(name: &str) -> Option<&'static str> {
+    RENAMED
+        .iter()
+        .find(|(_, new)| *new == name)
+        .map(|(old, _)| *old)
+}
+
 /// Digits only: `u64::from_str` would also take `+5`.
 fn whole(v: &str, min: u64, max: u64) -> Result<u64, Refused> {
     let v = v.trim();
@@ -973,7 +988,9 @@ impl Settings {
         let mut errors = Vec::new();
         let mut set = Vec::new();
         for var in VARIABLES {
-            let Some(raw) = get(var.name).filter(|v| !v.trim().is_empty()) else {
+            let given = |name: &str| get(name).filter(|v| !v.trim().is_empty());
+            let Some(raw) = given(var.name).or_else(|| old_name_of(var.name).and_then(given))
+            else {
                 continue;
             };
             set.push(var.name);
@@ -1008,12 +1025,22 @@ impl Settings {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UnknownVariable {
     pub name: String,
-    /// The closest setting's name, if one is close.
+    /// The closest setting's name, if one is close; the new name, if
+    /// `renamed`.
     pub suggestion: Option<&'static str>,
+    /// An old name of a setting ([`RENAMED`]), still read.
+    pub renamed: bool,
 }
 
 impl fmt::Display for UnknownVariable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let (true, Some(new)) = (self.renamed, self.suggestion) {
+            return write!(
+                f,
+                "{} is the old name of {new}; it is read while {new} is unset, so rename it",
+                self.name
+            );
+        }
         write!(f, "{} is not a moments setting and is ignored", self.name)?;
         match self.suggestion {
             Some(s) => write!(f, "; did you mean {s}?"),
@@ -1042,6 +1069,13 @@ pub fn unknown_variables<S: AsRef<str>>(
             {
                 return None;
             }
+            if let Some((_, new)) = RENAMED.iter().find(|(old, _)| *old == name) {
+                return Some(UnknownVariable {
+                    name: name.to_string(),
+                    suggestion: Some(new),
+                    renamed: true,
+                });
+            }
             let suggestion = VARIABLES
                 .iter()
                 .map(|v| (edit_distance(&upper, v.name), v.name))
@@ -1051,6 +1085,7 @@ pub fn unknown_variables<S: AsRef<str>>(
             Some(UnknownVariable {
                 name: name.to_string(),
                 suggestion,
+                renamed: false,
             })
         })
         .collect();
@@ -1168,14 +1203,18 @@ mod tests {
     }
 
     #[test]
-    fn from_lookup_asks_for_exactly_the_listed_variables() {
+    fn from_lookup_asks_for_exactly_the_listed_variables_and_old_names() {
         let asked = RefCell::new(Vec::new());
         Settings::from_lookup(|k| {
             asked.borrow_mut().push(k.to_string());
             None
         })
         .unwrap();
-        let listed: Vec<String> = VARIABLES.iter().map(|v| v.name.to_string()).collect();
+        let mut listed = Vec::new();
+        for v in VARIABLES {
+            listed.push(v.name.to_string());
+            listed.extend(old_name_of(v.name).map(String::from));
+        }
         assert_eq!(asked.into_inner(), listed);
     }
 
@@ -1599,6 +1638,33 @@ mod tests {
         );
         let listed: Vec<&str> = VARIABLES.iter().map(|v| v.name).collect();
         assert!(unknown_variables(listed).is_empty());
+    }
+
+    #[test]
+    fn an_old_name_is_read_until_the_new_one_is_set_and_warned_of() {
+        let old = settings(&[("MOMENTS_CELEBRITY_FOLLOWERS", "42")]).unwrap();
+        assert_eq!(old.pulled_author_followers, 42);
+        let both = settings(&[
+            ("MOMENTS_CELEBRITY_FOLLOWERS", "42"),
+            ("MOMENTS_PULLED_AUTHOR_FOLLOWERS", "7"),
+        ])
+        .unwrap();
+        assert_eq!(both.pulled_author_followers, 7);
+        assert!(settings(&[("MOMENTS_CELEBRITY_FOLLOWERS", "many")]).is_err());
+        let warned = unknown_variables(["MOMENTS_CELEBRITY_FOLLOWERS"]);
+        assert_eq!(warned.len(), 1);
+        assert_eq!(
+            warned[0].to_string(),
+            "MOMENTS_CELEBRITY_FOLLOWERS is the old name of MOMENTS_PULLED_AUTHOR_FOLLOWERS; \
+             it is read while MOMENTS_PULLED_AUTHOR_FOLLOWERS is unset, so rename it"
+        );
+        for (old, new) in RENAMED {
+            assert!(
+                variable(new).is_some(),
+                "{old} renamed to {new}, which is no setting"
+            );
+            assert!(variable(old).is_none(), "{old} is both old and current");
+        }
     }
 
     #[test]

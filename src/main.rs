@@ -129,7 +129,7 @@ fn settings_and_logging() -> Result<Settings, ConfigError> {
 
 /// `moments rebuild-live` and `moments check`, with a progress bar.
 async fn repair_tool(tool: &str) -> std::process::ExitCode {
-    use moments::service::live_tools;
+    use moments::service::jobs::live_tools;
     use std::process::ExitCode;
 
     let settings = match settings_and_logging() {

@@ -11,7 +11,7 @@
 //!    `Connection: close`, until no connection is left (or the deadline);
 //!    then the servers stop, the metrics listener with them;
 //! 3. fan-outs: waited for until the deadline; those left are saved, to be
-//!    resumed by any instance (`service::fan_outs`);
+//!    resumed by any instance (`service::feed::fan_out_registry`);
 //! 4. background tasks: stopped, the views waiting written, and failed live
 //!    updates dropped once more;
 //! 5. stores: the embedded documents commit what was queued and close.
@@ -31,12 +31,12 @@ use tracing::Instrument;
 use crate::config::{without_credentials, Settings};
 use crate::http;
 use crate::service::device_names::DeviceNames;
-use crate::service::fan_outs::FanOuts;
-use crate::service::like_arrays;
-use crate::service::near_cache::NearCache;
-use crate::service::post_views::PostViews;
-use crate::service::repair::LiveRepair;
-use crate::service::{accounts, expiry, instance_lease, Context};
+use crate::service::feed::fan_out_registry::FanOutRegistry;
+use crate::service::jobs::like_arrays;
+use crate::service::jobs::post_views::PostViews;
+use crate::service::jobs::repair::LiveRepair;
+use crate::service::read::near_cache::NearCache;
+use crate::service::{accounts, jobs::expiry, jobs::instance_lease, Context};
 use crate::store::embedded::{self, docs::EmbeddedDocs, live::MemoryLive};
 use crate::store::faults::Faults;
 use crate::store::metered::{count_request_trips, MeteredDocs, MeteredLive, RoundTrips};
@@ -223,7 +223,7 @@ impl Application {
             Arc::new(MeteredLive::new(live, round_trips.clone(), faults.clone()));
         let devices = Arc::new(DeviceNames::new());
         // A Redis outlives this process and is shared with other instances:
-        // its stale keys are everyone's to know about (service/repair.rs).
+        // its stale keys are everyone's to know about (service/jobs/repair.rs).
         let repair = Arc::new(if settings.redis_url.is_some() {
             LiveRepair::shared(docs.clone())
         } else {
@@ -238,7 +238,7 @@ impl Application {
             settings: Arc::new(settings.clone()),
             round_trips,
             faults,
-            celebrity_cache: Arc::default(),
+            pulled_authors: Arc::default(),
             near: Arc::new(NearCache::new(
                 settings.near_cache_entries,
                 settings.near_cache_bytes,
@@ -248,7 +248,7 @@ impl Application {
             activity: Arc::default(),
             session_activity: Arc::default(),
             password_hashes: Arc::default(),
-            fan_outs: Arc::new(FanOuts::new(tokio::runtime::Handle::current())),
+            fan_outs: Arc::new(FanOutRegistry::new(tokio::runtime::Handle::current())),
             post_views: Arc::new(PostViews::new(settings.view_buffer)),
             like_arrays_queued: settings.mongodb_uri.is_some() && settings.redis_url.is_some(),
         };
@@ -269,7 +269,7 @@ impl Application {
                 Duration::from_millis(settings.device_refresh_ms),
             ),
             repair.spawn(live.clone()),
-            context.celebrity_cache.spawn_poller(live.clone()),
+            context.pulled_authors.spawn_poller(live.clone()),
             expiry::spawn(context.clone()),
             PostViews::spawn_flusher(
                 context.clone(),

@@ -234,7 +234,7 @@ async fn last_writer_wins_sets_merge_and_take_any_order() {
     moments::store::live_checks::last_writer_wins_sets(&live.store, next_id()).await;
 }
 
-/// The like-array queue (service/like_arrays.rs): what one applier took and
+/// The like-array queue (service/jobs/like_arrays.rs): what one applier took and
 /// never acknowledged (it died) is taken over by another once idle, and
 /// what was acknowledged is gone.
 #[tokio::test]

@@ -585,9 +585,9 @@ async fn what_one_instance_could_not_apply_to_redis_no_instance_serves_stale() {
 #[tokio::test]
 async fn a_big_accounts_new_post_reaches_readers_on_every_instance() {
     let db = fresh_db("big_");
-    // Two followers make a big account here: pulled at read time, never
+    // Two followers make a pulled author here: pulled at read time, never
     // pushed, and each instance keeps a copy of its newest post ids.
-    let big = |s: &mut Settings| s.celebrity_followers = 1;
+    let big = |s: &mut Settings| s.pulled_author_followers = 1;
     let a = Instance::start_with(&db, env("MOMENTS_TEST_REDIS_URL"), big).await;
     let b = Instance::start_with(&db, env("MOMENTS_TEST_REDIS_URL"), big).await;
     let (star_uid, star) = a.user("star").await;
@@ -644,7 +644,7 @@ async fn a_big_accounts_new_post_reaches_readers_on_every_instance() {
     }
     // ...and B's next poll (every 250 ms; run here at once) drops its copy,
     // long before the copy's own 5 s are up.
-    b.ctx.celebrity_cache.poll(live.as_ref()).await.unwrap();
+    b.ctx.pulled_authors.poll(live.as_ref()).await.unwrap();
     let feed = b.ok(Method::GET, "/api/v1/feed", Some(&fan), None).await;
     assert_eq!(ids(&feed), vec![second, first], "through B: {feed}");
 

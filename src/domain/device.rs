@@ -68,7 +68,7 @@ pub struct DeviceModel {
 }
 
 impl DeviceModel {
-    /// `prefix` locates the row in error messages ("[3]." in an import).
+    /// `prefix` locates the row in error messages (`[3].` in an import).
     pub fn parse(prefix: &str, model: &str, req: DeviceModelRequest) -> Result<Self, AppError> {
         let key = DeviceKey::parse(&format!("{prefix}model"), model)?;
         let name = |field: &str, v: &str| {

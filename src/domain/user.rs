@@ -1,5 +1,6 @@
 //! Account fields: usernames are the login key, nick names and avatars are what others see.
 
+use crate::ids::DAY_MS;
 use serde::{Deserialize, Serialize};
 
 use super::{char_len, parse_http_url, parse_text, text_schema, url_schema, StringSchema};
@@ -135,8 +136,6 @@ pub enum AlbumWindow {
     #[serde(rename = "6m")]
     SixMonths,
 }
-
-const DAY_MS: i64 = 24 * 3600 * 1000;
 
 impl AlbumWindow {
     /// The narrowest window there is: a post younger than this is inside

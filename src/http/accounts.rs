@@ -11,7 +11,7 @@ use crate::service::accounts::{
     self, AccountDeletion, LoginRequest, Me, PasswordChange, ProfilePatch, RegisterRequest,
     Session, SessionView,
 };
-use crate::service::responses::Page;
+use crate::service::read::responses::Page;
 use crate::service::social::{self, Profile};
 use crate::service::Context;
 use crate::store::UserCard;

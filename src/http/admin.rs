@@ -8,8 +8,8 @@ use crate::domain::device::DeviceModelRequest;
 use crate::error::AppError;
 use crate::ids::now_ms;
 use crate::service::device_names::{self, DeviceModelView, ImportFormat, ImportPreview, ImportRow};
-use crate::service::live_tools::{self, CheckReport, RebuildReport};
-use crate::service::responses::Page;
+use crate::service::jobs::live_tools::{self, CheckReport, RebuildReport};
+use crate::service::read::responses::Page;
 use crate::service::Context;
 
 /// `{model}` in a path: a raw model, any case and spacing.

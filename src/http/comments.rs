@@ -10,7 +10,7 @@ use super::extract::{
 use super::idempotency::{self, IdempotencyKeyHeader};
 use crate::domain::comment::NewCommentRequest;
 use crate::error::AppError;
-use crate::service::responses::{CommentView, Page};
+use crate::service::read::responses::{CommentView, Page};
 use crate::service::{comments, Context};
 
 pub fn routes(cfg: &mut web::ServiceConfig) {

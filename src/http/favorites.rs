@@ -6,8 +6,8 @@ use actix_web::{web, HttpResponse};
 
 use super::extract::{path_id, AuthUser, PageQuery, PresentationQuery, ReadParams};
 use crate::error::AppError;
-use crate::service::responses::{ExpandedPost, FavoriteState, Page};
-use crate::service::{favorites, post_views, Context};
+use crate::service::read::responses::{ExpandedPost, FavoriteState, Page};
+use crate::service::{favorites, jobs::post_views, Context};
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(super::resource(

@@ -7,7 +7,7 @@ use actix_web::{FromRequest, HttpRequest};
 
 use super::extract::{Credentials, PageQuery, PresentationQuery, ReadParams};
 use crate::error::AppError;
-use crate::service::{accounts, timeline, Context};
+use crate::service::{accounts, feed::home, Context};
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(super::resource("/feed", [(Method::GET, web::to(feed))]));
@@ -15,7 +15,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 
 #[utoipa::path(get, path = "/api/v1/feed", tag = "feed",
     params(PageQuery, PresentationQuery),
-    responses((status = 200, body = crate::service::responses::Page<crate::service::responses::ExpandedPost>,
+    responses((status = 200, body = crate::service::read::responses::Page<crate::service::read::responses::ExpandedPost>,
                description = "the home timeline, newest first, own posts included")),
     security(("bearer" = [])))]
 pub async fn feed(ctx: web::Data<Context>, req: HttpRequest) -> Result<HttpResponse, AppError> {
@@ -33,14 +33,14 @@ pub async fn feed(ctx: web::Data<Context>, req: HttpRequest) -> Result<HttpRespo
     let mut plan = None;
     let (session, first) =
         accounts::authenticate_with(&ctx, &c.token, c.traffic, &c.origin, |uid| {
-            let made = timeline::first_home_read(&ctx, uid, params.cursor, params.limit);
+            let made = home::first_home_read(&ctx, uid, params.cursor, params.limit);
             let read = made.read.clone();
             plan = Some(made);
             read
         })
         .await?;
     let first = plan.zip(first);
-    let page = timeline::home_after_read(
+    let page = home::home_after_read(
         &ctx,
         session.uid,
         params.cursor,

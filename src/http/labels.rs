@@ -7,7 +7,7 @@ use super::extract::{path_id, AuthUser, JsonBody};
 use crate::domain::label::{LabelPatchRequest, NewLabelRequest};
 use crate::error::AppError;
 use crate::service::labels::{self, LabelView};
-use crate::service::responses::Page;
+use crate::service::read::responses::Page;
 use crate::service::Context;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {

@@ -6,7 +6,7 @@ use actix_web::{web, HttpResponse};
 use super::extract::{path_id, AuthUser, MaybeAuthUser, PageQuery, PresentationQuery, ReadParams};
 use crate::error::AppError;
 use crate::service::likes::{self, LikeTarget};
-use crate::service::responses::{ExpandedPost, LikeState, LikeView, Page};
+use crate::service::read::responses::{ExpandedPost, LikeState, LikeView, Page};
 use crate::service::Context;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {

@@ -48,9 +48,9 @@ pub fn api(cfg: &mut web::ServiceConfig) {
 /// A page of expanded posts as JSON (`post_json::page_bytes`: posts kept
 /// as text are copied in, not serialised again).
 pub fn posts_page(
-    page: &crate::service::responses::Page<crate::service::post_json::PostJson>,
+    page: &crate::service::read::responses::Page<crate::service::read::post_json::PostJson>,
 ) -> Result<actix_web::HttpResponse, crate::error::AppError> {
-    let body = crate::service::post_json::page_bytes(page)
+    let body = crate::service::read::post_json::page_bytes(page)
         .map_err(|e| crate::error::AppError::Internal(e.into()))?;
     Ok(actix_web::HttpResponse::Ok()
         .content_type("application/json")

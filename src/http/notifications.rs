@@ -7,7 +7,7 @@ use super::extract::{parse_json_object, AuthUser, Body, PageQuery, PresentationQ
 use crate::error::AppError;
 use crate::ids::now_ms;
 use crate::service::notifications::{self, MarkRead, NotificationView, Unread};
-use crate::service::responses::Page;
+use crate::service::read::responses::Page;
 use crate::service::Context;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {

@@ -42,7 +42,7 @@ impl Modify for BearerAuth {
         super::admin::rebuild_live, super::admin::check_live,
     ),
     components(schemas(
-        crate::service::responses::LikeView, crate::service::device_names::DeviceModelView,
+        crate::service::read::responses::LikeView, crate::service::device_names::DeviceModelView,
         crate::service::notifications::NotificationView, crate::service::device_names::ImportRow,
         super::problem::Problem,
     )),

@@ -10,7 +10,7 @@ use super::extract::{
 use super::idempotency::{self, IdempotencyKeyHeader};
 use crate::domain::post::{NewPost, NewPostRequest};
 use crate::error::AppError;
-use crate::service::responses::{ExpandedPost, Page};
+use crate::service::read::responses::{ExpandedPost, Page};
 use crate::service::{posts, Context};
 
 pub fn routes(cfg: &mut web::ServiceConfig) {

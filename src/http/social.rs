@@ -5,7 +5,7 @@ use actix_web::{web, HttpResponse};
 
 use super::extract::{path_id, AuthUser, MaybeAuthUser, PageParams, PageQuery};
 use crate::error::AppError;
-use crate::service::responses::Page;
+use crate::service::read::responses::Page;
 use crate::service::social::{
     self, BlockState, FollowState, HideState, Listing, MuteState, Profile,
 };

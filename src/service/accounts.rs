@@ -12,9 +12,9 @@ use argon2::Argon2;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::loader::{from_json, to_json};
 use super::rate_limits::{self, enforce, Budget, Traffic};
-use super::responses::Page;
+use super::read::loader::{from_json, to_json};
+use super::read::responses::Page;
 use super::{insert_reserved, password_pool, with_fresh_id, Context};
 use crate::domain::user::{self, AlbumWindow, HeadImg, NickName, Password, Username};
 use crate::error::{AppError, AppResult};
@@ -928,7 +928,7 @@ async fn session_and_card(
     limits: Vec<crate::store::LimitCheck>,
     also: LiveRead,
 ) -> crate::store::StoreResult<(crate::store::LiveAnswer, crate::store::LiveAnswer)> {
-    use super::near_cache::NearValue;
+    use super::read::near_cache::NearValue;
     let owner = Owner::User(uid);
     let keys = [session, BlobKey::Card(uid)];
     let usable = ctx.near.is_on() && !ctx.repair.is_pending(owner);

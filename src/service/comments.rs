@@ -1,10 +1,10 @@
 //! Comments and replies ("张三 replied to 李四", seed 003).
 
-use super::assemble::{comment_views, visible_post};
-use super::loader::to_json;
 use super::notifications::{notify, Event};
-use super::paging::{fill_page, fill_page_by, keep_where};
-use super::responses::{CommentView, Page};
+use super::read::assemble::{comment_views, visible_post};
+use super::read::loader::to_json;
+use super::read::paging::{fill_page, fill_page_by, keep_where};
+use super::read::responses::{CommentView, Page};
 use super::{insert_reserved, Context, Presentation, Viewer};
 use crate::domain::comment::{CommentContent, NewCommentRequest};
 use crate::domain::cursor::{Cursor, HotCursor};

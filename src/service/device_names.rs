@@ -113,7 +113,7 @@ impl DeviceNames {
         every: Duration,
     ) -> tokio::task::JoinHandle<()> {
         let me = self.clone();
-        super::spawn_every(every, move || {
+        crate::service::jobs::spawn_every(every, move || {
             let (me, docs, live) = (me.clone(), docs.clone(), live.clone());
             async move {
                 if let Err(e) = me.refresh(docs.as_ref(), live.as_ref()).await {

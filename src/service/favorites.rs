@@ -3,9 +3,9 @@
 //! deleted since, or one its keeper may no longer see, drops out of the
 //! list (visibility.rs), and comes back if the post becomes visible again.
 
-use super::assemble::{page_of_named_posts, visible_post};
-use super::post_json::PostJson;
-use super::responses::{FavoriteState, Page};
+use super::read::assemble::{page_of_named_posts, visible_post};
+use super::read::post_json::PostJson;
+use super::read::responses::{FavoriteState, Page};
 use super::{with_fresh_id, Context, Presentation};
 use crate::domain::cursor::Cursor;
 use crate::error::AppResult;

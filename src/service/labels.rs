@@ -5,9 +5,9 @@
 
 use serde::Serialize;
 
-use super::loader::Loader;
-use super::responses::Page;
-use super::timeline::forget_timeline;
+use super::feed::home::forget_timeline;
+use super::read::loader::Loader;
+use super::read::responses::Page;
 use super::{with_fresh_id, Context, Relations};
 use crate::domain::label::{
     parse_members, parse_name, LabelPatchRequest, NewLabelRequest, MAX_LABELS,
@@ -67,7 +67,7 @@ async fn check_friends(ctx: &Context, owner: i64, members: &[i64]) -> AppResult<
         .copied()
         .filter(|m| rel.sets.friends.contains(m))
         .collect();
-    super::visibility::settle_blocks(&mut loader, &mut rel, friends).await?;
+    super::read::visibility::settle_blocks(&mut loader, &mut rel, friends).await?;
     loader.finish("label_members");
     let strangers: Vec<String> = members
         .iter()

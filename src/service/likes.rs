@@ -2,15 +2,15 @@
 //! liking twice one like, however many requests race; the live sets are
 //! keyed by uid, so replaying a change is harmless too.
 
-use super::assemble::{
+use super::comments::live_comment;
+use super::jobs::like_arrays;
+use super::notifications::{notify, Event};
+use super::read::assemble::{
     assemble_posts, comment_views, load_cards, page_of_named_posts, visible_post, VisiblePost,
 };
-use super::comments::live_comment;
-use super::like_arrays;
-use super::notifications::{notify, Event};
-use super::paging::{fill_page, keep_where};
-use super::post_json::PostJson;
-use super::responses::{unknown_user, LikeState, LikeView, Page};
+use super::read::paging::{fill_page, keep_where};
+use super::read::post_json::PostJson;
+use super::read::responses::{unknown_user, LikeState, LikeView, Page};
 use super::{with_fresh_id, Context, Presentation, Viewer};
 use crate::domain::cursor::Cursor;
 use crate::error::{AppError, AppResult};

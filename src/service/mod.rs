@@ -1,35 +1,22 @@
 //! Use cases. Services see the ports, never HTTP types or a concrete store.
 
 pub mod accounts;
-pub mod assemble;
 pub mod comments;
 pub mod device_names;
 pub mod erasure;
-pub mod expiry;
-pub mod fan_outs;
 pub mod favorites;
+pub mod feed;
 pub mod idempotency;
-pub mod in_flight;
-pub mod instance_lease;
+pub mod jobs;
 pub mod labels;
-pub mod like_arrays;
 pub mod likes;
-pub mod live_tools;
-pub mod loader;
-pub mod near_cache;
 pub mod notifications;
-pub mod paging;
 pub mod password_pool;
-pub mod post_json;
-pub mod post_views;
 pub mod posts;
 pub mod rate_limits;
-pub mod repair;
-pub mod responses;
+pub mod read;
 pub mod shares;
 pub mod social;
-pub mod timeline;
-pub mod visibility;
 
 use std::sync::Arc;
 
@@ -39,25 +26,8 @@ use crate::store::metered::RoundTrips;
 use crate::store::{DocStore, LiveStore, StoreError, StoreResult};
 use device_names::DeviceNames;
 
-/// Runs `step` every `period` for as long as the returned task lives. A
-/// step that overruns delays the next one rather than bunching them: a
-/// poller that fell behind polls once, not a burst of catch-ups.
-pub fn spawn_every<F, Fut>(period: std::time::Duration, mut step: F) -> tokio::task::JoinHandle<()>
-where
-    F: FnMut() -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = ()> + Send,
-{
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(period);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            step().await;
-        }
-    })
-}
-use repair::LiveRepair;
-pub use visibility::{can_see, shows_actor, Relations};
+use jobs::repair::LiveRepair;
+pub use read::visibility::{can_see, shows_actor, Relations};
 
 /// Everything a use case needs, shared by all requests.
 #[derive(Clone)]
@@ -72,12 +42,12 @@ pub struct Context {
     /// Faults injected into store calls (tests of races and partial
     /// failures); none unless something injects them.
     pub faults: Arc<crate::store::faults::Faults>,
-    pub celebrity_cache: Arc<timeline::CelebrityCache>,
+    pub pulled_authors: Arc<feed::pulled_authors::PulledAuthors>,
     /// This instance's copies of live values, served while their owners'
     /// generations are unchanged (`near_cache`).
-    pub near: Arc<near_cache::NearCache>,
+    pub near: Arc<read::near_cache::NearCache>,
     /// Rebuild reads in flight, shared by the requests that need them.
-    pub rebuilds: Arc<in_flight::Rebuilds>,
+    pub rebuilds: Arc<read::in_flight::Rebuilds>,
     /// When each user was last recorded active by this instance.
     pub activity: Arc<accounts::RecentActivity>,
     /// When each session was last recorded in use by this instance.
@@ -88,9 +58,9 @@ pub struct Context {
     pub password_hashes: Arc<std::sync::atomic::AtomicU64>,
     /// Fan-outs running in the background, which a stopping instance
     /// finishes or saves.
-    pub fan_outs: Arc<fan_outs::FanOuts>,
+    pub fan_outs: Arc<feed::fan_out_registry::FanOutRegistry>,
     /// Views counted here and not yet written to the documents.
-    pub post_views: Arc<post_views::PostViews>,
+    pub post_views: Arc<jobs::post_views::PostViews>,
     /// Whether a like leaves its post's `likes_postid` to the batched
     /// applier (`like_arrays`): on MongoDB with Redis, whose stream is the
     /// durable queue. Elsewhere the array is written with the like (MongoDB
@@ -172,5 +142,47 @@ impl Presentation {
     pub fn text(&self, created: i64) -> Option<String> {
         self.lang
             .map(|l| crate::domain::time_text::createtime_text(created, self.now, l, self.tz))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The README's architecture lines name every file here and in each
+    /// folder, so that a newcomer finds a feature from the README alone.
+    #[test]
+    fn the_readme_names_every_file_of_the_service() {
+        let readme = include_str!("../../README.md");
+        let from = readme
+            .find("- `src/service/`:")
+            .expect("the README's line on src/service/");
+        let lines = &readme[from..];
+        let lines = &lines[..lines.find("\n- `src/store/`").unwrap()];
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/src/service");
+        for entry in std::fs::read_dir(root).unwrap() {
+            let entry = entry.unwrap();
+            let name = entry.file_name().into_string().unwrap();
+            if entry.file_type().unwrap().is_dir() {
+                let folder = format!("- `service/{name}/`:");
+                let at = lines
+                    .find(&folder)
+                    .unwrap_or_else(|| panic!("the README has no line {folder}"));
+                let line = lines[at..].lines().next().unwrap();
+                for file in std::fs::read_dir(entry.path()).unwrap() {
+                    let file = file.unwrap().file_name().into_string().unwrap();
+                    if file != "mod.rs" {
+                        assert!(
+                            line.contains(&format!("`{file}`")),
+                            "the README's line on service/{name}/ does not name {file}"
+                        );
+                    }
+                }
+            } else if name != "mod.rs" {
+                let first = lines.lines().next().unwrap();
+                assert!(
+                    first.contains(&format!("`{name}`")),
+                    "the README's line on src/service/ does not name {name}"
+                );
+            }
+        }
     }
 }

@@ -2,17 +2,17 @@
 //! comment, reply or follow tells its target, never oneself, once per event
 //! (liking, unliking and liking again notifies once). They expire after 30
 //! days: a filter at read on every backend hides them at once, and a sweep
-//! (`service::expiry`; on MongoDB also a TTL index) deletes them.
+//! (`service::jobs::expiry`; on MongoDB also a TTL index) deletes them.
 
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::assemble::load_cards;
-use super::loader::{from_json, Loader};
-use super::paging::{fill_page, keep_where};
-use super::responses::{unknown_user, Page};
-use super::{can_see, visibility, with_fresh_id, Context, Presentation, Relations};
+use super::read::assemble::load_cards;
+use super::read::loader::{from_json, Loader};
+use super::read::paging::{fill_page, keep_where};
+use super::read::responses::{unknown_user, Page};
+use super::{can_see, read::visibility, with_fresh_id, Context, Presentation, Relations};
 use crate::domain::cursor::Cursor;
 use crate::error::AppResult;
 use crate::ids::timestamp_of;

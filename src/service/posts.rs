@@ -1,12 +1,12 @@
 //! Publishing, reading, deleting and listing posts.
 
-use super::assemble::{assemble_posts, assemble_visible, visible_post};
-use super::loader::to_json;
 use super::notifications::{notify, Event};
-use super::paging::fill_page;
-use super::post_json::PostJson;
-use super::responses::Page;
-use super::visibility::{Place, RelationSets};
+use super::read::assemble::{assemble_posts, assemble_visible, visible_post};
+use super::read::loader::to_json;
+use super::read::paging::fill_page;
+use super::read::post_json::PostJson;
+use super::read::responses::Page;
+use super::read::visibility::{Place, RelationSets};
 use super::{can_see, insert_reserved, Context, Presentation, Relations, Viewer};
 use crate::domain::cursor::Cursor;
 use crate::domain::post::NewPost;
@@ -75,11 +75,11 @@ pub async fn create_post(
         return Err(AppError::NotFound("post"));
     }
     let id = doc.id;
-    ctx.celebrity_cache.forget_posts_of(author);
+    ctx.pulled_authors.forget_posts_of(author);
     // A new post's live state is known without reading anything back: empty
     // sets and the body. Writing it now makes the first read warm.
     let body = PostBody::from(doc);
-    super::timeline::spawn_fan_out(ctx, &body);
+    super::feed::fan_out::spawn_fan_out(ctx, &body);
     ctx.repair
         .apply(
             ctx.live.as_ref(),
@@ -296,7 +296,7 @@ pub async fn delete_post(ctx: &Context, id: i64, uid: i64) -> AppResult<()> {
 pub async fn remove_post(ctx: &Context, body: PostBody) -> AppResult<()> {
     let id = body.id;
     ctx.docs.delete_post(id).await?;
-    ctx.celebrity_cache.forget_posts_of(body.author_uid);
+    ctx.pulled_authors.forget_posts_of(body.author_uid);
     let tomb = PostBody {
         deleted: true,
         ..body
@@ -365,12 +365,12 @@ pub async fn user_posts(
 
 /// The author's album window, from their cached card.
 async fn album_window_of(ctx: &Context, author: i64) -> AppResult<Option<AlbumWindow>> {
-    let mut loader = super::loader::Loader::new(ctx);
+    let mut loader = super::read::loader::Loader::new(ctx);
     let loaded = loader.load(&[BlobKey::Card(author)], &[]).await?;
     loader.finish("album_window");
     loaded
         .blobs
         .get(&BlobKey::Card(author))
-        .map(|text| super::loader::from_json::<CachedCard>(text).map(|c| c.album_window))
+        .map(|text| super::read::loader::from_json::<CachedCard>(text).map(|c| c.album_window))
         .transpose()
 }

@@ -4,8 +4,8 @@
 
 use serde::Serialize;
 
-use super::assemble::visible_post;
-use super::loader::Loader;
+use super::read::assemble::visible_post;
+use super::read::loader::Loader;
 use super::{with_fresh_id, Context};
 use crate::domain::share::SharePlatform;
 use crate::error::AppResult;

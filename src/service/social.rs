@@ -5,13 +5,13 @@
 
 use serde::Serialize;
 
-use super::assemble::load_cards;
-use super::loader::Loader;
+use super::feed::home::forget_timeline;
 use super::notifications::{notify, Event};
-use super::paging::{fill_page, keep_where};
-use super::responses::Page;
-use super::timeline::forget_timeline;
-use super::visibility::{knowing, settle_blocks};
+use super::read::assemble::load_cards;
+use super::read::loader::Loader;
+use super::read::paging::{fill_page, keep_where};
+use super::read::responses::Page;
+use super::read::visibility::{knowing, settle_blocks};
 use super::{with_fresh_id, Context, Relations, Viewer};
 use crate::domain::cursor::Cursor;
 use crate::error::{AppError, AppResult};

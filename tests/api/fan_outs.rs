@@ -147,7 +147,7 @@ async fn a_saved_fan_out_is_resumed_from_where_it_got_to() {
         .unwrap();
 
     // This instance's sweep may have claimed it first: either way it runs.
-    moments::service::fan_outs::resume_saved(&app.ctx)
+    moments::service::feed::fan_out_registry::resume_saved(&app.ctx)
         .await
         .unwrap();
     for f in &followers[..2] {

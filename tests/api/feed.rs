@@ -65,7 +65,7 @@ async fn a_returning_user_gets_a_full_first_page_in_one_request() {
         }
     }
     let post = made[0];
-    let pushed = moments::service::timeline::fan_out(
+    let pushed = moments::service::feed::fan_out::fan_out(
         &app.ctx,
         post,
         authors[0].uid,
@@ -96,7 +96,7 @@ async fn a_returning_user_gets_a_full_first_page_in_one_request() {
 #[tokio::test]
 async fn big_accounts_are_pulled_not_pushed_and_merged_in_order() {
     let mut settings = test_settings();
-    settings.celebrity_followers = 2;
+    settings.pulled_author_followers = 2;
     let app = spawn_app_with(settings).await;
     let star = app.user("star").await;
     let small = app.user("small").await;
@@ -114,7 +114,7 @@ async fn big_accounts_are_pulled_not_pushed_and_merged_in_order() {
         feed_becomes(&app, &fans[0], 2, &[s2, m1, s1]).await,
         vec![s2, m1, s1]
     );
-    let pushed = moments::service::timeline::fan_out(
+    let pushed = moments::service::feed::fan_out::fan_out(
         &app.ctx,
         s2,
         star.uid,
@@ -213,7 +213,7 @@ async fn concurrent_publishes_reach_each_timeline_once() {
         let author = results.iter().find(|(_, x)| x["id"] == *p).unwrap().1["author"]["uid"]
             .as_i64()
             .unwrap();
-        moments::service::timeline::fan_out(
+        moments::service::feed::fan_out::fan_out(
             &app.ctx,
             *p,
             author,
@@ -234,7 +234,7 @@ async fn a_push_onto_a_timeline_never_built_does_not_hide_older_posts() {
     follow(&app, &me, &author).await;
     // Pushed to while the follower's timeline does not exist yet.
     let new = app.text_post(&author, "after").await;
-    moments::service::timeline::fan_out(
+    moments::service::feed::fan_out::fan_out(
         &app.ctx,
         new,
         author.uid,
@@ -286,9 +286,9 @@ async fn fan_out_reads_followers_page_by_page_and_skips_the_inactive() {
 }
 
 #[tokio::test]
-async fn a_warm_feed_pulling_a_big_account_reads_no_documents_and_shows_its_new_posts_at_once() {
+async fn a_warm_feed_pulling_an_author_reads_no_documents_and_shows_its_new_posts_at_once() {
     let mut settings = test_settings();
-    settings.celebrity_followers = 1;
+    settings.pulled_author_followers = 1;
     let app = spawn_app_with(settings).await;
     let star = app.user("bigstar").await;
     let fan = app.user("bigfan").await;
@@ -313,7 +313,7 @@ async fn a_warm_feed_pulling_a_big_account_reads_no_documents_and_shows_its_new_
     assert_eq!(
         after.0 - before.0,
         0,
-        "a warm page pulls the big account's posts without reading documents"
+        "a warm page pulls the pulled author's posts without reading documents"
     );
     assert!(
         after.1 - before.1 <= 4,
@@ -352,7 +352,7 @@ async fn fan_out_in_pages_reaches_every_built_timeline_once() {
         ))
         .await
         .unwrap();
-    let pushed = moments::service::timeline::fan_out_in_pages(
+    let pushed = moments::service::feed::fan_out::fan_out_in_pages(
         &app.ctx,
         id,
         author.uid,

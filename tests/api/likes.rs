@@ -439,7 +439,7 @@ async fn favorites_are_kept_once_listed_newest_first_and_drop_what_i_may_not_see
 /// A like storm on one post: every like stands at once, and the post
 /// document's likes_postid comes to hold them all, newest first, whatever
 /// the backend writes it with (at once; from the like index; or in batches
-/// from the Redis queue, service/like_arrays.rs).
+/// from the Redis queue, service/jobs/like_arrays.rs).
 #[tokio::test]
 async fn a_like_storm_ends_with_every_like_in_the_post_document() {
     let app = crate::helpers::spawn_app().await;

@@ -201,7 +201,7 @@ async fn notifications_older_than_30_days_are_gone_everywhere() {
     assert_eq!(page["items"].as_array().unwrap().len(), 1);
     assert_eq!(unread(&app, &me).await, 1);
     // And the sweep deletes the old one, on every backend, and nothing else.
-    moments::service::expiry::sweep_once(app.ctx.docs.as_ref()).await;
+    moments::service::jobs::expiry::sweep_once(app.ctx.docs.as_ref()).await;
     let since = now - 40 * 24 * 3600 * 1000;
     let left = app
         .ctx

@@ -538,7 +538,7 @@ impl State {
     }
 }
 
-/// Notes of big accounts' posts, oldest first: (number, (author, post)).
+/// Notes of pulled authors' posts, oldest first: (number, (author, post)).
 type PulledLog = std::collections::VecDeque<(u64, (i64, i64))>;
 
 pub struct MemoryLive {
@@ -742,7 +742,7 @@ impl LiveStore for MemoryLive {
     async fn push_to_timelines(&self, post_id: i64, uids: &[i64], max: usize) -> StoreResult<()> {
         self.state_write().expire_homes(now_ms());
         // A slice of timelines per hold of the write lock, so that reads
-        // wait behind one slice, never behind a big account's whole
+        // wait behind one slice, never behind a widely followed author's whole
         // fan-out (pushes commute: nothing needs them in one step).
         for slice in uids.chunks(PUSH_SLICE) {
             {

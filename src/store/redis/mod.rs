@@ -228,7 +228,7 @@ end
 return {n, left}
 "#;
 
-/// Numbers a big account's post and keeps the newest notes. KEYS: the
+/// Numbers a pulled author's post and keeps the newest notes. KEYS: the
 /// sequence counter, the notes (a zset: member "number:author", so that an
 /// author's notes do not replace each other, then the author and the post;
 /// score the number). ARGV: the author, the post, how many notes to keep.
@@ -531,7 +531,7 @@ impl LiveStore for RedisLive {
         let mut pipe = Batch::new().repeatable();
         // Generations first: a value read after its owner's generation is
         // at least as new as it, which is what a copy kept under that
-        // generation needs (`service::near_cache`). On one node, one MGET
+        // generation needs (`service::read::near_cache`). On one node, one MGET
         // for all of them; a cluster keeps each owner in a slot of its own.
         let gens_in_one = !self.conn.is_cluster() && !read.gens.is_empty();
         if gens_in_one {

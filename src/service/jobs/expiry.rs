@@ -39,7 +39,7 @@ pub async fn sweep_once(docs: &dyn DocStore) {
         docs.purge_expired_idempotency_keys(now_ms(), BATCH)
     })
     .await;
-    let kept_from = first_id_at(now_ms() - super::notifications::KEEP_MS);
+    let kept_from = first_id_at(now_ms() - crate::service::notifications::KEEP_MS);
     sweep("notifications", || {
         docs.purge_notifications_before(kept_from, BATCH)
     })
@@ -50,17 +50,17 @@ pub async fn sweep_once(docs: &dyn DocStore) {
 
 /// At start-up and every few minutes: the fan-outs and account erasures
 /// an instance left unfinished, and the expired.
-pub fn spawn(ctx: super::Context) -> tokio::task::JoinHandle<()> {
+pub fn spawn(ctx: crate::service::Context) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(EVERY);
         loop {
             tick.tick().await;
             // First: until they run, some timelines lack a post.
-            if let Err(e) = super::fan_outs::resume_saved(&ctx).await {
+            if let Err(e) = crate::service::feed::fan_out_registry::resume_saved(&ctx).await {
                 tracing::warn!(error = %e, "could not resume unfinished fan-outs");
             }
             sweep_once(ctx.docs.as_ref()).await;
-            if let Err(e) = super::erasure::resume_unfinished(&ctx).await {
+            if let Err(e) = crate::service::erasure::resume_unfinished(&ctx).await {
                 tracing::warn!(error = %e, "could not resume erasing deleted accounts");
             }
         }

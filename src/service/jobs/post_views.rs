@@ -20,18 +20,18 @@
 //! already is refused by the unique index, and the count follows what was
 //! stored.
 
+use crate::ids::DAY_MS;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super::assemble::page_of_named_posts;
-use super::post_json::PostJson;
-use super::responses::Page;
-use super::{Context, Presentation};
 use crate::domain::cursor::Cursor;
 use crate::error::AppResult;
+use crate::service::read::assemble::page_of_named_posts;
+use crate::service::read::post_json::PostJson;
+use crate::service::read::responses::Page;
+use crate::service::{Context, Presentation};
 use crate::store::{BlobKey, Changes, LiveChange, LiveKey, Owner, ViewDoc};
 
-const DAY_MS: i64 = 24 * 3600 * 1000;
 /// How long a reader's views are kept, and listed in their history.
 pub const HISTORY_MS: i64 = 30 * DAY_MS;
 

@@ -7,16 +7,16 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::device_names::DeviceNames;
 use super::loader::{from_json, Loaded, Loader};
 use super::paging::Kept;
 use super::post_json::{PostJson, PostTemplate, ReaderPart};
 use super::responses::{unknown_user, CommentView, ExpandedPost, LikeView, ReplyToView};
 use super::visibility::{self, Place, Sight};
-use super::{can_see, Context, Presentation, Relations, Viewer};
 use crate::error::AppResult;
 use crate::hashing::{IdMap, IdSet};
 use crate::ids;
+use crate::service::device_names::DeviceNames;
+use crate::service::{can_see, Context, Presentation, Relations, Viewer};
 use crate::store::{BlobKey, CommentDoc, Owner, PostBody, SetKey, SetRead, SetView, UserCard};
 
 pub const LATEST_COMMENTS: usize = 5;
@@ -1153,7 +1153,7 @@ pub async fn comment_views(
         None => None,
     };
     let shows = |u: i64| match (narrow, &rel) {
-        (Some(p), Some(rel)) => super::shows_actor(&p.body, rel, u),
+        (Some(p), Some(rel)) => crate::service::shows_actor(&p.body, rel, u),
         _ => true,
     };
     let views = comments
@@ -1251,7 +1251,7 @@ impl PostSeen<'_> {
     /// block, and in a friends-only post only the viewer's friends and the
     /// viewer (WeChat's rule; the author sees everything).
     pub fn shows_actor(&self, actor: i64) -> bool {
-        super::shows_actor(self.body, &self.rel, actor)
+        crate::service::shows_actor(self.body, &self.rel, actor)
     }
 
     /// Whether the viewer sees this comment on this post: its author's,

@@ -28,10 +28,10 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::{loader, Viewer};
 use crate::domain::post::Visibility;
 use crate::domain::user::AlbumWindow;
 use crate::error::AppResult;
+use crate::service::{read::loader, Viewer};
 use crate::store::{BlobKey, CachedCard, PostBody, SetKey, SetRead};
 
 /// The viewer's side of the social graph, as far as reads need it: whom the
@@ -146,7 +146,7 @@ impl Relations {
     /// them (whom they follow, block, mute; who hide from them, only ever
     /// accounts they follow), and who blocked them as far as
     /// `MOMENTS_BLOCKERS_READ_WHOLE` (one more tells there are more).
-    pub fn reads(ctx: &super::Context, viewer: Viewer) -> Vec<SetRead> {
+    pub fn reads(ctx: &crate::service::Context, viewer: Viewer) -> Vec<SetRead> {
         let Some(v) = viewer else {
             return Vec::new();
         };
@@ -379,7 +379,7 @@ pub async fn settle_blocks(
 /// one read of its own. For reads that judge a page of people with
 /// relations they cannot change (a filter inside `fill_page`).
 pub async fn knowing<'r>(
-    ctx: &super::Context,
+    ctx: &crate::service::Context,
     rel: &'r Relations,
     uids: impl IntoIterator<Item = i64>,
 ) -> AppResult<std::borrow::Cow<'r, Relations>> {

@@ -13,7 +13,7 @@ use crate::store::{
     LiveRead, LiveStore, Owner, PostBody, SetKey, SetRead, StoreResult,
 };
 
-use super::assemble::LATEST_COMMENTS;
+use crate::service::read::assemble::LATEST_COMMENTS;
 
 const BATCH: usize = 100;
 /// "All members" for a set read.
@@ -135,7 +135,7 @@ pub async fn rebuild_live(
         // so drifted ones are dropped first (then the merge keeps only the
         // changes made while the documents are read again).
         // Every post's body goes too, so that its generation moves and no
-        // instance keeps serving a drifted copy (`service::near_cache`).
+        // instance keeps serving a drifted copy (`service::read::near_cache`).
         let mut by_owner: HashMap<Owner, Vec<LiveKey>> = ids
             .iter()
             .map(|p| (Owner::Post(*p), vec![LiveKey::Blob(BlobKey::PostBody(*p))]))
@@ -183,7 +183,7 @@ pub async fn rebuild_live(
             break;
         };
         // Cards dropped first, moving each generation: a drifted copy an
-        // instance keeps (`service::near_cache`) is then outdated.
+        // instance keeps (`service::read::near_cache`) is then outdated.
         let drops: Vec<Changes> = uids
             .iter()
             .map(|u| Changes {

@@ -18,9 +18,9 @@
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
-use super::Context;
 use crate::error::AppResult;
 use crate::ids::now_ms;
+use crate::service::Context;
 
 /// Entries an applier takes at once.
 const BATCH: usize = 1000;

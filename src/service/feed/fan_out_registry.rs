@@ -1,6 +1,6 @@
 //! Fan-outs in flight, and those an instance left unfinished.
 //!
-//! A fan-out (`timeline`) pushes a new post into the home timelines of the
+//! A fan-out (`fan_out`) pushes a new post into the home timelines of the
 //! author's followers, in the background, after the post was acknowledged.
 //! A timeline it has not reached yet exists without the post and is not
 //! rebuilt, so a fan-out that is simply dropped leaves a gap until that
@@ -24,10 +24,11 @@ use std::time::Duration;
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinHandle;
 
-use super::{timeline, Context};
+use super::fan_out;
 use crate::error::AppResult;
 use crate::ids::now_ms;
 use crate::metrics::FanOutInFlight;
+use crate::service::Context;
 use crate::store::{DocStore, FanOutDoc};
 
 /// How long a claim lasts: a resumed fan-out whose instance died is resumed
@@ -42,7 +43,7 @@ const RESUMED_AT_ONCE: usize = 4;
 /// How long a stopping instance gives the stopped fan-outs' saves.
 const SAVING_WITHIN: Duration = Duration::from_secs(5);
 
-pub struct FanOuts {
+pub struct FanOutRegistry {
     /// Where fan-outs run: the runtime that built the application, which
     /// lasts until the process ends, not the HTTP worker that published
     /// the post, whose runtime ends (cancelling what it runs) when the
@@ -89,7 +90,7 @@ pub struct Stopped {
 /// the task ends however it ends (done, failed, or aborted by a stopping
 /// instance), and with it its count in `moments_fan_outs_in_flight`.
 struct Entry {
-    fan_outs: Arc<FanOuts>,
+    fan_outs: Arc<FanOutRegistry>,
     id: u64,
     _in_flight: FanOutInFlight,
 }
@@ -121,7 +122,7 @@ impl Drop for Entry {
 }
 
 /// A sweep claiming saved fan-outs, counted while it does.
-struct Claiming<'a>(&'a FanOuts);
+struct Claiming<'a>(&'a FanOutRegistry);
 
 impl Drop for Claiming<'_> {
     fn drop(&mut self) {
@@ -130,7 +131,7 @@ impl Drop for Claiming<'_> {
     }
 }
 
-impl FanOuts {
+impl FanOutRegistry {
     /// Fan-outs will run on `runtime`.
     pub fn new(runtime: tokio::runtime::Handle) -> Self {
         Self {
@@ -180,7 +181,7 @@ impl FanOuts {
                 Some(t) => t.acquire_owned().await.ok(),
                 None => None,
             };
-            let run = timeline::push_remaining(&ctx, &plan, timeline::FAN_OUT_PAGE, |edge| {
+            let run = fan_out::push_remaining(&ctx, &plan, fan_out::FAN_OUT_PAGE, |edge| {
                 entry.reached(edge)
             })
             .await;

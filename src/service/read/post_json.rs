@@ -15,10 +15,10 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::assemble::{PostSnapshot, LATEST_LIKES};
-use super::device_names::DeviceNames;
 use super::responses::{unknown_user, ExpandedPost, Page, ReplyToView};
-use super::Presentation;
 use crate::ids;
+use crate::service::device_names::DeviceNames;
+use crate::service::Presentation;
 use crate::store::UserCard;
 
 /// An expanded post as the API sends it.
@@ -371,7 +371,7 @@ mod tests {
     use crate::domain::device::DisplayName;
     use crate::domain::post::{Audience, Category, Geo, Visibility};
     use crate::domain::time_text::{Lang, TzOffset};
-    use crate::service::assemble::{build_post, CommentParts, PostParts};
+    use crate::service::read::assemble::{build_post, CommentParts, PostParts};
     use crate::store::{CommentDoc, PostBody, ReplyRef, SetView};
 
     const HOUR: i64 = 3_600_000;

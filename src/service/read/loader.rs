@@ -8,12 +8,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::near_cache::{self, Copies, NearCache, NearValue};
-use super::repair::PendingNow;
 use super::visibility::{RelationSets, Relations};
-use super::Context;
 use crate::error::AppResult;
 use crate::hashing::IdMap;
 use crate::metrics::LiveLookups;
+use crate::service::jobs::repair::PendingNow;
+use crate::service::Context;
 use crate::store::{
     BlobKey, FilterKind, LikeDoc, LikeKind, LiveAnswer, LiveFill, LiveRead, LiveStore, Owner,
     PostBody, SetKey, SetRead, SetView, StoreResult,

@@ -1,0 +1,245 @@
+//! The push half of the home feed: a new post offered to its author's
+//! timeline and to those of the followers who were active lately and may
+//! see it, in pages, in the background, registered so that a stopping
+//! instance finishes or saves it (`fan_out_registry`).
+
+use std::collections::HashSet;
+
+use super::home::forget_timeline;
+
+use crate::domain::post::Visibility;
+use crate::error::AppResult;
+use crate::ids::{now_ms, DAY_MS};
+use crate::service::read::visibility::{self, PushFilter, Reach};
+use crate::service::Context;
+use crate::store::{Changes, FanOutDoc, FilterKind, Owner, PostBody, StoreResult};
+
+/// Followers read per page while fanning out.
+pub(crate) const FAN_OUT_PAGE: usize = 10_000;
+
+/// Pushes a new post to the timelines that should hold it, in the
+/// background. The fan-out is registered in `ctx.fan_outs`, so a stopping
+/// instance finishes it or saves where it got to, for any instance to
+/// resume. A timeline a push may have missed is dropped (through the repair
+/// list when the live store is down), so its owner's next read rebuilds it
+/// with the post: a failure costs a rebuild, never a gap.
+pub fn spawn_fan_out(ctx: &Context, post: &PostBody) {
+    let plan = plan_fan_out(ctx, post.id, post.author_uid, post.visibility);
+    ctx.fan_outs.start(ctx, plan, false);
+}
+
+/// The fan-out of a post just published: nobody reached yet, the followers
+/// active within the window from now.
+pub fn plan_fan_out(ctx: &Context, post_id: i64, author: i64, audience: Visibility) -> FanOutDoc {
+    // Anyone whose timeline may still exist (read within its one-day TTL,
+    // activity recorded hourly) counts as active, whatever the setting: a
+    // timeline that exists but is not pushed to would show a gap.
+    let days = ctx.settings.active_days as i64;
+    let window = (days * DAY_MS).max(DAY_MS + 2 * 3600 * 1000);
+    FanOutDoc {
+        post_id,
+        author,
+        visibility: audience,
+        active_since: now_ms() - window,
+        resume_before: None,
+        saved_at: 0,
+        claimed_until: 0,
+    }
+}
+
+/// Pushes a post to its author's timeline and to those of the active
+/// followers who may see it now (a friends-only post to friends, a private
+/// one to nobody); returns how many were offered it. Who may see it can
+/// change later: reads check again.
+pub async fn fan_out(
+    ctx: &Context,
+    post_id: i64,
+    author: i64,
+    audience: Visibility,
+) -> AppResult<usize> {
+    fan_out_in_pages(ctx, post_id, author, audience, FAN_OUT_PAGE).await
+}
+
+/// `fan_out`, reading the followers `page` at a time.
+pub async fn fan_out_in_pages(
+    ctx: &Context,
+    post_id: i64,
+    author: i64,
+    audience: Visibility,
+    page: usize,
+) -> AppResult<usize> {
+    let plan = plan_fan_out(ctx, post_id, author, audience);
+    push_remaining(ctx, &plan, page, |_| {}).await
+}
+
+/// Runs what is left of a fan-out, from where `plan` says it got to;
+/// returns how many timelines this run offered the post. Each time every
+/// follower whose follow edge id is at or above some edge has been offered
+/// it, `reached(edge)` is told, so that a run stopped after that can be
+/// resumed from there.
+pub async fn push_remaining(
+    ctx: &Context,
+    plan: &FanOutDoc,
+    page: usize,
+    reached: impl Fn(i64),
+) -> AppResult<usize> {
+    let max = ctx.settings.timeline_max;
+    if ctx.settings.active_days == 0 {
+        return Ok(0);
+    }
+    let (post_id, author, audience) = (plan.post_id, plan.author, plan.visibility);
+    let mut pushed = 0;
+    if plan.resume_before.is_none() {
+        match ctx.live.push_to_timelines(post_id, &[author], max).await {
+            Ok(()) => crate::metrics::fan_out_pushed(1),
+            Err(e) => missed(ctx, post_id, vec![author], &e.to_string()),
+        }
+        pushed = 1;
+        if visibility::reach(audience) == Reach::AuthorOnly {
+            return Ok(pushed);
+        }
+        let (followers, _) = ctx.docs.follow_counts(author).await?;
+        if followers > ctx.settings.pulled_author_followers {
+            // Pulled, not pushed: tell every instance to drop its copy.
+            if let Err(e) = ctx.live.note_pulled_author_posted(author, post_id).await {
+                tracing::warn!(error = %e, author, "could not announce a pulled author's post; other instances show it within their copies' 5 s");
+            }
+            return Ok(pushed);
+        }
+    }
+    let filter = push_filter(ctx, plan).await?;
+    // Page by page, each page pushed while the next is read, so the
+    // documents and the live store work at once and a big following never
+    // sits in memory whole.
+    let mut before = plan.resume_before;
+    let mut pushing: Option<Push> = None;
+    loop {
+        let read = active_followers_page(ctx, author, plan.active_since, before, page).await;
+        if let Some(previous) = pushing.take() {
+            previous.settle(ctx, post_id).await;
+            // The page just read starts at `before`: everyone above it is done.
+            if let Some(edge) = before {
+                reached(edge);
+            }
+        }
+        let (mut active, next) = read?;
+        if visibility::reach(audience) == Reach::Friends && !active.is_empty() {
+            // Friends are the followers the author follows back.
+            active = ctx.docs.follow_edges(author, &active).await?.0;
+        }
+        active.retain(|uid| filter.admits(*uid));
+        pushed += active.len();
+        let live = ctx.live.clone();
+        let uids = active.clone();
+        pushing = Some(Push {
+            uids,
+            task: tokio::spawn(async move { live.push_to_timelines(post_id, &active, max).await }),
+        });
+        match next {
+            Some(edge) => before = Some(edge),
+            None => break,
+        }
+    }
+    if let Some(last) = pushing {
+        last.settle(ctx, post_id).await;
+    }
+    Ok(pushed)
+}
+
+/// Whom, of those `reach` names, the fan-out leaves out: those the author
+/// hides posts from, and those an `only` or `except` audience leaves out,
+/// with its labels as they are now.
+async fn push_filter(ctx: &Context, plan: &FanOutDoc) -> AppResult<PushFilter> {
+    let hidden = ctx
+        .docs
+        .filters_set_by(FilterKind::Hide, &[plan.author])
+        .await?
+        .into_iter()
+        .map(|f| f.other)
+        .collect();
+    let mut filter = PushFilter {
+        hidden,
+        named: None,
+    };
+    if !plan.visibility.names_an_audience() {
+        return Ok(filter);
+    }
+    let audience = ctx
+        .docs
+        .posts_by_ids(&[plan.post_id])
+        .await?
+        .pop()
+        .and_then(|p| p.audience)
+        .unwrap_or_default();
+    let keys: Vec<(i64, i64)> = audience.labels.iter().map(|l| (plan.author, *l)).collect();
+    let mut named: HashSet<i64> = audience.uids.iter().copied().collect();
+    for label in ctx.docs.labels_by_ids(&keys).await? {
+        named.extend(label.members);
+    }
+    filter.named = Some((plan.visibility == Visibility::Only, named));
+    Ok(filter)
+}
+
+/// One page of a fan-out's push, running.
+struct Push {
+    uids: Vec<i64>,
+    task: tokio::task::JoinHandle<StoreResult<()>>,
+}
+
+impl Push {
+    async fn settle(self, ctx: &Context, post_id: i64) {
+        let error = match self.task.await {
+            Ok(Ok(())) => {
+                crate::metrics::fan_out_pushed(self.uids.len());
+                return;
+            }
+            Ok(Err(e)) => e.to_string(),
+            Err(e) => e.to_string(),
+        };
+        missed(ctx, post_id, self.uids, &error);
+    }
+}
+
+/// Some of these timelines may lack the post: have them dropped, now or
+/// when the live store answers again, and read from the documents until then.
+fn missed(ctx: &Context, post_id: i64, uids: Vec<i64>, error: &str) {
+    crate::metrics::fan_out_missed(uids.len());
+    tracing::warn!(
+        post_id,
+        timelines = uids.len(),
+        error,
+        "push failed; those timelines will be rebuilt"
+    );
+    ctx.repair.defer(
+        uids.into_iter()
+            .map(|uid| Changes {
+                owner: Owner::User(uid),
+                expected_gen: None,
+                changes: vec![forget_timeline(uid)],
+            })
+            .collect(),
+    );
+}
+
+/// A page of active followers, tried three times: a page that cannot be
+/// read leaves its followers and every later one unreached.
+async fn active_followers_page(
+    ctx: &Context,
+    author: i64,
+    since: i64,
+    before: Option<i64>,
+    page: usize,
+) -> AppResult<(Vec<i64>, Option<i64>)> {
+    let mut tries = 0;
+    loop {
+        match ctx.docs.active_followers(author, since, before, page).await {
+            Ok(found) => return Ok(found),
+            Err(e) if tries < 2 => {
+                tries += 1;
+                tracing::debug!(error = %e, tries, "retrying a page of followers");
+                tokio::time::sleep(std::time::Duration::from_millis(100 * tries)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}

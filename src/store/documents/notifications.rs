@@ -1,0 +1,68 @@
+//! Notifications: who did what to whom, expiring.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::store::{lenient_bool, StoreResult};
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum NotificationKind {
+    Like,
+    Comment,
+    Reply,
+    Follow,
+    /// The actor's new post names the recipient (提醒谁看).
+    Mention,
+}
+
+/// Seed 000's msg_info: something that happened to `uid`, done by `actor`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NotificationDoc {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    pub uid: i64,
+    pub kind: NotificationKind,
+    pub actor: i64,
+    #[serde(rename = "postId")]
+    pub post_id: Option<i64>,
+    #[serde(rename = "commentId")]
+    pub comment_id: Option<i64>,
+    pub createtime: i64,
+    /// One notification per recipient and event (`like:post:ID:ACTOR`).
+    pub dedupe: String,
+    #[serde(default, deserialize_with = "lenient_bool")]
+    pub read: bool,
+}
+
+/// Notifications and their read marks. Part of `DocStore`.
+#[async_trait]
+pub trait NotificationDocs: Send + Sync {
+    /// `Ok(false)` when this event was notified already (same `dedupe`).
+    async fn insert_notification(&self, n: &NotificationDoc) -> StoreResult<bool>;
+
+    /// A recipient's notifications made at or after `since` and below
+    /// `before`, newest first, `read` set for those up to their read mark.
+    async fn notifications_page(
+        &self,
+        uid: i64,
+        since: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<NotificationDoc>>;
+
+    /// How many of a recipient's notifications made at or after `since` are
+    /// unread, counted up to `cap` at most.
+    async fn unread_notifications(&self, uid: i64, since: i64, cap: u64) -> StoreResult<u64>;
+
+    /// Moves a recipient's read mark up to `up_to`: every notification with
+    /// an id at or below it is read. One write, however many there are.
+    async fn mark_notifications_read(&self, uid: i64, up_to: i64) -> StoreResult<()>;
+
+    /// Deletes up to `limit` notifications with ids below `before` (older
+    /// than they are kept); how many went.
+    async fn purge_notifications_before(&self, before: i64, limit: usize) -> StoreResult<u64>;
+
+    /// Deletes up to `limit` notifications to or by `uid`; how many went.
+    async fn delete_notifications_involving(&self, uid: i64, limit: usize) -> StoreResult<u64>;
+}
