@@ -20,7 +20,7 @@
 use std::time::{Duration, Instant};
 
 use moments::ids::{next_id, now_ms, timestamp_of};
-use moments::service::{feed::home, Context, Presentation};
+use moments::service::{feed::page, Context, Presentation};
 use moments::startup::Application;
 use moments::store::{BlockDoc, LikeDoc, LikeKind, LiveFill, SetKey};
 
@@ -42,7 +42,9 @@ async fn reads(ctx: Context, reader: i64) -> Vec<Duration> {
             ..Presentation::default()
         };
         let start = Instant::now();
-        let page = home::home(&ctx, reader, None, 20, &pres).await.unwrap();
+        let page = page::feed_page(&ctx, reader, None, 20, &pres)
+            .await
+            .unwrap();
         out.push(start.elapsed());
         assert_eq!(page.items.len(), 20);
     }

@@ -17,7 +17,7 @@
 use std::time::Instant;
 
 use moments::ids::{next_id, now_ms, timestamp_of};
-use moments::service::feed::{fan_out, home};
+use moments::service::feed::{fan_out, page};
 use moments::service::Presentation;
 use moments::startup::Application;
 use moments::store::{LiveFill, Owner, SetKey};
@@ -143,12 +143,16 @@ async fn main() {
         ..Default::default()
     };
     for _ in 0..3 {
-        home::home(&ctx, reader, None, 20, &pres).await.unwrap();
+        page::feed_page(&ctx, reader, None, 20, &pres)
+            .await
+            .unwrap();
     }
     let mut idle = Vec::new();
     for _ in 0..300 {
         let t = Instant::now();
-        home::home(&ctx, reader, None, 20, &pres).await.unwrap();
+        page::feed_page(&ctx, reader, None, 20, &pres)
+            .await
+            .unwrap();
         idle.push(ms(t.elapsed()));
     }
     let fanning = {
@@ -171,7 +175,9 @@ async fn main() {
     let mut busy = Vec::new();
     while !fanning.is_finished() {
         let t = Instant::now();
-        home::home(&ctx, reader, None, 20, &pres).await.unwrap();
+        page::feed_page(&ctx, reader, None, 20, &pres)
+            .await
+            .unwrap();
         busy.push(ms(t.elapsed()));
     }
     fanning.await.unwrap();
@@ -212,7 +218,9 @@ async fn main() {
             ..Default::default()
         };
         let t = Instant::now();
-        let page = home::home(&ctx, reader, None, 20, &pres).await.unwrap();
+        let page = page::feed_page(&ctx, reader, None, 20, &pres)
+            .await
+            .unwrap();
         runs.push(ms(t.elapsed()));
         assert_eq!(page.items.len(), 20);
     }
@@ -255,12 +263,16 @@ async fn main() {
         now: now_ms(),
         ..Default::default()
     };
-    home::home(&ctx, reader, None, 100, &pres).await.unwrap();
+    page::feed_page(&ctx, reader, None, 100, &pres)
+        .await
+        .unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     // The first read of a built timeline also fetches the followees'
     // follower counts (push or pull), which each instance keeps a minute.
     let before = ctx.round_trips.snapshot();
-    home::home(&ctx, reader, None, 20, &pres).await.unwrap();
+    page::feed_page(&ctx, reader, None, 20, &pres)
+        .await
+        .unwrap();
     let after = ctx.round_trips.snapshot();
     println!(
         "first page of 20 from the built timeline, follower counts not yet cached: {} document and {} live round trips (plus the session lookup)",
@@ -269,7 +281,9 @@ async fn main() {
     );
     for limit in [5, 20, 100] {
         let before = ctx.round_trips.snapshot();
-        home::home(&ctx, reader, None, limit, &pres).await.unwrap();
+        page::feed_page(&ctx, reader, None, limit, &pres)
+            .await
+            .unwrap();
         let after = ctx.round_trips.snapshot();
         println!(
             "warm feed page of {limit}: {} document and {} live round trips (plus the session lookup)",

@@ -969,7 +969,7 @@ async fn a_posts_id_arrays_hold_its_newest_ids_first_capped() {
     // array from the collection it mirrors. Either way, this is what a
     // post's document carries.
 
-    use moments::store::{CommentDoc, LikeDoc, LikeKind, PostDocs};
+    use moments::store::{CommentDoc, CommentDocs, LikeDoc, LikeDocs, LikeKind, PostDocs};
     let docs = fresh_docs("id_arrays").await;
     let post = id(1);
     docs.insert_post(&text_post(post)).await.unwrap();
@@ -1023,7 +1023,7 @@ async fn hot_comments_rank_by_their_likes_peak_which_never_falls() {
     // The hot order: an update raising `likesPeak` guarded by `$lt` or
     // `$exists: false` in an `$or`, and a page sorted on two fields
     // descending below a (peak, id) key, through the adapter.
-    use moments::store::{CommentDoc, LikeDoc, LikeKind, PostDocs};
+    use moments::store::{CommentDoc, CommentDocs, LikeDoc, LikeDocs, LikeKind};
     let docs = fresh_docs("hot_comments").await;
     let post = id(1);
     let comment = |n: i64| CommentDoc {

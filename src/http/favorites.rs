@@ -1,5 +1,5 @@
-//! A reader's own lists of posts: favorites (keeping twice is keeping
-//! once) and the history of what they viewed.
+//! Favorites: posts a reader keeps for later (keeping twice is keeping
+//! once), listed newest first.
 
 use actix_web::http::Method;
 use actix_web::{web, HttpResponse};
@@ -7,7 +7,7 @@ use actix_web::{web, HttpResponse};
 use super::extract::{path_id, AuthUser, PageQuery, PresentationQuery, ReadParams};
 use crate::error::AppError;
 use crate::service::read::responses::{ExpandedPost, FavoriteState, Page};
-use crate::service::{favorites, jobs::post_views, Context};
+use crate::service::{favorites, Context};
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(super::resource(
@@ -20,10 +20,6 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(super::resource(
         "/me/favorites",
         [(Method::GET, web::to(list))],
-    ));
-    cfg.service(super::resource(
-        "/me/history",
-        [(Method::GET, web::to(history))],
     ));
 }
 
@@ -65,19 +61,5 @@ pub async fn list(
 ) -> Result<HttpResponse, AppError> {
     let page =
         favorites::favorites(&ctx, user.uid, params.cursor, params.limit, &params.pres).await?;
-    super::posts_page(&page)
-}
-
-#[utoipa::path(get, path = "/api/v1/me/history", tag = "favorites",
-    params(PageQuery, PresentationQuery),
-    responses((status = 200, body = Page<ExpandedPost>, description = "the posts the caller viewed in the last 30 days and may still see, newest view first, one entry per post and day (views of the last second may not be listed yet)")),
-    security(("bearer" = [])))]
-pub async fn history(
-    ctx: web::Data<Context>,
-    user: AuthUser,
-    params: ReadParams,
-) -> Result<HttpResponse, AppError> {
-    let page =
-        post_views::history(&ctx, user.uid, params.cursor, params.limit, &params.pres).await?;
     super::posts_page(&page)
 }

@@ -7,7 +7,7 @@ use actix_web::{FromRequest, HttpRequest};
 
 use super::extract::{Credentials, PageQuery, PresentationQuery, ReadParams};
 use crate::error::AppError;
-use crate::service::{accounts, feed::home, Context};
+use crate::service::{accounts, feed::page, Context};
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(super::resource("/feed", [(Method::GET, web::to(feed))]));
@@ -33,14 +33,14 @@ pub async fn feed(ctx: web::Data<Context>, req: HttpRequest) -> Result<HttpRespo
     let mut plan = None;
     let (session, first) =
         accounts::authenticate_with(&ctx, &c.token, c.traffic, &c.origin, |uid| {
-            let made = home::first_home_read(&ctx, uid, params.cursor, params.limit);
+            let made = page::first_read(&ctx, uid, params.cursor, params.limit);
             let read = made.read.clone();
             plan = Some(made);
             read
         })
         .await?;
     let first = plan.zip(first);
-    let page = home::home_after_read(
+    let page = page::page_after_read(
         &ctx,
         session.uid,
         params.cursor,

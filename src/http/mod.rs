@@ -7,6 +7,7 @@ pub mod comments;
 pub mod extract;
 pub mod favorites;
 pub mod feed;
+pub mod history;
 pub mod idempotency;
 pub mod labels;
 pub mod likes;
@@ -34,6 +35,7 @@ pub fn api(cfg: &mut web::ServiceConfig) {
             .configure(comments::routes)
             .configure(likes::routes)
             .configure(favorites::routes)
+            .configure(history::routes)
             .configure(labels::routes)
             .configure(shares::routes)
             .configure(social::routes)

@@ -24,7 +24,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     ));
     cfg.service(super::resource(
         "/users/{uid}/posts",
-        [(Method::GET, web::to(user_posts))],
+        [(Method::GET, web::to(album))],
     ));
 }
 
@@ -88,14 +88,14 @@ pub async fn delete(
     params(("uid" = i64, Path, minimum = 1), PageQuery, PresentationQuery),
     responses((status = 200, body = Page<ExpandedPost>, description = "the posts of the user's album the viewer may see, newest first")),
     security((), ("bearer" = [])))]
-pub async fn user_posts(
+pub async fn album(
     ctx: web::Data<Context>,
     viewer: MaybeAuthUser,
     uid: web::Path<String>,
     params: ReadParams,
 ) -> Result<HttpResponse, AppError> {
     let uid = path_id(&uid, "user")?;
-    let page = posts::user_posts(
+    let page = posts::album(
         &ctx,
         uid,
         viewer.0,

@@ -191,7 +191,7 @@ pub async fn erase_traces(ctx: &Context, uid: i64, budget: usize) -> AppResult<b
         .apply_unordered(
             ctx.live.as_ref(),
             Owner::User(uid),
-            vec![super::feed::home::forget_timeline(uid)],
+            vec![super::feed::page::forget_timeline(uid)],
         )
         .await;
     ctx.docs.erasure_done(uid).await?;

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use super::feed::home::forget_timeline;
+use super::feed::page::forget_timeline;
 use super::read::loader::Loader;
 use super::read::responses::Page;
 use super::{with_fresh_id, Context, Relations};

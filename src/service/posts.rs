@@ -315,11 +315,12 @@ pub async fn remove_post(ctx: &Context, body: PostBody) -> AppResult<()> {
     Ok(())
 }
 
-/// A user's posts, newest first, that the viewer may see. Past the
-/// author's album window the album ends for everyone but the author: the
-/// window is read once a page reaches posts old enough for it to matter,
-/// and older ids are not read at all (a post's id carries its time).
-pub async fn user_posts(
+/// A user's album: their posts, newest first, that the viewer may see.
+/// Past the author's album window the album ends for everyone but the
+/// author: the window is read once a page reaches posts old enough for it
+/// to matter, and older ids are not read at all (a post's id carries its
+/// time).
+pub async fn album(
     ctx: &Context,
     author: i64,
     viewer: Viewer,

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use super::feed::home::forget_timeline;
+use super::feed::page::forget_timeline;
 use super::notifications::{notify, Event};
 use super::read::assemble::load_cards;
 use super::read::loader::Loader;
@@ -504,7 +504,7 @@ pub async fn profile(ctx: &Context, uid: i64, viewer: Viewer) -> AppResult<Profi
     let mut rel = Relations::from_loaded(viewer, &loaded);
     settle_blocks(&mut loader, &mut rel, [uid]).await?;
     loader.finish("profile");
-    if rel.profile_hidden(uid) {
+    if rel.profile_not_visible(uid) {
         return Err(AppError::NotFound("user"));
     }
     let card = load_cards(ctx, &[uid])
@@ -582,7 +582,7 @@ pub async fn list(
     let mut rel = Relations::from_loaded(viewer, &loaded);
     settle_blocks(&mut loader, &mut rel, [uid]).await?;
     loader.finish("graph_list");
-    if rel.profile_hidden(uid) || !loaded.blobs.contains_key(&BlobKey::Card(uid)) {
+    if rel.profile_not_visible(uid) || !loaded.blobs.contains_key(&BlobKey::Card(uid)) {
         return Err(AppError::NotFound("user"));
     }
     let before = cursor.map(|c| c.0);

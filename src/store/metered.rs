@@ -233,15 +233,19 @@ metered! {
 
     impl PostDocs for MeteredDocs {
         counted fn insert_post(post: &PostDoc) -> ();
-        counted fn comments_by_author(uid: i64, limit: usize) -> Vec<CommentDoc>;
-        counted fn likes_by_user(uid: i64, before: Option<i64>, limit: usize) -> Vec<LikeDoc>;
         batch(ids) fn posts_by_ids(ids: &[i64]) -> Vec<PostDoc>;
         counted fn delete_post(id: i64) -> bool;
         counted fn post_ids_by_author(uid: i64, before: Option<i64>, limit: usize) -> Vec<i64>;
+        batch(authors) fn post_ids_by_authors(
+            authors: &[i64],
+            before: Option<i64>,
+            limit: usize,
+        ) -> Vec<i64>;
+    }
+
+    impl CommentDocs for MeteredDocs {
+        counted fn comments_by_author(uid: i64, limit: usize) -> Vec<CommentDoc>;
         counted fn raise_likes_peak(post_id: i64, comment_id: i64) -> ();
-        counted fn insert_like_only(like: &LikeDoc) -> bool;
-        counted fn delete_like_only(kind: LikeKind, target_id: i64, uid: i64) -> Option<LikeDoc>;
-        background fn refresh_like_array(post_id: i64, cap: usize, read_at: i64) -> ();
         counted fn hot_comments_page(post_id: i64, after: Option<(i64, i64)>, limit: usize) -> Vec<CommentDoc>;
         counted fn insert_comment(comment: &CommentDoc, cap: usize) -> ();
         batch(ids) fn comments_by_ids(ids: &[(i64, i64)]) -> Vec<CommentDoc>;
@@ -255,6 +259,13 @@ metered! {
         counted fn thread_page(post_id: i64, thread_id: i64, after: Option<i64>, limit: usize) -> Vec<CommentDoc>;
         batch(post_ids) fn comment_ids_of_posts(post_ids: &[i64]) -> Vec<(i64, i64)>;
         batch(comments) fn reply_ids_of_comments(comments: &[(i64, i64)]) -> Vec<(i64, i64)>;
+    }
+
+    impl LikeDocs for MeteredDocs {
+        counted fn likes_by_user(uid: i64, before: Option<i64>, limit: usize) -> Vec<LikeDoc>;
+        counted fn insert_like_only(like: &LikeDoc) -> bool;
+        counted fn delete_like_only(kind: LikeKind, target_id: i64, uid: i64) -> Option<LikeDoc>;
+        background fn refresh_like_array(post_id: i64, cap: usize, read_at: i64) -> ();
         counted fn insert_like(like: &LikeDoc, cap: usize) -> bool;
         counted fn delete_like(kind: LikeKind, target_id: i64, uid: i64) -> Option<LikeDoc>;
         batch(target_ids) fn likes_of_targets(kind: LikeKind, target_ids: &[i64]) -> Vec<LikeDoc>;
@@ -264,11 +275,6 @@ metered! {
             before: Option<i64>,
             limit: usize,
         ) -> Vec<LikeDoc>;
-        batch(authors) fn post_ids_by_authors(
-            authors: &[i64],
-            before: Option<i64>,
-            limit: usize,
-        ) -> Vec<i64>;
     }
 
     impl SocialDocs for MeteredDocs {

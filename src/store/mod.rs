@@ -41,3 +41,27 @@ pub(crate) fn lenient_bool<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::E
         Some(B::Float(f)) => f != 0.0,
     })
 }
+
+/// Panics unless the `//!` header of `mod_rs` (a folder's `mod.rs`) names
+/// every other module in `src/store/{folder}` in backquotes: the headers
+/// are where a newcomer looks first, so they must not fall behind.
+#[cfg(test)]
+pub(crate) fn assert_header_names_every_file(mod_rs: &str, folder: &str) {
+    let header: String = mod_rs
+        .lines()
+        .take_while(|l| l.starts_with("//!"))
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace("//! ", "");
+    let dir = format!("{}/src/store/{folder}", env!("CARGO_MANIFEST_DIR"));
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        let Some(module) = name.strip_suffix(".rs").filter(|m| *m != "mod") else {
+            continue;
+        };
+        assert!(
+            header.contains(&format!("`{module}`")),
+            "the header of {folder}/mod.rs does not name {module}"
+        );
+    }
+}

@@ -444,7 +444,7 @@ async fn a_create_that_failed_after_its_insert_is_answered_by_the_retry() {
     let path = format!("/api/v1/posts/{post}/comments");
     app.ctx
         .faults
-        .inject("PostDocs", "insert_comment", Fault::FailAfter, 1);
+        .inject("CommentDocs", "insert_comment", Fault::FailAfter, 1);
     let comment = json!({"content": "one comment"});
     let (s, _, _) = post_with_key(&app, &path, Some(&ann.token), "c-after", comment.clone()).await;
     assert_eq!(s, 503);

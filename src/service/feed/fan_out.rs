@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use super::home::forget_timeline;
+use super::page::forget_timeline;
 
 use crate::domain::post::Visibility;
 use crate::error::AppResult;

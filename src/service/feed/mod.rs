@@ -14,14 +14,14 @@
 //!   `MOMENTS_PULLED_AUTHOR_FOLLOWERS` followers are never pushed; their
 //!   posts are merged in at read time. Pushing to every follower of an
 //!   account that size would cost more than all its followers' reads.
-//! - Rebuild (`home`): a timeline that is absent (its owner was away, it
+//! - Rebuild (`page`): a timeline that is absent (its owner was away, it
 //!   expired a day unread, the live store was lost, or the owner followed
 //!   or unfollowed someone) is rebuilt from the newest posts of the
 //!   followees in the same request, so the first page is always full.
-//! - History (`home`): timelines keep `MOMENTS_TIMELINE_MAX` entries; pages
+//! - History (`page`): timelines keep `MOMENTS_TIMELINE_MAX` entries; pages
 //!   past that continue from the documents, so nothing is ever lost.
 
 pub mod fan_out;
 pub mod fan_out_registry;
-pub mod home;
+pub mod page;
 pub mod pulled_authors;

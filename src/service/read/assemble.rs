@@ -671,7 +671,7 @@ pub async fn assemble_visible(
     }
     // Replies among a narrowed post's newest comments the viewer may not
     // see, by the comment they reply to.
-    let mut hidden_replies: HashMap<i64, u64> = HashMap::new();
+    let mut unseen_replies: HashMap<i64, u64> = HashMap::new();
     if !narrowed.is_empty() {
         let whole: Vec<SetRead> = narrowed
             .iter()
@@ -743,7 +743,7 @@ pub async fn assemble_visible(
             if visible {
                 by_post.entry(c.post_id).or_default().push(c);
             } else if let Some(r) = c.reply_to {
-                *hidden_replies.entry(r.comment_id).or_default() += 1;
+                *unseen_replies.entry(r.comment_id).or_default() += 1;
             }
         }
         for c in posts.iter_mut() {
@@ -1005,11 +1005,11 @@ pub async fn assemble_visible(
                         .remove(&SetKey::CommentReplies(post_id, *cid))
                         .unwrap_or_default();
                     if narrowed.contains(&post_id) {
-                        let sight = sights.get(&post_id).copied().unwrap_or(Sight::Hidden);
+                        let sight = sights.get(&post_id).copied().unwrap_or(Sight::NotVisible);
                         likers.count = narrowed_count(likers.count, &likers.top, |u| {
                             sight.shows_actor(&rel, u)
                         });
-                        let hidden = hidden_replies.get(cid).copied().unwrap_or(0);
+                        let hidden = unseen_replies.get(cid).copied().unwrap_or(0);
                         replies.count = replies.count.saturating_sub(hidden);
                     }
                     Some(CommentParts {

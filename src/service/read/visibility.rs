@@ -260,11 +260,11 @@ impl Relations {
         }
     }
 
-    /// Whether `uid`'s profile is hidden from the viewer: only by their
+    /// Whether `uid`'s profile is not visible to the viewer: only by their
     /// block of the viewer. Whoever blocked someone still finds that
     /// profile (marked `blocking`), to see whom they blocked and to undo
     /// it; their posts stay hidden (`sight`).
-    pub fn profile_hidden(&self, uid: i64) -> bool {
+    pub fn profile_not_visible(&self, uid: i64) -> bool {
         if Some(uid) == self.viewer {
             return false;
         }
@@ -504,7 +504,7 @@ pub async fn read_author_rules<'p>(
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sight {
     /// Not the post, nor anything on it: it answers 404.
-    Hidden,
+    NotVisible,
     /// The post, and the interactions `Interactions` says.
     Shown(Interactions),
 }
@@ -523,7 +523,7 @@ pub enum Interactions {
 /// May this viewer see this post, and which of its interactions.
 pub fn sight(post: &PostBody, rel: &Relations) -> Sight {
     if post.deleted {
-        return Sight::Hidden;
+        return Sight::NotVisible;
     }
     if rel.viewer == Some(post.author_uid) {
         return Sight::Shown(Interactions::All);
@@ -532,10 +532,10 @@ pub fn sight(post: &PostBody, rel: &Relations) -> Sight {
         || rel.sets.hidden_by.contains(&post.author_uid)
         || rel.authors.gone.contains(&post.author_uid)
     {
-        return Sight::Hidden;
+        return Sight::NotVisible;
     }
     if !rel.inside_window(post) {
-        return Sight::Hidden;
+        return Sight::NotVisible;
     }
     let friend = rel.sets.friends.contains(&post.author_uid);
     let in_audience = match post.visibility {
@@ -548,7 +548,7 @@ pub fn sight(post: &PostBody, rel: &Relations) -> Sight {
         Visibility::Except => friend && !rel.named(post, true),
     };
     match (in_audience, post.visibility) {
-        (false, _) => Sight::Hidden,
+        (false, _) => Sight::NotVisible,
         (true, Visibility::Public | Visibility::Followers) => Sight::Shown(Interactions::All),
         (true, _) => Sight::Shown(Interactions::FriendsOnly),
     }
@@ -565,7 +565,7 @@ pub enum Place {
 /// `sight`, for a post shown at `place`.
 pub fn sight_at(post: &PostBody, rel: &Relations, place: Place) -> Sight {
     if place == Place::HomeFeed && rel.sets.muted.contains(&post.author_uid) {
-        return Sight::Hidden;
+        return Sight::NotVisible;
     }
     sight(post, rel)
 }
@@ -579,7 +579,7 @@ impl Sight {
     /// comment, a reply).
     pub fn shows_actor(self, rel: &Relations, actor: i64) -> bool {
         match self {
-            Sight::Hidden => false,
+            Sight::NotVisible => false,
             _ if rel.blocked(actor) => false,
             Sight::Shown(Interactions::All) => true,
             Sight::Shown(Interactions::FriendsOnly) => {
@@ -592,7 +592,7 @@ impl Sight {
     /// viewer, so that its counts must be narrowed to what is shown.
     pub fn may_hide_some(self, rel: &Relations) -> bool {
         match self {
-            Sight::Hidden => true,
+            Sight::NotVisible => true,
             Sight::Shown(Interactions::FriendsOnly) => true,
             Sight::Shown(Interactions::All) => rel.blocks_anyone(),
         }

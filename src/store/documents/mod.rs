@@ -5,11 +5,13 @@
 //! same name.
 
 mod accounts;
+mod comments;
 mod device_models;
 mod fan_outs;
 mod favorites;
 mod idempotency;
 mod labels;
+mod likes;
 mod live_repairs;
 mod notifications;
 mod posts;
@@ -18,11 +20,13 @@ mod social;
 mod views;
 
 pub use accounts::*;
+pub use comments::*;
 pub use device_models::*;
 pub use fan_outs::*;
 pub use favorites::*;
 pub use idempotency::*;
 pub use labels::*;
+pub use likes::*;
 pub use live_repairs::*;
 pub use notifications::*;
 pub use posts::*;
@@ -43,6 +47,8 @@ use crate::store::StoreResult;
 pub trait DocStore:
     AccountDocs
     + PostDocs
+    + CommentDocs
+    + LikeDocs
     + SocialDocs
     + NotificationDocs
     + DeviceModelDocs

@@ -1,7 +1,11 @@
 //! The MongoDB adapter of `DocStore`, on the official driver: the
 //! store-wide operations and shared helpers here, one file per aggregate
-//! port (`accounts`, `posts`, `social`, `notifications`, `device_models`,
-//! `fan_outs`).
+//! port (`accounts`, `posts`, `comments`, `likes`, `social`,
+//! `notifications`, `fan_outs`, `live_repairs`, `device_models`,
+//! `favorites`, `labels`, `shares`, `views`, `idempotency`), beside the
+//! claims of saved work (`claims`), the validators and indexes
+//! (`schemas`) and the shard keys (`shard_keys`). A test holds this list
+//! to the folder.
 //!
 //! Queries stay inside the subset that both MongoDB and the test stand-in
 //! agree on (TESTING.md): writes address documents by `_id` or by equality,
@@ -10,11 +14,13 @@
 
 mod accounts;
 mod claims;
+mod comments;
 mod device_models;
 mod fan_outs;
 mod favorites;
 mod idempotency;
 mod labels;
+mod likes;
 mod live_repairs;
 mod notifications;
 mod posts;
@@ -643,6 +649,11 @@ impl DocStore for MongoDocs {
 mod tests {
     use super::*;
     use mongodb::error::CommandError;
+
+    #[test]
+    fn the_header_names_every_file_here() {
+        crate::store::assert_header_names_every_file(include_str!("mod.rs"), "mongo");
+    }
 
     fn command_error(code: i32, name: &str) -> MongoError {
         let e: CommandError = mongodb::bson::from_document(

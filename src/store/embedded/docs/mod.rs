@@ -1,6 +1,6 @@
 //! `DocStore` on redb: the tables, helpers and store-wide operations here,
-//! one file per aggregate port (`accounts`, `posts`, `social`,
-//! `notifications`, `fan_outs`, `live_repairs`, `device_models`,
+//! one file per aggregate port (`accounts`, `posts`, `comments`, `likes`,
+//! `social`, `notifications`, `fan_outs`, `live_repairs`, `device_models`,
 //! `favorites`, `labels`, `shares`, `views`, `idempotency`; a test holds
 //! this list to the folder).
 //!
@@ -10,11 +10,13 @@
 //! returns): what was acknowledged survives `kill -9`.
 
 mod accounts;
+mod comments;
 mod device_models;
 mod fan_outs;
 mod favorites;
 mod idempotency;
 mod labels;
+mod likes;
 mod live_repairs;
 mod notifications;
 mod posts;
@@ -109,7 +111,7 @@ const SESSION_EXPIRY: TableDefinition<(i64, u64), ()> = TableDefinition::new("se
 /// same lease rules as on MongoDB keep the two stores alike.
 const INSTANCE_LEASES: TableDefinition<u64, (&str, i64)> = TableDefinition::new("instance_leases");
 /// Where earlier versions kept raw tokens; dropped at start-up.
-const RAW_TOKENS: TableDefinition<&str, (u64, i64)> = TableDefinition::new("sessions");
+const LEGACY_RAW_TOKENS: TableDefinition<&str, (u64, i64)> = TableDefinition::new("sessions");
 /// Idempotency record id → the record (JSON).
 const IDEMPOTENCY_KEYS: TableDefinition<&str, &[u8]> = TableDefinition::new("idempotency_keys");
 /// (expires at, record id), for the purge.
@@ -571,7 +573,7 @@ impl DocStore for EmbeddedDocs {
                 }
             }
             // Raw tokens must not outlive the upgrade that stopped storing them.
-            txn.delete_table(RAW_TOKENS).map_err(other)?;
+            txn.delete_table(LEGACY_RAW_TOKENS).map_err(other)?;
             Ok(())
         })
         .await
@@ -701,7 +703,7 @@ impl DocStore for EmbeddedDocs {
 mod tests {
     use super::*;
     use crate::store::ReplyRef;
-    use crate::store::{AccountDocs, PostDocs};
+    use crate::store::{AccountDocs, CommentDocs, LikeDocs, PostDocs};
 
     fn temp_store(cap: usize) -> (EmbeddedDocs, std::path::PathBuf) {
         let dir = std::env::temp_dir().join(format!("moments-docs-{}", crate::ids::next_id()));
@@ -889,20 +891,6 @@ mod tests {
 
     #[test]
     fn the_header_names_every_file_here() {
-        let header: String = include_str!("mod.rs")
-            .lines()
-            .take_while(|l| l.starts_with("//!"))
-            .collect();
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/store/embedded/docs");
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let name = entry.unwrap().file_name().into_string().unwrap();
-            let Some(module) = name.strip_suffix(".rs").filter(|m| *m != "mod") else {
-                continue;
-            };
-            assert!(
-                header.contains(&format!("`{module}`")),
-                "the header of embedded/docs/mod.rs does not name {module}"
-            );
-        }
+        crate::store::assert_header_names_every_file(include_str!("mod.rs"), "embedded/docs");
     }
 }

@@ -18,40 +18,35 @@ use crate::service::read::visibility::Place;
 use crate::service::{Context, Presentation};
 use crate::store::{LiveAnswer, LiveFill, LiveRead, Owner, SetKey, SetRead};
 
-/// The viewer's home timeline, newest first, as expanded posts: a full page
-/// of what the viewer may see now (an entry pushed before an unfriending or
-/// a block is passed over, and the page reads on past it).
-pub async fn home(
+/// A page of the viewer's home feed, newest first, as expanded posts: a
+/// full page of what the viewer may see now (an entry pushed before an
+/// unfriending or a block is passed over, and the page reads on past it).
+pub async fn feed_page(
     ctx: &Context,
     viewer: i64,
     cursor: Option<Cursor>,
     limit: usize,
     pres: &Presentation,
 ) -> AppResult<Page<PostJson>> {
-    home_after_read(ctx, viewer, cursor, limit, pres, None).await
+    page_after_read(ctx, viewer, cursor, limit, pres, None).await
 }
 
 /// The live read a page of `viewer`'s home feed starts with, for a caller
 /// to send along with one of its own (`accounts::authenticate_with`): then
 /// a warm page costs no round trip of its own for its ids.
-pub fn first_home_read(
-    ctx: &Context,
-    viewer: i64,
-    cursor: Option<Cursor>,
-    limit: usize,
-) -> HomeRead {
-    home_read(ctx, viewer, cursor.map(|c| c.0), limit + 1)
+pub fn first_read(ctx: &Context, viewer: i64, cursor: Option<Cursor>, limit: usize) -> FeedRead {
+    feed_read(ctx, viewer, cursor.map(|c| c.0), limit + 1)
 }
 
-/// `home`, its first read already made (`first_home_read`): `None` if it
+/// `feed_page`, its first read already made (`first_read`): `None` if it
 /// could not be.
-pub async fn home_after_read(
+pub async fn page_after_read(
     ctx: &Context,
     viewer: i64,
     cursor: Option<Cursor>,
     limit: usize,
     pres: &Presentation,
-    first: Option<(HomeRead, LiveAnswer)>,
+    first: Option<(FeedRead, LiveAnswer)>,
 ) -> AppResult<Page<PostJson>> {
     let mut first = first;
     let (items, next_cursor) = fill_page(
@@ -63,8 +58,8 @@ pub async fn home_after_read(
                 .filter(|(plan, _)| plan.before == before && plan.want == n);
             async move {
                 match made {
-                    Some((plan, answer)) => home_ids_from(ctx, viewer, plan, Ok(answer)).await,
-                    None => home_ids(ctx, viewer, before, n).await,
+                    Some((plan, answer)) => feed_ids_from(ctx, viewer, plan, Ok(answer)).await,
+                    None => feed_ids(ctx, viewer, before, n).await,
                 }
             }
         },
@@ -84,7 +79,7 @@ pub async fn home_after_read(
 /// The first live read of a page of home-feed ids: the timeline, the
 /// viewer's generation, and whom the viewer follows unless this instance
 /// keeps a copy (which the generation then vouches for).
-pub struct HomeRead {
+pub struct FeedRead {
     pub read: LiveRead,
     following_copy: Option<(u64, crate::store::SetView)>,
     before: Option<i64>,
@@ -101,7 +96,7 @@ fn following_read(viewer: i64) -> SetRead {
     }
 }
 
-fn home_read(ctx: &Context, viewer: i64, before: Option<i64>, want: usize) -> HomeRead {
+fn feed_read(ctx: &Context, viewer: i64, before: Option<i64>, want: usize) -> FeedRead {
     let limit = want.saturating_sub(1).max(1);
     let following = following_read(viewer);
     // Whom the viewer follows, from this instance's copy when the viewer's
@@ -120,7 +115,7 @@ fn home_read(ctx: &Context, viewer: i64, before: Option<i64>, want: usize) -> Ho
     if following_copy.is_none() {
         read.sets.push(following);
     }
-    HomeRead {
+    FeedRead {
         read,
         following_copy,
         before,
@@ -132,27 +127,27 @@ fn home_read(ctx: &Context, viewer: i64, before: Option<i64>, want: usize) -> Ho
 /// (fewer only where it ends): from the cached timeline, rebuilt here if it
 /// is absent, continued from the documents past its cached part, with big
 /// accounts' posts pulled in.
-async fn home_ids(
+async fn feed_ids(
     ctx: &Context,
     viewer: i64,
     before: Option<i64>,
     want: usize,
 ) -> AppResult<Vec<i64>> {
-    let plan = home_read(ctx, viewer, before, want);
+    let plan = feed_read(ctx, viewer, before, want);
     // The timeline is read directly (an absent one is rebuilt here, from the
     // followees, never as an empty set); the followees through the loader.
     let answer = ctx.live.read(&plan.read).await;
-    home_ids_from(ctx, viewer, plan, answer).await
+    feed_ids_from(ctx, viewer, plan, answer).await
 }
 
-/// `home_ids` from its first read's answer.
-async fn home_ids_from(
+/// `feed_ids` from its first read's answer.
+async fn feed_ids_from(
     ctx: &Context,
     viewer: i64,
-    plan: HomeRead,
+    plan: FeedRead,
     answer: crate::store::StoreResult<LiveAnswer>,
 ) -> AppResult<Vec<i64>> {
-    let HomeRead {
+    let FeedRead {
         following_copy,
         before,
         want,
