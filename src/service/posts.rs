@@ -205,19 +205,12 @@ async fn check_mentions(
             format!("no such users: {}", named(missing)),
         ));
     }
-    let probe = PostBody {
-        id: 0,
-        author_uid: author,
+    let probe = PostBody::from(PostDoc {
         category: post.category,
-        content: String::new(),
-        picture_urls: Vec::new(),
-        device: String::new(),
-        geo: None,
         visibility: post.visibility,
         audience: post.audience.clone(),
-        createtime: crate::ids::now_ms(),
-        deleted: false,
-    };
+        ..PostDoc::text(0, author, "", crate::ids::now_ms())
+    });
     let unseeing: Vec<i64> = mentioned
         .iter()
         .copied()

@@ -372,7 +372,7 @@ mod tests {
     use crate::domain::post::{Audience, Category, Geo, Visibility};
     use crate::domain::time_text::{Lang, TzOffset};
     use crate::service::read::assemble::{build_post, CommentParts, PostParts};
-    use crate::store::{CommentDoc, PostBody, ReplyRef, SetView};
+    use crate::store::{CommentDoc, PostBody, PostDoc, ReplyRef, SetView};
 
     const HOUR: i64 = 3_600_000;
 
@@ -433,9 +433,7 @@ mod tests {
         people.sort_unstable();
         people.dedup();
         PostSnapshot {
-            body: PostBody {
-                id,
-                author_uid: author,
+            body: PostBody::from(PostDoc {
                 category: if with_everything {
                     Category::Picture
                 } else {
@@ -469,9 +467,8 @@ mod tests {
                     labels: vec![7],
                     uids: vec![201],
                 }),
-                createtime: created,
-                deleted: false,
-            },
+                ..PostDoc::text(id, author, "", created)
+            }),
             likers: SetView {
                 count: likers.len() as u64 + 40,
                 top: likers.into_iter().take(LATEST_LIKES).collect(),

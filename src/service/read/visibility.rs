@@ -664,7 +664,8 @@ impl PushFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::post::{Audience, Category};
+    use crate::domain::post::Audience;
+    use crate::store::PostDoc;
 
     const AUTHOR: i64 = 1;
     const VIEWER: i64 = 2;
@@ -766,22 +767,15 @@ mod tests {
     }
 
     fn post(visibility: Visibility, age: i64) -> PostBody {
-        PostBody {
+        PostBody::from(PostDoc {
             id: 10,
-            author_uid: AUTHOR,
-            category: Category::Text,
-            content: String::new(),
-            picture_urls: vec![],
-            device: String::new(),
-            geo: None,
             visibility,
             audience: visibility.names_an_audience().then(|| Audience {
                 labels: vec![LABEL],
                 uids: vec![NAMED],
             }),
-            createtime: NOW - age,
-            deleted: false,
-        }
+            ..PostDoc::text(10, AUTHOR, "", NOW - age)
+        })
     }
 
     /// Who sees a post, by the viewer's relation, the post's audience and
