@@ -23,7 +23,7 @@ use moments::service::read::assemble::{
     build_comment, build_post, CommentParts, PostParts, LATEST_COMMENTS, LATEST_LIKES,
 };
 use moments::service::Presentation;
-use moments::store::{CommentDoc, PostBody, ReplyRef, SetView, UserCard};
+use moments::store::{CommentDoc, PostBody, PostDoc, ReplyRef, SetView, UserCard};
 
 const MINUTE: i64 = 60_000;
 const HOUR: i64 = 60 * MINUTE;
@@ -100,11 +100,8 @@ fn fixture() -> Fixture {
     // read "3小时前" and the comments span several of the text rules.
     let now = created + 3 * HOUR;
 
-    let body = PostBody {
-        id: post_id,
-        author_uid: author,
+    let body = PostBody::from(PostDoc {
         category: Category::Picture,
-        content: CONTENT.to_string(),
         picture_urls: (0..9)
             .map(|i| format!("https://cdn.example.com/moments/{author}/{post_id}/{i}.jpg"))
             .collect(),
@@ -114,11 +111,8 @@ fn fixture() -> Fixture {
             lon: 120.1485,
             name: Some("杭州·西湖风景区".to_string()),
         }),
-        visibility: Visibility::Public,
-        audience: None,
-        createtime: created,
-        deleted: false,
-    };
+        ..PostDoc::text(post_id, author, CONTENT, created)
+    });
 
     // Latest likes, newest first: (uid, like id).
     let mut top: Vec<(i64, i64)> = likers.iter().map(|&u| (u, ids::next_id())).collect();
