@@ -15,7 +15,7 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, Criterion};
 
 use moments::domain::device::DisplayName;
-use moments::domain::post::{Category, Geo, Visibility};
+use moments::domain::post::{Category, Geo};
 use moments::domain::time_text::{Lang, TzOffset};
 use moments::ids;
 use moments::service::device_names::DeviceNames;
@@ -130,17 +130,7 @@ fn fixture() -> Fixture {
         .zip(ages)
         .zip(COMMENTS)
         .map(|((&uid, age), text)| CommentParts {
-            doc: CommentDoc {
-                id: ids::next_id(),
-                post_id,
-                author_uid: uid,
-                content: text.to_string(),
-                createtime: now - age,
-                reply_to: None,
-                thread_id: None,
-                likes_peak: 0,
-                deleted: false,
-            },
+            doc: CommentDoc::text(ids::next_id(), post_id, uid, text.to_string(), now - age),
             likers: SetView {
                 count: 12,
                 top: Vec::new(),

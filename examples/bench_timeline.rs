@@ -241,17 +241,13 @@ async fn main() {
         let commenter = next_id();
         ctx.docs.insert_user(&user(commenter)).await.unwrap();
         let id = next_id();
-        let c = moments::store::CommentDoc {
+        let c = moments::store::CommentDoc::text(
             id,
-            post_id: *p,
-            author_uid: commenter,
-            content: format!("评论 {i}"),
-            createtime: timestamp_of(id),
-            reply_to: None,
-            thread_id: None,
-            likes_peak: 0,
-            deleted: false,
-        };
+            *p,
+            commenter,
+            format!("评论 {i}"),
+            timestamp_of(id),
+        );
         ctx.docs.insert_comment(&c, 10_000).await.unwrap();
     }
     let reader = next_id();

@@ -974,17 +974,7 @@ async fn a_posts_id_arrays_hold_its_newest_ids_first_capped() {
     let post = id(1);
     docs.insert_post(&text_post(post)).await.unwrap();
     const CAP: usize = 3;
-    let comment = |n: i64| CommentDoc {
-        id: id(100 + n),
-        post_id: post,
-        author_uid: id(2),
-        content: format!("c{n}"),
-        createtime: 0,
-        reply_to: None,
-        thread_id: None,
-        likes_peak: 0,
-        deleted: false,
-    };
+    let comment = |n: i64| CommentDoc::text(id(100 + n), post, id(2), format!("c{n}"), 0);
     for n in 1..=5 {
         docs.insert_comment(&comment(n), CAP).await.unwrap();
     }
@@ -1026,17 +1016,7 @@ async fn hot_comments_rank_by_their_likes_peak_which_never_falls() {
     use moments::store::{CommentDoc, CommentDocs, LikeDoc, LikeDocs, LikeKind};
     let docs = fresh_docs("hot_comments").await;
     let post = id(1);
-    let comment = |n: i64| CommentDoc {
-        id: id(100 + n),
-        post_id: post,
-        author_uid: id(2),
-        content: format!("c{n}"),
-        createtime: 0,
-        reply_to: None,
-        thread_id: None,
-        likes_peak: 0,
-        deleted: false,
-    };
+    let comment = |n: i64| CommentDoc::text(id(100 + n), post, id(2), format!("c{n}"), 0);
     for n in 1..=4 {
         docs.insert_comment(&comment(n), 10).await.unwrap();
     }

@@ -390,15 +390,14 @@ mod tests {
         let author = 100;
         let comment = |n: i64, reply: Option<(i64, i64)>| CommentParts {
             doc: CommentDoc {
-                id: id + n,
-                post_id: id,
-                author_uid: 200 + n,
-                content: format!("第{n}条 😀 \"quoted\"\n"),
-                createtime: created + n * 60_000,
                 reply_to: reply.map(|(c, uid)| ReplyRef { comment_id: c, uid }),
-                thread_id: None,
-                likes_peak: 0,
-                deleted: false,
+                ..CommentDoc::text(
+                    id + n,
+                    id,
+                    200 + n,
+                    format!("第{n}条 😀 \"quoted\"\n"),
+                    created + n * 60_000,
+                )
             },
             likers: SetView {
                 count: n as u64,

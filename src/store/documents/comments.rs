@@ -40,6 +40,30 @@ pub struct CommentDoc {
     pub deleted: bool,
 }
 
+impl CommentDoc {
+    /// A top-level comment with nothing else on it: what tests, benchmarks
+    /// and seeding build, changing the fields they care about with `..`.
+    pub fn text(
+        id: i64,
+        post_id: i64,
+        author_uid: i64,
+        content: impl Into<String>,
+        createtime: i64,
+    ) -> Self {
+        CommentDoc {
+            id,
+            post_id,
+            author_uid,
+            content: content.into(),
+            createtime,
+            reply_to: None,
+            thread_id: None,
+            likes_peak: 0,
+            deleted: false,
+        }
+    }
+}
+
 /// Comments and replies. Part of `DocStore`.
 #[async_trait]
 pub trait CommentDocs: Send + Sync {

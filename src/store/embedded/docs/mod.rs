@@ -717,18 +717,12 @@ mod tests {
 
     fn comment(id: i64, post_id: i64, reply_to: Option<i64>) -> CommentDoc {
         CommentDoc {
-            id,
-            post_id,
-            author_uid: 8,
-            content: "c".into(),
-            createtime: 0,
             reply_to: reply_to.map(|c| ReplyRef {
                 comment_id: c,
                 uid: 8,
             }),
             thread_id: reply_to,
-            likes_peak: 0,
-            deleted: false,
+            ..CommentDoc::text(id, post_id, 8, "c", 0)
         }
     }
 
