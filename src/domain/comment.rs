@@ -1,4 +1,5 @@
-//! Comment text: 1 to 2000 characters, emoji-safe (seed 003: "支持emoji字符存储").
+//! Comment text: 1 to 2000 characters, emoji included (counted as
+//! characters, stored as they are).
 
 use serde::Deserialize;
 

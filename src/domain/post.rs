@@ -1,4 +1,5 @@
-//! What a post may contain (seed 003's fields), checked before it is stored.
+//! What a post may contain (text, up to 9 pictures, category, device, geo,
+//! audience), checked before it is stored.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,4 @@
-//! Shares (分享, seed 002's 分享表): where a post was passed on.
+//! Shares (分享): where a post was passed on.
 
 use serde::{Deserialize, Serialize};
 

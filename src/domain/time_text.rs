@@ -1,4 +1,4 @@
-//! Seed 003's relative time: 刚刚 under a minute, N分钟前 under an hour,
+//! Relative time as a Moments client shows it: 刚刚 under a minute, N分钟前 under an hour,
 //! N小时前 under a day, else the date in the reader's time zone (UTC+8 by
 //! default). Clients may do this themselves from `createtime` and
 //! `serverTime`; `?lang=` asks the server to do it by the same rule.
@@ -143,7 +143,7 @@ fn civil_date(ms: i64) -> (i64, u32, u32) {
 mod tests {
     use super::*;
 
-    // 2018-11-28T03:06:10.935Z, the createtime in seed 003.
+    // 2018-11-28T03:06:10.935Z: a createtime from the original API's example.
     const SEED: i64 = 1_543_374_370_935;
 
     fn zh(created: i64, now: i64) -> String {
@@ -151,7 +151,7 @@ mod tests {
     }
 
     #[test]
-    fn relative_steps_follow_seed_003() {
+    fn relative_steps_follow_the_moments_rule() {
         assert_eq!(zh(SEED, SEED), "刚刚");
         assert_eq!(zh(SEED, SEED + 59_999), "刚刚");
         assert_eq!(zh(SEED, SEED + 60_000), "1分钟前");

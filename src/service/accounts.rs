@@ -1,6 +1,6 @@
 //! Accounts and sessions. Passwords are argon2id hashes, computed off the
-//! async workers on a bounded pool. A session is a document (seed 002's
-//! 30-day login), cached in the live store under its user; its bearer token
+//! async workers on a bounded pool. A session is a document (a sign-in
+//! lasts 30 days), cached in the live store under its user; its bearer token
 //! is `UID.SECRET` and is kept nowhere, only its SHA-256. So losing the live
 //! store logs nobody out, and a dump of either store signs nobody in.
 

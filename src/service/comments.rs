@@ -1,4 +1,5 @@
-//! Comments and replies ("张三 replied to 李四", seed 003).
+//! Comments and replies: a reply names the comment and the person it
+//! answers, so a client shows "张三 replied to 李四".
 
 use super::notifications::{notify, Event};
 use super::read::assemble::{comment_views, visible_post};
@@ -159,7 +160,7 @@ pub enum CommentsFrom {
 }
 
 /// A post's comments the viewer may see, newest first or in hot order
-/// (seed 002's 对象前 N 个评论, by likes), keyset-paged: neither order shows a
+/// (the top N comments of a post, by likes), keyset-paged: neither order shows a
 /// comment twice however comments and likes come and go meanwhile.
 pub async fn list_comments(
     ctx: &Context,
@@ -203,8 +204,8 @@ pub async fn list_comments(
 }
 
 /// The replies in the thread of comment `id`, oldest first, keyset-paged:
-/// the replies to it and the replies to those (seed 003: a comment's reply
-/// count opens its replies). For a comment that is itself a reply, the
+/// the replies to it and the replies to those (a client opens a comment's
+/// replies from its reply count). For a comment that is itself a reply, the
 /// thread it is in. Only what the viewer may see of the post is listed
 /// (visibility.rs); a comment the viewer may not see has no thread to show.
 pub async fn list_replies(

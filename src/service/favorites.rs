@@ -1,4 +1,4 @@
-//! Favorites (收藏, seed 002): posts a user keeps for later, listed newest
+//! Favorites (收藏): posts a user keeps for later, listed newest
 //! first. Only the user who keeps them sees them; a favorite of a post
 //! deleted since, or one its keeper may no longer see, drops out of the
 //! list (visibility.rs), and comes back if the post becomes visible again.

@@ -252,7 +252,7 @@ pub async fn list_likes(
     })
 }
 
-/// The posts `uid` liked, newest like first (seed 002's 我的点赞记录), each
+/// The posts `uid` liked, newest like first (我的点赞记录), each
 /// expanded for them. A post deleted since, or one they may no longer see
 /// (visibility.rs: a block, a changed friendship), drops out; likes of
 /// comments are not listed here.

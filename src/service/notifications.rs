@@ -1,4 +1,4 @@
-//! Notifications (seed 000's msg_list, seed 002's message table): a like,
+//! Notifications (the message list): a like,
 //! comment, reply or follow tells its target, never oneself, once per event
 //! (liking, unliking and liking again notifies once). They expire after 30
 //! days: a filter at read on every backend hides them at once, and a sweep

@@ -1,4 +1,4 @@
-//! Shares (分享, seed 002's 分享表): a reader records passing a post on to a
+//! Shares (分享): a reader records passing a post on to a
 //! platform. One record per reader, post and platform; the post's
 //! `shareCount` counts them. Only a post the reader may see can be shared.
 

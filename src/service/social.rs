@@ -1,5 +1,5 @@
-//! Follows, friends (mutual follows) and blocks: seed 000's friend and fan
-//! lists. Edges live in the documents; each user's following, friends and
+//! Follows, friends (mutual follows) and blocks: the following, followers
+//! (fans) and friends lists. Edges live in the documents; each user's following, friends and
 //! blocks sets are live state, kept in step under the same generation guards
 //! as a post's sets.
 

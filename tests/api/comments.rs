@@ -360,7 +360,7 @@ async fn a_reply_thread_shows_each_viewer_only_what_they_may_see() {
     assert_problem(&not_for_wang, 404, "not_found");
 }
 
-/// Seed 002's hot comments: by the most likes each has had at once, then
+/// Hot comments: by the most likes each has had at once, then
 /// newest; a client paging while likes come and go never sees a comment
 /// twice (a comment's rank never falls, so none drops below a cursor).
 #[tokio::test]

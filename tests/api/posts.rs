@@ -12,7 +12,7 @@ fn set(names: &[&str]) -> BTreeSet<String> {
 }
 
 #[tokio::test]
-async fn the_expanded_post_has_seed_003s_shape() {
+async fn the_expanded_post_has_the_documented_shape() {
     let app = spawn_app().await;
     let wang = app.user("wangwu").await;
     let li = app.user("lisi").await;

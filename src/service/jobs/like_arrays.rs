@@ -1,5 +1,5 @@
-//! A like storm on one post (seed 002 queues hot writes and applies them in
-//! batches). The like document is written at once and is the truth; its
+//! A like storm on one post: hot writes are queued and applied in
+//! batches. The like document is written at once and is the truth; its
 //! effect on the post document, the `likes_postid` array, is coalesced per
 //! post. On MongoDB with Redis a like leaves the post's id in a Redis
 //! stream, read by a consumer group that every instance's applier belongs

@@ -1,8 +1,8 @@
-//! Views (浏览, seed 002): a signed-in read of a post by anyone but its
+//! Views (浏览): a signed-in read of a post by anyone but its
 //! author counts one view per reader, post and day (UTC). Counting adds no
 //! document write to the read: a view waits in this instance's buffer,
-//! which a flusher writes to the documents in batches (seed 002's "redis
-//! 异步+队列，把数据批量写入数据库"), every `MOMENTS_VIEW_FLUSH_MS` and when
+//! which a flusher writes to the documents in batches (a hot counter is
+//! queued and written in bulk, never once per read), every `MOMENTS_VIEW_FLUSH_MS` and when
 //! the service stops. A post's `viewCount` is what the documents hold (a
 //! live blob, dropped after each flush of the post): a view shows in it
 //! once written, within a flush, and is never shown and then taken back.

@@ -1,4 +1,4 @@
-//! The main read: posts expanded per viewer (seed 003's shape) in a constant
+//! The main read: posts expanded per viewer (`responses::ExpandedPost`) in a constant
 //! number of round trips. Three batched live reads at most (posts; their
 //! comments, counts and the cards already known; the cards of comment
 //! authors and reply targets), whatever the page size, with batched document

@@ -100,7 +100,7 @@ pub struct ProfileChange<'a> {
     pub album_window: Option<AlbumWindow>,
 }
 
-/// Seed 000's "simple info": what every list shows next to an item.
+/// A user's card: what every list shows next to an item.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UserCard {

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::store::StoreResult;
 
-/// A post a user keeps for later (收藏, seed 002): one per user and post.
+/// A post a user keeps for later (收藏): one per user and post.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct FavoriteDoc {
     #[serde(rename = "_id")]

@@ -16,7 +16,7 @@ pub enum NotificationKind {
     Mention,
 }
 
-/// Seed 000's msg_info: something that happened to `uid`, done by `actor`.
+/// Something that happened to `uid`, done by `actor`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct NotificationDoc {
     #[serde(rename = "_id")]

@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 use crate::domain::post::{Audience, Category, Geo, Visibility};
 use crate::store::{lenient_bool, StoreResult};
 
-/// A post as stored: seed 003's "final storage structure".
+/// A post as stored: its content, and the newest comment and like ids it
+/// carries so that a page of posts needs no join.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PostDoc {
     #[serde(rename = "_id")]

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::store::StoreResult;
 
-/// A post passed on (分享, seed 002): one per user, post and platform, so
+/// A post passed on (分享): one per user, post and platform, so
 /// sharing again to the same place counts once and no client can grow a
 /// post's share count past its readers times the platforms.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::store::StoreResult;
 
-/// A reader's view of a post on one day (浏览, seed 002): one per reader,
+/// A reader's view of a post on one day (浏览): one per reader,
 /// post and day, kept `post_views::HISTORY_MS` for the reader's history.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ViewDoc {
