@@ -30,6 +30,12 @@ mod tests {
             ("docs/SCALING.md", include_str!("../docs/SCALING.md")),
             ("docs/FERRETDB.md", include_str!("../docs/FERRETDB.md")),
         ];
+        // What the test command makes on a fresh clone is not in the tree.
+        let made: Vec<&str> = include_str!("../.gitignore")
+            .lines()
+            .filter(|l| l.starts_with('/'))
+            .map(|l| l.trim_start_matches('/'))
+            .collect();
         let mut named = 0;
         for (page, text) in pages {
             for (at, _) in text.match_indices('`') {
@@ -51,7 +57,9 @@ mod tests {
                     ]
                     .iter()
                     .any(|dir| path.starts_with(dir));
-                if is_source && !path.contains(|c: char| c.is_whitespace() || "*{}<>…".contains(c))
+                if is_source
+                    && !path.contains(|c: char| c.is_whitespace() || "*{}<>…".contains(c))
+                    && !made.iter().any(|m| path.starts_with(m))
                 {
                     named += 1;
                     let file = path.split(['#', ':']).next().unwrap();
