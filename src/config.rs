@@ -93,6 +93,9 @@ pub struct RateLimits {
     /// Lookups of someone by username per account: far below reads, so
     /// the lookup cannot walk a list of names at read speed.
     pub user_lookups: Rate,
+    /// Reports filed per account: enough for anyone reporting in good
+    /// faith, too few to bury the moderators.
+    pub reports: Rate,
 }
 
 impl Default for RateLimits {
@@ -106,6 +109,7 @@ impl Default for RateLimits {
             reads: Rate::new(1200, 60),
             reads_per_ip: Rate::new(6000, 60),
             user_lookups: Rate::new(30, 60),
+            reports: Rate::new(50, 24 * 3600),
         }
     }
 }
@@ -755,6 +759,17 @@ pub const VARIABLES: &[Variable] = &[
         echo: Echo::Plain,
         apply: |d, v| {
             d.rates.user_lookups = rate(v)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_RATE_REPORTS",
+        default: DefaultValue::Literal("50/1d"),
+        allowed: RATE,
+        meaning: "reports filed (POST /reports) per account",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.rates.reports = rate(v)?;
             Ok(())
         },
     },

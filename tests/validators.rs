@@ -278,6 +278,57 @@ async fn write_everything(c: &Client) {
         Some(json!({"platform": "wechat"})),
     )
     .await;
+    // Reports (an open one, and one a moderator closes with a shared
+    // note), a role, and the audit log they write.
+    c.call(
+        Method::POST,
+        "/api/v1/reports",
+        Some(&bob),
+        &[],
+        Some(json!({"targetType": "post", "targetId": post, "category": "spam", "comment": "广告", "rules": [1]})),
+    )
+    .await;
+    c.call(
+        Method::POST,
+        "/api/v1/reports",
+        Some(&cat),
+        &[],
+        Some(json!({"targetType": "user", "targetId": ann_uid, "category": "harassment", "postIds": [plain]})),
+    )
+    .await;
+    c.call(
+        Method::PUT,
+        &format!("/api/v1/admin/users/{cat_uid}/role"),
+        Some(&admin),
+        &[],
+        Some(json!({"role": "moderator"})),
+    )
+    .await;
+    let queue = c
+        .call(
+            Method::GET,
+            &format!("/api/v1/admin/reports?account={ann_uid}"),
+            Some(&admin),
+            &[],
+            None,
+        )
+        .await;
+    let user_item = queue["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["target"]["kind"] == "user")
+        .unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    c.call(
+        Method::POST,
+        &format!("/api/v1/admin/reports/{user_item}/actions"),
+        Some(&admin),
+        &[],
+        Some(json!({"action": "dismiss", "note": "不违反规则", "shareWithReporter": true})),
+    )
+    .await;
     // A view, written when the app stops.
     c.call(
         Method::GET,

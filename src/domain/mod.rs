@@ -7,6 +7,7 @@ pub mod cursor;
 pub mod device;
 pub mod label;
 pub mod post;
+pub mod report;
 pub mod share;
 pub mod time_text;
 pub mod user;

@@ -187,6 +187,26 @@ impl FromRequest for AdminUser {
     }
 }
 
+/// A signed-in user with the moderator or admin role; 401 without a
+/// token, 403 without either role.
+pub struct ModeratorUser(pub i64);
+
+impl FromRequest for ModeratorUser {
+    type Error = AppError;
+    type Future = Boxed<Self>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let ctx = context(req);
+        let user = AuthUser::from_request(req, payload);
+        Box::pin(async move {
+            let ctx = ctx?;
+            let user = user.await?;
+            crate::service::moderation::require_moderator(&ctx, user.uid).await?;
+            Ok(ModeratorUser(user.uid))
+        })
+    }
+}
+
 /// The raw body, refused with 413 past the configured limit.
 pub struct Body(pub web::Bytes);
 

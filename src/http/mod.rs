@@ -11,11 +11,13 @@ pub mod history;
 pub mod idempotency;
 pub mod labels;
 pub mod likes;
+pub mod moderation;
 pub mod notifications;
 pub mod openapi;
 pub mod ops;
 pub mod posts;
 pub mod problem;
+pub mod reports;
 pub mod request_id;
 pub mod shares;
 pub mod social;
@@ -36,6 +38,8 @@ pub fn api(cfg: &mut web::ServiceConfig) {
             .configure(likes::routes)
             .configure(favorites::routes)
             .configure(history::routes)
+            .configure(reports::routes)
+            .configure(moderation::routes)
             .configure(labels::routes)
             .configure(shares::routes)
             .configure(social::routes)

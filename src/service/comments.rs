@@ -124,6 +124,7 @@ pub async fn create_comment(
                 actor: author,
                 post_id: Some(post_id),
                 comment_id: Some(id),
+                report_id: None,
                 dedupe: format!("reply:{id}"),
             },
         )
@@ -138,6 +139,7 @@ pub async fn create_comment(
                 actor: author,
                 post_id: Some(post_id),
                 comment_id: Some(id),
+                report_id: None,
                 dedupe: format!("comment:{id}"),
             },
         )
@@ -216,19 +218,7 @@ pub async fn list_replies(
     limit: usize,
     pres: &Presentation,
 ) -> AppResult<Page<CommentView>> {
-    let comment = live_comment(ctx, id).await?;
-    // The same answer as for no such comment: which comments exist on
-    // posts the viewer may not see is not theirs to learn.
-    let post = match visible_post(ctx, comment.post_id, viewer).await {
-        Err(AppError::NotFound(_)) => return Err(AppError::NotFound("comment")),
-        other => other?,
-    };
-    let seen = post
-        .seen_with_comments(ctx, std::slice::from_ref(&comment))
-        .await?;
-    if !seen.shows_comment(&comment) {
-        return Err(AppError::NotFound("comment"));
-    }
+    let (comment, post) = visible_comment(ctx, id, viewer).await?;
     let (post_id, thread) = (comment.post_id, comment.thread_id.unwrap_or(comment.id));
     let post = &post;
     let (docs, next_cursor) = fill_page(
@@ -247,6 +237,28 @@ pub async fn list_replies(
         next_cursor,
         server_time: pres.now,
     })
+}
+
+/// A live comment the viewer may see, with its post; 404 otherwise, the
+/// same answer as for no such comment: which comments exist on posts the
+/// viewer may not see is not theirs to learn.
+pub async fn visible_comment(
+    ctx: &Context,
+    id: i64,
+    viewer: Viewer,
+) -> AppResult<(CommentDoc, crate::service::read::assemble::VisiblePost)> {
+    let comment = live_comment(ctx, id).await?;
+    let post = match visible_post(ctx, comment.post_id, viewer).await {
+        Err(AppError::NotFound(_)) => return Err(AppError::NotFound("comment")),
+        other => other?,
+    };
+    let seen = post
+        .seen_with_comments(ctx, std::slice::from_ref(&comment))
+        .await?;
+    if !seen.shows_comment(&comment) {
+        return Err(AppError::NotFound("comment"));
+    }
+    Ok((comment, post))
 }
 
 /// A live comment, or 404: the first step of every write on a comment.

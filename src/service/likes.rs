@@ -176,6 +176,7 @@ pub async fn like(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<Like
                 actor: uid,
                 post_id: Some(r.post.body.id),
                 comment_id: (kind == LikeKind::Comment).then_some(target_id),
+                report_id: None,
                 dedupe: format!("like:{}:{target_id}:{uid}", kind.as_str()),
             },
         )

@@ -10,11 +10,13 @@ pub mod idempotency;
 pub mod jobs;
 pub mod labels;
 pub mod likes;
+pub mod moderation;
 pub mod notifications;
 pub mod password_pool;
 pub mod posts;
 pub mod rate_limits;
 pub mod read;
+pub mod reports;
 pub mod shares;
 pub mod social;
 

@@ -27,6 +27,7 @@ pub struct Event {
     pub actor: i64,
     pub post_id: Option<i64>,
     pub comment_id: Option<i64>,
+    pub report_id: Option<i64>,
     /// Names the event, so a repeat of it is not notified again.
     pub dedupe: String,
 }
@@ -54,6 +55,7 @@ pub async fn notify(ctx: &Context, event: Event) {
                 actor: event.actor,
                 post_id: event.post_id,
                 comment_id: event.comment_id,
+                report_id: event.report_id,
                 createtime: timestamp_of(id),
                 dedupe: event.dedupe.clone(),
                 read: false,
@@ -92,6 +94,9 @@ pub struct NotificationView {
     pub actor: UserCard,
     pub post_id: Option<i64>,
     pub comment_id: Option<i64>,
+    /// The closed report, for `report_closed` (`GET /me/reports` has it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub report_id: Option<i64>,
     /// Null when the post is gone.
     pub post: Option<PostSnippet>,
     /// Null when the comment is gone.
@@ -213,6 +218,7 @@ pub async fn list(
                 .unwrap_or_else(|| unknown_user(n.actor)),
             post_id: n.post_id,
             comment_id: n.comment_id,
+            report_id: n.report_id,
             post: n.post_id.and_then(|p| posts.get(&p)).map(|p| PostSnippet {
                 id: p.id,
                 content: snippet(&p.content),

@@ -104,6 +104,7 @@ pub async fn create_post(
                 actor: author,
                 post_id: Some(id),
                 comment_id: None,
+                report_id: None,
                 dedupe: format!("mention:{id}:{uid}"),
             },
         )

@@ -197,6 +197,23 @@ pub fn user_lookup_budgets(limits: Option<&RateLimits>, uid: i64) -> Vec<Budget>
         .collect()
 }
 
+/// Reports filed, per account, on their own budget.
+pub fn report_budgets(limits: Option<&RateLimits>, uid: i64) -> Vec<Budget> {
+    limits
+        .map(|l| {
+            budget(
+                "reports",
+                &format!("u:{uid}"),
+                l.reports,
+                1,
+                "reports filed",
+                "reports",
+            )
+        })
+        .into_iter()
+        .collect()
+}
+
 pub fn checks(budgets: &[Budget]) -> Vec<LimitCheck> {
     budgets.iter().map(|b| b.check.clone()).collect()
 }

@@ -167,6 +167,7 @@ pub async fn follow(ctx: &Context, me: i64, them: i64) -> AppResult<FollowState>
                 actor: me,
                 post_id: None,
                 comment_id: None,
+                report_id: None,
                 dedupe: format!("follow:{me}"),
             },
         )
@@ -497,8 +498,13 @@ pub async fn sever(ctx: &Context, a: i64, b: i64) -> AppResult<()> {
     Ok(())
 }
 
-/// A user's card with follower counts, and how the viewer relates to them.
-pub async fn profile(ctx: &Context, uid: i64, viewer: Viewer) -> AppResult<Profile> {
+/// A user's card, if the account exists and its profile is visible to
+/// the viewer, with the viewer's relations; 404 otherwise.
+pub async fn visible_user(
+    ctx: &Context,
+    uid: i64,
+    viewer: Viewer,
+) -> AppResult<(UserCard, Relations)> {
     let mut loader = Loader::new(ctx);
     let loaded = loader.load(&[], &Relations::reads(ctx, viewer)).await?;
     let mut rel = Relations::from_loaded(viewer, &loaded);
@@ -511,6 +517,12 @@ pub async fn profile(ctx: &Context, uid: i64, viewer: Viewer) -> AppResult<Profi
         .await?
         .remove(&uid)
         .ok_or(AppError::NotFound("user"))?;
+    Ok((card, rel))
+}
+
+/// A user's card with follower counts, and how the viewer relates to them.
+pub async fn profile(ctx: &Context, uid: i64, viewer: Viewer) -> AppResult<Profile> {
+    let (card, rel) = visible_user(ctx, uid, viewer).await?;
     let (followers_count, following_count) = ctx.docs.follow_counts(uid).await?;
     let (following, followed_by, blocking) = match viewer {
         Some(v) if v != uid => {

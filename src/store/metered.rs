@@ -213,6 +213,7 @@ metered! {
         counted fn insert_user(user: &UserDoc) -> ();
         counted fn user_by_username(username: &str) -> Option<UserDoc>;
         batch(uids) fn users_by_ids(uids: &[i64]) -> Vec<UserDoc>;
+        counted fn set_roles(uid: i64, roles: &[String]) -> bool;
         counted fn update_profile(uid: i64, change: ProfileChange<'_>) -> Option<UserDoc>;
         counted fn set_password_hash(uid: i64, password_hash: &str, checked_gen: i64, credential_gen: i64) -> bool;
         counted fn raise_credential_gen(uid: i64, credential_gen: i64) -> ();
@@ -337,6 +338,18 @@ metered! {
         background fn save_live_repairs(repairs: &[(Owner, Vec<LiveKey>)], mark: i64, now: i64) -> ();
         background fn live_repairs(limit: usize) -> Vec<LiveRepairDoc>;
         background fn finish_live_repairs(ids: &[String]) -> ();
+    }
+
+    impl ModerationDocs for MeteredDocs {
+        counted fn open_case(case: &CaseDoc) -> CaseDoc;
+        counted fn file_report(report: &ReportDoc) -> (ReportDoc, bool);
+        batch(ids) fn cases_by_ids(ids: &[i64]) -> Vec<CaseDoc>;
+        counted fn cases_page(open: bool, account: Option<i64>, before: Option<i64>, limit: usize) -> Vec<CaseDoc>;
+        counted fn reports_of_case(case_id: i64, after: Option<i64>, limit: usize) -> Vec<ReportDoc>;
+        counted fn reports_by_reporter(reporter: i64, before: Option<i64>, limit: usize) -> Vec<ReportDoc>;
+        counted fn close_case(case_id: i64, closing: &CaseClosing) -> Option<CaseDoc>;
+        counted fn append_audit(entry: &AuditDoc) -> ();
+        counted fn audit_page(before: Option<i64>, limit: usize) -> Vec<AuditDoc>;
     }
 
     impl DeviceModelDocs for MeteredDocs {

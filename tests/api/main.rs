@@ -26,6 +26,7 @@ mod posts;
 mod privacy;
 mod rate_limits;
 mod repair;
+mod reports;
 mod sessions;
 mod shares;
 mod social;

@@ -217,21 +217,9 @@ pub async fn keep_visible_posts<T>(
         .enumerate()
         .filter_map(|(i, r)| post_of(r).map(|p| (i, p)))
         .collect();
-    let mut loader = Loader::new(ctx);
-    let bodies: Vec<BlobKey> = named.iter().map(|(_, p)| BlobKey::PostBody(*p)).collect();
-    let loaded = loader.load(&bodies, &Relations::reads(ctx, viewer)).await?;
-    let mut rel = Relations::from_loaded(viewer, &loaded);
-    let parsed: HashMap<i64, PostBody> = loaded
-        .blobs
-        .iter()
-        .filter_map(|(key, text)| match key {
-            BlobKey::PostBody(p) => from_json::<PostBody>(text).ok().map(|b| (*p, b)),
-            _ => None,
-        })
-        .collect();
-    visibility::read_author_rules(&mut loader, &mut rel, parsed.values(), [], false).await?;
-    loader.finish("keep_visible_posts");
-    let shown = |p: i64| parsed.get(&p).is_some_and(|body| can_see(body, &rel));
+    let ids: Vec<i64> = named.iter().map(|(_, p)| *p).collect();
+    let visible = visible_bodies(ctx, &ids, viewer).await?;
+    let shown = |p: i64| visible.contains_key(&p);
     let (at, posts): (Vec<usize>, Vec<i64>) = named.into_iter().filter(|(_, p)| shown(*p)).unzip();
     let kept = assemble_visible(ctx, &posts, room, viewer, pres, Place::Elsewhere).await?;
     let looked_at = if kept.looked_at >= posts.len() {
@@ -244,6 +232,32 @@ pub async fn keep_visible_posts<T>(
         looked_at,
         more: kept.more,
     })
+}
+
+/// The bodies of those of `post_ids` that exist and the viewer may see, by
+/// id: one batched live read, and the authors' rules where a post needs
+/// them.
+pub async fn visible_bodies(
+    ctx: &Context,
+    post_ids: &[i64],
+    viewer: Viewer,
+) -> AppResult<HashMap<i64, PostBody>> {
+    let mut loader = Loader::new(ctx);
+    let bodies: Vec<BlobKey> = post_ids.iter().map(|p| BlobKey::PostBody(*p)).collect();
+    let loaded = loader.load(&bodies, &Relations::reads(ctx, viewer)).await?;
+    let mut rel = Relations::from_loaded(viewer, &loaded);
+    let mut parsed: HashMap<i64, PostBody> = loaded
+        .blobs
+        .iter()
+        .filter_map(|(key, text)| match key {
+            BlobKey::PostBody(p) => from_json::<PostBody>(text).ok().map(|b| (*p, b)),
+            _ => None,
+        })
+        .collect();
+    visibility::read_author_rules(&mut loader, &mut rel, parsed.values(), [], false).await?;
+    loader.finish("visible_bodies");
+    parsed.retain(|_, body| can_see(body, &rel));
+    Ok(parsed)
 }
 
 /// A page of the posts a reader's own records name (likes, favorites,

@@ -13,6 +13,7 @@ mod idempotency;
 mod labels;
 mod likes;
 mod live_repairs;
+mod moderation;
 mod notifications;
 mod posts;
 mod shares;
@@ -28,6 +29,7 @@ pub use idempotency::*;
 pub use labels::*;
 pub use likes::*;
 pub use live_repairs::*;
+pub use moderation::*;
 pub use notifications::*;
 pub use posts::*;
 pub use shares::*;
@@ -59,6 +61,7 @@ pub trait DocStore:
     + ViewDocs
     + FanOutDocs
     + LiveRepairDocs
+    + ModerationDocs
     + Send
     + Sync
 {

@@ -14,6 +14,10 @@ pub enum NotificationKind {
     Follow,
     /// The actor's new post names the recipient (提醒谁看).
     Mention,
+    /// A moderator closed the recipient's report (`reportId`); the actor
+    /// is the service (uid 0), never the moderator.
+    #[serde(rename = "report_closed")]
+    ReportClosed,
 }
 
 /// Something that happened to `uid`, done by `actor`.
@@ -29,6 +33,9 @@ pub struct NotificationDoc {
     #[serde(rename = "commentId")]
     pub comment_id: Option<i64>,
     pub createtime: i64,
+    /// The report a `report_closed` is about.
+    #[serde(rename = "reportId", default, skip_serializing_if = "Option::is_none")]
+    pub report_id: Option<i64>,
     /// One notification per recipient and event (`like:post:ID:ACTOR`).
     pub dedupe: String,
     #[serde(default, deserialize_with = "lenient_bool")]

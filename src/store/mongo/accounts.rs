@@ -52,6 +52,15 @@ impl AccountDocs for MongoDocs {
             .map_err(classify)
     }
 
+    async fn set_roles(&self, uid: i64, roles: &[String]) -> StoreResult<bool> {
+        let r = self
+            .users()
+            .update_one(doc! { "_id": uid }, doc! { "$set": { "roles": roles } })
+            .await
+            .map_err(classify)?;
+        Ok(r.matched_count == 1)
+    }
+
     async fn set_password_hash(
         &self,
         uid: i64,

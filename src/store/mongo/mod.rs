@@ -2,8 +2,8 @@
 //! store-wide operations and shared helpers here, one file per aggregate
 //! port (`accounts`, `posts`, `comments`, `likes`, `social`,
 //! `notifications`, `fan_outs`, `live_repairs`, `device_models`,
-//! `favorites`, `labels`, `shares`, `views`, `idempotency`), beside the
-//! claims of saved work (`claims`), the validators and indexes
+//! `favorites`, `labels`, `shares`, `views`, `idempotency`, `moderation`),
+//! beside the claims of saved work (`claims`), the validators and indexes
 //! (`schemas`) and the shard keys (`shard_keys`). A test holds this list
 //! to the folder.
 //!
@@ -22,6 +22,7 @@ mod idempotency;
 mod labels;
 mod likes;
 mod live_repairs;
+mod moderation;
 mod notifications;
 mod posts;
 mod schemas;

@@ -12,7 +12,7 @@ use super::classify;
 use crate::store::{StoreError, StoreResult};
 
 /// Compiled in, so the binary never depends on where it was started from.
-pub const SCHEMAS: [(&str, &str); 19] = [
+pub const SCHEMAS: [(&str, &str); 23] = [
     ("users", include_str!("../../../schemas/users.json")),
     ("posts", include_str!("../../../schemas/posts.json")),
     ("comments", include_str!("../../../schemas/comments.json")),
@@ -47,6 +47,16 @@ pub const SCHEMAS: [(&str, &str); 19] = [
     ("labels", include_str!("../../../schemas/labels.json")),
     ("shares", include_str!("../../../schemas/shares.json")),
     ("views", include_str!("../../../schemas/views.json")),
+    ("reports", include_str!("../../../schemas/reports.json")),
+    (
+        "moderation_cases",
+        include_str!("../../../schemas/moderation_cases.json"),
+    ),
+    (
+        "open_cases",
+        include_str!("../../../schemas/open_cases.json"),
+    ),
+    ("audit_log", include_str!("../../../schemas/audit_log.json")),
 ];
 
 #[derive(Deserialize)]

@@ -90,6 +90,15 @@ impl AccountDocs for EmbeddedDocs {
         .await
     }
 
+    async fn set_roles(&self, uid: i64, roles: &[String]) -> StoreResult<bool> {
+        let roles = roles.to_vec();
+        self.update_user(uid, move |u| {
+            u.roles = roles.clone();
+            true
+        })
+        .await
+    }
+
     async fn set_password_hash(
         &self,
         uid: i64,

@@ -1,8 +1,8 @@
 //! `DocStore` on redb: the tables, helpers and store-wide operations here,
 //! one file per aggregate port (`accounts`, `posts`, `comments`, `likes`,
 //! `social`, `notifications`, `fan_outs`, `live_repairs`, `device_models`,
-//! `favorites`, `labels`, `shares`, `views`, `idempotency`; a test holds
-//! this list to the folder).
+//! `favorites`, `labels`, `shares`, `views`, `idempotency`, `moderation`;
+//! a test holds this list to the folder).
 //!
 //! Documents are JSON values keyed by id; secondary indexes are tables of
 //! composite keys kept in the same transaction as the document, so a crash never leaves one without the other. Every write
@@ -18,6 +18,7 @@ mod idempotency;
 mod labels;
 mod likes;
 mod live_repairs;
+mod moderation;
 mod notifications;
 mod posts;
 mod shares;
@@ -480,6 +481,7 @@ impl DocStore for EmbeddedDocs {
             txn.open_table(FILTERS).map_err(other)?;
             txn.open_table(FILTERS_ON).map_err(other)?;
             txn.open_table(FILTERS_BY_ID).map_err(other)?;
+            moderation::create_tables(txn)?;
             txn.open_table(LABELS).map_err(other)?;
             txn.open_table(LABELS_BY_OWNER).map_err(other)?;
             txn.open_table(SHARES).map_err(other)?;

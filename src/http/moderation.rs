@@ -1,0 +1,179 @@
+//! The moderators' console: the report queue, acting on it, the audit
+//! log; and, for admins, roles.
+
+use actix_web::http::Method;
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::Deserialize;
+
+use super::extract::{path_id, query, AdminUser, JsonBody, ModeratorUser, PageParams, PageQuery};
+use crate::domain::cursor::Cursor;
+use crate::domain::report::ReportCategory;
+use crate::error::AppError;
+use crate::service::moderation::{
+    self, ActionRequest, BulkActionRequest, BulkResult, QueueFilter, QueueItem, RoleRequest,
+    RoleState,
+};
+use crate::service::read::responses::Page;
+use crate::service::Context;
+use crate::store::{AuditDoc, CaseState};
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.service(super::resource(
+        "/admin/reports",
+        [(Method::GET, web::to(queue))],
+    ));
+    cfg.service(super::resource(
+        "/admin/reports/actions",
+        [(Method::POST, web::to(act_in_bulk))],
+    ));
+    cfg.service(super::resource(
+        "/admin/reports/{id}",
+        [(Method::GET, web::to(item))],
+    ));
+    cfg.service(super::resource(
+        "/admin/reports/{id}/actions",
+        [(Method::POST, web::to(act))],
+    ));
+    cfg.service(super::resource(
+        "/admin/users/{uid}/role",
+        [(Method::PUT, web::to(set_role))],
+    ));
+    cfg.service(super::resource(
+        "/admin/audit-log",
+        [(Method::GET, web::to(audit_log))],
+    ));
+}
+
+/// `?state=&category=&account=` on the queue.
+#[derive(Deserialize, Default, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct QueueQuery {
+    /// `open` (the default), `actioned` or `dismissed`.
+    #[param(inline)]
+    state: Option<CaseState>,
+    #[param(inline)]
+    category: Option<ReportCategory>,
+    /// Only items about this account's content or account.
+    #[param(value_type = Option<i64>, minimum = 1)]
+    account: Option<String>,
+}
+
+#[utoipa::path(get, path = "/api/v1/admin/reports", tag = "moderation",
+    params(QueueQuery, PageQuery),
+    responses((status = 200, body = Page<QueueItem>, description = "one item per reported target, newest first")),
+    security(("bearer" = [])))]
+pub async fn queue(
+    ctx: web::Data<Context>,
+    _moderator: ModeratorUser,
+    req: HttpRequest,
+    page: PageParams,
+) -> Result<HttpResponse, AppError> {
+    let q: QueueQuery = query(&req)?;
+    let account = q
+        .account
+        .as_deref()
+        .filter(|a| !a.is_empty())
+        .map(|a| path_id(a, "account").map_err(|_| AppError::invalid("account", "must be a uid")))
+        .transpose()?;
+    let filter = QueueFilter {
+        state: q.state,
+        category: q.category,
+        account,
+    };
+    let items = moderation::queue(&ctx, filter, page.cursor, page.limit).await?;
+    Ok(HttpResponse::Ok().json(items))
+}
+
+/// `?reportsCursor=&limit=` on one item.
+#[derive(Deserialize, Default, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(rename_all = "camelCase")]
+pub struct ItemQuery {
+    /// The item's previous `reportsCursor`.
+    reports_cursor: Option<String>,
+}
+
+#[utoipa::path(get, path = "/api/v1/admin/reports/{id}", tag = "moderation",
+    params(("id" = i64, Path, minimum = 1), ItemQuery, PageQuery),
+    responses(
+        (status = 200, body = QueueItem, description = "the item, a page of its reports oldest first, and its account's earlier closed items"),
+        (status = 404, description = "no such item"),
+    ),
+    security(("bearer" = [])))]
+pub async fn item(
+    ctx: web::Data<Context>,
+    _moderator: ModeratorUser,
+    id: web::Path<String>,
+    req: HttpRequest,
+    page: PageParams,
+) -> Result<HttpResponse, AppError> {
+    let id = path_id(&id, "queue item")?;
+    let q: ItemQuery = query(&req)?;
+    let cursor = q
+        .reports_cursor
+        .as_deref()
+        .filter(|c| !c.is_empty())
+        .map(Cursor::parse)
+        .transpose()?;
+    Ok(HttpResponse::Ok().json(moderation::item(&ctx, id, cursor, page.limit).await?))
+}
+
+#[utoipa::path(post, path = "/api/v1/admin/reports/{id}/actions", tag = "moderation",
+    params(("id" = i64, Path, minimum = 1)), request_body = ActionRequest,
+    responses(
+        (status = 200, body = QueueItem, description = "closed, with every report in it; each reporter is notified"),
+        (status = 404, description = "no such item"),
+        (status = 409, description = "closed already"),
+    ),
+    security(("bearer" = [])))]
+pub async fn act(
+    ctx: web::Data<Context>,
+    moderator: ModeratorUser,
+    id: web::Path<String>,
+    JsonBody(req): JsonBody<ActionRequest>,
+) -> Result<HttpResponse, AppError> {
+    let id = path_id(&id, "queue item")?;
+    Ok(HttpResponse::Ok().json(moderation::act(&ctx, moderator.0, id, &req).await?))
+}
+
+#[utoipa::path(post, path = "/api/v1/admin/reports/actions", tag = "moderation",
+    request_body = BulkActionRequest,
+    responses((status = 200, body = Vec<BulkResult>, description = "each item's answer: 200 closed, 404 no such item, 409 closed already")),
+    security(("bearer" = [])))]
+pub async fn act_in_bulk(
+    ctx: web::Data<Context>,
+    moderator: ModeratorUser,
+    JsonBody(req): JsonBody<BulkActionRequest>,
+) -> Result<HttpResponse, AppError> {
+    Ok(HttpResponse::Ok().json(moderation::act_in_bulk(&ctx, moderator.0, &req).await?))
+}
+
+#[utoipa::path(put, path = "/api/v1/admin/users/{uid}/role", tag = "moderation",
+    params(("uid" = i64, Path, minimum = 1)), request_body = RoleRequest,
+    responses(
+        (status = 200, body = RoleState),
+        (status = 403, description = "only an admin sets roles"),
+        (status = 404, description = "no such account"),
+        (status = 422, description = "an admin's own role"),
+    ),
+    security(("bearer" = [])))]
+pub async fn set_role(
+    ctx: web::Data<Context>,
+    admin: AdminUser,
+    uid: web::Path<String>,
+    JsonBody(req): JsonBody<RoleRequest>,
+) -> Result<HttpResponse, AppError> {
+    let uid = path_id(&uid, "user")?;
+    Ok(HttpResponse::Ok().json(moderation::set_role(&ctx, admin.0, uid, req.role).await?))
+}
+
+#[utoipa::path(get, path = "/api/v1/admin/audit-log", tag = "moderation", params(PageQuery),
+    responses((status = 200, body = Page<AuditDoc>, description = "every moderator and admin action, newest first")),
+    security(("bearer" = [])))]
+pub async fn audit_log(
+    ctx: web::Data<Context>,
+    _moderator: ModeratorUser,
+    page: PageParams,
+) -> Result<HttpResponse, AppError> {
+    Ok(HttpResponse::Ok().json(moderation::audit_log(&ctx, page.cursor, page.limit).await?))
+}

@@ -1,0 +1,583 @@
+//! What moderators do with reports: the queue (one item per reported
+//! target, newest first), each item with every report in it, the content
+//! as it was first reported and the account's earlier cases; closing an
+//! item, one or up to 50 at once, which closes every report in it and
+//! tells each reporter (`report_closed`); roles; and the append-only audit
+//! log of every moderator and admin action.
+//!
+//! Moderators (and admins) handle reports; only admins set roles.
+
+use serde::{Deserialize, Serialize};
+
+use super::notifications::{notify, Event};
+use super::read::assemble::load_cards;
+use super::read::paging::{fill_page, keep_where};
+use super::read::responses::{unknown_user, Page};
+use super::{with_fresh_id, Context};
+use crate::domain::cursor::Cursor;
+use crate::domain::report::ReportCategory;
+use crate::error::{AppError, AppResult};
+use crate::ids::now_ms;
+use crate::store::{
+    AuditDoc, CaseClosing, CaseDoc, CaseState, NotificationKind, ReportDoc, ReportTarget, Snapshot,
+    UserCard, UserDoc,
+};
+
+pub const MODERATOR: &str = "moderator";
+pub const ADMIN: &str = "admin";
+/// Characters of a moderator's note, and of what the reporters are told.
+pub const MAX_NOTE_CHARS: usize = 1_000;
+/// Queue items one call may close.
+pub const MAX_BULK: usize = 50;
+/// Reports a single item shows per page.
+pub const REPORTS_SHOWN: usize = 50;
+/// Earlier closed cases an item shows of its account.
+pub const HISTORY_SHOWN: usize = 20;
+/// Reports closed per store call, and reporters told per batch.
+const CLOSE_BATCH: usize = 500;
+
+/// Someone who may handle reports: a moderator or an admin.
+pub fn moderates(user: &UserDoc) -> bool {
+    user.roles.iter().any(|r| r == MODERATOR || r == ADMIN)
+}
+
+pub async fn require_moderator(ctx: &Context, uid: i64) -> AppResult<()> {
+    match ctx.docs.users_by_ids(&[uid]).await?.pop() {
+        Some(u) if !u.is_erased() && moderates(&u) => Ok(()),
+        _ => Err(AppError::Forbidden(
+            "this needs the moderator or admin role",
+        )),
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Moderator,
+    Admin,
+}
+
+impl Role {
+    fn of(user: &UserDoc) -> Role {
+        if user.is_admin() {
+            Role::Admin
+        } else if user.roles.iter().any(|r| r == MODERATOR) {
+            Role::Moderator
+        } else {
+            Role::User
+        }
+    }
+    fn roles(self) -> Vec<String> {
+        match self {
+            Role::User => Vec::new(),
+            Role::Moderator => vec![MODERATOR.into()],
+            Role::Admin => vec![ADMIN.into()],
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Moderator => MODERATOR,
+            Role::Admin => ADMIN,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub struct RoleRequest {
+    pub role: Role,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct RoleState {
+    pub uid: i64,
+    pub role: Role,
+}
+
+async fn audit(ctx: &Context, actor: i64, action: &str, subject: String, note: &str) {
+    let result = with_fresh_id(|id| {
+        let entry = AuditDoc {
+            id,
+            actor,
+            action: action.to_string(),
+            subject: subject.clone(),
+            note: note.to_string(),
+            at: now_ms(),
+        };
+        async move { ctx.docs.append_audit(&entry).await }
+    })
+    .await;
+    if let Err(e) = result {
+        // The action stands; its record is what went missing, loudly.
+        tracing::error!(error = %e, action, subject, "could not append to the audit log");
+    }
+}
+
+/// Gives an account a role. An admin cannot change their own, so that
+/// the last admin cannot leave the service without one by mistake.
+#[tracing::instrument(skip(ctx))]
+pub async fn set_role(ctx: &Context, admin: i64, uid: i64, role: Role) -> AppResult<RoleState> {
+    if uid == admin {
+        return Err(AppError::unprocessable(
+            "uid",
+            "an admin cannot change their own role",
+        ));
+    }
+    let user = match ctx.docs.users_by_ids(&[uid]).await?.pop() {
+        Some(u) if !u.is_erased() => u,
+        _ => return Err(AppError::NotFound("user")),
+    };
+    if Role::of(&user) != role {
+        if !ctx.docs.set_roles(uid, &role.roles()).await? {
+            return Err(AppError::NotFound("user"));
+        }
+        audit(ctx, admin, "role.set", format!("user:{uid}"), role.name()).await;
+    }
+    Ok(RoleState { uid, role })
+}
+
+/// A report in a queue item.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ItemReport {
+    pub id: i64,
+    pub reporter: UserCard,
+    pub category: ReportCategory,
+    pub comment: String,
+    pub post_ids: Vec<i64>,
+    pub rules: Vec<u32>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// How an item was closed.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClosingView {
+    pub action: String,
+    pub moderator: i64,
+    pub note: String,
+    /// What the reporters were told.
+    pub shared: Option<String>,
+    pub at: i64,
+}
+
+/// An earlier, closed case against the same account.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PastCase {
+    pub id: i64,
+    pub target: ReportTarget,
+    pub state: CaseState,
+    pub categories: Vec<ReportCategory>,
+    pub reporter_count: u64,
+    pub closing: Option<ClosingView>,
+}
+
+/// A queue item: one reported target, every report of it while open.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueItem {
+    pub id: i64,
+    pub target: ReportTarget,
+    pub account: UserCard,
+    pub state: CaseState,
+    /// Distinct accounts that reported it.
+    pub reporter_count: u64,
+    pub categories: Vec<ReportCategory>,
+    /// The content as it was when first reported.
+    pub snapshot: Snapshot,
+    pub opened_at: i64,
+    /// When the latest report came.
+    pub reported_at: i64,
+    /// In the list, the first 20 reports as filed (their posts and rules
+    /// only on the item itself); on `GET /admin/reports/{id}`, a page of
+    /// them as they stand, continued by `reportsCursor`.
+    pub reports: Vec<ItemReport>,
+    /// Set on a single item: where its next reports start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reports_cursor: Option<String>,
+    /// Set on a single item: the account's earlier closed cases, newest
+    /// first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history: Option<Vec<PastCase>>,
+    pub closing: Option<ClosingView>,
+}
+
+fn closing_view(c: &CaseClosing) -> ClosingView {
+    ClosingView {
+        action: c.action.clone(),
+        moderator: c.moderator,
+        note: c.note.clone(),
+        shared: c.shared.clone(),
+        at: c.at,
+    }
+}
+
+/// Which items the queue lists.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct QueueFilter {
+    /// `None`: open ones.
+    pub state: Option<CaseState>,
+    pub category: Option<ReportCategory>,
+    pub account: Option<i64>,
+}
+
+/// Queue items, newest first: open ones unless `filter.state` asks for
+/// closed ones, of one category or account if asked.
+pub async fn queue(
+    ctx: &Context,
+    filter: QueueFilter,
+    cursor: Option<Cursor>,
+    limit: usize,
+) -> AppResult<Page<QueueItem>> {
+    let state = filter.state.unwrap_or(CaseState::Open);
+    let open = state == CaseState::Open;
+    let (cases, next_cursor) = fill_page(
+        limit,
+        cursor.map(|c| c.0),
+        |before, n| async move { Ok(ctx.docs.cases_page(open, filter.account, before, n).await?) },
+        |batch: Vec<CaseDoc>, room| async move {
+            Ok(keep_where(batch, room, |c: &CaseDoc| {
+                c.state == state && filter.category.is_none_or(|k| c.categories.contains(&k))
+            }))
+        },
+        |c| c.id,
+    )
+    .await?;
+    let items = items(ctx, cases, None).await?;
+    Ok(Page {
+        items,
+        next_cursor,
+        server_time: now_ms(),
+    })
+}
+
+/// Queue items from cases: each with the reports its case keeps a brief
+/// of, or, for a single item, `reports` (a page of the full ones). The
+/// cards of everyone named come in one batched read.
+async fn items(
+    ctx: &Context,
+    cases: Vec<CaseDoc>,
+    reports: Option<Vec<ReportDoc>>,
+) -> AppResult<Vec<QueueItem>> {
+    let mut people: Vec<i64> = cases.iter().map(|c| c.account).collect();
+    for c in &cases {
+        people.extend(c.first_reports.iter().map(|r| r.reporter));
+    }
+    for r in reports.iter().flatten() {
+        people.push(r.reporter);
+    }
+    people.sort_unstable();
+    people.dedup();
+    let cards = load_cards(ctx, &people).await?;
+    let card = |uid: i64| {
+        cards
+            .get(&uid)
+            .cloned()
+            .unwrap_or_else(|| unknown_user(uid))
+    };
+    let full: Option<Vec<ItemReport>> = reports.map(|rs| {
+        rs.into_iter()
+            .map(|r| ItemReport {
+                id: r.id,
+                reporter: card(r.reporter),
+                category: r.category,
+                comment: r.comment,
+                post_ids: r.post_ids,
+                rules: r.rules,
+                created_at: r.created_at,
+                updated_at: r.updated_at,
+            })
+            .collect()
+    });
+    let mut full = full;
+    Ok(cases
+        .into_iter()
+        .map(|c| QueueItem {
+            id: c.id,
+            target: c.target,
+            account: card(c.account),
+            state: c.state,
+            reporter_count: c.reporter_count,
+            categories: c.categories,
+            snapshot: c.snapshot,
+            opened_at: c.opened_at,
+            reported_at: c.reported_at,
+            reports: full.take().unwrap_or_else(|| {
+                c.first_reports
+                    .iter()
+                    .map(|r| ItemReport {
+                        id: r.id,
+                        reporter: card(r.reporter),
+                        category: r.category,
+                        comment: r.comment.clone(),
+                        post_ids: Vec::new(),
+                        rules: Vec::new(),
+                        created_at: r.created_at,
+                        updated_at: r.created_at,
+                    })
+                    .collect()
+            }),
+            reports_cursor: None,
+            history: None,
+            closing: c.closing.as_ref().map(closing_view),
+        })
+        .collect())
+}
+
+/// One queue item with a page of its reports (oldest first, after
+/// `reports_cursor`) and its account's earlier closed cases.
+pub async fn item(
+    ctx: &Context,
+    case_id: i64,
+    reports_cursor: Option<Cursor>,
+    limit: usize,
+) -> AppResult<QueueItem> {
+    let case = ctx
+        .docs
+        .cases_by_ids(&[case_id])
+        .await?
+        .pop()
+        .ok_or(AppError::NotFound("queue item"))?;
+    let (page, earlier) = tokio::try_join!(
+        async {
+            Ok::<_, AppError>(
+                ctx.docs
+                    .reports_of_case(case_id, reports_cursor.map(|c| c.0), limit + 1)
+                    .await?,
+            )
+        },
+        async {
+            Ok::<_, AppError>(
+                ctx.docs
+                    .cases_page(false, Some(case.account), None, HISTORY_SHOWN + 1)
+                    .await?,
+            )
+        },
+    )?;
+    let mut page = page;
+    let next = (page.len() > limit).then(|| {
+        page.truncate(limit);
+        page.last().map(|r| Cursor::encode(r.id))
+    });
+    let history = earlier
+        .into_iter()
+        .filter(|c| c.id != case_id)
+        .take(HISTORY_SHOWN)
+        .map(|c| PastCase {
+            id: c.id,
+            target: c.target,
+            state: c.state,
+            categories: c.categories,
+            reporter_count: c.reporter_count,
+            closing: c.closing.as_ref().map(closing_view),
+        })
+        .collect();
+    let mut one = items(ctx, vec![case], Some(page)).await?;
+    let mut item = one.pop().ok_or(AppError::NotFound("queue item"))?;
+    item.reports_cursor = next.flatten();
+    item.history = Some(history);
+    Ok(item)
+}
+
+/// What a moderator does with a queue item. (Only dismissing is built so
+/// far; removing content, warnings, suspensions and bans come with
+/// strikes.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// Nothing wrong: the reports are closed as dismissed.
+    Dismiss,
+}
+
+impl Action {
+    fn name(self) -> &'static str {
+        match self {
+            Action::Dismiss => "dismiss",
+        }
+    }
+    fn closes_as(self) -> CaseState {
+        match self {
+            Action::Dismiss => CaseState::Dismissed,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ActionRequest {
+    pub action: Action,
+    /// Why, for the audit log and the other moderators: at most 1,000
+    /// characters.
+    #[serde(default)]
+    #[schema(max_length = 1000)]
+    pub note: String,
+    /// Tell the reporters the note as the outcome; otherwise they learn
+    /// only that their report was closed and how.
+    #[serde(default)]
+    pub share_with_reporter: bool,
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BulkActionRequest {
+    /// 1 to 50 queue items.
+    #[serde(deserialize_with = "crate::domain::id_list")]
+    #[schema(value_type = Vec<i64>, min_items = 1, max_items = 50)]
+    pub ids: Vec<i64>,
+    #[serde(flatten)]
+    pub act: ActionRequest,
+}
+
+/// One item's answer to a bulk action.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BulkResult {
+    pub id: i64,
+    /// 200 closed, 404 no such item, 409 closed already.
+    pub status: u16,
+}
+
+fn checked_note(act: &ActionRequest) -> AppResult<String> {
+    let note = crate::domain::parse_text("note", &act.note, MAX_NOTE_CHARS, false)?;
+    if act.share_with_reporter && note.is_empty() {
+        return Err(AppError::invalid(
+            "note",
+            "a note is needed to share one with the reporters",
+        ));
+    }
+    Ok(note)
+}
+
+/// Closes one queue item: every report in it, the reporters told.
+#[tracing::instrument(skip(ctx, act))]
+pub async fn act(
+    ctx: &Context,
+    moderator: i64,
+    case_id: i64,
+    act: &ActionRequest,
+) -> AppResult<QueueItem> {
+    let note = checked_note(act)?;
+    close(ctx, moderator, case_id, act, &note).await?;
+    item(ctx, case_id, None, REPORTS_SHOWN).await
+}
+
+/// Closes up to 50 items alike, each answered on its own.
+pub async fn act_in_bulk(
+    ctx: &Context,
+    moderator: i64,
+    req: &BulkActionRequest,
+) -> AppResult<Vec<BulkResult>> {
+    if req.ids.is_empty() || req.ids.len() > MAX_BULK {
+        return Err(AppError::invalid(
+            "ids",
+            format!("1 to {MAX_BULK} queue items"),
+        ));
+    }
+    let note = checked_note(&req.act)?;
+    let mut ids = req.ids.clone();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        let status = match close(ctx, moderator, id, &req.act, &note).await {
+            Ok(()) => 200,
+            Err(AppError::NotFound(_)) => 404,
+            Err(AppError::Conflict(_)) => 409,
+            Err(e) => return Err(e),
+        };
+        out.push(BulkResult { id, status });
+    }
+    Ok(out)
+}
+
+async fn close(
+    ctx: &Context,
+    moderator: i64,
+    case_id: i64,
+    act: &ActionRequest,
+    note: &str,
+) -> AppResult<()> {
+    let closing = CaseClosing {
+        state: act.action.closes_as(),
+        action: act.action.name().into(),
+        moderator,
+        note: note.to_string(),
+        shared: act.share_with_reporter.then(|| note.to_string()),
+        at: now_ms(),
+    };
+    if ctx.docs.close_case(case_id, &closing).await?.is_none() {
+        return match ctx.docs.cases_by_ids(&[case_id]).await?.pop() {
+            Some(_) => Err(AppError::Conflict(
+                "this queue item is closed already".into(),
+            )),
+            None => Err(AppError::NotFound("queue item")),
+        };
+    }
+    audit(
+        ctx,
+        moderator,
+        &format!("report.{}", act.action.name()),
+        format!("case:{case_id}"),
+        note,
+    )
+    .await;
+    tell_reporters(ctx, case_id).await;
+    Ok(())
+}
+
+/// A `report_closed` to each reporter of a closed case, page by page.
+async fn tell_reporters(ctx: &Context, case_id: i64) {
+    let mut after = None;
+    loop {
+        let page = match ctx.docs.reports_of_case(case_id, after, CLOSE_BATCH).await {
+            Ok(page) => page,
+            Err(e) => {
+                tracing::warn!(error = %e, case_id, "could not tell every reporter");
+                return;
+            }
+        };
+        for r in &page {
+            notify(
+                ctx,
+                Event {
+                    recipient: r.reporter,
+                    kind: NotificationKind::ReportClosed,
+                    actor: 0,
+                    post_id: None,
+                    comment_id: None,
+                    report_id: Some(r.id),
+                    dedupe: format!("report_closed:{}", r.id),
+                },
+            )
+            .await;
+        }
+        if page.len() < CLOSE_BATCH {
+            return;
+        }
+        after = page.last().map(|r| r.id);
+    }
+}
+
+/// The audit log, newest first.
+pub async fn audit_log(
+    ctx: &Context,
+    cursor: Option<Cursor>,
+    limit: usize,
+) -> AppResult<Page<AuditDoc>> {
+    let (items, next_cursor) = fill_page(
+        limit,
+        cursor.map(|c| c.0),
+        |before, n| async move { Ok(ctx.docs.audit_page(before, n).await?) },
+        |batch: Vec<AuditDoc>, room| async move { Ok(keep_where(batch, room, |_| true)) },
+        |e| e.id,
+    )
+    .await?;
+    Ok(Page {
+        items,
+        next_cursor,
+        server_time: now_ms(),
+    })
+}

@@ -1,0 +1,241 @@
+//! Reports: a user tells the moderators about a post, a comment or an
+//! account. Only what the reporter may see can be reported (anything else
+//! answers as if it did not exist), never oneself, within a daily budget
+//! (`MOMENTS_RATE_REPORTS`). Reports of one target are grouped into one
+//! queue item ("case") while it is open, which keeps a snapshot of the
+//! content as it was first reported (`moderation`). Reporting the same
+//! target again while the report is open updates it.
+
+use serde::Serialize;
+
+use super::comments::visible_comment;
+use super::rate_limits::{enforce, report_budgets};
+use super::read::assemble::{load_cards, visible_bodies, visible_post};
+use super::read::paging::{fill_page, keep_where};
+use super::read::responses::Page;
+use super::social::visible_user;
+use super::{with_fresh_id, Context};
+use crate::domain::cursor::Cursor;
+use crate::domain::report::{NewReport, ReportCategory, TargetKind};
+use crate::error::{AppError, AppResult};
+use crate::ids::{now_ms, timestamp_of};
+use crate::store::{
+    CaseDoc, CaseState, ReportDoc, ReportTarget, Snapshot, StoreError, SNAPSHOT_TEXT_MAX,
+};
+
+/// A report as its reporter sees it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReportView {
+    pub id: i64,
+    pub target: ReportTarget,
+    pub category: ReportCategory,
+    pub comment: String,
+    pub post_ids: Vec<i64>,
+    pub rules: Vec<u32>,
+    /// `open` until a moderator closes it: `actioned` or `dismissed`.
+    pub state: CaseState,
+    /// What the moderator chose to tell the reporter, once closed.
+    pub outcome: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub closed_at: Option<i64>,
+}
+
+impl From<ReportDoc> for ReportView {
+    fn from(r: ReportDoc) -> Self {
+        ReportView {
+            id: r.id,
+            target: r.target,
+            category: r.category,
+            comment: r.comment,
+            post_ids: r.post_ids,
+            rules: r.rules,
+            state: r.state,
+            outcome: r.outcome,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+            closed_at: r.closed_at,
+        }
+    }
+}
+
+/// What `file` answers: the report, and whether this call made it (201)
+/// or updated the reporter's open one (200).
+pub struct Filed {
+    pub report: ReportView,
+    pub new: bool,
+}
+
+fn cut(text: &str) -> String {
+    text.chars().take(SNAPSHOT_TEXT_MAX).collect()
+}
+
+/// The reported thing as the reporter may see it now, as a snapshot.
+async fn target_snapshot(ctx: &Context, reporter: i64, report: &NewReport) -> AppResult<Snapshot> {
+    let now = now_ms();
+    let (author, mut snapshot) = match report.target_type {
+        TargetKind::Post => {
+            let body = visible_post(ctx, report.target_id, Some(reporter))
+                .await?
+                .body;
+            let snapshot = Snapshot {
+                author: body.author_uid,
+                author_name: String::new(),
+                text: cut(&body.content),
+                picture_urls: body.picture_urls.clone(),
+                visibility: Some(body.visibility),
+                audience: body.audience.clone(),
+                post_id: None,
+                createtime: body.createtime,
+                taken_at: now,
+            };
+            (body.author_uid, snapshot)
+        }
+        TargetKind::Comment => {
+            let (comment, post) = visible_comment(ctx, report.target_id, Some(reporter)).await?;
+            let snapshot = Snapshot {
+                author: comment.author_uid,
+                author_name: String::new(),
+                text: cut(&comment.content),
+                picture_urls: Vec::new(),
+                visibility: Some(post.body.visibility),
+                audience: post.body.audience.clone(),
+                post_id: Some(comment.post_id),
+                createtime: comment.createtime,
+                taken_at: now,
+            };
+            (comment.author_uid, snapshot)
+        }
+        TargetKind::User => {
+            let (card, _) = visible_user(ctx, report.target_id, Some(reporter)).await?;
+            let snapshot = Snapshot {
+                author: card.uid,
+                author_name: card.nick_name.clone(),
+                text: cut(&card.nick_name),
+                picture_urls: [card.head_img.clone()]
+                    .into_iter()
+                    .filter(|h| !h.is_empty())
+                    .collect(),
+                visibility: None,
+                audience: None,
+                post_id: None,
+                createtime: 0,
+                taken_at: now,
+            };
+            (card.uid, snapshot)
+        }
+    };
+    if author == reporter {
+        return Err(AppError::unprocessable(
+            "targetId",
+            "you cannot report yourself or what you made",
+        ));
+    }
+    if snapshot.author_name.is_empty() {
+        snapshot.author_name = load_cards(ctx, &[author])
+            .await?
+            .remove(&author)
+            .map(|c| c.nick_name)
+            .unwrap_or_default();
+    }
+    Ok(snapshot)
+}
+
+/// Files a report, or updates the reporter's open one of the same target.
+#[tracing::instrument(skip(ctx, report))]
+pub async fn file(ctx: &Context, reporter: i64, report: NewReport) -> AppResult<Filed> {
+    enforce(
+        ctx,
+        &report_budgets(ctx.settings.rate_limits.as_ref(), reporter),
+    )
+    .await?;
+    let snapshot = target_snapshot(ctx, reporter, &report).await?;
+    let account = snapshot.author;
+    if !report.post_ids.is_empty() {
+        let visible = visible_bodies(ctx, &report.post_ids, Some(reporter)).await?;
+        if let Some(bad) = report
+            .post_ids
+            .iter()
+            .find(|p| visible.get(p).is_none_or(|b| b.author_uid != account))
+        {
+            return Err(AppError::unprocessable(
+                "postIds",
+                format!("post {bad} is not one of the reported account's that you may see"),
+            ));
+        }
+    }
+    let target = ReportTarget {
+        kind: report.target_type,
+        id: report.target_id,
+    };
+    let now = now_ms();
+    let case = with_fresh_id(|id| {
+        let case = CaseDoc {
+            id,
+            target,
+            account,
+            state: CaseState::Open,
+            reporter_count: 0,
+            categories: Vec::new(),
+            first_reports: Vec::new(),
+            snapshot: snapshot.clone(),
+            opened_at: now,
+            reported_at: now,
+            closing: None,
+        };
+        async move { ctx.docs.open_case(&case).await }
+    })
+    .await?;
+    let (stored, new) = with_fresh_id(|id| {
+        let doc = ReportDoc {
+            id,
+            reporter,
+            target,
+            account,
+            case_id: case.id,
+            case_reporter: ReportDoc::case_reporter_key(case.id, reporter),
+            category: report.category,
+            comment: report.comment.clone(),
+            post_ids: report.post_ids.clone(),
+            rules: report.rules.clone(),
+            state: CaseState::Open,
+            outcome: None,
+            created_at: timestamp_of(id),
+            updated_at: now,
+            closed_at: None,
+        };
+        async move { ctx.docs.file_report(&doc).await }
+    })
+    .await
+    .map_err(|e| match e {
+        StoreError::Duplicate(_) => AppError::Conflict("report filed twice at once".into()),
+        other => other.into(),
+    })?;
+    Ok(Filed {
+        report: stored.into(),
+        new,
+    })
+}
+
+/// The reporter's reports, newest first, with their state and outcome.
+pub async fn mine(
+    ctx: &Context,
+    reporter: i64,
+    cursor: Option<Cursor>,
+    limit: usize,
+) -> AppResult<Page<ReportView>> {
+    let (docs, next_cursor) = fill_page(
+        limit,
+        cursor.map(|c| c.0),
+        |before, n| async move { Ok(ctx.docs.reports_by_reporter(reporter, before, n).await?) },
+        |batch: Vec<ReportDoc>, room| async move { Ok(keep_where(batch, room, |_| true)) },
+        |r| r.id,
+    )
+    .await?;
+    Ok(Page {
+        items: docs.into_iter().map(ReportView::from).collect(),
+        next_cursor,
+        server_time: now_ms(),
+    })
+}

@@ -1,0 +1,247 @@
+//! Moderation: reports of posts, comments and users, the queue items
+//! ("cases") they are grouped into, one open case per target, and the
+//! append-only audit log of what moderators and admins did.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::domain::post::{Audience, Visibility};
+use crate::domain::report::{ReportCategory, TargetKind};
+use crate::store::StoreResult;
+
+/// The reported thing: a post, a comment (with its post, so that it can be
+/// found on a sharded store), or an account.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReportTarget {
+    pub kind: TargetKind,
+    pub id: i64,
+}
+
+impl ReportTarget {
+    /// One text per target: what makes a case the open one for it.
+    pub fn key(&self) -> String {
+        let kind = match self.kind {
+            TargetKind::Post => "post",
+            TargetKind::Comment => "comment",
+            TargetKind::User => "user",
+        };
+        format!("{kind}:{}", self.id)
+    }
+}
+
+/// Where a report or a case stands.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CaseState {
+    Open,
+    Actioned,
+    Dismissed,
+}
+
+/// One account's report of one target. While its case is open, a second
+/// report by the same account updates this one.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ReportDoc {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    pub reporter: i64,
+    pub target: ReportTarget,
+    /// The reported account: the author of a post or comment, or the user.
+    pub account: i64,
+    #[serde(rename = "caseId")]
+    pub case_id: i64,
+    /// `"{caseId}:{reporter}"`, unique: one report per reporter and case.
+    #[serde(rename = "caseReporter")]
+    pub case_reporter: String,
+    pub category: ReportCategory,
+    pub comment: String,
+    /// For a user report, posts of theirs that show why.
+    #[serde(rename = "postIds", default)]
+    pub post_ids: Vec<i64>,
+    /// Numbers of the instance's rules the report cites.
+    #[serde(default)]
+    pub rules: Vec<u32>,
+    pub state: CaseState,
+    /// What the moderator chose to tell the reporter, once closed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    #[serde(rename = "createdAt")]
+    pub created_at: i64,
+    #[serde(rename = "updatedAt")]
+    pub updated_at: i64,
+    #[serde(rename = "closedAt", default, skip_serializing_if = "Option::is_none")]
+    pub closed_at: Option<i64>,
+}
+
+impl ReportDoc {
+    pub fn case_reporter_key(case_id: i64, reporter: i64) -> String {
+        format!("{case_id}:{reporter}")
+    }
+}
+
+/// The reported content as it was when first reported, so that a
+/// moderator sees it whatever happens to it since (an edit, a deletion, a
+/// narrower audience). Bounded: the text is cut at `SNAPSHOT_TEXT_MAX`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Snapshot {
+    /// The account the content is by (or the reported account).
+    pub author: i64,
+    pub author_name: String,
+    /// The post's or comment's text; the account's nickname for a user.
+    pub text: String,
+    #[serde(default)]
+    pub picture_urls: Vec<String>,
+    /// The post's audience (a comment: its post's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visibility: Option<Visibility>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<Audience>,
+    /// For a comment, its post.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub post_id: Option<i64>,
+    /// When the content was made (epoch ms).
+    pub createtime: i64,
+    /// When the snapshot was taken.
+    pub taken_at: i64,
+}
+
+/// The most characters of text a snapshot keeps.
+pub const SNAPSHOT_TEXT_MAX: usize = 20_000;
+
+/// A queue item: every report of one target while it is open, and what a
+/// moderator decided.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CaseDoc {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    pub target: ReportTarget,
+    pub account: i64,
+    pub state: CaseState,
+    /// Distinct reporters so far.
+    #[serde(rename = "reporterCount", default)]
+    pub reporter_count: u64,
+    #[serde(default)]
+    pub categories: Vec<ReportCategory>,
+    /// The first `FIRST_REPORTS_KEPT` reports, as filed: what the queue
+    /// list shows of each item without reading its reports.
+    #[serde(rename = "firstReports", default)]
+    pub first_reports: Vec<ReportBrief>,
+    pub snapshot: Snapshot,
+    #[serde(rename = "openedAt")]
+    pub opened_at: i64,
+    /// When the latest report came.
+    #[serde(rename = "reportedAt")]
+    pub reported_at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closing: Option<CaseClosing>,
+}
+
+/// How many reports a case keeps a brief of.
+pub const FIRST_REPORTS_KEPT: usize = 20;
+
+/// A report as its case keeps it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ReportBrief {
+    pub id: i64,
+    pub reporter: i64,
+    pub category: ReportCategory,
+    pub comment: String,
+    #[serde(rename = "createdAt")]
+    pub created_at: i64,
+}
+
+impl From<&ReportDoc> for ReportBrief {
+    fn from(r: &ReportDoc) -> Self {
+        ReportBrief {
+            id: r.id,
+            reporter: r.reporter,
+            category: r.category,
+            comment: r.comment.clone(),
+            created_at: r.created_at,
+        }
+    }
+}
+
+/// What closed a case.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CaseClosing {
+    pub state: CaseState,
+    pub action: String,
+    pub moderator: i64,
+    pub note: String,
+    /// What the reporters are told; `None`: only that it was closed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared: Option<String>,
+    pub at: i64,
+}
+
+/// One entry of the audit log: who did what to what, when, and why.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditDoc {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    pub actor: i64,
+    /// `report.dismiss`, `role.set`, …
+    pub action: String,
+    /// What it was done to (`case:ID`, `user:UID`).
+    pub subject: String,
+    pub note: String,
+    pub at: i64,
+}
+
+/// Reports, cases and the audit log. Part of `DocStore`.
+#[async_trait]
+pub trait ModerationDocs: Send + Sync {
+    /// The open case of `case.target`: an existing one, else `case` itself,
+    /// made the open one. Idempotent: a case whose claim was recorded but
+    /// whose document was not is written on the next call.
+    async fn open_case(&self, case: &CaseDoc) -> StoreResult<CaseDoc>;
+
+    /// Files `report` in its case: inserted, or, when this reporter already
+    /// has one in that case, that one updated (category, comment, posts,
+    /// rules, time). The case's reporter count, categories, latest time and
+    /// first reports follow. Returns the report as stored and whether it is new.
+    async fn file_report(&self, report: &ReportDoc) -> StoreResult<(ReportDoc, bool)>;
+
+    async fn cases_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<CaseDoc>>;
+
+    /// Cases below `before`, newest first: open ones only, or closed ones
+    /// only (`open`), of one account if `account` is given.
+    async fn cases_page(
+        &self,
+        open: bool,
+        account: Option<i64>,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<CaseDoc>>;
+
+    /// Up to `limit` reports of a case, oldest first, above `after`.
+    async fn reports_of_case(
+        &self,
+        case_id: i64,
+        after: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<ReportDoc>>;
+
+    /// A reporter's reports below `before`, newest first.
+    async fn reports_by_reporter(
+        &self,
+        reporter: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<ReportDoc>>;
+
+    /// Closes an open case and every report in it; `None` when it was not
+    /// open (closed already, or no such case), and nothing changes.
+    async fn close_case(&self, case_id: i64, closing: &CaseClosing)
+        -> StoreResult<Option<CaseDoc>>;
+
+    /// Appends an entry to the audit log, which nothing edits or deletes.
+    async fn append_audit(&self, entry: &AuditDoc) -> StoreResult<()>;
+
+    /// The audit log below `before`, newest first.
+    async fn audit_page(&self, before: Option<i64>, limit: usize) -> StoreResult<Vec<AuditDoc>>;
+}

@@ -1,0 +1,305 @@
+//! `ModerationDocs` on redb: reports, cases and the audit log.
+
+use super::*;
+use crate::store::{
+    AuditDoc, CaseClosing, CaseDoc, CaseState, ModerationDocs, ReportBrief, ReportDoc,
+    FIRST_REPORTS_KEPT,
+};
+
+/// Report id → the report.
+pub(super) const REPORTS: TableDefinition<u64, &[u8]> = TableDefinition::new("reports");
+/// (case, reporter) → report id: one report per reporter and case.
+pub(super) const REPORT_OF_CASE: TableDefinition<(u64, u64), u64> =
+    TableDefinition::new("report_of_case");
+/// (case, report id) of every report, for the queue.
+pub(super) const REPORTS_BY_CASE: TableDefinition<(u64, u64), ()> =
+    TableDefinition::new("reports_by_case");
+/// (reporter, report id), for "my reports".
+pub(super) const REPORTS_BY_REPORTER: TableDefinition<(u64, u64), ()> =
+    TableDefinition::new("reports_by_reporter");
+/// Case id → the case.
+pub(super) const CASES: TableDefinition<u64, &[u8]> = TableDefinition::new("moderation_cases");
+/// Target key (`post:ID`) → its open case.
+pub(super) const OPEN_CASES: TableDefinition<&str, u64> = TableDefinition::new("open_cases");
+/// (1 open / 0 closed, case id), for the queue.
+pub(super) const CASES_BY_STATE: TableDefinition<(u64, u64), ()> =
+    TableDefinition::new("cases_by_state");
+/// (account, case id) of its open cases, and of its closed ones.
+pub(super) const OPEN_CASES_BY_ACCOUNT: TableDefinition<(u64, u64), ()> =
+    TableDefinition::new("open_cases_by_account");
+pub(super) const CLOSED_CASES_BY_ACCOUNT: TableDefinition<(u64, u64), ()> =
+    TableDefinition::new("closed_cases_by_account");
+/// Entry id → the entry.
+pub(super) const AUDIT_LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("audit_log");
+
+fn state_code(open: bool) -> u64 {
+    u64::from(open)
+}
+
+#[async_trait]
+impl ModerationDocs for EmbeddedDocs {
+    async fn open_case(&self, case: &CaseDoc) -> StoreResult<CaseDoc> {
+        let case = case.clone();
+        self.write(move |txn| {
+            let mut open = txn.open_table(OPEN_CASES).map_err(other)?;
+            let key = case.target.key();
+            let mut cases = txn.open_table(CASES).map_err(other)?;
+            if let Some(existing) = open.get(key.as_str()).map_err(other)? {
+                let existing = existing.value();
+                if let Some(found) = get_doc::<CaseDoc>(&cases, existing)? {
+                    return Ok(found);
+                }
+            }
+            open.insert(key.as_str(), id(case.id)).map_err(other)?;
+            cases
+                .insert(id(case.id), encode(&case)?.as_slice())
+                .map_err(other)?;
+            txn.open_table(CASES_BY_STATE)
+                .map_err(other)?
+                .insert((state_code(true), id(case.id)), ())
+                .map_err(other)?;
+            txn.open_table(OPEN_CASES_BY_ACCOUNT)
+                .map_err(other)?
+                .insert((id(case.account), id(case.id)), ())
+                .map_err(other)?;
+            Ok(case.clone())
+        })
+        .await
+    }
+
+    async fn file_report(&self, report: &ReportDoc) -> StoreResult<(ReportDoc, bool)> {
+        let report = report.clone();
+        self.write(move |txn| {
+            let mut cases = txn.open_table(CASES).map_err(other)?;
+            let Some(mut case) = get_doc::<CaseDoc>(&cases, id(report.case_id))? else {
+                return Err(StoreError::Other(anyhow::anyhow!(
+                    "report filed in case {} that does not exist",
+                    report.case_id
+                )));
+            };
+            let mut of_case = txn.open_table(REPORT_OF_CASE).map_err(other)?;
+            let mut reports = txn.open_table(REPORTS).map_err(other)?;
+            let key = (id(report.case_id), id(report.reporter));
+            let earlier = match of_case.get(key).map_err(other)?.map(|v| v.value()) {
+                Some(e) => get_doc::<ReportDoc>(&reports, e)?,
+                None => None,
+            };
+            let (stored, new) = match earlier {
+                Some(earlier) => {
+                    let updated = ReportDoc {
+                        id: earlier.id,
+                        created_at: earlier.created_at,
+                        ..report.clone()
+                    };
+                    reports
+                        .insert(id(earlier.id), encode(&updated)?.as_slice())
+                        .map_err(other)?;
+                    (updated, false)
+                }
+                None => {
+                    of_case.insert(key, id(report.id)).map_err(other)?;
+                    reports
+                        .insert(id(report.id), encode(&report)?.as_slice())
+                        .map_err(other)?;
+                    txn.open_table(REPORTS_BY_CASE)
+                        .map_err(other)?
+                        .insert((id(report.case_id), id(report.id)), ())
+                        .map_err(other)?;
+                    txn.open_table(REPORTS_BY_REPORTER)
+                        .map_err(other)?
+                        .insert((id(report.reporter), id(report.id)), ())
+                        .map_err(other)?;
+                    case.reporter_count += 1;
+                    if case.first_reports.len() < FIRST_REPORTS_KEPT {
+                        case.first_reports.push(ReportBrief::from(&report));
+                    }
+                    (report.clone(), true)
+                }
+            };
+            if !case.categories.contains(&stored.category) {
+                case.categories.push(stored.category);
+            }
+            case.reported_at = case.reported_at.max(stored.updated_at);
+            cases
+                .insert(id(case.id), encode(&case)?.as_slice())
+                .map_err(other)?;
+            Ok((stored, new))
+        })
+        .await
+    }
+
+    async fn cases_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<CaseDoc>> {
+        let ids = ids.to_vec();
+        self.read(move |txn| docs_by_ids(txn, CASES, &ids)).await
+    }
+
+    async fn cases_page(
+        &self,
+        open: bool,
+        account: Option<i64>,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<CaseDoc>> {
+        self.read(move |txn| {
+            let ids = match account {
+                Some(a) => {
+                    let def = if open {
+                        OPEN_CASES_BY_ACCOUNT
+                    } else {
+                        CLOSED_CASES_BY_ACCOUNT
+                    };
+                    newest_below(&txn.open_table(def).map_err(other)?, id(a), before, limit)?
+                }
+                None => newest_below(
+                    &txn.open_table(CASES_BY_STATE).map_err(other)?,
+                    state_code(open),
+                    before,
+                    limit,
+                )?,
+            };
+            let ids: Vec<i64> = ids.into_iter().map(|i| i as i64).collect();
+            docs_by_ids(txn, CASES, &ids)
+        })
+        .await
+    }
+
+    async fn reports_of_case(
+        &self,
+        case_id: i64,
+        after: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<ReportDoc>> {
+        self.read(move |txn| {
+            let table = txn.open_table(REPORTS_BY_CASE).map_err(other)?;
+            let low = after.map_or(0, |a| id(a).saturating_add(1));
+            let mut ids = Vec::new();
+            for entry in table
+                .range((id(case_id), low)..=(id(case_id), u64::MAX))
+                .map_err(other)?
+                .take(limit)
+            {
+                ids.push(entry.map_err(other)?.0.value().1 as i64);
+            }
+            docs_by_ids(txn, REPORTS, &ids)
+        })
+        .await
+    }
+
+    async fn reports_by_reporter(
+        &self,
+        reporter: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<ReportDoc>> {
+        self.read(move |txn| {
+            let table = txn.open_table(REPORTS_BY_REPORTER).map_err(other)?;
+            let ids: Vec<i64> = newest_below(&table, id(reporter), before, limit)?
+                .into_iter()
+                .map(|i| i as i64)
+                .collect();
+            docs_by_ids(txn, REPORTS, &ids)
+        })
+        .await
+    }
+
+    async fn close_case(
+        &self,
+        case_id: i64,
+        closing: &CaseClosing,
+    ) -> StoreResult<Option<CaseDoc>> {
+        let closing = closing.clone();
+        self.write(move |txn| {
+            let mut cases = txn.open_table(CASES).map_err(other)?;
+            let Some(mut case) = get_doc::<CaseDoc>(&cases, id(case_id))? else {
+                return Ok(None);
+            };
+            if case.state != CaseState::Open {
+                return Ok(None);
+            }
+            case.state = closing.state;
+            case.closing = Some(closing.clone());
+            cases
+                .insert(id(case_id), encode(&case)?.as_slice())
+                .map_err(other)?;
+            let key = case.target.key();
+            let mut open = txn.open_table(OPEN_CASES).map_err(other)?;
+            if open.get(key.as_str()).map_err(other)?.map(|v| v.value()) == Some(id(case_id)) {
+                open.remove(key.as_str()).map_err(other)?;
+            }
+            let mut by_state = txn.open_table(CASES_BY_STATE).map_err(other)?;
+            by_state
+                .remove((state_code(true), id(case_id)))
+                .map_err(other)?;
+            by_state
+                .insert((state_code(false), id(case_id)), ())
+                .map_err(other)?;
+            txn.open_table(OPEN_CASES_BY_ACCOUNT)
+                .map_err(other)?
+                .remove((id(case.account), id(case_id)))
+                .map_err(other)?;
+            txn.open_table(CLOSED_CASES_BY_ACCOUNT)
+                .map_err(other)?
+                .insert((id(case.account), id(case_id)), ())
+                .map_err(other)?;
+            let ids = all_under(
+                &txn.open_table(REPORTS_BY_CASE).map_err(other)?,
+                id(case_id),
+            )?;
+            let mut reports = txn.open_table(REPORTS).map_err(other)?;
+            for report_id in ids {
+                if let Some(mut r) = get_doc::<ReportDoc>(&reports, report_id)? {
+                    r.state = closing.state;
+                    r.outcome = closing.shared.clone();
+                    r.closed_at = Some(closing.at);
+                    reports
+                        .insert(report_id, encode(&r)?.as_slice())
+                        .map_err(other)?;
+                }
+            }
+            Ok(Some(case))
+        })
+        .await
+    }
+
+    async fn append_audit(&self, entry: &AuditDoc) -> StoreResult<()> {
+        let entry = entry.clone();
+        self.write(move |txn| {
+            let mut log = txn.open_table(AUDIT_LOG).map_err(other)?;
+            if log.get(id(entry.id)).map_err(other)?.is_some() {
+                return Err(StoreError::IdTaken);
+            }
+            log.insert(id(entry.id), encode(&entry)?.as_slice())
+                .map_err(other)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn audit_page(&self, before: Option<i64>, limit: usize) -> StoreResult<Vec<AuditDoc>> {
+        self.read(move |txn| {
+            let log = txn.open_table(AUDIT_LOG).map_err(other)?;
+            let upper = before.map_or(u64::MAX, id);
+            let mut out = Vec::new();
+            for entry in log.range(..upper).map_err(other)?.rev().take(limit) {
+                out.push(decode(entry.map_err(other)?.1.value())?);
+            }
+            Ok(out)
+        })
+        .await
+    }
+}
+
+/// Opens every table of this file, so reads find them (`apply_schemas`).
+pub(super) fn create_tables(txn: &WriteTransaction) -> StoreResult<()> {
+    txn.open_table(REPORTS).map_err(other)?;
+    txn.open_table(REPORT_OF_CASE).map_err(other)?;
+    txn.open_table(REPORTS_BY_CASE).map_err(other)?;
+    txn.open_table(REPORTS_BY_REPORTER).map_err(other)?;
+    txn.open_table(CASES).map_err(other)?;
+    txn.open_table(OPEN_CASES).map_err(other)?;
+    txn.open_table(CASES_BY_STATE).map_err(other)?;
+    txn.open_table(OPEN_CASES_BY_ACCOUNT).map_err(other)?;
+    txn.open_table(CLOSED_CASES_BY_ACCOUNT).map_err(other)?;
+    txn.open_table(AUDIT_LOG).map_err(other)?;
+    Ok(())
+}

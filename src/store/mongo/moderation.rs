@@ -1,0 +1,277 @@
+//! `ModerationDocs` on MongoDB: `reports`, `moderation_cases`,
+//! `open_cases` (a target's key → its open case, the claim that makes one
+//! case the open one) and `audit_log`. Moderation is small and read across
+//! every target, so these collections are unsharded.
+
+use super::*;
+use crate::store::{
+    AuditDoc, CaseClosing, CaseDoc, CaseState, ModerationDocs, ReportBrief, ReportDoc,
+    ReportTarget, FIRST_REPORTS_KEPT,
+};
+
+/// A target's open case.
+#[derive(Debug, Serialize, Deserialize)]
+struct OpenCase {
+    #[serde(rename = "_id")]
+    key: String,
+    #[serde(rename = "caseId")]
+    case_id: i64,
+}
+
+fn state_text(state: CaseState) -> StoreResult<mongodb::bson::Bson> {
+    mongodb::bson::to_bson(&state).map_err(|e| StoreError::Other(e.into()))
+}
+
+impl MongoDocs {
+    fn reports(&self) -> Collection<ReportDoc> {
+        self.db.collection("reports")
+    }
+    fn cases(&self) -> Collection<CaseDoc> {
+        self.db.collection("moderation_cases")
+    }
+    fn open_cases(&self) -> Collection<OpenCase> {
+        self.db.collection("open_cases")
+    }
+    fn audit_log(&self) -> Collection<AuditDoc> {
+        self.db.collection("audit_log")
+    }
+
+    /// The case the target's claim names, if the claim and an open case
+    /// stand; a claim left by a case closed since is dropped.
+    async fn claimed_case(&self, target: &ReportTarget) -> StoreResult<Option<OpenCase>> {
+        let key = target.key();
+        let Some(claim) = self
+            .open_cases()
+            .find_one(doc! { "_id": &key })
+            .await
+            .map_err(classify)?
+        else {
+            return Ok(None);
+        };
+        let case = self
+            .cases()
+            .find_one(doc! { "_id": claim.case_id })
+            .await
+            .map_err(classify)?;
+        if case.as_ref().is_some_and(|c| c.state != CaseState::Open) {
+            self.open_cases()
+                .delete_one(doc! { "_id": &key, "caseId": claim.case_id })
+                .await
+                .map_err(classify)?;
+            return Ok(None);
+        }
+        Ok(Some(claim))
+    }
+}
+
+#[async_trait]
+impl ModerationDocs for MongoDocs {
+    async fn open_case(&self, case: &CaseDoc) -> StoreResult<CaseDoc> {
+        // Two tries: a claim lost to a case that closed at that moment is
+        // dropped by `claimed_case`, and the second try claims afresh.
+        for _ in 0..2 {
+            let claim = match self.claimed_case(&case.target).await? {
+                Some(claim) => claim,
+                None => {
+                    let mine = OpenCase {
+                        key: case.target.key(),
+                        case_id: case.id,
+                    };
+                    if !insert_unless_duplicate(&self.open_cases(), &mine).await? {
+                        continue;
+                    }
+                    mine
+                }
+            };
+            if let Some(found) = self
+                .cases()
+                .find_one(doc! { "_id": claim.case_id })
+                .await
+                .map_err(classify)?
+            {
+                return Ok(found);
+            }
+            // Claimed (by this call, or by one that stopped before writing
+            // its case): the case is written under the claimed id.
+            let made = CaseDoc {
+                id: claim.case_id,
+                ..case.clone()
+            };
+            insert_unless_duplicate(&self.cases(), &made).await?;
+            return Ok(made);
+        }
+        Err(StoreError::Other(anyhow::anyhow!(
+            "the open case of {} kept changing",
+            case.target.key()
+        )))
+    }
+
+    async fn file_report(&self, report: &ReportDoc) -> StoreResult<(ReportDoc, bool)> {
+        let new = insert_unless_duplicate(&self.reports(), report).await?;
+        let stored = if new {
+            report.clone()
+        } else {
+            let category = mongodb::bson::to_bson(&report.category)
+                .map_err(|e| StoreError::Other(e.into()))?;
+            let rules: Vec<i64> = report.rules.iter().map(|r| i64::from(*r)).collect();
+            self.reports()
+                .find_one_and_update(
+                    doc! { "caseReporter": &report.case_reporter },
+                    doc! { "$set": {
+                        "category": category,
+                        "comment": &report.comment,
+                        "postIds": &report.post_ids,
+                        "rules": rules,
+                        "updatedAt": report.updated_at,
+                    } },
+                )
+                .return_document(mongodb::options::ReturnDocument::After)
+                .await
+                .map_err(classify)?
+                .ok_or_else(|| StoreError::Other(anyhow::anyhow!("a filed report vanished")))?
+        };
+        let category =
+            mongodb::bson::to_bson(&stored.category).map_err(|e| StoreError::Other(e.into()))?;
+        let mut update = doc! {
+            "$addToSet": { "categories": category },
+            "$set": { "reportedAt": stored.updated_at },
+        };
+        if new {
+            update.insert("$inc", doc! { "reporterCount": 1_i64 });
+        }
+        let case = self
+            .cases()
+            .find_one_and_update(doc! { "_id": stored.case_id }, update)
+            .return_document(mongodb::options::ReturnDocument::After)
+            .await
+            .map_err(classify)?;
+        // The briefs by read and `$set`, not `$push`: nx-27017 stores a
+        // pushed subdocument as a string. Two reports racing here may keep
+        // one brief between them; the count and the reports stay exact.
+        if let Some(case) = case.filter(|c| new && c.first_reports.len() < FIRST_REPORTS_KEPT) {
+            let mut briefs = case.first_reports;
+            briefs.push(ReportBrief::from(&stored));
+            let briefs =
+                mongodb::bson::to_bson(&briefs).map_err(|e| StoreError::Other(e.into()))?;
+            self.cases()
+                .update_one(
+                    doc! { "_id": stored.case_id },
+                    doc! { "$set": { "firstReports": briefs } },
+                )
+                .await
+                .map_err(classify)?;
+        }
+        Ok((stored, new))
+    }
+
+    async fn cases_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<CaseDoc>> {
+        by_ids(self.cases(), ids).await
+    }
+
+    async fn cases_page(
+        &self,
+        open: bool,
+        account: Option<i64>,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<CaseDoc>> {
+        let mut filter = if open {
+            doc! { "state": state_text(CaseState::Open)? }
+        } else {
+            doc! { "state": { "$in": [state_text(CaseState::Actioned)?, state_text(CaseState::Dismissed)?] } }
+        };
+        if let Some(a) = account {
+            filter.insert("account", a);
+        }
+        newest_page(self.cases(), filter, before, limit).await
+    }
+
+    async fn reports_of_case(
+        &self,
+        case_id: i64,
+        after: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<ReportDoc>> {
+        let mut filter = doc! { "caseId": case_id };
+        if let Some(a) = after {
+            filter.insert("_id", doc! { "$gt": a });
+        }
+        collect(
+            self.reports()
+                .find(filter)
+                .sort(doc! { "_id": 1 })
+                .limit(limit as i64)
+                .await
+                .map_err(classify)?,
+        )
+        .await
+    }
+
+    async fn reports_by_reporter(
+        &self,
+        reporter: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<ReportDoc>> {
+        newest_page(self.reports(), doc! { "reporter": reporter }, before, limit).await
+    }
+
+    async fn close_case(
+        &self,
+        case_id: i64,
+        closing: &CaseClosing,
+    ) -> StoreResult<Option<CaseDoc>> {
+        let Some(case) = self
+            .cases()
+            .find_one(doc! { "_id": case_id })
+            .await
+            .map_err(classify)?
+        else {
+            return Ok(None);
+        };
+        if case.state != CaseState::Open {
+            return Ok(None);
+        }
+        // The reports first: a close cut short leaves the case open, to be
+        // closed again, rather than a closed case with open reports.
+        let state = state_text(closing.state)?;
+        let mut set = doc! { "state": state.clone(), "closedAt": closing.at };
+        if let Some(shared) = &closing.shared {
+            set.insert("outcome", shared);
+        }
+        self.reports()
+            .update_many(doc! { "caseId": case_id }, doc! { "$set": set })
+            .await
+            .map_err(classify)?;
+        let closing_doc =
+            mongodb::bson::to_bson(closing).map_err(|e| StoreError::Other(e.into()))?;
+        let closed = self
+            .cases()
+            .update_one(
+                doc! { "_id": case_id, "state": state_text(CaseState::Open)? },
+                doc! { "$set": { "state": state, "closing": closing_doc } },
+            )
+            .await
+            .map_err(classify)?;
+        if closed.modified_count == 0 {
+            return Ok(None);
+        }
+        self.open_cases()
+            .delete_one(doc! { "_id": case.target.key(), "caseId": case_id })
+            .await
+            .map_err(classify)?;
+        Ok(Some(CaseDoc {
+            state: closing.state,
+            closing: Some(closing.clone()),
+            ..case
+        }))
+    }
+
+    async fn append_audit(&self, entry: &AuditDoc) -> StoreResult<()> {
+        insert_new(&self.audit_log(), entry, "audit entry").await
+    }
+
+    async fn audit_page(&self, before: Option<i64>, limit: usize) -> StoreResult<Vec<AuditDoc>> {
+        newest_page(self.audit_log(), doc! {}, before, limit).await
+    }
+}

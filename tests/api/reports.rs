@@ -1,0 +1,435 @@
+//! Reports and the moderation queue, through the API on this backend:
+//! grouping by target, snapshots that outlive the content, visibility,
+//! roles, closing with the reporters told, the audit log, bounds.
+
+use serde_json::{json, Value};
+
+use crate::helpers::{follow, spawn_app, spawn_app_with, test_settings, TestApp, User};
+
+async fn report(app: &TestApp, who: &User, body: Value) -> (u16, Value) {
+    let (s, v) = app.post("/api/v1/reports", Some(&who.token), body).await;
+    (s.as_u16(), v)
+}
+
+async fn moderator(app: &TestApp, name: &str) -> User {
+    let admin = app.admin().await;
+    let m = app.user(name).await;
+    let (s, v) = app
+        .call(
+            reqwest::Method::PUT,
+            &format!("/api/v1/admin/users/{}/role", m.uid),
+            Some(&admin.token),
+            Some(json!({"role": "moderator"})),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 200, "{v}");
+    assert_eq!(v["role"], "moderator");
+    m
+}
+
+async fn queue(app: &TestApp, who: &User, query: &str) -> Vec<Value> {
+    let (s, v) = app
+        .get(&format!("/api/v1/admin/reports{query}"), Some(&who.token))
+        .await;
+    assert_eq!(s.as_u16(), 200, "{v}");
+    v["items"].as_array().unwrap().clone()
+}
+
+#[tokio::test]
+async fn reports_of_one_target_are_one_queue_item_with_every_reporter() {
+    let app = spawn_app().await;
+    let author = app.user("rpauthor").await;
+    let (a, b) = (app.user("rpa").await, app.user("rpb").await);
+    let post = app.text_post(&author, "买粉丝加微信").await;
+    let (s, first) = report(
+        &app,
+        &a,
+        json!({"targetType": "post", "targetId": post, "category": "spam", "comment": "广告"}),
+    )
+    .await;
+    assert_eq!(s, 201, "{first}");
+    assert_eq!(first["state"], "open");
+    // Reporting again while open updates the report: 200, same id.
+    let (s, again) = report(
+        &app,
+        &a,
+        json!({"targetType": "post", "targetId": post, "category": "harassment", "comment": "改了"}),
+    )
+    .await;
+    assert_eq!(s, 200, "{again}");
+    assert_eq!(again["id"], first["id"]);
+    assert_eq!(again["category"], "harassment");
+    let (s, _) = report(
+        &app,
+        &b,
+        json!({"targetType": "post", "targetId": post, "category": "hate"}),
+    )
+    .await;
+    assert_eq!(s, 201);
+    let m = moderator(&app, "rpmod").await;
+    let items = queue(&app, &m, "").await;
+    assert_eq!(items.len(), 1, "{items:?}");
+    let item = &items[0];
+    assert_eq!(item["target"], json!({"kind": "post", "id": post}));
+    assert_eq!(item["account"]["uid"], author.uid);
+    assert_eq!(item["reporterCount"], 2);
+    let mut categories: Vec<&str> = item["categories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    categories.sort_unstable();
+    assert_eq!(categories, ["harassment", "hate", "spam"]);
+    assert_eq!(item["snapshot"]["text"], "买粉丝加微信");
+    assert_eq!(item["snapshot"]["authorName"], "rpauthor昵称");
+    assert_eq!(item["reports"].as_array().unwrap().len(), 2);
+    // Filters: by category, by account, and an empty one.
+    assert_eq!(queue(&app, &m, "?category=hate").await.len(), 1);
+    assert_eq!(queue(&app, &m, "?category=sexual").await.len(), 0);
+    let by_account = format!("?account={}", author.uid);
+    assert_eq!(queue(&app, &m, &by_account).await.len(), 1);
+    let other = format!("?account={}", a.uid);
+    assert_eq!(queue(&app, &m, &other).await.len(), 0);
+    // The single item has every report as it stands.
+    let id = item["id"].as_i64().unwrap();
+    let (s, one) = app
+        .get(&format!("/api/v1/admin/reports/{id}"), Some(&m.token))
+        .await;
+    assert_eq!(s.as_u16(), 200, "{one}");
+    let comments: Vec<&str> = one["reports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["comment"].as_str().unwrap())
+        .collect();
+    assert_eq!(comments, ["改了", ""]);
+    assert_eq!(one["history"], json!([]));
+    // The reporter sees their own report.
+    let (_, mine) = app.get("/api/v1/me/reports", Some(&a.token)).await;
+    assert_eq!(mine["items"].as_array().unwrap().len(), 1);
+    assert_eq!(mine["items"][0]["target"]["id"], post);
+}
+
+#[tokio::test]
+async fn a_snapshot_survives_the_deletion_of_what_was_reported() {
+    let app = spawn_app().await;
+    let author = app.user("snauthor").await;
+    let reader = app.user("snreader").await;
+    let post = app.text_post(&author, "to be deleted").await;
+    let comment = app.comment(&author, post, "a rude comment", None).await;
+    let comment_id = comment["id"].as_i64().unwrap();
+    for body in [
+        json!({"targetType": "post", "targetId": post, "category": "violence"}),
+        json!({"targetType": "comment", "targetId": comment_id, "category": "harassment"}),
+    ] {
+        assert_eq!(report(&app, &reader, body).await.0, 201);
+    }
+    let (s, _) = app
+        .delete(&format!("/api/v1/posts/{post}"), Some(&author.token))
+        .await;
+    assert_eq!(s.as_u16(), 204);
+    let m = moderator(&app, "snmod").await;
+    let items = queue(&app, &m, "").await;
+    let text_of = |kind: &str| {
+        items
+            .iter()
+            .find(|i| i["target"]["kind"] == kind)
+            .map(|i| i["snapshot"]["text"].clone())
+    };
+    assert_eq!(text_of("post"), Some(json!("to be deleted")));
+    assert_eq!(text_of("comment"), Some(json!("a rude comment")));
+    let comment_item = items.iter().find(|i| i["target"]["kind"] == "comment");
+    assert_eq!(comment_item.unwrap()["snapshot"]["postId"], post);
+}
+
+#[tokio::test]
+async fn only_what_the_reporter_may_see_can_be_reported_and_never_oneself() {
+    let app = spawn_app().await;
+    let author = app.user("vsauthor").await;
+    let stranger = app.user("vsstranger").await;
+    let (s, friends_only) = app
+        .post(
+            "/api/v1/posts",
+            Some(&author.token),
+            json!({"category": "TEXT", "content": "friends", "visibility": "friends"}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 201);
+    let hidden = friends_only["id"].as_i64().unwrap();
+    let (s, v) = report(
+        &app,
+        &stranger,
+        json!({"targetType": "post", "targetId": hidden, "category": "spam"}),
+    )
+    .await;
+    assert_eq!(s, 404, "{v}");
+    let (s, _) = report(
+        &app,
+        &stranger,
+        json!({"targetType": "post", "targetId": 999_999_999_999_999_i64, "category": "spam"}),
+    )
+    .await;
+    assert_eq!(s, 404);
+    // A block hides the account: reporting it answers as if it did not exist.
+    let (s, _) = app
+        .put(
+            &format!("/api/v1/users/{}/block", stranger.uid),
+            Some(&author.token),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 200);
+    let (s, _) = report(
+        &app,
+        &stranger,
+        json!({"targetType": "user", "targetId": author.uid, "category": "spam"}),
+    )
+    .await;
+    assert_eq!(s, 404);
+    let mine = app.text_post(&stranger, "my own").await;
+    for body in [
+        json!({"targetType": "post", "targetId": mine, "category": "spam"}),
+        json!({"targetType": "user", "targetId": stranger.uid, "category": "spam"}),
+    ] {
+        let (s, v) = report(&app, &stranger, body).await;
+        assert_eq!(s, 422, "{v}");
+    }
+    // A user report names only their posts the reporter may see.
+    let other = app.user("vsother").await;
+    let visible = app.text_post(&other, "public").await;
+    let (s, v) = report(
+        &app,
+        &stranger,
+        json!({"targetType": "user", "targetId": other.uid, "category": "spam", "postIds": [visible, mine]}),
+    )
+    .await;
+    assert_eq!(s, 422, "{v}");
+    assert_eq!(v["field"], "postIds", "{v}");
+    let (s, v) = report(
+        &app,
+        &stranger,
+        json!({"targetType": "user", "targetId": other.uid, "category": "spam", "postIds": [visible], "rules": [1]}),
+    )
+    .await;
+    assert_eq!(s, 201, "{v}");
+    assert_eq!(v["postIds"], json!([visible]));
+    // Nothing was filed by the refused ones.
+    let (_, list) = app.get("/api/v1/me/reports", Some(&stranger.token)).await;
+    assert_eq!(list["items"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn bad_reports_name_the_field_and_file_nothing() {
+    let app = spawn_app().await;
+    let author = app.user("bdauthor").await;
+    let reader = app.user("bdreader").await;
+    let post = app.text_post(&author, "x").await;
+    for (body, field) in [
+        (
+            json!({"targetType": "post", "targetId": post, "category": "rude"}),
+            "category",
+        ),
+        (
+            json!({"targetType": "thread", "targetId": post, "category": "spam"}),
+            "targetType",
+        ),
+        (
+            json!({"targetType": "post", "targetId": post, "category": "spam", "comment": "长".repeat(1001)}),
+            "comment",
+        ),
+        (
+            json!({"targetType": "post", "category": "spam"}),
+            "targetId",
+        ),
+        (
+            json!({"targetType": "post", "targetId": post, "category": "spam", "postIds": [post]}),
+            "postIds",
+        ),
+    ] {
+        let (s, v) = report(&app, &reader, body.clone()).await;
+        assert_eq!(s, 400, "{body} -> {v}");
+        assert_eq!(v["field"], field, "{body} -> {v}");
+    }
+    let (_, list) = app.get("/api/v1/me/reports", Some(&reader.token)).await;
+    assert_eq!(list["items"], json!([]));
+}
+
+#[tokio::test]
+async fn closing_an_item_closes_every_report_and_tells_each_reporter() {
+    let app = spawn_app().await;
+    let author = app.user("clauthor").await;
+    let (a, b) = (app.user("cla").await, app.user("clb").await);
+    let post = app.text_post(&author, "borderline").await;
+    for who in [&a, &b] {
+        let body = json!({"targetType": "post", "targetId": post, "category": "other"});
+        assert_eq!(report(&app, who, body).await.0, 201);
+    }
+    let m = moderator(&app, "clmod").await;
+    let id = queue(&app, &m, "").await[0]["id"].as_i64().unwrap();
+    let path = format!("/api/v1/admin/reports/{id}/actions");
+    // Sharing needs a note to share.
+    let (s, v) = app
+        .post(
+            &path,
+            Some(&m.token),
+            json!({"action": "dismiss", "shareWithReporter": true}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 400, "{v}");
+    let (s, closed) = app
+        .post(
+            &path,
+            Some(&m.token),
+            json!({"action": "dismiss", "note": "不违反社区规则", "shareWithReporter": true}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 200, "{closed}");
+    assert_eq!(closed["state"], "dismissed");
+    assert_eq!(closed["closing"]["action"], "dismiss");
+    for who in [&a, &b] {
+        let (_, mine) = app.get("/api/v1/me/reports", Some(&who.token)).await;
+        let r = &mine["items"][0];
+        assert_eq!(r["state"], "dismissed", "{mine}");
+        assert_eq!(r["outcome"], "不违反社区规则");
+        let (_, n) = app.get("/api/v1/notifications", Some(&who.token)).await;
+        let told = n["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["kind"] == "report_closed")
+            .unwrap_or_else(|| panic!("no report_closed in {n}"));
+        assert_eq!(told["reportId"], r["id"]);
+    }
+    // Closed once: again is a conflict, and it leaves the open queue.
+    let (s, _) = app
+        .post(&path, Some(&m.token), json!({"action": "dismiss"}))
+        .await;
+    assert_eq!(s.as_u16(), 409);
+    assert!(queue(&app, &m, "").await.is_empty());
+    assert_eq!(queue(&app, &m, "?state=dismissed").await.len(), 1);
+    // A new report of the same target opens a new item, whose history has
+    // the closed one.
+    let c = app.user("clc").await;
+    let body = json!({"targetType": "post", "targetId": post, "category": "spam"});
+    assert_eq!(report(&app, &c, body).await.0, 201);
+    let open = queue(&app, &m, "").await;
+    assert_eq!(open.len(), 1);
+    let reopened = open[0]["id"].as_i64().unwrap();
+    assert_ne!(reopened, id);
+    let (_, one) = app
+        .get(&format!("/api/v1/admin/reports/{reopened}"), Some(&m.token))
+        .await;
+    assert_eq!(one["history"][0]["id"], id, "{one}");
+    // In bulk: the open one closes, the closed one conflicts, an unknown
+    // one is missing; each answered on its own.
+    let (s, results) = app
+        .post(
+            "/api/v1/admin/reports/actions",
+            Some(&m.token),
+            json!({"ids": [reopened, id, 4242], "action": "dismiss", "note": "bulk"}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 200, "{results}");
+    let status_of = |item: i64| {
+        results
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == item)
+            .map(|r| r["status"].as_u64().unwrap())
+    };
+    assert_eq!(
+        (status_of(reopened), status_of(id), status_of(4242)),
+        (Some(200), Some(409), Some(404))
+    );
+    let too_many: Vec<i64> = (1..=51).collect();
+    let (s, _) = app
+        .post(
+            "/api/v1/admin/reports/actions",
+            Some(&m.token),
+            json!({"ids": too_many, "action": "dismiss"}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 400);
+    // Every close is in the audit log, with who did it.
+    let (s, log) = app.get("/api/v1/admin/audit-log", Some(&m.token)).await;
+    assert_eq!(s.as_u16(), 200, "{log}");
+    let closes: Vec<&Value> = log["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "report.dismiss")
+        .collect();
+    assert_eq!(closes.len(), 2, "{log}");
+    assert!(closes.iter().all(|e| e["actor"] == m.uid));
+}
+
+#[tokio::test]
+async fn roles_decide_who_moderates_and_only_admins_set_them() {
+    let app = spawn_app().await;
+    let admin = app.admin().await;
+    let user = app.user("rlplain").await;
+    let m = moderator(&app, "rlmod").await;
+    // Plain users see no queue; moderators do.
+    let (s, _) = app.get("/api/v1/admin/reports", Some(&user.token)).await;
+    assert_eq!(s.as_u16(), 403);
+    let (s, _) = app.get("/api/v1/admin/reports", None).await;
+    assert_eq!(s.as_u16(), 401);
+    assert!(queue(&app, &m, "").await.is_empty());
+    // A moderator is refused the device table and setting roles.
+    let (s, _) = app.get("/api/v1/admin/device-models", Some(&m.token)).await;
+    assert_eq!(s.as_u16(), 403);
+    let set = |who: &User, uid: i64, role: &str| {
+        let (token, role) = (who.token.clone(), role.to_string());
+        let app = &app;
+        async move {
+            app.call(
+                reqwest::Method::PUT,
+                &format!("/api/v1/admin/users/{uid}/role"),
+                Some(&token),
+                Some(json!({"role": role})),
+            )
+            .await
+            .0
+            .as_u16()
+        }
+    };
+    assert_eq!(set(&m, user.uid, "moderator").await, 403);
+    assert_eq!(set(&admin, admin.uid, "user").await, 422);
+    assert_eq!(set(&admin, 999_999_999_999_999, "moderator").await, 404);
+    assert_eq!(set(&admin, user.uid, "overlord").await, 400);
+    // Taking the role away takes the queue away.
+    assert_eq!(set(&admin, m.uid, "user").await, 200);
+    let (s, _) = app.get("/api/v1/admin/reports", Some(&m.token)).await;
+    assert_eq!(s.as_u16(), 403);
+    let (_, log) = app.get("/api/v1/admin/audit-log", Some(&admin.token)).await;
+    let role_changes: Vec<&str> = log["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "role.set")
+        .map(|e| e["note"].as_str().unwrap())
+        .collect();
+    assert_eq!(role_changes, ["user", "moderator"], "{log}");
+}
+
+#[tokio::test]
+async fn reports_have_a_daily_budget_of_their_own() {
+    let mut settings = test_settings();
+    if let Some(limits) = settings.rate_limits.as_mut() {
+        limits.reports = moments::config::Rate::new(2, 24 * 3600);
+    }
+    let app = spawn_app_with(settings).await;
+    let reader = app.user("rtreader").await;
+    let mut statuses = Vec::new();
+    for i in 0..3 {
+        let author = app.user(&format!("rtauthor{i}")).await;
+        follow(&app, &reader, &author).await;
+        let post = app.text_post(&author, "x").await;
+        let body = json!({"targetType": "post", "targetId": post, "category": "spam"});
+        statuses.push(report(&app, &reader, body).await.0);
+    }
+    assert_eq!(statuses, [201, 201, 429]);
+    let (_, list) = app.get("/api/v1/me/reports", Some(&reader.token)).await;
+    assert_eq!(list["items"].as_array().unwrap().len(), 2);
+}
