@@ -278,8 +278,16 @@ async fn write_everything(c: &Client) {
         Some(json!({"platform": "wechat"})),
     )
     .await;
-    // Reports (an open one, and one a moderator closes with a shared
-    // note), a role, and the audit log they write.
+    // The instance's rules; reports (an open one citing a rule, and one a
+    // moderator closes with a shared note), a role, and the audit log.
+    c.call(
+        Method::PUT,
+        "/api/v1/admin/instance",
+        Some(&admin),
+        &[],
+        Some(json!({"name": "朋友圈", "contact": "abuse@example.com", "rules": ["不发广告"]})),
+    )
+    .await;
     c.call(
         Method::POST,
         "/api/v1/reports",

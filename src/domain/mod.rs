@@ -5,6 +5,7 @@ pub mod addr;
 pub mod comment;
 pub mod cursor;
 pub mod device;
+pub mod instance;
 pub mod label;
 pub mod post;
 pub mod report;

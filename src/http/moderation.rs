@@ -1,5 +1,6 @@
 //! The moderators' console: the report queue, acting on it, the audit
-//! log; and, for admins, roles.
+//! log; for admins, roles and the service's published contact and rules;
+//! and, for anyone, `GET /instance`.
 
 use actix_web::http::Method;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -7,6 +8,7 @@ use serde::Deserialize;
 
 use super::extract::{path_id, query, AdminUser, JsonBody, ModeratorUser, PageParams, PageQuery};
 use crate::domain::cursor::Cursor;
+use crate::domain::instance::InstanceInfo;
 use crate::domain::report::ReportCategory;
 use crate::error::AppError;
 use crate::service::moderation::{
@@ -42,6 +44,14 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         "/admin/audit-log",
         [(Method::GET, web::to(audit_log))],
     ));
+    cfg.service(super::resource(
+        "/instance",
+        [(Method::GET, web::to(instance))],
+    ));
+    cfg.service(super::resource(
+        "/admin/instance",
+        [(Method::PUT, web::to(set_instance))],
+    ));
 }
 
 /// `?state=&category=&account=` on the queue.
@@ -64,7 +74,7 @@ pub struct QueueQuery {
     security(("bearer" = [])))]
 pub async fn queue(
     ctx: web::Data<Context>,
-    _moderator: ModeratorUser,
+    moderator: ModeratorUser,
     req: HttpRequest,
     page: PageParams,
 ) -> Result<HttpResponse, AppError> {
@@ -80,7 +90,7 @@ pub async fn queue(
         category: q.category,
         account,
     };
-    let items = moderation::queue(&ctx, filter, page.cursor, page.limit).await?;
+    let items = moderation::queue(&ctx, moderator.0, filter, page.cursor, page.limit).await?;
     Ok(HttpResponse::Ok().json(items))
 }
 
@@ -97,12 +107,13 @@ pub struct ItemQuery {
     params(("id" = i64, Path, minimum = 1), ItemQuery, PageQuery),
     responses(
         (status = 200, body = QueueItem, description = "the item, a page of its reports oldest first, and its account's earlier closed items"),
+        (status = 403, description = "a report about the caller: for another moderator"),
         (status = 404, description = "no such item"),
     ),
     security(("bearer" = [])))]
 pub async fn item(
     ctx: web::Data<Context>,
-    _moderator: ModeratorUser,
+    moderator: ModeratorUser,
     id: web::Path<String>,
     req: HttpRequest,
     page: PageParams,
@@ -115,13 +126,14 @@ pub async fn item(
         .filter(|c| !c.is_empty())
         .map(Cursor::parse)
         .transpose()?;
-    Ok(HttpResponse::Ok().json(moderation::item(&ctx, id, cursor, page.limit).await?))
+    Ok(HttpResponse::Ok().json(moderation::item(&ctx, moderator.0, id, cursor, page.limit).await?))
 }
 
 #[utoipa::path(post, path = "/api/v1/admin/reports/{id}/actions", tag = "moderation",
     params(("id" = i64, Path, minimum = 1)), request_body = ActionRequest,
     responses(
         (status = 200, body = QueueItem, description = "closed, with every report in it; each reporter is notified"),
+        (status = 403, description = "a report about the caller: for another moderator"),
         (status = 404, description = "no such item"),
         (status = 409, description = "closed already"),
     ),
@@ -168,12 +180,30 @@ pub async fn set_role(
 }
 
 #[utoipa::path(get, path = "/api/v1/admin/audit-log", tag = "moderation", params(PageQuery),
-    responses((status = 200, body = Page<AuditDoc>, description = "every moderator and admin action, newest first")),
+    responses((status = 200, body = Page<AuditDoc>, description = "every moderator and admin action, newest first (admins only: it holds every moderator's notes and the role changes)")),
     security(("bearer" = [])))]
 pub async fn audit_log(
     ctx: web::Data<Context>,
-    _moderator: ModeratorUser,
+    _admin: AdminUser,
     page: PageParams,
 ) -> Result<HttpResponse, AppError> {
     Ok(HttpResponse::Ok().json(moderation::audit_log(&ctx, page.cursor, page.limit).await?))
+}
+
+#[utoipa::path(get, path = "/api/v1/instance", tag = "moderation",
+    responses((status = 200, body = InstanceInfo, description = "the service's name, how to reach whoever runs it, and its numbered rules")),
+    security((), ("bearer" = [])))]
+pub async fn instance(ctx: web::Data<Context>) -> Result<HttpResponse, AppError> {
+    Ok(HttpResponse::Ok().json(moderation::instance(&ctx).await?))
+}
+
+#[utoipa::path(put, path = "/api/v1/admin/instance", tag = "moderation", request_body = InstanceInfo,
+    responses((status = 200, body = InstanceInfo, description = "set; every change is in the audit log")),
+    security(("bearer" = [])))]
+pub async fn set_instance(
+    ctx: web::Data<Context>,
+    admin: AdminUser,
+    JsonBody(req): JsonBody<InstanceInfo>,
+) -> Result<HttpResponse, AppError> {
+    Ok(HttpResponse::Ok().json(moderation::set_instance(&ctx, admin.0, req).await?))
 }

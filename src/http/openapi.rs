@@ -41,6 +41,7 @@ impl Modify for BearerAuth {
         super::reports::file, super::reports::mine,
         super::moderation::queue, super::moderation::item, super::moderation::act,
         super::moderation::act_in_bulk, super::moderation::set_role, super::moderation::audit_log,
+        super::moderation::instance, super::moderation::set_instance,
         super::admin::list, super::admin::upsert, super::admin::delete, super::admin::import, super::admin::preview_import,
         super::admin::rebuild_live, super::admin::check_live,
     ),

@@ -5,7 +5,8 @@
 //! tells each reporter (`report_closed`); roles; and the append-only audit
 //! log of every moderator and admin action.
 //!
-//! Moderators (and admins) handle reports; only admins set roles.
+//! Moderators (and admins) handle reports; only admins set roles and the
+//! service's published name, contact and rules (`GET /instance`).
 
 use serde::{Deserialize, Serialize};
 
@@ -15,12 +16,13 @@ use super::read::paging::{fill_page, keep_where};
 use super::read::responses::{unknown_user, Page};
 use super::{with_fresh_id, Context};
 use crate::domain::cursor::Cursor;
+use crate::domain::instance::InstanceInfo;
 use crate::domain::report::ReportCategory;
 use crate::error::{AppError, AppResult};
 use crate::ids::now_ms;
 use crate::store::{
-    AuditDoc, CaseClosing, CaseDoc, CaseState, NotificationKind, ReportDoc, ReportTarget, Snapshot,
-    UserCard, UserDoc,
+    AuditDoc, CaseClosing, CaseDoc, CaseState, InstanceDoc, NotificationKind, ReportDoc,
+    ReportTarget, Snapshot, UserCard, UserDoc,
 };
 
 pub const MODERATOR: &str = "moderator";
@@ -225,9 +227,11 @@ pub struct QueueFilter {
 }
 
 /// Queue items, newest first: open ones unless `filter.state` asks for
-/// closed ones, of one category or account if asked.
+/// closed ones, of one category or account if asked. Items about the
+/// moderator's own content or account are for others to handle.
 pub async fn queue(
     ctx: &Context,
+    moderator: i64,
     filter: QueueFilter,
     cursor: Option<Cursor>,
     limit: usize,
@@ -240,7 +244,9 @@ pub async fn queue(
         |before, n| async move { Ok(ctx.docs.cases_page(open, filter.account, before, n).await?) },
         |batch: Vec<CaseDoc>, room| async move {
             Ok(keep_where(batch, room, |c: &CaseDoc| {
-                c.state == state && filter.category.is_none_or(|k| c.categories.contains(&k))
+                c.state == state
+                    && c.account != moderator
+                    && filter.category.is_none_or(|k| c.categories.contains(&k))
             }))
         },
         |c| c.id,
@@ -331,6 +337,7 @@ async fn items(
 /// `reports_cursor`) and its account's earlier closed cases.
 pub async fn item(
     ctx: &Context,
+    moderator: i64,
     case_id: i64,
     reports_cursor: Option<Cursor>,
     limit: usize,
@@ -341,6 +348,11 @@ pub async fn item(
         .await?
         .pop()
         .ok_or(AppError::NotFound("queue item"))?;
+    if case.account == moderator {
+        return Err(AppError::Forbidden(
+            "a report about you is for another moderator",
+        ));
+    }
     let (page, earlier) = tokio::try_join!(
         async {
             Ok::<_, AppError>(
@@ -436,7 +448,8 @@ pub struct BulkActionRequest {
 #[serde(rename_all = "camelCase")]
 pub struct BulkResult {
     pub id: i64,
-    /// 200 closed, 404 no such item, 409 closed already.
+    /// 200 closed, 403 a report about the caller, 404 no such item, 409
+    /// closed already, 503 a store did not answer (try it again).
     pub status: u16,
 }
 
@@ -461,7 +474,7 @@ pub async fn act(
 ) -> AppResult<QueueItem> {
     let note = checked_note(act)?;
     close(ctx, moderator, case_id, act, &note).await?;
-    item(ctx, case_id, None, REPORTS_SHOWN).await
+    item(ctx, moderator, case_id, None, REPORTS_SHOWN).await
 }
 
 /// Closes up to 50 items alike, each answered on its own.
@@ -486,7 +499,12 @@ pub async fn act_in_bulk(
             Ok(()) => 200,
             Err(AppError::NotFound(_)) => 404,
             Err(AppError::Conflict(_)) => 409,
-            Err(e) => return Err(e),
+            Err(AppError::Forbidden(_)) => 403,
+            // Those before it are closed: say which were not, and why.
+            Err(e) => {
+                tracing::warn!(error = %e, id, "a bulk action could not close an item");
+                503
+            }
         };
         out.push(BulkResult { id, status });
     }
@@ -508,6 +526,17 @@ async fn close(
         shared: act.share_with_reporter.then(|| note.to_string()),
         at: now_ms(),
     };
+    let case = ctx
+        .docs
+        .cases_by_ids(&[case_id])
+        .await?
+        .pop()
+        .ok_or(AppError::NotFound("queue item"))?;
+    if case.account == moderator {
+        return Err(AppError::Forbidden(
+            "a report about you is for another moderator",
+        ));
+    }
     if ctx.docs.close_case(case_id, &closing).await?.is_none() {
         return match ctx.docs.cases_by_ids(&[case_id]).await?.pop() {
             Some(_) => Err(AppError::Conflict(
@@ -524,7 +553,12 @@ async fn close(
         note,
     )
     .await;
-    tell_reporters(ctx, case_id).await;
+    // In the background: a case may hold many reports, and the answer
+    // should not wait on a notification each. Each reporter's report shows
+    // as closed at once (`GET /me/reports`); a notification lost to a
+    // stopping instance is the only thing lost.
+    let ctx = ctx.clone();
+    tokio::spawn(async move { tell_reporters(&ctx, case_id).await });
     Ok(())
 }
 
@@ -559,6 +593,40 @@ async fn tell_reporters(ctx: &Context, case_id: i64) {
         }
         after = page.last().map(|r| r.id);
     }
+}
+
+/// The service's name, contact and rules: the defaults until an admin
+/// sets them.
+pub async fn instance(ctx: &Context) -> AppResult<InstanceInfo> {
+    Ok(match ctx.docs.instance_info().await? {
+        Some(doc) => InstanceInfo {
+            name: doc.name,
+            contact: doc.contact,
+            rules: doc.rules,
+        },
+        None => InstanceInfo::default(),
+    })
+}
+
+/// Sets the service's name, contact and rules (admins only), logged.
+#[tracing::instrument(skip(ctx, info))]
+pub async fn set_instance(
+    ctx: &Context,
+    admin: i64,
+    info: InstanceInfo,
+) -> AppResult<InstanceInfo> {
+    let info = InstanceInfo::parse(info)?;
+    let doc = InstanceDoc {
+        id: InstanceDoc::ID.into(),
+        name: info.name.clone(),
+        contact: info.contact.clone(),
+        rules: info.rules.clone(),
+        updated_at: now_ms(),
+    };
+    ctx.docs.set_instance_info(&doc).await?;
+    let note = format!("{} rules", info.rules.len());
+    audit(ctx, admin, "instance.set", "instance".into(), &note).await;
+    Ok(info)
 }
 
 /// The audit log, newest first.

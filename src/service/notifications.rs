@@ -39,11 +39,13 @@ pub async fn notify(ctx: &Context, event: Event) {
         return;
     }
     let result = async {
-        if !ctx
-            .docs
-            .blocks_between(event.recipient, &[event.actor])
-            .await?
-            .is_empty()
+        // The service itself (uid 0) is nobody to block.
+        if event.actor != 0
+            && !ctx
+                .docs
+                .blocks_between(event.recipient, &[event.actor])
+                .await?
+                .is_empty()
         {
             return Ok(false);
         }

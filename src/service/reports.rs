@@ -42,8 +42,10 @@ pub struct ReportView {
     pub closed_at: Option<i64>,
 }
 
-impl From<ReportDoc> for ReportView {
-    fn from(r: ReportDoc) -> Self {
+impl ReportView {
+    /// A report as it stands: open, or closed with its case.
+    fn of(r: ReportDoc, case: &CaseDoc) -> Self {
+        let closing = case.closing.as_ref();
         ReportView {
             id: r.id,
             target: r.target,
@@ -51,11 +53,11 @@ impl From<ReportDoc> for ReportView {
             comment: r.comment,
             post_ids: r.post_ids,
             rules: r.rules,
-            state: r.state,
-            outcome: r.outcome,
+            state: case.state,
+            outcome: closing.and_then(|c| c.shared.clone()),
             created_at: r.created_at,
             updated_at: r.updated_at,
-            closed_at: r.closed_at,
+            closed_at: closing.map(|c| c.at),
         }
     }
 }
@@ -85,7 +87,6 @@ async fn target_snapshot(ctx: &Context, reporter: i64, report: &NewReport) -> Ap
                 text: cut(&body.content),
                 picture_urls: body.picture_urls.clone(),
                 visibility: Some(body.visibility),
-                audience: body.audience.clone(),
                 post_id: None,
                 createtime: body.createtime,
                 taken_at: now,
@@ -100,7 +101,6 @@ async fn target_snapshot(ctx: &Context, reporter: i64, report: &NewReport) -> Ap
                 text: cut(&comment.content),
                 picture_urls: Vec::new(),
                 visibility: Some(post.body.visibility),
-                audience: post.body.audience.clone(),
                 post_id: Some(comment.post_id),
                 createtime: comment.createtime,
                 taken_at: now,
@@ -118,7 +118,6 @@ async fn target_snapshot(ctx: &Context, reporter: i64, report: &NewReport) -> Ap
                     .filter(|h| !h.is_empty())
                     .collect(),
                 visibility: None,
-                audience: None,
                 post_id: None,
                 createtime: 0,
                 taken_at: now,
@@ -150,6 +149,16 @@ pub async fn file(ctx: &Context, reporter: i64, report: NewReport) -> AppResult<
         &report_budgets(ctx.settings.rate_limits.as_ref(), reporter),
     )
     .await?;
+    if let Some(&highest) = report.rules.iter().max() {
+        let known = super::moderation::instance(ctx).await?.rules.len();
+        if highest as usize > known {
+            let at = report.rules.iter().position(|r| *r == highest).unwrap_or(0);
+            return Err(AppError::unprocessable(
+                format!("rules[{at}]"),
+                format!("the service has {known} rules (GET /instance)"),
+            ));
+        }
+    }
     let snapshot = target_snapshot(ctx, reporter, &report).await?;
     let account = snapshot.author;
     if !report.post_ids.is_empty() {
@@ -170,54 +179,60 @@ pub async fn file(ctx: &Context, reporter: i64, report: NewReport) -> AppResult<
         id: report.target_id,
     };
     let now = now_ms();
-    let case = with_fresh_id(|id| {
-        let case = CaseDoc {
-            id,
-            target,
-            account,
-            state: CaseState::Open,
-            reporter_count: 0,
-            categories: Vec::new(),
-            first_reports: Vec::new(),
-            snapshot: snapshot.clone(),
-            opened_at: now,
-            reported_at: now,
-            closing: None,
-        };
-        async move { ctx.docs.open_case(&case).await }
-    })
-    .await?;
-    let (stored, new) = with_fresh_id(|id| {
-        let doc = ReportDoc {
-            id,
-            reporter,
-            target,
-            account,
-            case_id: case.id,
-            case_reporter: ReportDoc::case_reporter_key(case.id, reporter),
-            category: report.category,
-            comment: report.comment.clone(),
-            post_ids: report.post_ids.clone(),
-            rules: report.rules.clone(),
-            state: CaseState::Open,
-            outcome: None,
-            created_at: timestamp_of(id),
-            updated_at: now,
-            closed_at: None,
-        };
-        async move { ctx.docs.file_report(&doc).await }
-    })
-    .await
-    .map_err(|e| match e {
-        StoreError::Duplicate(_) => AppError::Conflict("report filed twice at once".into()),
-        other => other.into(),
-    })?;
-    Ok(Filed {
-        report: stored.into(),
-        new,
-    })
+    // A case can close between being found open and the report landing in
+    // it; the report is then filed in the target's next case. Three tries:
+    // a case closes once, and a new one is not closed that fast twice.
+    for _ in 0..3 {
+        let case = with_fresh_id(|id| {
+            let case = CaseDoc {
+                id,
+                target,
+                account,
+                state: CaseState::Open,
+                reporter_count: 0,
+                categories: Vec::new(),
+                first_reports: Vec::new(),
+                snapshot: snapshot.clone(),
+                opened_at: now,
+                reported_at: now,
+                closing: None,
+            };
+            async move { ctx.docs.open_case(&case).await }
+        })
+        .await?;
+        let filed = with_fresh_id(|id| {
+            let doc = ReportDoc {
+                id,
+                reporter,
+                target,
+                account,
+                case_id: case.id,
+                case_reporter: ReportDoc::case_reporter_key(case.id, reporter),
+                category: report.category,
+                comment: report.comment.clone(),
+                post_ids: report.post_ids.clone(),
+                rules: report.rules.clone(),
+                created_at: timestamp_of(id),
+                updated_at: now,
+            };
+            async move { ctx.docs.file_report(&doc).await }
+        })
+        .await
+        .map_err(|e| match e {
+            StoreError::Duplicate(_) => AppError::Conflict("report filed twice at once".into()),
+            other => other.into(),
+        })?;
+        if let Some((stored, new)) = filed {
+            return Ok(Filed {
+                report: ReportView::of(stored, &case),
+                new,
+            });
+        }
+    }
+    Err(AppError::Overloaded(
+        "reports of a target closed as they were filed",
+    ))
 }
-
 /// The reporter's reports, newest first, with their state and outcome.
 pub async fn mine(
     ctx: &Context,
@@ -233,8 +248,25 @@ pub async fn mine(
         |r| r.id,
     )
     .await?;
+    // Each report's state is its case's: one batched read for the page.
+    let mut case_ids: Vec<i64> = docs.iter().map(|r| r.case_id).collect();
+    case_ids.sort_unstable();
+    case_ids.dedup();
+    let cases: std::collections::HashMap<i64, CaseDoc> = ctx
+        .docs
+        .cases_by_ids(&case_ids)
+        .await?
+        .into_iter()
+        .map(|c| (c.id, c))
+        .collect();
     Ok(Page {
-        items: docs.into_iter().map(ReportView::from).collect(),
+        items: docs
+            .into_iter()
+            .filter_map(|r| {
+                let case = cases.get(&r.case_id)?;
+                Some(ReportView::of(r, case))
+            })
+            .collect(),
         next_cursor,
         server_time: now_ms(),
     })

@@ -342,7 +342,7 @@ metered! {
 
     impl ModerationDocs for MeteredDocs {
         counted fn open_case(case: &CaseDoc) -> CaseDoc;
-        counted fn file_report(report: &ReportDoc) -> (ReportDoc, bool);
+        counted fn file_report(report: &ReportDoc) -> Option<(ReportDoc, bool)>;
         batch(ids) fn cases_by_ids(ids: &[i64]) -> Vec<CaseDoc>;
         counted fn cases_page(open: bool, account: Option<i64>, before: Option<i64>, limit: usize) -> Vec<CaseDoc>;
         counted fn reports_of_case(case_id: i64, after: Option<i64>, limit: usize) -> Vec<ReportDoc>;
@@ -350,6 +350,8 @@ metered! {
         counted fn close_case(case_id: i64, closing: &CaseClosing) -> Option<CaseDoc>;
         counted fn append_audit(entry: &AuditDoc) -> ();
         counted fn audit_page(before: Option<i64>, limit: usize) -> Vec<AuditDoc>;
+        counted fn instance_info() -> Option<InstanceDoc>;
+        counted fn set_instance_info(info: &InstanceDoc) -> ();
     }
 
     impl DeviceModelDocs for MeteredDocs {

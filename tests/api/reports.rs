@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::helpers::{follow, spawn_app, spawn_app_with, test_settings, TestApp, User};
+use crate::helpers::{follow, spawn_app, spawn_app_with, test_settings, wait_until, TestApp, User};
 
 async fn report(app: &TestApp, who: &User, body: Value) -> (u16, Value) {
     let (s, v) = app.post("/api/v1/reports", Some(&who.token), body).await;
@@ -208,7 +208,7 @@ async fn only_what_the_reporter_may_see_can_be_reported_and_never_oneself() {
     let (s, v) = report(
         &app,
         &stranger,
-        json!({"targetType": "user", "targetId": other.uid, "category": "spam", "postIds": [visible], "rules": [1]}),
+        json!({"targetType": "user", "targetId": other.uid, "category": "spam", "postIds": [visible]}),
     )
     .await;
     assert_eq!(s, 201, "{v}");
@@ -291,14 +291,20 @@ async fn closing_an_item_closes_every_report_and_tells_each_reporter() {
         let r = &mine["items"][0];
         assert_eq!(r["state"], "dismissed", "{mine}");
         assert_eq!(r["outcome"], "不违反社区规则");
-        let (_, n) = app.get("/api/v1/notifications", Some(&who.token)).await;
-        let told = n["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|n| n["kind"] == "report_closed")
-            .unwrap_or_else(|| panic!("no report_closed in {n}"));
-        assert_eq!(told["reportId"], r["id"]);
+        // Told in the background, after the answer.
+        let report_id = r["id"].clone();
+        wait_until("the reporter is told", || {
+            let (app, token, report_id) = (&app, who.token.clone(), report_id.clone());
+            async move {
+                let (_, n) = app.get("/api/v1/notifications", Some(&token)).await;
+                n["items"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|n| n["kind"] == "report_closed" && n["reportId"] == report_id)
+            }
+        })
+        .await;
     }
     // Closed once: again is a conflict, and it leaves the open queue.
     let (s, _) = app
@@ -351,8 +357,11 @@ async fn closing_an_item_closes_every_report_and_tells_each_reporter() {
         )
         .await;
     assert_eq!(s.as_u16(), 400);
-    // Every close is in the audit log, with who did it.
-    let (s, log) = app.get("/api/v1/admin/audit-log", Some(&m.token)).await;
+    // Every close is in the audit log, with who did it; admins read it.
+    let (s, _) = app.get("/api/v1/admin/audit-log", Some(&m.token)).await;
+    assert_eq!(s.as_u16(), 403);
+    let admin = app.admin().await;
+    let (s, log) = app.get("/api/v1/admin/audit-log", Some(&admin.token)).await;
     assert_eq!(s.as_u16(), 200, "{log}");
     let closes: Vec<&Value> = log["items"]
         .as_array()
@@ -432,4 +441,181 @@ async fn reports_have_a_daily_budget_of_their_own() {
     assert_eq!(statuses, [201, 201, 429]);
     let (_, list) = app.get("/api/v1/me/reports", Some(&reader.token)).await;
     assert_eq!(list["items"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn the_instance_publishes_its_contact_and_rules_which_reports_cite() {
+    let app = spawn_app().await;
+    let (s, v) = app.get("/api/v1/instance", None).await;
+    assert_eq!(s.as_u16(), 200, "{v}");
+    assert_eq!(v, json!({"name": "moments", "contact": "", "rules": []}));
+    let admin = app.admin().await;
+    let user = app.user("inuser").await;
+    let info = json!({"name": "朋友圈", "contact": "mailto:abuse@example.com",
+        "rules": ["不发广告", "不骚扰他人"]});
+    let put = |who: &User, body: Value| {
+        let token = who.token.clone();
+        let app = &app;
+        async move {
+            let (s, v) = app
+                .call(
+                    reqwest::Method::PUT,
+                    "/api/v1/admin/instance",
+                    Some(&token),
+                    Some(body),
+                )
+                .await;
+            (s.as_u16(), v)
+        }
+    };
+    assert_eq!(put(&user, info.clone()).await.0, 403);
+    let (s, v) = put(&admin, json!({"name": " ", "contact": "x", "rules": []})).await;
+    assert_eq!((s, v["field"].clone()), (400, json!("name")));
+    let too_many: Vec<String> = (0..101).map(|i| format!("rule {i}")).collect();
+    let (s, v) = put(
+        &admin,
+        json!({"name": "n", "contact": "x", "rules": too_many}),
+    )
+    .await;
+    assert_eq!((s, v["field"].clone()), (400, json!("rules")));
+    let (s, v) = put(&admin, info.clone()).await;
+    assert_eq!(s, 200, "{v}");
+    let (_, v) = app.get("/api/v1/instance", None).await;
+    assert_eq!(v, info);
+    // A report cites the rules by number, only those there are.
+    let author = app.user("inauthor").await;
+    let post = app.text_post(&author, "ad").await;
+    let (s, v) = report(
+        &app,
+        &user,
+        json!({"targetType": "post", "targetId": post, "category": "spam", "rules": [1, 3]}),
+    )
+    .await;
+    assert_eq!((s, v["field"].clone()), (422, json!("rules[1]")), "{v}");
+    let (s, v) = report(
+        &app,
+        &user,
+        json!({"targetType": "post", "targetId": post, "category": "spam", "rules": [2, 1]}),
+    )
+    .await;
+    assert_eq!(s, 201, "{v}");
+    assert_eq!(v["rules"], json!([1, 2]));
+    let (_, log) = app.get("/api/v1/admin/audit-log", Some(&admin.token)).await;
+    assert_eq!(log["items"][0]["action"], "instance.set", "{log}");
+}
+
+#[tokio::test]
+async fn a_report_about_a_moderator_is_for_another_moderator() {
+    let app = spawn_app().await;
+    let m = moderator(&app, "smmod").await;
+    let other = moderator(&app, "smother").await;
+    let reader = app.user("smreader").await;
+    let post = app.text_post(&m, "moderator's post").await;
+    let body = json!({"targetType": "post", "targetId": post, "category": "other"});
+    assert_eq!(report(&app, &reader, body).await.0, 201);
+    // The moderator reported does not see it in the queue, nor open it.
+    assert!(queue(&app, &m, "").await.is_empty());
+    let items = queue(&app, &other, "").await;
+    assert_eq!(items.len(), 1);
+    let id = items[0]["id"].as_i64().unwrap();
+    let (s, _) = app
+        .get(&format!("/api/v1/admin/reports/{id}"), Some(&m.token))
+        .await;
+    assert_eq!(s.as_u16(), 403);
+    let (s, _) = app
+        .post(
+            &format!("/api/v1/admin/reports/{id}/actions"),
+            Some(&m.token),
+            json!({"action": "dismiss"}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 403);
+    assert_eq!(queue(&app, &other, "").await.len(), 1, "still open");
+}
+
+/// The store's half of "nothing acknowledged is lost": a report never lands
+/// in a case that closed, whatever the order the two arrive in.
+#[tokio::test]
+async fn no_report_is_filed_into_a_closed_case() {
+    use moments::domain::report::{ReportCategory, TargetKind};
+    use moments::store::{CaseClosing, CaseDoc, CaseState, ReportDoc, ReportTarget, Snapshot};
+    let app = spawn_app().await;
+    let docs = &app.ctx.docs;
+    let target = ReportTarget {
+        kind: TargetKind::Post,
+        id: 77,
+    };
+    let case = |id: i64| CaseDoc {
+        id,
+        target,
+        account: 5,
+        state: CaseState::Open,
+        reporter_count: 0,
+        categories: Vec::new(),
+        first_reports: Vec::new(),
+        snapshot: Snapshot {
+            author: 5,
+            author_name: "a".into(),
+            text: "t".into(),
+            picture_urls: Vec::new(),
+            visibility: None,
+            post_id: None,
+            createtime: 0,
+            taken_at: 0,
+        },
+        opened_at: 0,
+        reported_at: 0,
+        closing: None,
+    };
+    let report = |id: i64, case_id: i64, reporter: i64| ReportDoc {
+        id,
+        reporter,
+        target,
+        account: 5,
+        case_id,
+        case_reporter: ReportDoc::case_reporter_key(case_id, reporter),
+        category: ReportCategory::Spam,
+        comment: String::new(),
+        post_ids: Vec::new(),
+        rules: Vec::new(),
+        created_at: 0,
+        updated_at: 0,
+    };
+    let first = docs.open_case(&case(1_000_001)).await.unwrap();
+    assert_eq!(first.id, 1_000_001);
+    // A second opening finds the open one.
+    assert_eq!(docs.open_case(&case(1_000_002)).await.unwrap().id, first.id);
+    let (_, new) = docs
+        .file_report(&report(2_000_001, first.id, 9))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(new);
+    let closing = CaseClosing {
+        state: CaseState::Dismissed,
+        action: "dismiss".into(),
+        moderator: 3,
+        note: String::new(),
+        shared: None,
+        at: 1,
+    };
+    assert!(docs.close_case(first.id, &closing).await.unwrap().is_some());
+    assert!(docs.close_case(first.id, &closing).await.unwrap().is_none());
+    // Into the closed case: nothing filed, a new one or an update alike.
+    for (id, reporter) in [(2_000_002, 10), (2_000_003, 9)] {
+        assert!(docs
+            .file_report(&report(id, first.id, reporter))
+            .await
+            .unwrap()
+            .is_none());
+    }
+    let left = docs.reports_of_case(first.id, None, 10).await.unwrap();
+    assert_eq!(left.iter().map(|r| r.id).collect::<Vec<_>>(), [2_000_001]);
+    // The target's next case opens fresh.
+    let next = docs.open_case(&case(1_000_003)).await.unwrap();
+    assert_eq!(next.id, 1_000_003);
+    assert_eq!(
+        docs.cases_by_ids(&[first.id]).await.unwrap()[0].reporter_count,
+        1
+    );
 }

@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::domain::post::{Audience, Visibility};
+use crate::domain::post::Visibility;
 use crate::domain::report::{ReportCategory, TargetKind};
 use crate::store::StoreResult;
 
@@ -40,7 +40,9 @@ pub enum CaseState {
 }
 
 /// One account's report of one target. While its case is open, a second
-/// report by the same account updates this one.
+/// report by the same account updates this one. Whether it is open, and
+/// its outcome, are its case's: closing a case writes the case alone,
+/// whatever the number of reports in it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ReportDoc {
     #[serde(rename = "_id")]
@@ -62,16 +64,10 @@ pub struct ReportDoc {
     /// Numbers of the instance's rules the report cites.
     #[serde(default)]
     pub rules: Vec<u32>,
-    pub state: CaseState,
-    /// What the moderator chose to tell the reporter, once closed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub outcome: Option<String>,
     #[serde(rename = "createdAt")]
     pub created_at: i64,
     #[serde(rename = "updatedAt")]
     pub updated_at: i64,
-    #[serde(rename = "closedAt", default, skip_serializing_if = "Option::is_none")]
-    pub closed_at: Option<i64>,
 }
 
 impl ReportDoc {
@@ -93,11 +89,10 @@ pub struct Snapshot {
     pub text: String,
     #[serde(default)]
     pub picture_urls: Vec<String>,
-    /// The post's audience (a comment: its post's).
+    /// The post's audience (a comment: its post's). Whom an `only` or
+    /// `except` audience names is not kept: that is the author's to know.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub visibility: Option<Visibility>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub audience: Option<Audience>,
     /// For a comment, its post.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub post_id: Option<i64>,
@@ -192,7 +187,27 @@ pub struct AuditDoc {
     pub at: i64,
 }
 
-/// Reports, cases and the audit log. Part of `DocStore`.
+/// What the admin set of the service's name, contact and rules
+/// (`domain::instance::InstanceInfo`), as stored: one document.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct InstanceDoc {
+    #[serde(rename = "_id")]
+    pub id: String,
+    pub name: String,
+    pub contact: String,
+    #[serde(default)]
+    pub rules: Vec<String>,
+    #[serde(rename = "updatedAt")]
+    pub updated_at: i64,
+}
+
+impl InstanceDoc {
+    /// The one document's id.
+    pub const ID: &'static str = "instance";
+}
+
+/// Reports, cases, the audit log and the instance's rules. Part of
+/// `DocStore`.
 #[async_trait]
 pub trait ModerationDocs: Send + Sync {
     /// The open case of `case.target`: an existing one, else `case` itself,
@@ -200,11 +215,13 @@ pub trait ModerationDocs: Send + Sync {
     /// whose document was not is written on the next call.
     async fn open_case(&self, case: &CaseDoc) -> StoreResult<CaseDoc>;
 
-    /// Files `report` in its case: inserted, or, when this reporter already
-    /// has one in that case, that one updated (category, comment, posts,
-    /// rules, time). The case's reporter count, categories, latest time and
-    /// first reports follow. Returns the report as stored and whether it is new.
-    async fn file_report(&self, report: &ReportDoc) -> StoreResult<(ReportDoc, bool)>;
+    /// Files `report` in its case, if the case is still open: inserted, or,
+    /// when this reporter already has one in that case, that one updated
+    /// (category, comment, posts, rules, time). The case's reporter count,
+    /// categories, latest time and first reports follow. Returns the report
+    /// as stored and whether it is new; `None` when the case closed
+    /// meanwhile, and nothing is filed (the caller opens a new case).
+    async fn file_report(&self, report: &ReportDoc) -> StoreResult<Option<(ReportDoc, bool)>>;
 
     async fn cases_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<CaseDoc>>;
 
@@ -234,8 +251,8 @@ pub trait ModerationDocs: Send + Sync {
         limit: usize,
     ) -> StoreResult<Vec<ReportDoc>>;
 
-    /// Closes an open case and every report in it; `None` when it was not
-    /// open (closed already, or no such case), and nothing changes.
+    /// Closes an open case (and so every report in it); `None` when it was
+    /// not open (closed already, or no such case), and nothing changes.
     async fn close_case(&self, case_id: i64, closing: &CaseClosing)
         -> StoreResult<Option<CaseDoc>>;
 
@@ -244,4 +261,9 @@ pub trait ModerationDocs: Send + Sync {
 
     /// The audit log below `before`, newest first.
     async fn audit_page(&self, before: Option<i64>, limit: usize) -> StoreResult<Vec<AuditDoc>>;
+
+    /// The instance's name, contact and rules, if an admin set them.
+    async fn instance_info(&self) -> StoreResult<Option<InstanceDoc>>;
+
+    async fn set_instance_info(&self, info: &InstanceDoc) -> StoreResult<()>;
 }

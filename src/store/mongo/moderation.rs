@@ -1,11 +1,11 @@
 //! `ModerationDocs` on MongoDB: `reports`, `moderation_cases`,
 //! `open_cases` (a target's key → its open case, the claim that makes one
-//! case the open one) and `audit_log`. Moderation is small and read across
+//! case the open one), `audit_log` and `instance` (one document). Moderation is small and read across
 //! every target, so these collections are unsharded.
 
 use super::*;
 use crate::store::{
-    AuditDoc, CaseClosing, CaseDoc, CaseState, ModerationDocs, ReportBrief, ReportDoc,
+    AuditDoc, CaseClosing, CaseDoc, CaseState, InstanceDoc, ModerationDocs, ReportBrief, ReportDoc,
     ReportTarget, FIRST_REPORTS_KEPT,
 };
 
@@ -100,13 +100,14 @@ impl ModerationDocs for MongoDocs {
             insert_unless_duplicate(&self.cases(), &made).await?;
             return Ok(made);
         }
-        Err(StoreError::Other(anyhow::anyhow!(
+        Err(StoreError::Unavailable(anyhow::anyhow!(
             "the open case of {} kept changing",
             case.target.key()
         )))
     }
 
-    async fn file_report(&self, report: &ReportDoc) -> StoreResult<(ReportDoc, bool)> {
+    async fn file_report(&self, report: &ReportDoc) -> StoreResult<Option<(ReportDoc, bool)>> {
+        let open = state_text(CaseState::Open)?;
         let new = insert_unless_duplicate(&self.reports(), report).await?;
         let stored = if new {
             report.clone()
@@ -139,16 +140,27 @@ impl ModerationDocs for MongoDocs {
         if new {
             update.insert("$inc", doc! { "reporterCount": 1_i64 });
         }
+        // Only while the case is open: a report that lands as it closes is
+        // taken back (if this call made it) and filed in a new case.
         let case = self
             .cases()
-            .find_one_and_update(doc! { "_id": stored.case_id }, update)
+            .find_one_and_update(doc! { "_id": stored.case_id, "state": open }, update)
             .return_document(mongodb::options::ReturnDocument::After)
             .await
             .map_err(classify)?;
+        let Some(case) = case else {
+            if new {
+                self.reports()
+                    .delete_one(doc! { "_id": stored.id })
+                    .await
+                    .map_err(classify)?;
+            }
+            return Ok(None);
+        };
         // The briefs by read and `$set`, not `$push`: nx-27017 stores a
         // pushed subdocument as a string. Two reports racing here may keep
         // one brief between them; the count and the reports stay exact.
-        if let Some(case) = case.filter(|c| new && c.first_reports.len() < FIRST_REPORTS_KEPT) {
+        if new && case.first_reports.len() < FIRST_REPORTS_KEPT {
             let mut briefs = case.first_reports;
             briefs.push(ReportBrief::from(&stored));
             let briefs =
@@ -161,7 +173,7 @@ impl ModerationDocs for MongoDocs {
                 .await
                 .map_err(classify)?;
         }
-        Ok((stored, new))
+        Ok(Some((stored, new)))
     }
 
     async fn cases_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<CaseDoc>> {
@@ -232,17 +244,7 @@ impl ModerationDocs for MongoDocs {
         if case.state != CaseState::Open {
             return Ok(None);
         }
-        // The reports first: a close cut short leaves the case open, to be
-        // closed again, rather than a closed case with open reports.
         let state = state_text(closing.state)?;
-        let mut set = doc! { "state": state.clone(), "closedAt": closing.at };
-        if let Some(shared) = &closing.shared {
-            set.insert("outcome", shared);
-        }
-        self.reports()
-            .update_many(doc! { "caseId": case_id }, doc! { "$set": set })
-            .await
-            .map_err(classify)?;
         let closing_doc =
             mongodb::bson::to_bson(closing).map_err(|e| StoreError::Other(e.into()))?;
         let closed = self
@@ -269,6 +271,32 @@ impl ModerationDocs for MongoDocs {
 
     async fn append_audit(&self, entry: &AuditDoc) -> StoreResult<()> {
         insert_new(&self.audit_log(), entry, "audit entry").await
+    }
+
+    async fn instance_info(&self) -> StoreResult<Option<InstanceDoc>> {
+        self.db
+            .collection::<InstanceDoc>("instance")
+            .find_one(doc! { "_id": InstanceDoc::ID })
+            .await
+            .map_err(classify)
+    }
+
+    async fn set_instance_info(&self, info: &InstanceDoc) -> StoreResult<()> {
+        self.db
+            .collection::<InstanceDoc>("instance")
+            .update_one(
+                doc! { "_id": InstanceDoc::ID },
+                doc! { "$set": {
+                    "name": &info.name,
+                    "contact": &info.contact,
+                    "rules": &info.rules,
+                    "updatedAt": info.updated_at,
+                } },
+            )
+            .upsert(true)
+            .await
+            .map_err(classify)?;
+        Ok(())
     }
 
     async fn audit_page(&self, before: Option<i64>, limit: usize) -> StoreResult<Vec<AuditDoc>> {

@@ -12,7 +12,7 @@ use super::classify;
 use crate::store::{StoreError, StoreResult};
 
 /// Compiled in, so the binary never depends on where it was started from.
-pub const SCHEMAS: [(&str, &str); 23] = [
+pub const SCHEMAS: [(&str, &str); 24] = [
     ("users", include_str!("../../../schemas/users.json")),
     ("posts", include_str!("../../../schemas/posts.json")),
     ("comments", include_str!("../../../schemas/comments.json")),
@@ -57,6 +57,7 @@ pub const SCHEMAS: [(&str, &str); 23] = [
         include_str!("../../../schemas/open_cases.json"),
     ),
     ("audit_log", include_str!("../../../schemas/audit_log.json")),
+    ("instance", include_str!("../../../schemas/instance.json")),
 ];
 
 #[derive(Deserialize)]

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::store::{
-    AuditDoc, CaseClosing, CaseDoc, CaseState, ModerationDocs, ReportBrief, ReportDoc,
+    AuditDoc, CaseClosing, CaseDoc, CaseState, InstanceDoc, ModerationDocs, ReportBrief, ReportDoc,
     FIRST_REPORTS_KEPT,
 };
 
@@ -29,6 +29,8 @@ pub(super) const OPEN_CASES_BY_ACCOUNT: TableDefinition<(u64, u64), ()> =
     TableDefinition::new("open_cases_by_account");
 pub(super) const CLOSED_CASES_BY_ACCOUNT: TableDefinition<(u64, u64), ()> =
     TableDefinition::new("closed_cases_by_account");
+/// `InstanceDoc::ID` → the instance's name, contact and rules.
+pub(super) const INSTANCE: TableDefinition<&str, &[u8]> = TableDefinition::new("instance");
 /// Entry id → the entry.
 pub(super) const AUDIT_LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("audit_log");
 
@@ -67,7 +69,7 @@ impl ModerationDocs for EmbeddedDocs {
         .await
     }
 
-    async fn file_report(&self, report: &ReportDoc) -> StoreResult<(ReportDoc, bool)> {
+    async fn file_report(&self, report: &ReportDoc) -> StoreResult<Option<(ReportDoc, bool)>> {
         let report = report.clone();
         self.write(move |txn| {
             let mut cases = txn.open_table(CASES).map_err(other)?;
@@ -77,6 +79,9 @@ impl ModerationDocs for EmbeddedDocs {
                     report.case_id
                 )));
             };
+            if case.state != CaseState::Open {
+                return Ok(None);
+            }
             let mut of_case = txn.open_table(REPORT_OF_CASE).map_err(other)?;
             let mut reports = txn.open_table(REPORTS).map_err(other)?;
             let key = (id(report.case_id), id(report.reporter));
@@ -123,7 +128,7 @@ impl ModerationDocs for EmbeddedDocs {
             cases
                 .insert(id(case.id), encode(&case)?.as_slice())
                 .map_err(other)?;
-            Ok((stored, new))
+            Ok(Some((stored, new)))
         })
         .await
     }
@@ -241,21 +246,6 @@ impl ModerationDocs for EmbeddedDocs {
                 .map_err(other)?
                 .insert((id(case.account), id(case_id)), ())
                 .map_err(other)?;
-            let ids = all_under(
-                &txn.open_table(REPORTS_BY_CASE).map_err(other)?,
-                id(case_id),
-            )?;
-            let mut reports = txn.open_table(REPORTS).map_err(other)?;
-            for report_id in ids {
-                if let Some(mut r) = get_doc::<ReportDoc>(&reports, report_id)? {
-                    r.state = closing.state;
-                    r.outcome = closing.shared.clone();
-                    r.closed_at = Some(closing.at);
-                    reports
-                        .insert(report_id, encode(&r)?.as_slice())
-                        .map_err(other)?;
-                }
-            }
             Ok(Some(case))
         })
         .await
@@ -269,6 +259,27 @@ impl ModerationDocs for EmbeddedDocs {
                 return Err(StoreError::IdTaken);
             }
             log.insert(id(entry.id), encode(&entry)?.as_slice())
+                .map_err(other)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn instance_info(&self) -> StoreResult<Option<InstanceDoc>> {
+        self.read(|txn| {
+            let table = txn.open_table(INSTANCE).map_err(other)?;
+            let found = table.get(InstanceDoc::ID).map_err(other)?;
+            found.map(|v| decode(v.value())).transpose()
+        })
+        .await
+    }
+
+    async fn set_instance_info(&self, info: &InstanceDoc) -> StoreResult<()> {
+        let info = info.clone();
+        self.write(move |txn| {
+            txn.open_table(INSTANCE)
+                .map_err(other)?
+                .insert(InstanceDoc::ID, encode(&info)?.as_slice())
                 .map_err(other)?;
             Ok(())
         })
@@ -301,5 +312,6 @@ pub(super) fn create_tables(txn: &WriteTransaction) -> StoreResult<()> {
     txn.open_table(OPEN_CASES_BY_ACCOUNT).map_err(other)?;
     txn.open_table(CLOSED_CASES_BY_ACCOUNT).map_err(other)?;
     txn.open_table(AUDIT_LOG).map_err(other)?;
+    txn.open_table(INSTANCE).map_err(other)?;
     Ok(())
 }
