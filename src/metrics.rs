@@ -38,6 +38,7 @@ pub const FAN_OUTS_IN_FLIGHT: &str = "moments_fan_outs_in_flight";
 pub const REPAIR_PENDING: &str = "moments_live_repair_pending";
 pub const RATE_LIMIT_REJECTIONS: &str = "moments_rate_limit_rejections_total";
 pub const VIEWS_UNCOUNTED: &str = "moments_views_uncounted_total";
+pub const OLDEST_OPEN_REPORT: &str = "moments_moderation_oldest_open_seconds";
 /// The names Prometheus's own clients give these, so stock dashboards work.
 pub const RESIDENT_BYTES: &str = "process_resident_memory_bytes";
 pub const VIRTUAL_BYTES: &str = "process_virtual_memory_bytes";
@@ -168,6 +169,11 @@ fn describe() {
         "Requests refused with 429, by the budget (MOMENTS_RATE_*) that refused them"
     );
     describe_gauge!(
+        OLDEST_OPEN_REPORT,
+        ::metrics::Unit::Seconds,
+        "Age of the oldest open item in the moderation queue (0 when none): the response window an operator watches"
+    );
+    describe_gauge!(
         RESIDENT_BYTES,
         ::metrics::Unit::Bytes,
         "Resident set size of the process"
@@ -177,6 +183,11 @@ fn describe() {
         ::metrics::Unit::Bytes,
         "Virtual memory size of the process"
     );
+}
+
+/// How long the oldest open queue item has waited, as of the last look.
+pub fn oldest_open_report(seconds: f64) {
+    gauge!(OLDEST_OPEN_REPORT).set(seconds);
 }
 
 /// The scrape: gauges read now, then everything in Prometheus text format.

@@ -271,6 +271,7 @@ impl Application {
             repair.spawn(live.clone()),
             context.pulled_authors.spawn_poller(live.clone()),
             expiry::spawn(context.clone()),
+            crate::service::jobs::queue_age::spawn(context.clone()),
             PostViews::spawn_flusher(
                 context.clone(),
                 Duration::from_millis(settings.view_flush_ms),

@@ -125,6 +125,7 @@ pub async fn create_comment(
                 post_id: Some(post_id),
                 comment_id: Some(id),
                 report_id: None,
+                case_id: None,
                 dedupe: format!("reply:{id}"),
             },
         )
@@ -140,6 +141,7 @@ pub async fn create_comment(
                 post_id: Some(post_id),
                 comment_id: Some(id),
                 report_id: None,
+                case_id: None,
                 dedupe: format!("comment:{id}"),
             },
         )

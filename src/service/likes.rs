@@ -177,6 +177,7 @@ pub async fn like(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<Like
                 post_id: Some(r.post.body.id),
                 comment_id: (kind == LikeKind::Comment).then_some(target_id),
                 report_id: None,
+                case_id: None,
                 dedupe: format!("like:{}:{target_id}:{uid}", kind.as_str()),
             },
         )

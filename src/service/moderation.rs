@@ -583,6 +583,7 @@ async fn tell_reporters(ctx: &Context, case_id: i64) {
                     post_id: None,
                     comment_id: None,
                     report_id: Some(r.id),
+                    case_id: None,
                     dedupe: format!("report_closed:{}", r.id),
                 },
             )

@@ -28,6 +28,7 @@ pub struct Event {
     pub post_id: Option<i64>,
     pub comment_id: Option<i64>,
     pub report_id: Option<i64>,
+    pub case_id: Option<i64>,
     /// Names the event, so a repeat of it is not notified again.
     pub dedupe: String,
 }
@@ -58,6 +59,7 @@ pub async fn notify(ctx: &Context, event: Event) {
                 post_id: event.post_id,
                 comment_id: event.comment_id,
                 report_id: event.report_id,
+                case_id: event.case_id,
                 createtime: timestamp_of(id),
                 dedupe: event.dedupe.clone(),
                 read: false,
@@ -99,6 +101,9 @@ pub struct NotificationView {
     /// The closed report, for `report_closed` (`GET /me/reports` has it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub report_id: Option<i64>,
+    /// The queue item, for `report_opened` (`GET /admin/reports/{id}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub case_id: Option<i64>,
     /// Null when the post is gone.
     pub post: Option<PostSnippet>,
     /// Null when the comment is gone.
@@ -221,6 +226,7 @@ pub async fn list(
             post_id: n.post_id,
             comment_id: n.comment_id,
             report_id: n.report_id,
+            case_id: n.case_id,
             post: n.post_id.and_then(|p| posts.get(&p)).map(|p| PostSnippet {
                 id: p.id,
                 content: snippet(&p.content),

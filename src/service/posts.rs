@@ -105,6 +105,7 @@ pub async fn create_post(
                 post_id: Some(id),
                 comment_id: None,
                 report_id: None,
+                case_id: None,
                 dedupe: format!("mention:{id}:{uid}"),
             },
         )

@@ -9,6 +9,7 @@
 use serde::Serialize;
 
 use super::comments::visible_comment;
+use super::notifications::{notify, Event};
 use super::rate_limits::{enforce, report_budgets};
 use super::read::assemble::{load_cards, visible_bodies, visible_post};
 use super::read::paging::{fill_page, keep_where};
@@ -20,7 +21,8 @@ use crate::domain::report::{NewReport, ReportCategory, TargetKind};
 use crate::error::{AppError, AppResult};
 use crate::ids::{now_ms, timestamp_of};
 use crate::store::{
-    CaseDoc, CaseState, ReportDoc, ReportTarget, Snapshot, StoreError, SNAPSHOT_TEXT_MAX,
+    CaseDoc, CaseState, NotificationKind, ReportDoc, ReportTarget, Snapshot, StoreError,
+    SNAPSHOT_TEXT_MAX,
 };
 
 /// A report as its reporter sees it.
@@ -183,7 +185,11 @@ pub async fn file(ctx: &Context, reporter: i64, report: NewReport) -> AppResult<
     // it; the report is then filed in the target's next case. Three tries:
     // a case closes once, and a new one is not closed that fast twice.
     for _ in 0..3 {
+        let tried = std::sync::Mutex::new(Vec::new());
         let case = with_fresh_id(|id| {
+            if let Ok(mut t) = tried.lock() {
+                t.push(id);
+            }
             let case = CaseDoc {
                 id,
                 target,
@@ -223,6 +229,12 @@ pub async fn file(ctx: &Context, reporter: i64, report: NewReport) -> AppResult<
             other => other.into(),
         })?;
         if let Some((stored, new)) = filed {
+            let opened_here = tried.lock().is_ok_and(|t| t.contains(&case.id));
+            if opened_here && new {
+                let ctx = ctx.clone();
+                let (case_id, account) = (case.id, case.account);
+                tokio::spawn(async move { tell_staff(&ctx, case_id, account, reporter).await });
+            }
             return Ok(Filed {
                 report: ReportView::of(stored, &case),
                 new,
@@ -233,6 +245,40 @@ pub async fn file(ctx: &Context, reporter: i64, report: NewReport) -> AppResult<
         "reports of a target closed as they were filed",
     ))
 }
+/// At most this many moderators and admins are told of a new queue item.
+const STAFF_TOLD: usize = 100;
+
+/// A `report_opened` to each moderator and admin, but the reported
+/// account and the reporter: in the background, after the answer.
+async fn tell_staff(ctx: &Context, case_id: i64, account: i64, reporter: i64) {
+    let staff = match ctx.docs.staff(STAFF_TOLD).await {
+        Ok(staff) => staff,
+        Err(e) => {
+            tracing::warn!(error = %e, case_id, "could not tell the moderators of a new report");
+            return;
+        }
+    };
+    for uid in staff
+        .into_iter()
+        .filter(|u| *u != account && *u != reporter)
+    {
+        notify(
+            ctx,
+            Event {
+                recipient: uid,
+                kind: NotificationKind::ReportOpened,
+                actor: 0,
+                post_id: None,
+                comment_id: None,
+                report_id: None,
+                case_id: Some(case_id),
+                dedupe: format!("report_opened:{case_id}"),
+            },
+        )
+        .await;
+    }
+}
+
 /// The reporter's reports, newest first, with their state and outcome.
 pub async fn mine(
     ctx: &Context,

@@ -168,6 +168,7 @@ pub async fn follow(ctx: &Context, me: i64, them: i64) -> AppResult<FollowState>
                 post_id: None,
                 comment_id: None,
                 report_id: None,
+                case_id: None,
                 dedupe: format!("follow:{me}"),
             },
         )

@@ -214,6 +214,7 @@ metered! {
         counted fn user_by_username(username: &str) -> Option<UserDoc>;
         batch(uids) fn users_by_ids(uids: &[i64]) -> Vec<UserDoc>;
         counted fn set_roles(uid: i64, roles: &[String]) -> bool;
+        counted fn staff(limit: usize) -> Vec<i64>;
         counted fn update_profile(uid: i64, change: ProfileChange<'_>) -> Option<UserDoc>;
         counted fn set_password_hash(uid: i64, password_hash: &str, checked_gen: i64, credential_gen: i64) -> bool;
         counted fn raise_credential_gen(uid: i64, credential_gen: i64) -> ();
@@ -350,6 +351,7 @@ metered! {
         counted fn close_case(case_id: i64, closing: &CaseClosing) -> Option<CaseDoc>;
         counted fn append_audit(entry: &AuditDoc) -> ();
         counted fn audit_page(before: Option<i64>, limit: usize) -> Vec<AuditDoc>;
+        background fn oldest_open_case() -> Option<CaseDoc>;
         counted fn instance_info() -> Option<InstanceDoc>;
         counted fn set_instance_info(info: &InstanceDoc) -> ();
     }

@@ -619,3 +619,41 @@ async fn no_report_is_filed_into_a_closed_case() {
         1
     );
 }
+
+#[tokio::test]
+async fn moderators_are_told_of_a_new_queue_item_once() {
+    let app = spawn_app().await;
+    let m = moderator(&app, "tdmod").await;
+    let author = app.user("tdauthor").await;
+    let (a, b) = (app.user("tda").await, app.user("tdb").await);
+    let post = app.text_post(&author, "x").await;
+    for who in [&a, &b] {
+        let body = json!({"targetType": "post", "targetId": post, "category": "spam"});
+        assert_eq!(report(&app, who, body).await.0, 201);
+    }
+    let item = queue(&app, &m, "").await[0]["id"].clone();
+    let opened = |token: String| {
+        let app = &app;
+        async move {
+            let (_, n) = app.get("/api/v1/notifications", Some(&token)).await;
+            n["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|n| n["kind"] == "report_opened")
+                .map(|n| n["caseId"].clone())
+                .collect::<Vec<Value>>()
+        }
+    };
+    wait_until("the moderator is told", || {
+        let (opened, token) = (&opened, m.token.clone());
+        async move { !opened(token).await.is_empty() }
+    })
+    .await;
+    // One item, one notification, however many report it; the reporters
+    // and the reported are not moderators and hear nothing of it.
+    assert_eq!(opened(m.token.clone()).await, vec![item]);
+    for who in [&a, &b, &author] {
+        assert!(opened(who.token.clone()).await.is_empty());
+    }
+}

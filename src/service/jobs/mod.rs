@@ -6,6 +6,7 @@ pub mod instance_lease;
 pub mod like_arrays;
 pub mod live_tools;
 pub mod post_views;
+pub mod queue_age;
 pub mod repair;
 
 /// Runs `step` every `period` for as long as the returned task lives. A

@@ -194,6 +194,10 @@ pub trait AccountDocs: Send + Sync {
     /// Sets an account's roles; false when there is no such account.
     async fn set_roles(&self, uid: i64, roles: &[String]) -> StoreResult<bool>;
 
+    /// Up to `limit` accounts with any role (moderators and admins): whom
+    /// a new report is told to.
+    async fn staff(&self, limit: usize) -> StoreResult<Vec<i64>>;
+
     async fn update_profile(
         &self,
         uid: i64,

@@ -259,6 +259,10 @@ pub trait ModerationDocs: Send + Sync {
     /// Appends an entry to the audit log, which nothing edits or deletes.
     async fn append_audit(&self, entry: &AuditDoc) -> StoreResult<()>;
 
+    /// The case open the longest, for the metric an operator watches the
+    /// response window by.
+    async fn oldest_open_case(&self) -> StoreResult<Option<CaseDoc>>;
+
     /// The audit log below `before`, newest first.
     async fn audit_page(&self, before: Option<i64>, limit: usize) -> StoreResult<Vec<AuditDoc>>;
 

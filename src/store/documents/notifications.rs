@@ -18,6 +18,10 @@ pub enum NotificationKind {
     /// is the service (uid 0), never the moderator.
     #[serde(rename = "report_closed")]
     ReportClosed,
+    /// To moderators and admins: a target was reported that had no open
+    /// queue item (`caseId`); the actor is the service (uid 0).
+    #[serde(rename = "report_opened")]
+    ReportOpened,
 }
 
 /// Something that happened to `uid`, done by `actor`.
@@ -36,6 +40,9 @@ pub struct NotificationDoc {
     /// The report a `report_closed` is about.
     #[serde(rename = "reportId", default, skip_serializing_if = "Option::is_none")]
     pub report_id: Option<i64>,
+    /// The queue item a `report_opened` is about.
+    #[serde(rename = "caseId", default, skip_serializing_if = "Option::is_none")]
+    pub case_id: Option<i64>,
     /// One notification per recipient and event (`like:post:ID:ACTOR`).
     pub dedupe: String,
     #[serde(default, deserialize_with = "lenient_bool")]

@@ -61,6 +61,18 @@ impl AccountDocs for MongoDocs {
         Ok(r.matched_count == 1)
     }
 
+    async fn staff(&self, limit: usize) -> StoreResult<Vec<i64>> {
+        let cursor = self
+            .db
+            .collection::<IdOnly>("users")
+            .find(doc! { "roles": { "$in": ["moderator", "admin"] } })
+            .projection(doc! { "_id": 1 })
+            .limit(limit as i64)
+            .await
+            .map_err(classify)?;
+        Ok(collect(cursor).await?.into_iter().map(|d| d.id).collect())
+    }
+
     async fn set_password_hash(
         &self,
         uid: i64,

@@ -273,6 +273,14 @@ impl ModerationDocs for MongoDocs {
         insert_new(&self.audit_log(), entry, "audit entry").await
     }
 
+    async fn oldest_open_case(&self) -> StoreResult<Option<CaseDoc>> {
+        self.cases()
+            .find_one(doc! { "state": state_text(CaseState::Open)? })
+            .sort(doc! { "_id": 1 })
+            .await
+            .map_err(classify)
+    }
+
     async fn instance_info(&self) -> StoreResult<Option<InstanceDoc>> {
         self.db
             .collection::<InstanceDoc>("instance")

@@ -36,6 +36,7 @@ pub const SCATTER: &[(&str, &[&str], &str)] = &[
     ("users", &[], "the repair tools' scans and totals"),
     ("users", &["_id"], "the repair tools' full scan, by uid range"),
     ("users", &["erasing"], "resuming account erasures"),
+    ("users", &["roles"], "the moderators and admins a new report is told to: a handful, indexed"),
     ("posts", &["deleted"], "the repair tools' totals"),
     ("posts", &["_id", "deleted"], "the repair tools' full scan"),
     // Deliberate, on the request path.

@@ -28,6 +28,12 @@ impl AccountDocs for EmbeddedDocs {
             users
                 .insert(id(user.uid), encode(&user)?.as_slice())
                 .map_err(other)?;
+            if !user.roles.is_empty() {
+                txn.open_table(STAFF)
+                    .map_err(other)?
+                    .insert(id(user.uid), ())
+                    .map_err(other)?;
+            }
             txn.open_table(LAST_ACTIVE)
                 .map_err(other)?
                 .insert(id(user.uid), user.last_active_at)
@@ -92,9 +98,34 @@ impl AccountDocs for EmbeddedDocs {
 
     async fn set_roles(&self, uid: i64, roles: &[String]) -> StoreResult<bool> {
         let roles = roles.to_vec();
-        self.update_user(uid, move |u| {
-            u.roles = roles.clone();
-            true
+        self.write(move |txn| {
+            let mut users = txn.open_table(USERS).map_err(other)?;
+            let Some(mut user) = get_doc::<UserDoc>(&users, id(uid))? else {
+                return Ok(false);
+            };
+            user.roles = roles.clone();
+            users
+                .insert(id(uid), encode(&user)?.as_slice())
+                .map_err(other)?;
+            let mut staff = txn.open_table(STAFF).map_err(other)?;
+            if roles.is_empty() {
+                staff.remove(id(uid)).map_err(other)?;
+            } else {
+                staff.insert(id(uid), ()).map_err(other)?;
+            }
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn staff(&self, limit: usize) -> StoreResult<Vec<i64>> {
+        self.read(move |txn| {
+            let staff = txn.open_table(STAFF).map_err(other)?;
+            let mut out = Vec::new();
+            for entry in staff.iter().map_err(other)?.take(limit) {
+                out.push(entry.map_err(other)?.0.value() as i64);
+            }
+            Ok(out)
         })
         .await
     }
@@ -274,6 +305,10 @@ impl AccountDocs for EmbeddedDocs {
             user.head_img.clear();
             user.password_hash.clear();
             user.roles.clear();
+            txn.open_table(STAFF)
+                .map_err(other)?
+                .remove(id(uid))
+                .map_err(other)?;
             // A change of credentials checked before the erasure loses its
             // compare-and-set (`set_password_hash`).
             user.credential_gen = crate::ids::next_id().max(user.credential_gen + 1);

@@ -100,6 +100,8 @@ const LIKES_BY_LIKER: TableDefinition<(u64, u64), (u8, u64)> =
     TableDefinition::new("likes_by_liker");
 /// Recipient → the id up to which they read their notifications.
 const READ_MARKS: TableDefinition<u64, u64> = TableDefinition::new("notification_read_marks");
+/// Uids of the accounts with any role (moderators, admins).
+const STAFF: TableDefinition<u64, ()> = TableDefinition::new("staff");
 /// Session id → the session.
 const SESSIONS: TableDefinition<u64, &[u8]> = TableDefinition::new("session_docs");
 /// Token hash → session id.
@@ -482,6 +484,7 @@ impl DocStore for EmbeddedDocs {
             txn.open_table(FILTERS_ON).map_err(other)?;
             txn.open_table(FILTERS_BY_ID).map_err(other)?;
             moderation::create_tables(txn)?;
+            txn.open_table(STAFF).map_err(other)?;
             txn.open_table(LABELS).map_err(other)?;
             txn.open_table(LABELS_BY_OWNER).map_err(other)?;
             txn.open_table(SHARES).map_err(other)?;

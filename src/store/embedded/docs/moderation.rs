@@ -265,6 +265,24 @@ impl ModerationDocs for EmbeddedDocs {
         .await
     }
 
+    async fn oldest_open_case(&self) -> StoreResult<Option<CaseDoc>> {
+        self.read(|txn| {
+            let by_state = txn.open_table(CASES_BY_STATE).map_err(other)?;
+            let first = by_state
+                .range((state_code(true), 0)..=(state_code(true), u64::MAX))
+                .map_err(other)?
+                .next()
+                .transpose()
+                .map_err(other)?
+                .map(|(k, _)| k.value().1);
+            match first {
+                Some(case) => get_doc(&txn.open_table(CASES).map_err(other)?, case),
+                None => Ok(None),
+            }
+        })
+        .await
+    }
+
     async fn instance_info(&self) -> StoreResult<Option<InstanceDoc>> {
         self.read(|txn| {
             let table = txn.open_table(INSTANCE).map_err(other)?;
