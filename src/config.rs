@@ -559,7 +559,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "MOMENTS_DEVICE_REFRESH_MS",
         default: DefaultValue::Literal("500"),
         allowed: "a whole number of milliseconds, at least 50",
-        meaning: "how often each instance checks whether an admin changed the device table",
+        meaning: "how often each instance checks whether an admin changed the device table or a moderator the content filters",
         echo: Echo::Plain,
         apply: |d, v| {
             d.settings.device_refresh_ms = whole(v, 50, u64::MAX)?;

@@ -234,6 +234,7 @@ impl Application {
             docs: docs.clone(),
             live: live.clone(),
             devices: devices.clone(),
+            content_filters: Arc::default(),
             repair: repair.clone(),
             settings: Arc::new(settings.clone()),
             round_trips,
@@ -262,7 +263,17 @@ impl Application {
             .refresh(docs.as_ref(), live.as_ref())
             .await
             .map_err(|e| anyhow::anyhow!("loading the device table: {e}"))?;
+        context
+            .content_filters
+            .refresh(docs.as_ref(), live.as_ref())
+            .await
+            .map_err(|e| anyhow::anyhow!("loading the content filters: {e}"))?;
         let mut tasks = vec![
+            context.content_filters.spawn_refresher(
+                docs.clone(),
+                live.clone(),
+                Duration::from_millis(settings.device_refresh_ms),
+            ),
             devices.spawn_refresher(
                 docs.clone(),
                 live.clone(),

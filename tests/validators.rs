@@ -278,6 +278,14 @@ async fn write_everything(c: &Client) {
         Some(json!({"platform": "wechat"})),
     )
     .await;
+    c.call(
+        Method::POST,
+        "/api/v1/admin/filters",
+        Some(&admin),
+        &[],
+        Some(json!({"term": "代购", "action": "reject", "reason": "不发广告"})),
+    )
+    .await;
     // The instance's rules; reports (an open one citing a rule, and one a
     // moderator closes with a shared note), a role, and the audit log.
     c.call(

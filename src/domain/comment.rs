@@ -32,6 +32,9 @@ impl CommentContent {
     pub fn into_inner(self) -> String {
         self.0
     }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
 }
 
 #[cfg(test)]

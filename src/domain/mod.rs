@@ -3,6 +3,7 @@
 
 pub mod addr;
 pub mod comment;
+pub mod content_filter;
 pub mod cursor;
 pub mod device;
 pub mod instance;

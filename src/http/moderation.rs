@@ -7,10 +7,12 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 
 use super::extract::{path_id, query, AdminUser, JsonBody, ModeratorUser, PageParams, PageQuery};
+use crate::domain::content_filter::ContentFilterRequest;
 use crate::domain::cursor::Cursor;
 use crate::domain::instance::InstanceInfo;
 use crate::domain::report::ReportCategory;
 use crate::error::AppError;
+use crate::service::content_filters::{self, ContentFilterView};
 use crate::service::moderation::{
     self, ActionRequest, BulkActionRequest, BulkResult, QueueFilter, QueueItem, RoleRequest,
     RoleState,
@@ -51,6 +53,20 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(super::resource(
         "/admin/instance",
         [(Method::PUT, web::to(set_instance))],
+    ));
+    cfg.service(super::resource(
+        "/admin/filters",
+        [
+            (Method::GET, web::to(filters)),
+            (Method::POST, web::to(create_filter)),
+        ],
+    ));
+    cfg.service(super::resource(
+        "/admin/filters/{id}",
+        [
+            (Method::PUT, web::to(update_filter)),
+            (Method::DELETE, web::to(delete_filter)),
+        ],
     ));
 }
 
@@ -206,4 +222,57 @@ pub async fn set_instance(
     JsonBody(req): JsonBody<InstanceInfo>,
 ) -> Result<HttpResponse, AppError> {
     Ok(HttpResponse::Ok().json(moderation::set_instance(&ctx, admin.0, req).await?))
+}
+
+#[utoipa::path(get, path = "/api/v1/admin/filters", tag = "moderation", params(PageQuery),
+    responses((status = 200, body = Page<ContentFilterView>, description = "the content filters, newest first")),
+    security(("bearer" = [])))]
+pub async fn filters(
+    ctx: web::Data<Context>,
+    _moderator: ModeratorUser,
+    page: PageParams,
+) -> Result<HttpResponse, AppError> {
+    Ok(HttpResponse::Ok().json(content_filters::list(&ctx, page.cursor, page.limit).await?))
+}
+
+#[utoipa::path(post, path = "/api/v1/admin/filters", tag = "moderation", request_body = ContentFilterRequest,
+    responses(
+        (status = 201, body = ContentFilterView, description = "in force on every instance within MOMENTS_DEVICE_REFRESH_MS, on this one at once"),
+        (status = 409, description = "there are 10,000 filters already"),
+    ),
+    security(("bearer" = [])))]
+pub async fn create_filter(
+    ctx: web::Data<Context>,
+    moderator: ModeratorUser,
+    JsonBody(req): JsonBody<ContentFilterRequest>,
+) -> Result<HttpResponse, AppError> {
+    Ok(HttpResponse::Created().json(content_filters::create(&ctx, moderator.0, req).await?))
+}
+
+#[utoipa::path(put, path = "/api/v1/admin/filters/{id}", tag = "moderation",
+    params(("id" = i64, Path, minimum = 1)), request_body = ContentFilterRequest,
+    responses((status = 200, body = ContentFilterView), (status = 404, description = "no such filter")),
+    security(("bearer" = [])))]
+pub async fn update_filter(
+    ctx: web::Data<Context>,
+    moderator: ModeratorUser,
+    id: web::Path<String>,
+    JsonBody(req): JsonBody<ContentFilterRequest>,
+) -> Result<HttpResponse, AppError> {
+    let id = path_id(&id, "filter")?;
+    Ok(HttpResponse::Ok().json(content_filters::update(&ctx, moderator.0, id, req).await?))
+}
+
+#[utoipa::path(delete, path = "/api/v1/admin/filters/{id}", tag = "moderation",
+    params(("id" = i64, Path, minimum = 1)),
+    responses((status = 204, description = "deleted"), (status = 404, description = "no such filter")),
+    security(("bearer" = [])))]
+pub async fn delete_filter(
+    ctx: web::Data<Context>,
+    moderator: ModeratorUser,
+    id: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    let id = path_id(&id, "filter")?;
+    content_filters::delete(&ctx, moderator.0, id).await?;
+    Ok(HttpResponse::NoContent().finish())
 }

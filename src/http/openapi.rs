@@ -42,6 +42,8 @@ impl Modify for BearerAuth {
         super::moderation::queue, super::moderation::item, super::moderation::act,
         super::moderation::act_in_bulk, super::moderation::set_role, super::moderation::audit_log,
         super::moderation::instance, super::moderation::set_instance,
+        super::moderation::filters, super::moderation::create_filter,
+        super::moderation::update_filter, super::moderation::delete_filter,
         super::admin::list, super::admin::upsert, super::admin::delete, super::admin::import, super::admin::preview_import,
         super::admin::rebuild_live, super::admin::check_live,
     ),

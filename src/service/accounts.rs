@@ -314,6 +314,14 @@ pub async fn check_registration(
         Some(n) => NickName::parse(n)?.into_inner(),
         None => username.as_str().to_string(),
     };
+    ctx.content_filters.refuse_matching(
+        if req.nick_name.is_some() {
+            "nickName"
+        } else {
+            "username"
+        },
+        &nick_name,
+    )?;
     let head_img = HeadImg::parse(req.head_img.as_deref().unwrap_or(""))?.into_inner();
     enforce(
         ctx,
@@ -1055,6 +1063,9 @@ pub async fn update_me(ctx: &Context, uid: i64, patch: ProfilePatch) -> AppResul
         .map(NickName::parse)
         .transpose()?
         .map(NickName::into_inner);
+    if let Some(n) = &nick {
+        ctx.content_filters.refuse_matching("nickName", n)?;
+    }
     let head = patch
         .head_img
         .as_deref()

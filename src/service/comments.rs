@@ -24,6 +24,8 @@ pub async fn create_comment(
     reserved: Option<super::idempotency::Reservation>,
 ) -> AppResult<CommentView> {
     let content = CommentContent::parse(&req.content)?;
+    ctx.content_filters
+        .refuse_matching("content", content.as_str())?;
     let post = visible_post(ctx, post_id, Some(author)).await?;
     let (reply_to, thread_id) = match req.reply_to_comment_id {
         None => (None, None),

@@ -16,7 +16,7 @@ use crate::domain::device::{DeviceKey, DeviceModel, DeviceModelRequest, DisplayN
 use crate::domain::time_text::Lang;
 use crate::error::{AppError, AppResult};
 use crate::ids::now_ms;
-use crate::store::{DeviceModelDoc, DocStore, LiveStore};
+use crate::store::{DeviceModelDoc, DocStore, LiveStore, SharedTable};
 
 pub const MAX_IMPORT_ROWS: usize = 10_000;
 /// Enough for `MAX_IMPORT_ROWS` rows of typical length.
@@ -98,7 +98,7 @@ impl DeviceNames {
 
     /// Reloads if the live counter moved since the last reload.
     pub async fn refresh(&self, docs: &dyn DocStore, live: &dyn LiveStore) -> AppResult<()> {
-        let version = live.device_table_version().await?;
+        let version = live.table_version(SharedTable::DeviceModels).await?;
         if version != self.seen_version.load(Ordering::Acquire) {
             self.reload(docs).await?;
             self.seen_version.store(version, Ordering::Release);
@@ -126,7 +126,7 @@ impl DeviceNames {
 
 /// Tells every instance (this one at once) that the table changed.
 async fn announce(ctx: &Context) -> AppResult<()> {
-    if let Err(e) = ctx.live.bump_device_table_version().await {
+    if let Err(e) = ctx.live.bump_table_version(SharedTable::DeviceModels).await {
         tracing::warn!(error = %e, "could not announce a device table change; other instances pick it up on their next successful poll");
     }
     ctx.devices.reload(ctx.docs.as_ref()).await

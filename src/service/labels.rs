@@ -89,6 +89,7 @@ async fn check_friends(ctx: &Context, owner: i64, members: &[i64]) -> AppResult<
 #[tracing::instrument(skip(ctx, req))]
 pub async fn create(ctx: &Context, owner: i64, req: NewLabelRequest) -> AppResult<LabelView> {
     let name = parse_name(&req.name)?;
+    ctx.content_filters.refuse_matching("name", &name)?;
     let members = parse_members(req.members)?;
     check_friends(ctx, owner, &members).await?;
     let mine = ctx.docs.labels_of(owner, MAX_LABELS).await?;
@@ -131,6 +132,9 @@ pub async fn update(
     patch: LabelPatchRequest,
 ) -> AppResult<LabelView> {
     let name = patch.name.as_deref().map(parse_name).transpose()?;
+    if let Some(n) = &name {
+        ctx.content_filters.refuse_matching("name", n)?;
+    }
     let members = patch.members.map(parse_members).transpose()?;
     let before = ctx
         .docs

@@ -2,6 +2,7 @@
 
 pub mod accounts;
 pub mod comments;
+pub mod content_filters;
 pub mod device_names;
 pub mod erasure;
 pub mod favorites;
@@ -37,6 +38,8 @@ pub struct Context {
     pub docs: Arc<dyn DocStore>,
     pub live: Arc<dyn LiveStore>,
     pub devices: Arc<DeviceNames>,
+    /// The content filters, as one automaton.
+    pub content_filters: Arc<content_filters::ContentFilters>,
     pub repair: Arc<LiveRepair>,
     pub settings: Arc<Settings>,
     /// Store round trips made so far, by port.

@@ -97,7 +97,7 @@ pub struct RoleState {
     pub role: Role,
 }
 
-async fn audit(ctx: &Context, actor: i64, action: &str, subject: String, note: &str) {
+pub(super) async fn audit(ctx: &Context, actor: i64, action: &str, subject: String, note: &str) {
     let result = with_fresh_id(|id| {
         let entry = AuditDoc {
             id,

@@ -25,6 +25,8 @@ pub async fn create_post(
     pres: &Presentation,
     reserved: Option<super::idempotency::Reservation>,
 ) -> AppResult<PostJson> {
+    ctx.content_filters
+        .refuse_matching("content", &post.content)?;
     let labels = check_audience(ctx, author, &post).await?;
     let notified = check_mentions(ctx, author, &post, &labels).await?;
     // An earlier try of this create stored it and failed after: the rest

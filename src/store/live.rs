@@ -7,6 +7,29 @@ use async_trait::async_trait;
 
 use crate::store::{StoreError, StoreResult, TokenHash};
 
+/// A table every instance keeps whole in memory, reloaded when its
+/// version in the live store moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SharedTable {
+    DeviceModels,
+    ContentFilters,
+}
+
+impl SharedTable {
+    pub const ALL: [SharedTable; 2] = [SharedTable::DeviceModels, SharedTable::ContentFilters];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SharedTable::DeviceModels => "device_models",
+            SharedTable::ContentFilters => "content_filters",
+        }
+    }
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
 /// Whose keys these are: one post's or one user's live keys share a Redis
 /// Cluster slot and one generation counter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -425,9 +448,10 @@ pub trait LiveStore: Send + Sync {
     /// ordering, and a rebuild re-reads the newest posts after storing.
     async fn push_to_timelines(&self, post_id: i64, uids: &[i64], max: usize) -> StoreResult<()>;
 
-    /// A counter every instance polls to learn that the device table changed.
-    async fn device_table_version(&self) -> StoreResult<u64>;
-    async fn bump_device_table_version(&self) -> StoreResult<u64>;
+    /// A counter every instance polls to learn that a table it keeps whole
+    /// in memory changed.
+    async fn table_version(&self, table: SharedTable) -> StoreResult<u64>;
+    async fn bump_table_version(&self, table: SharedTable) -> StoreResult<u64>;
 
     /// Records that a pulled author (one merged in at read time, never pushed)
     /// published `post`, under the next number of a sequence every instance

@@ -354,6 +354,10 @@ metered! {
         background fn oldest_open_case() -> Option<CaseDoc>;
         counted fn instance_info() -> Option<InstanceDoc>;
         counted fn set_instance_info(info: &InstanceDoc) -> ();
+        background fn content_filters() -> Vec<ContentFilterDoc>;
+        counted fn insert_content_filter(filter: &ContentFilterDoc) -> ();
+        counted fn update_content_filter(filter: &ContentFilterDoc) -> bool;
+        counted fn delete_content_filter(id: i64) -> bool;
     }
 
     impl DeviceModelDocs for MeteredDocs {
@@ -411,8 +415,8 @@ metered! {
         // The repair tools and tests, not a request's round trip.
         background fn clear_derived() -> usize;
         // The background poll, not a request's round trip.
-        background fn device_table_version() -> u64;
-        counted fn bump_device_table_version() -> u64;
+        background fn table_version(table: SharedTable) -> u64;
+        counted fn bump_table_version(table: SharedTable) -> u64;
         // A fan-out's note and every instance's poll: no request's trips.
         background fn note_pulled_author_posted(author: i64, post: i64) -> ();
         background fn pulled_authors_posted_after(seq: u64) -> PulledNotes;
@@ -456,7 +460,7 @@ mod tests {
             docs.accounts_being_erased(10).await.unwrap();
             docs.claim_fan_outs(0, 0, 10).await.unwrap();
             docs.delete_fan_out(1).await.unwrap();
-            live.device_table_version().await.unwrap();
+            live.table_version(SharedTable::DeviceModels).await.unwrap();
             live.fill(&LiveFill::default()).await.unwrap();
         })
         .await;

@@ -14,7 +14,7 @@ use moments::ids::{next_id, now_ms};
 use moments::startup::connect_stores;
 use moments::store::{
     Changes, FanOutDoc, LiveAnswer, LiveFill, LiveKey, LiveRead, LiveStore, Owner, PostDoc,
-    StoreError, StoreResult,
+    SharedTable, StoreError, StoreResult,
 };
 
 use crate::helpers::{
@@ -215,11 +215,11 @@ impl LiveStore for HeldPushes {
     async fn clear_derived(&self) -> StoreResult<usize> {
         self.inner.clear_derived().await
     }
-    async fn device_table_version(&self) -> StoreResult<u64> {
-        self.inner.device_table_version().await
+    async fn table_version(&self, table: SharedTable) -> StoreResult<u64> {
+        self.inner.table_version(table).await
     }
-    async fn bump_device_table_version(&self) -> StoreResult<u64> {
-        self.inner.bump_device_table_version().await
+    async fn bump_table_version(&self, table: SharedTable) -> StoreResult<u64> {
+        self.inner.bump_table_version(table).await
     }
     async fn note_pulled_author_posted(&self, author: i64, post: i64) -> StoreResult<()> {
         self.inner.note_pulled_author_posted(author, post).await

@@ -120,11 +120,11 @@ impl LiveStore for FailingUpdates {
     async fn clear_derived(&self) -> StoreResult<usize> {
         self.inner.clear_derived().await
     }
-    async fn device_table_version(&self) -> StoreResult<u64> {
-        self.inner.device_table_version().await
+    async fn table_version(&self, table: SharedTable) -> StoreResult<u64> {
+        self.inner.table_version(table).await
     }
-    async fn bump_device_table_version(&self) -> StoreResult<u64> {
-        self.inner.bump_device_table_version().await
+    async fn bump_table_version(&self, table: SharedTable) -> StoreResult<u64> {
+        self.inner.bump_table_version(table).await
     }
     async fn note_pulled_author_posted(&self, author: i64, post: i64) -> StoreResult<()> {
         self.inner.note_pulled_author_posted(author, post).await

@@ -657,3 +657,141 @@ async fn moderators_are_told_of_a_new_queue_item_once() {
         assert!(opened(who.token.clone()).await.is_empty());
     }
 }
+
+#[tokio::test]
+async fn content_filters_refuse_posts_comments_nicknames_and_labels_evasions_included() {
+    let app = spawn_app().await;
+    let m = moderator(&app, "cfmod").await;
+    let user = app.user("cfuser").await;
+    let plain = app.user("cfplain").await;
+    let (s, _) = app
+        .post(
+            "/api/v1/admin/filters",
+            Some(&plain.token),
+            json!({"term": "加微信", "action": "reject", "reason": "no ads"}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 403);
+    for (body, field) in [
+        (
+            json!({"term": " .\u{200B} ", "action": "reject", "reason": "r"}),
+            "term",
+        ),
+        (
+            json!({"term": "x", "action": "hide", "reason": "r"}),
+            "action",
+        ),
+        (
+            json!({"term": "x", "action": "reject", "reason": ""}),
+            "reason",
+        ),
+    ] {
+        let (s, v) = app
+            .post("/api/v1/admin/filters", Some(&m.token), body)
+            .await;
+        assert_eq!((s.as_u16(), v["field"].clone()), (400, json!(field)), "{v}");
+    }
+    let (s, filter) = app
+        .post(
+            "/api/v1/admin/filters",
+            Some(&m.token),
+            json!({"term": "加微信", "action": "reject", "reason": "不发广告"}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 201, "{filter}");
+    let refused = |status: u16, v: &Value, field: &str| {
+        assert_eq!((status, v["field"].clone()), (422, json!(field)), "{v}");
+        assert!(v["detail"].as_str().unwrap().contains("不发广告"), "{v}");
+    };
+    // A post, evasions included: spaces, zero-width, full-width forms.
+    for text in ["快来加微信", "加 微 信", "加\u{200B}微信", "加﻿微信"] {
+        let (s, v) = app
+            .post(
+                "/api/v1/posts",
+                Some(&user.token),
+                json!({"category": "TEXT", "content": text}),
+            )
+            .await;
+        refused(s.as_u16(), &v, "content");
+    }
+    let post = app.text_post(&user, "a clean post").await;
+    let (s, v) = app
+        .post(
+            &format!("/api/v1/posts/{post}/comments"),
+            Some(&user.token),
+            json!({"content": "加 微 信 吧"}),
+        )
+        .await;
+    refused(s.as_u16(), &v, "content");
+    let (s, v) = app
+        .call(
+            reqwest::Method::PATCH,
+            "/api/v1/me",
+            Some(&user.token),
+            Some(json!({"nickName": "加微信123"})),
+        )
+        .await;
+    refused(s.as_u16(), &v, "nickName");
+    let (s, v) = app
+        .post(
+            "/api/v1/users",
+            None,
+            json!({"username": "cfnew", "password": "password-123", "nickName": "加·微·信"}),
+        )
+        .await;
+    refused(s.as_u16(), &v, "nickName");
+    let (s, v) = app
+        .post(
+            "/api/v1/labels",
+            Some(&user.token),
+            json!({"name": "加微信群", "members": []}),
+        )
+        .await;
+    refused(s.as_u16(), &v, "name");
+    // Nothing refused was stored.
+    let (_, album) = app
+        .get(&format!("/api/v1/users/{}/posts", user.uid), None)
+        .await;
+    assert_eq!(album["items"].as_array().unwrap().len(), 1);
+    // Changed and deleted, the filter stops refusing at once; both logged.
+    let id = filter["id"].as_i64().unwrap();
+    let (s, v) = app
+        .call(
+            reqwest::Method::PUT,
+            &format!("/api/v1/admin/filters/{id}"),
+            Some(&m.token),
+            Some(json!({"term": "代购", "action": "reject", "reason": "不发广告"})),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 200, "{v}");
+    assert!(app.text_post(&user, "加微信").await > 0);
+    let (s, v) = app
+        .post(
+            "/api/v1/posts",
+            Some(&user.token),
+            json!({"category": "TEXT", "content": "海外代 购"}),
+        )
+        .await;
+    refused(s.as_u16(), &v, "content");
+    let (_, list) = app.get("/api/v1/admin/filters", Some(&m.token)).await;
+    assert_eq!(list["items"][0]["term"], "代购");
+    let (s, _) = app
+        .delete(&format!("/api/v1/admin/filters/{id}"), Some(&m.token))
+        .await;
+    assert_eq!(s.as_u16(), 204);
+    let (s, _) = app
+        .delete(&format!("/api/v1/admin/filters/{id}"), Some(&m.token))
+        .await;
+    assert_eq!(s.as_u16(), 404);
+    app.text_post(&user, "海外代购").await;
+    let admin = app.admin().await;
+    let (_, log) = app.get("/api/v1/admin/audit-log", Some(&admin.token)).await;
+    let actions: Vec<&str> = log["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .filter(|a| a.starts_with("filter."))
+        .collect();
+    assert_eq!(actions, ["filter.delete", "filter.update", "filter.create"]);
+}

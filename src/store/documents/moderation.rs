@@ -5,6 +5,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use crate::domain::content_filter::FilterAction;
 use crate::domain::post::Visibility;
 use crate::domain::report::{ReportCategory, TargetKind};
 use crate::store::StoreResult;
@@ -206,8 +207,22 @@ impl InstanceDoc {
     pub const ID: &'static str = "instance";
 }
 
-/// Reports, cases, the audit log and the instance's rules. Part of
-/// `DocStore`.
+/// A content filter as stored (`domain::content_filter`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ContentFilterDoc {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    pub term: String,
+    pub action: FilterAction,
+    pub reason: String,
+    #[serde(rename = "updatedAt")]
+    pub updated_at: i64,
+    #[serde(rename = "updatedBy")]
+    pub updated_by: i64,
+}
+
+/// Reports, cases, the audit log, the instance's rules and the content
+/// filters. Part of `DocStore`.
 #[async_trait]
 pub trait ModerationDocs: Send + Sync {
     /// The open case of `case.target`: an existing one, else `case` itself,
@@ -270,4 +285,16 @@ pub trait ModerationDocs: Send + Sync {
     async fn instance_info(&self) -> StoreResult<Option<InstanceDoc>>;
 
     async fn set_instance_info(&self, info: &InstanceDoc) -> StoreResult<()>;
+
+    /// Every content filter, by id (at most `MAX_FILTERS`: each instance
+    /// keeps them all).
+    async fn content_filters(&self) -> StoreResult<Vec<ContentFilterDoc>>;
+
+    async fn insert_content_filter(&self, filter: &ContentFilterDoc) -> StoreResult<()>;
+
+    /// Replaces a filter; false when there is no such filter.
+    async fn update_content_filter(&self, filter: &ContentFilterDoc) -> StoreResult<bool>;
+
+    /// True when this call deleted it.
+    async fn delete_content_filter(&self, id: i64) -> StoreResult<bool>;
 }

@@ -20,7 +20,7 @@ use crate::hashing::IdMap;
 use crate::ids::now_ms;
 use crate::store::{
     BlobKey, Changes, LimitCheck, LimitCount, LiveAnswer, LiveChange, LiveFill, LiveKey, LiveRead,
-    LiveStore, Owner, SetKey, SetView, StoreResult,
+    LiveStore, Owner, SetKey, SetView, SharedTable, StoreResult,
 };
 
 const HOME_TTL_MS: i64 = 24 * 3600 * 1000;
@@ -546,7 +546,7 @@ pub struct MemoryLive {
     max_entries: usize,
     max_bytes: usize,
     counters: Mutex<Counters>,
-    device_version: AtomicU64,
+    table_versions: [AtomicU64; 2],
     /// (newest sequence number, the newest notes as (number, author)).
     pulled_posted: Mutex<(u64, PulledLog)>,
 }
@@ -570,7 +570,7 @@ impl MemoryLive {
             max_entries: max_entries.max(1000),
             max_bytes: max_bytes.max(1 << 20),
             counters: Mutex::new(Counters::new(counters_per_table)),
-            device_version: AtomicU64::new(1),
+            table_versions: [AtomicU64::new(1), AtomicU64::new(1)],
             pulled_posted: Mutex::default(),
         }
     }
@@ -771,12 +771,12 @@ impl LiveStore for MemoryLive {
         Ok(n)
     }
 
-    async fn device_table_version(&self) -> StoreResult<u64> {
-        Ok(self.device_version.load(Ordering::Acquire))
+    async fn table_version(&self, table: SharedTable) -> StoreResult<u64> {
+        Ok(self.table_versions[table.index()].load(Ordering::Acquire))
     }
 
-    async fn bump_device_table_version(&self) -> StoreResult<u64> {
-        Ok(self.device_version.fetch_add(1, Ordering::AcqRel) + 1)
+    async fn bump_table_version(&self, table: SharedTable) -> StoreResult<u64> {
+        Ok(self.table_versions[table.index()].fetch_add(1, Ordering::AcqRel) + 1)
     }
 
     async fn note_pulled_author_posted(&self, author: i64, post: i64) -> StoreResult<()> {

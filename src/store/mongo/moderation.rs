@@ -1,12 +1,12 @@
 //! `ModerationDocs` on MongoDB: `reports`, `moderation_cases`,
 //! `open_cases` (a target's key → its open case, the claim that makes one
-//! case the open one), `audit_log` and `instance` (one document). Moderation is small and read across
+//! case the open one), `audit_log`, `instance` (one document) and `content_filters`. Moderation is small and read across
 //! every target, so these collections are unsharded.
 
 use super::*;
 use crate::store::{
-    AuditDoc, CaseClosing, CaseDoc, CaseState, InstanceDoc, ModerationDocs, ReportBrief, ReportDoc,
-    ReportTarget, FIRST_REPORTS_KEPT,
+    AuditDoc, CaseClosing, CaseDoc, CaseState, ContentFilterDoc, InstanceDoc, ModerationDocs,
+    ReportBrief, ReportDoc, ReportTarget, FIRST_REPORTS_KEPT,
 };
 
 /// A target's open case.
@@ -34,6 +34,9 @@ impl MongoDocs {
     }
     fn audit_log(&self) -> Collection<AuditDoc> {
         self.db.collection("audit_log")
+    }
+    fn content_filters_coll(&self) -> Collection<ContentFilterDoc> {
+        self.db.collection("content_filters")
     }
 
     /// The case the target's claim names, if the claim and an open case
@@ -305,6 +308,50 @@ impl ModerationDocs for MongoDocs {
             .await
             .map_err(classify)?;
         Ok(())
+    }
+
+    async fn content_filters(&self) -> StoreResult<Vec<ContentFilterDoc>> {
+        collect(
+            self.content_filters_coll()
+                .find(doc! {})
+                .sort(doc! { "_id": 1 })
+                .await
+                .map_err(classify)?,
+        )
+        .await
+    }
+
+    async fn insert_content_filter(&self, filter: &ContentFilterDoc) -> StoreResult<()> {
+        insert_new(&self.content_filters_coll(), filter, "content filter").await
+    }
+
+    async fn update_content_filter(&self, filter: &ContentFilterDoc) -> StoreResult<bool> {
+        let action =
+            mongodb::bson::to_bson(&filter.action).map_err(|e| StoreError::Other(e.into()))?;
+        let r = self
+            .content_filters_coll()
+            .update_one(
+                doc! { "_id": filter.id },
+                doc! { "$set": {
+                    "term": &filter.term,
+                    "action": action,
+                    "reason": &filter.reason,
+                    "updatedAt": filter.updated_at,
+                    "updatedBy": filter.updated_by,
+                } },
+            )
+            .await
+            .map_err(classify)?;
+        Ok(r.matched_count == 1)
+    }
+
+    async fn delete_content_filter(&self, id: i64) -> StoreResult<bool> {
+        let r = self
+            .content_filters_coll()
+            .delete_one(doc! { "_id": id })
+            .await
+            .map_err(classify)?;
+        Ok(r.deleted_count == 1)
     }
 
     async fn audit_page(&self, before: Option<i64>, limit: usize) -> StoreResult<Vec<AuditDoc>> {

@@ -12,7 +12,7 @@ use super::classify;
 use crate::store::{StoreError, StoreResult};
 
 /// Compiled in, so the binary never depends on where it was started from.
-pub const SCHEMAS: [(&str, &str); 24] = [
+pub const SCHEMAS: [(&str, &str); 25] = [
     ("users", include_str!("../../../schemas/users.json")),
     ("posts", include_str!("../../../schemas/posts.json")),
     ("comments", include_str!("../../../schemas/comments.json")),
@@ -58,6 +58,10 @@ pub const SCHEMAS: [(&str, &str); 24] = [
     ),
     ("audit_log", include_str!("../../../schemas/audit_log.json")),
     ("instance", include_str!("../../../schemas/instance.json")),
+    (
+        "content_filters",
+        include_str!("../../../schemas/content_filters.json"),
+    ),
 ];
 
 #[derive(Deserialize)]

@@ -22,7 +22,7 @@ use conn::{Batch, Conn};
 
 use super::{
     BlobKey, Changes, LimitCount, LiveAnswer, LiveChange, LiveFill, LiveKey, LiveRead, LiveStore,
-    Owner, SetKey, SetView, StoreError, StoreResult,
+    Owner, SetKey, SetView, SharedTable, StoreError, StoreResult,
 };
 
 const SENTINEL: &str = "0";
@@ -379,8 +379,8 @@ impl RedisLive {
         format!("{}limit:{key}", self.prefix)
     }
 
-    fn device_version_key(&self) -> String {
-        format!("{}device_models:version", self.prefix)
+    fn table_version_key(&self, table: SharedTable) -> String {
+        format!("{}{}:version", self.prefix, table.name())
     }
 
     /// The pulled-authors sequence and its notes, under one hash tag (one
@@ -810,9 +810,9 @@ impl LiveStore for RedisLive {
         Ok(dropped)
     }
 
-    async fn device_table_version(&self) -> StoreResult<u64> {
+    async fn table_version(&self, table: SharedTable) -> StoreResult<u64> {
         self.conn
-            .query::<Option<u64>>(redis::cmd("GET").arg(self.device_version_key()))
+            .query::<Option<u64>>(redis::cmd("GET").arg(self.table_version_key(table)))
             .await
             .map(|v| v.unwrap_or(0))
     }
@@ -951,14 +951,14 @@ impl LiveStore for RedisLive {
         self.conn.run(pipe).await.map(|_| ())
     }
 
-    async fn bump_device_table_version(&self) -> StoreResult<u64> {
+    async fn bump_table_version(&self, table: SharedTable) -> StoreResult<u64> {
         // A fresh time-ordered id, not INCR: after a flush INCR would start
         // over at 1 and an instance that had seen 1 would miss the change.
         let version = crate::ids::next_id() as u64;
         self.conn
             .query::<()>(
                 redis::cmd("SET")
-                    .arg(self.device_version_key())
+                    .arg(self.table_version_key(table))
                     .arg(version),
             )
             .await?;

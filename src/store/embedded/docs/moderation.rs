@@ -2,8 +2,8 @@
 
 use super::*;
 use crate::store::{
-    AuditDoc, CaseClosing, CaseDoc, CaseState, InstanceDoc, ModerationDocs, ReportBrief, ReportDoc,
-    FIRST_REPORTS_KEPT,
+    AuditDoc, CaseClosing, CaseDoc, CaseState, ContentFilterDoc, InstanceDoc, ModerationDocs,
+    ReportBrief, ReportDoc, FIRST_REPORTS_KEPT,
 };
 
 /// Report id → the report.
@@ -31,6 +31,9 @@ pub(super) const CLOSED_CASES_BY_ACCOUNT: TableDefinition<(u64, u64), ()> =
     TableDefinition::new("closed_cases_by_account");
 /// `InstanceDoc::ID` → the instance's name, contact and rules.
 pub(super) const INSTANCE: TableDefinition<&str, &[u8]> = TableDefinition::new("instance");
+/// Filter id → the content filter.
+pub(super) const CONTENT_FILTERS: TableDefinition<u64, &[u8]> =
+    TableDefinition::new("content_filters");
 /// Entry id → the entry.
 pub(super) const AUDIT_LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("audit_log");
 
@@ -304,6 +307,57 @@ impl ModerationDocs for EmbeddedDocs {
         .await
     }
 
+    async fn content_filters(&self) -> StoreResult<Vec<ContentFilterDoc>> {
+        self.read(|txn| {
+            let table = txn.open_table(CONTENT_FILTERS).map_err(other)?;
+            let mut out = Vec::new();
+            for entry in table.iter().map_err(other)? {
+                out.push(decode(entry.map_err(other)?.1.value())?);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn insert_content_filter(&self, filter: &ContentFilterDoc) -> StoreResult<()> {
+        let filter = filter.clone();
+        self.write(move |txn| {
+            let mut table = txn.open_table(CONTENT_FILTERS).map_err(other)?;
+            if table.get(id(filter.id)).map_err(other)?.is_some() {
+                return Err(StoreError::IdTaken);
+            }
+            table
+                .insert(id(filter.id), encode(&filter)?.as_slice())
+                .map_err(other)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn update_content_filter(&self, filter: &ContentFilterDoc) -> StoreResult<bool> {
+        let filter = filter.clone();
+        self.write(move |txn| {
+            let mut table = txn.open_table(CONTENT_FILTERS).map_err(other)?;
+            if table.get(id(filter.id)).map_err(other)?.is_none() {
+                return Ok(false);
+            }
+            table
+                .insert(id(filter.id), encode(&filter)?.as_slice())
+                .map_err(other)?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn delete_content_filter(&self, filter_id: i64) -> StoreResult<bool> {
+        self.write(move |txn| {
+            let mut table = txn.open_table(CONTENT_FILTERS).map_err(other)?;
+            let removed = table.remove(id(filter_id)).map_err(other)?.is_some();
+            Ok(removed)
+        })
+        .await
+    }
+
     async fn audit_page(&self, before: Option<i64>, limit: usize) -> StoreResult<Vec<AuditDoc>> {
         self.read(move |txn| {
             let log = txn.open_table(AUDIT_LOG).map_err(other)?;
@@ -331,5 +385,6 @@ pub(super) fn create_tables(txn: &WriteTransaction) -> StoreResult<()> {
     txn.open_table(CLOSED_CASES_BY_ACCOUNT).map_err(other)?;
     txn.open_table(AUDIT_LOG).map_err(other)?;
     txn.open_table(INSTANCE).map_err(other)?;
+    txn.open_table(CONTENT_FILTERS).map_err(other)?;
     Ok(())
 }

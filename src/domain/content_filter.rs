@@ -1,0 +1,226 @@
+//! Content filters: terms moderators keep that refuse a post, comment,
+//! nickname or label name before it is stored. Matching is on a
+//! normalised form of both the text and the terms, so that the obvious
+//! evasions still match: compatibility forms (full-width letters, ligatures,
+//! circled digits) folded by NFKC, case folded, combining marks and
+//! zero-width or other invisible characters removed, and spaces and
+//! punctuation between letters ignored ("s.p a-m" is "spam"). Every term is
+//! matched at once by one Aho-Corasick automaton, built when the list
+//! changes, so a check costs time in the text's length, not the list's.
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use serde::{Deserialize, Serialize};
+use unicode_normalization::char::is_combining_mark;
+use unicode_normalization::UnicodeNormalization;
+
+use super::{parse_text, text_schema};
+use crate::error::AppError;
+
+pub const MAX_FILTERS: usize = 10_000;
+pub const MAX_TERM_CHARS: usize = 100;
+pub const MAX_REASON_CHARS: usize = 200;
+
+/// What a match does.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum FilterAction {
+    /// The write is refused with 422, naming the filter's public reason.
+    Reject,
+}
+
+/// Characters that change nothing a reader sees: format characters
+/// (zero-width space, joiners, marks of direction, the BOM), the soft
+/// hyphen, variation selectors.
+fn invisible(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
+        | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}'
+        | '\u{FFA0}' | '\u{E0000}'..='\u{E007F}')
+}
+
+/// Characters ignored between letters: whitespace and punctuation, ASCII
+/// and CJK alike (after NFKC, full-width punctuation is ASCII).
+fn separator(c: char) -> bool {
+    c.is_whitespace()
+        || c.is_ascii_punctuation()
+        || matches!(c, '\u{2010}'..='\u{2027}' | '\u{2030}'..='\u{205E}' | '\u{3000}'..='\u{303F}'
+            | '\u{00A1}'..='\u{00BF}' | '\u{FF61}'..='\u{FF65}' | '・')
+}
+
+/// The form both texts and terms are matched in.
+pub fn normalize(text: &str) -> String {
+    let stripped: String = text
+        .nfkd()
+        .filter(|c| !is_combining_mark(*c) && !invisible(*c))
+        .collect();
+    stripped
+        .nfkc()
+        .flat_map(char::to_lowercase)
+        .filter(|c| !separator(*c) && !invisible(*c))
+        .collect()
+}
+
+fn term_schema() -> utoipa::openapi::Object {
+    text_schema(MAX_TERM_CHARS, true, false)
+}
+fn reason_schema() -> utoipa::openapi::Object {
+    text_schema(MAX_REASON_CHARS, true, false)
+}
+
+/// The body of `POST /admin/filters` and `PUT /admin/filters/{id}`.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ContentFilterRequest {
+    /// A word or phrase; matched in its normalised form, anywhere in the
+    /// text.
+    #[schema(schema_with = term_schema)]
+    pub term: String,
+    pub action: FilterAction,
+    /// What a refused author is told (public: no internal notes).
+    #[schema(schema_with = reason_schema)]
+    pub reason: String,
+}
+
+/// A filter that passed every check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContentFilterSpec {
+    pub term: String,
+    pub action: FilterAction,
+    pub reason: String,
+}
+
+impl ContentFilterSpec {
+    pub fn parse(req: ContentFilterRequest) -> Result<Self, AppError> {
+        let term = parse_text("term", &req.term, MAX_TERM_CHARS, true)?;
+        if normalize(&term).is_empty() {
+            return Err(AppError::invalid(
+                "term",
+                "must have a letter or digit: spaces, punctuation and invisible characters are ignored when matching",
+            ));
+        }
+        let reason = parse_text("reason", &req.reason, MAX_REASON_CHARS, true)?;
+        Ok(ContentFilterSpec {
+            term,
+            action: req.action,
+            reason,
+        })
+    }
+}
+
+/// What matched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilterHit {
+    pub id: i64,
+    pub action: FilterAction,
+    pub reason: String,
+}
+
+/// Every filter as one automaton over the normalised terms.
+#[derive(Debug, Default)]
+pub struct FilterSet {
+    automaton: Option<AhoCorasick>,
+    /// By pattern index.
+    hits: Vec<FilterHit>,
+}
+
+impl FilterSet {
+    /// Builds the set from `(id, term, action, reason)`; terms that
+    /// normalise to nothing are left out.
+    pub fn build(filters: impl IntoIterator<Item = (i64, String, FilterAction, String)>) -> Self {
+        let mut terms = Vec::new();
+        let mut hits = Vec::new();
+        for (id, term, action, reason) in filters {
+            let term = normalize(&term);
+            if term.is_empty() {
+                continue;
+            }
+            terms.push(term);
+            hits.push(FilterHit { id, action, reason });
+        }
+        if terms.is_empty() {
+            return FilterSet::default();
+        }
+        let automaton = AhoCorasickBuilder::new()
+            .match_kind(MatchKind::LeftmostFirst)
+            .build(&terms)
+            .ok();
+        if automaton.is_none() {
+            tracing::error!(
+                terms = terms.len(),
+                "the content filters did not build; none apply"
+            );
+        }
+        FilterSet { automaton, hits }
+    }
+
+    pub fn len(&self) -> usize {
+        self.hits.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.hits.is_empty()
+    }
+
+    /// The first filter `text` matches, if any.
+    pub fn check(&self, text: &str) -> Option<&FilterHit> {
+        let automaton = self.automaton.as_ref()?;
+        let normal = normalize(text);
+        let found = automaton.find(&normal)?;
+        self.hits.get(found.pattern().as_usize())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(terms: &[&str]) -> FilterSet {
+        FilterSet::build(terms.iter().enumerate().map(|(i, t)| {
+            (
+                i as i64 + 1,
+                t.to_string(),
+                FilterAction::Reject,
+                format!("r{i}"),
+            )
+        }))
+    }
+
+    #[test]
+    fn the_obvious_evasions_still_match() {
+        let filters = set(&["spam", "加微信", "viagra"]);
+        for evasion in [
+            "buy SPAM now",
+            "ｓｐａｍ",             // full-width
+            "s p a m",              // spaces between letters
+            "s.p-a_m",              // punctuation between letters
+            "sp\u{200B}am",         // zero-width space
+            "s\u{0301}pa\u{0308}m", // combining marks
+            "ＳＰＡＭ",             // full-width capitals
+            "加 微 信",
+            "加\u{200D}微信",
+            "v1agra tablets, VIAGRA",
+        ] {
+            assert!(
+                filters.check(evasion).is_some(),
+                "{evasion:?} was not caught"
+            );
+        }
+        for clean in ["a fine day", "spa day", "微信支付"] {
+            assert!(filters.check(clean).is_none(), "{clean:?} was caught");
+        }
+        assert_eq!(filters.check("ｖｉａｇｒａ").map(|h| h.id), Some(3));
+    }
+
+    #[test]
+    fn an_empty_set_matches_nothing_and_blank_terms_are_refused() {
+        assert!(FilterSet::default().check("anything").is_none());
+        assert!(set(&[" . "]).is_empty());
+        let refused = ContentFilterSpec::parse(ContentFilterRequest {
+            term: "\u{200B}..".into(),
+            action: FilterAction::Reject,
+            reason: "r".into(),
+        });
+        assert!(matches!(refused, Err(AppError::InvalidInput { field, .. }) if field == "term"));
+    }
+}
