@@ -102,7 +102,7 @@ impl NewReport {
             ));
         }
         if !req.post_ids.is_empty() && req.target_type != TargetKind::User {
-            return Err(AppError::invalid(
+            return Err(AppError::unprocessable(
                 "postIds",
                 "only a report of an account names posts",
             ));
@@ -168,10 +168,10 @@ mod tests {
             Err(AppError::InvalidInput { field: f, .. }) => assert_eq!(f, field),
             other => panic!("{other:?}"),
         };
-        refused(
-            serde_json::json!({"targetType": "post", "targetId": 5, "category": "spam", "postIds": [1]}),
-            "postIds",
-        );
+        assert!(matches!(
+            parse(serde_json::json!({"targetType": "post", "targetId": 5, "category": "spam", "postIds": [1]})),
+            Err(AppError::Unprocessable { field, .. }) if field == "postIds"
+        ));
         refused(
             serde_json::json!({"targetType": "post", "targetId": 5, "category": "spam",
                 "comment": "长".repeat(MAX_COMMENT_CHARS + 1)}),

@@ -8,7 +8,6 @@ use serde::Deserialize;
 
 use super::extract::{path_id, query, AdminUser, JsonBody, ModeratorUser, PageParams, PageQuery};
 use crate::domain::content_filter::ContentFilterRequest;
-use crate::domain::cursor::Cursor;
 use crate::domain::instance::InstanceInfo;
 use crate::domain::report::ReportCategory;
 use crate::error::AppError;
@@ -110,19 +109,10 @@ pub async fn queue(
     Ok(HttpResponse::Ok().json(items))
 }
 
-/// `?reportsCursor=&limit=` on one item.
-#[derive(Deserialize, Default, utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-#[serde(rename_all = "camelCase")]
-pub struct ItemQuery {
-    /// The item's previous `reportsCursor`.
-    reports_cursor: Option<String>,
-}
-
 #[utoipa::path(get, path = "/api/v1/admin/reports/{id}", tag = "moderation",
-    params(("id" = i64, Path, minimum = 1), ItemQuery, PageQuery),
+    params(("id" = i64, Path, minimum = 1), PageQuery),
     responses(
-        (status = 200, body = QueueItem, description = "the item, a page of its reports oldest first, and its account's earlier closed items"),
+        (status = 200, body = QueueItem, description = "the item, a page of its reports oldest first (the next page at ?cursor=reportsCursor), and its account's earlier closed items"),
         (status = 403, description = "a report about the caller: for another moderator"),
         (status = 404, description = "no such item"),
     ),
@@ -131,18 +121,11 @@ pub async fn item(
     ctx: web::Data<Context>,
     moderator: ModeratorUser,
     id: web::Path<String>,
-    req: HttpRequest,
     page: PageParams,
 ) -> Result<HttpResponse, AppError> {
     let id = path_id(&id, "queue item")?;
-    let q: ItemQuery = query(&req)?;
-    let cursor = q
-        .reports_cursor
-        .as_deref()
-        .filter(|c| !c.is_empty())
-        .map(Cursor::parse)
-        .transpose()?;
-    Ok(HttpResponse::Ok().json(moderation::item(&ctx, moderator.0, id, cursor, page.limit).await?))
+    let item = moderation::item(&ctx, moderator.0, id, page.cursor, page.limit).await?;
+    Ok(HttpResponse::Ok().json(item))
 }
 
 #[utoipa::path(post, path = "/api/v1/admin/reports/{id}/actions", tag = "moderation",

@@ -197,7 +197,8 @@ pub struct QueueItem {
     /// only on the item itself); on `GET /admin/reports/{id}`, a page of
     /// them as they stand, continued by `reportsCursor`.
     pub reports: Vec<ItemReport>,
-    /// Set on a single item: where its next reports start.
+    /// Set on a single item: its next page of reports is at
+    /// `?cursor=reportsCursor`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reports_cursor: Option<String>,
     /// Set on a single item: the account's earlier closed cases, newest
@@ -456,7 +457,7 @@ pub struct BulkResult {
 fn checked_note(act: &ActionRequest) -> AppResult<String> {
     let note = crate::domain::parse_text("note", &act.note, MAX_NOTE_CHARS, false)?;
     if act.share_with_reporter && note.is_empty() {
-        return Err(AppError::invalid(
+        return Err(AppError::unprocessable(
             "note",
             "a note is needed to share one with the reporters",
         ));
