@@ -70,9 +70,9 @@ pub struct NewReportRequest {
     #[schema(schema_with = post_ids_schema)]
     pub post_ids: Vec<i64>,
     /// Numbers of the rules (`GET /instance`) the report cites.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::id_list")]
     #[schema(schema_with = rules_schema)]
-    pub rules: Vec<u32>,
+    pub rules: Vec<i64>,
 }
 
 /// A report that passed every check but the ones that need the stores
@@ -122,7 +122,7 @@ impl NewReport {
         if let Some(bad) = req
             .rules
             .iter()
-            .position(|r| !(1..=MAX_RULE_NUMBER).contains(r))
+            .position(|r| !(1..=i64::from(MAX_RULE_NUMBER)).contains(r))
         {
             return Err(AppError::invalid(
                 format!("rules[{bad}]"),
@@ -132,7 +132,7 @@ impl NewReport {
         let mut post_ids = req.post_ids;
         post_ids.sort_unstable();
         post_ids.dedup();
-        let mut rules = req.rules;
+        let mut rules: Vec<u32> = req.rules.iter().map(|r| *r as u32).collect();
         rules.sort_unstable();
         rules.dedup();
         Ok(NewReport {

@@ -98,7 +98,7 @@ pub async fn find_user(
     responses((status = 201, body = UserCard),
               (status = 409, description = "the username is taken, or the first request with this \
                  Idempotency-Key is still running"),
-              (status = 422, description = "this Idempotency-Key was used for a different request")))]
+              (status = 422, description = "this Idempotency-Key was used for a different request; or the nickname is refused by a content filter")))]
 pub async fn register(
     ctx: web::Data<Context>,
     RequestOrigin(origin): RequestOrigin,
@@ -177,7 +177,9 @@ pub async fn me(ctx: web::Data<Context>, user: AuthUser) -> Result<HttpResponse,
 }
 
 #[utoipa::path(patch, path = "/api/v1/me", tag = "accounts", request_body = ProfilePatch,
-    responses((status = 200, body = Me)), security(("bearer" = [])))]
+    responses((status = 200, body = Me),
+              (status = 422, description = "the nickname is refused by a content filter (its reason in `detail`)")),
+    security(("bearer" = [])))]
 pub async fn update_me(
     ctx: web::Data<Context>,
     user: AuthUser,

@@ -37,7 +37,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     responses((status = 201, body = CommentView),
               (status = 404, description = "no such post, or no such comment to reply to, for this viewer"),
               (status = 409, description = "the first request with this Idempotency-Key is still running"),
-              (status = 422, description = "this Idempotency-Key was used for a different request")),
+              (status = 422, description = "this Idempotency-Key was used for a different request; or the content is refused by a content filter")),
     security(("bearer" = [])))]
 pub async fn create(
     ctx: web::Data<Context>,

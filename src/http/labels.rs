@@ -31,7 +31,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     responses(
         (status = 201, body = LabelView),
         (status = 409, description = "the caller has a label of that name, or as many labels as one may"),
-        (status = 422, description = "`members` names someone who is not the caller's friend"),
+        (status = 422, description = "`members` names someone who is not the caller's friend; or the name is refused by a content filter"),
     ),
     security(("bearer" = [])))]
 pub async fn create(
@@ -55,7 +55,7 @@ pub async fn list(ctx: web::Data<Context>, user: AuthUser) -> Result<HttpRespons
         (status = 200, body = LabelView, description = "changed; posts naming the label follow it on their next read"),
         (status = 404, description = "the caller has no such label"),
         (status = 409, description = "the caller has another label of that name"),
-        (status = 422, description = "`members` adds someone who is not the caller's friend"),
+        (status = 422, description = "`members` adds someone who is not the caller's friend; or the name is refused by a content filter"),
     ),
     security(("bearer" = [])))]
 pub async fn update(

@@ -135,6 +135,7 @@ pub async fn item(
         (status = 403, description = "a report about the caller: for another moderator"),
         (status = 404, description = "no such item"),
         (status = 409, description = "closed already"),
+        (status = 422, description = "`shareWithReporter` without a note to share"),
     ),
     security(("bearer" = [])))]
 pub async fn act(
@@ -149,7 +150,8 @@ pub async fn act(
 
 #[utoipa::path(post, path = "/api/v1/admin/reports/actions", tag = "moderation",
     request_body = BulkActionRequest,
-    responses((status = 200, body = Vec<BulkResult>, description = "each item's answer: 200 closed, 404 no such item, 409 closed already")),
+    responses((status = 200, body = Vec<BulkResult>, description = "each item's answer: 200 closed, 403 about the caller, 404 no such item, 409 closed already, 503 try again"),
+              (status = 422, description = "`shareWithReporter` without a note to share")),
     security(("bearer" = [])))]
 pub async fn act_in_bulk(
     ctx: web::Data<Context>,

@@ -425,7 +425,7 @@ pub struct ActionRequest {
     /// Why, for the audit log and the other moderators: at most 1,000
     /// characters.
     #[serde(default)]
-    #[schema(max_length = 1000)]
+    #[schema(schema_with = note_schema)]
     pub note: String,
     /// Tell the reporters the note as the outcome; otherwise they learn
     /// only that their report was closed and how.
@@ -452,6 +452,10 @@ pub struct BulkResult {
     /// 200 closed, 403 a report about the caller, 404 no such item, 409
     /// closed already, 503 a store did not answer (try it again).
     pub status: u16,
+}
+
+fn note_schema() -> utoipa::openapi::Object {
+    crate::domain::text_schema(MAX_NOTE_CHARS, false, false)
 }
 
 fn checked_note(act: &ActionRequest) -> AppResult<String> {
