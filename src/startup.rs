@@ -35,6 +35,7 @@ use crate::service::feed::fan_out_registry::FanOutRegistry;
 use crate::service::jobs::like_arrays;
 use crate::service::jobs::post_views::PostViews;
 use crate::service::jobs::repair::LiveRepair;
+use crate::service::jobs::shared_tables::{self, SharedCopy};
 use crate::service::read::near_cache::NearCache;
 use crate::service::{accounts, jobs::expiry, jobs::instance_lease, Context};
 use crate::store::embedded::{self, docs::EmbeddedDocs, live::MemoryLive};
@@ -269,12 +270,14 @@ impl Application {
             .await
             .map_err(|e| anyhow::anyhow!("loading the content filters: {e}"))?;
         let mut tasks = vec![
-            context.content_filters.spawn_refresher(
+            shared_tables::spawn_refresher(
+                &context.content_filters,
                 docs.clone(),
                 live.clone(),
                 Duration::from_millis(settings.device_refresh_ms),
             ),
-            devices.spawn_refresher(
+            shared_tables::spawn_refresher(
+                &devices,
                 docs.clone(),
                 live.clone(),
                 Duration::from_millis(settings.device_refresh_ms),

@@ -168,6 +168,32 @@ impl FromRequest for MaybeAuthUser {
     }
 }
 
+/// Which role a staff route needs.
+#[derive(Clone, Copy)]
+enum Role {
+    Admin,
+    /// A moderator or an admin.
+    Moderator,
+}
+
+/// The uid of a signed-in user with `role`: 401 without a token, 403
+/// without the role.
+fn staff_uid(req: &HttpRequest, payload: &mut Payload, role: Role) -> Boxed<i64> {
+    let ctx = context(req);
+    let user = AuthUser::from_request(req, payload);
+    Box::pin(async move {
+        let ctx = ctx?;
+        let user = user.await?;
+        match role {
+            Role::Admin => accounts::require_admin(&ctx, user.uid).await?,
+            Role::Moderator => {
+                crate::service::moderation::require_moderator(&ctx, user.uid).await?
+            }
+        }
+        Ok(user.uid)
+    })
+}
+
 /// A signed-in user with the admin role; 401 without a token, 403 without the role.
 pub struct AdminUser(pub i64);
 
@@ -176,14 +202,8 @@ impl FromRequest for AdminUser {
     type Future = Boxed<Self>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let ctx = context(req);
-        let user = AuthUser::from_request(req, payload);
-        Box::pin(async move {
-            let ctx = ctx?;
-            let user = user.await?;
-            accounts::require_admin(&ctx, user.uid).await?;
-            Ok(AdminUser(user.uid))
-        })
+        let uid = staff_uid(req, payload, Role::Admin);
+        Box::pin(async move { Ok(AdminUser(uid.await?)) })
     }
 }
 
@@ -196,14 +216,8 @@ impl FromRequest for ModeratorUser {
     type Future = Boxed<Self>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let ctx = context(req);
-        let user = AuthUser::from_request(req, payload);
-        Box::pin(async move {
-            let ctx = ctx?;
-            let user = user.await?;
-            crate::service::moderation::require_moderator(&ctx, user.uid).await?;
-            Ok(ModeratorUser(user.uid))
-        })
+        let uid = staff_uid(req, payload, Role::Moderator);
+        Box::pin(async move { Ok(ModeratorUser(uid.await?)) })
     }
 }
 

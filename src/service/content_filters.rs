@@ -5,12 +5,12 @@
 //! store's version of it moves, so a check costs no store round trip.
 //! Posts, comments, nicknames and label names are checked.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
 
 use serde::Serialize;
 
+use super::jobs::shared_tables::SharedCopy;
 use super::moderation::audit;
 use super::read::responses::Page;
 use super::{with_fresh_id, Context};
@@ -20,7 +20,7 @@ use crate::domain::content_filter::{
 use crate::domain::cursor::Cursor;
 use crate::error::{AppError, AppResult};
 use crate::ids::now_ms;
-use crate::store::{ContentFilterDoc, DocStore, LiveStore, SharedTable};
+use crate::store::{ContentFilterDoc, DocStore, SharedTable};
 
 /// This instance's copy of the filters.
 pub struct ContentFilters {
@@ -56,41 +56,23 @@ impl ContentFilters {
             None => Ok(()),
         }
     }
+}
 
-    pub async fn reload(&self, docs: &dyn DocStore) -> AppResult<()> {
+#[async_trait::async_trait]
+impl SharedCopy for ContentFilters {
+    const TABLE: SharedTable = SharedTable::ContentFilters;
+
+    fn seen_version(&self) -> &AtomicU64 {
+        &self.seen_version
+    }
+
+    async fn reload(&self, docs: &dyn DocStore) -> AppResult<()> {
         let rows = docs.content_filters().await?;
         let set = FilterSet::build(rows.into_iter().map(|f| (f.id, f.term, f.action, f.reason)));
         if let Ok(mut s) = self.set.write() {
             *s = Arc::new(set);
         }
         Ok(())
-    }
-
-    /// Reloads if the live version moved since the last reload.
-    pub async fn refresh(&self, docs: &dyn DocStore, live: &dyn LiveStore) -> AppResult<()> {
-        let version = live.table_version(SharedTable::ContentFilters).await?;
-        if version != self.seen_version.load(Ordering::Acquire) {
-            self.reload(docs).await?;
-            self.seen_version.store(version, Ordering::Release);
-        }
-        Ok(())
-    }
-
-    pub fn spawn_refresher(
-        self: &Arc<Self>,
-        docs: Arc<dyn DocStore>,
-        live: Arc<dyn LiveStore>,
-        every: Duration,
-    ) -> tokio::task::JoinHandle<()> {
-        let me = self.clone();
-        super::jobs::spawn_every(every, move || {
-            let (me, docs, live) = (me.clone(), docs.clone(), live.clone());
-            async move {
-                if let Err(e) = me.refresh(docs.as_ref(), live.as_ref()).await {
-                    tracing::debug!(error = %e, "content filter refresh failed; retrying");
-                }
-            }
-        })
     }
 }
 

@@ -5,18 +5,18 @@
 //! each reloads the table when it moves.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::jobs::shared_tables::SharedCopy;
 use super::Context;
 use crate::domain::device::{DeviceKey, DeviceModel, DeviceModelRequest, DisplayName};
 use crate::domain::time_text::Lang;
 use crate::error::{AppError, AppResult};
 use crate::ids::now_ms;
-use crate::store::{DeviceModelDoc, DocStore, LiveStore, SharedTable};
+use crate::store::{DeviceModelDoc, DocStore, SharedTable};
 
 pub const MAX_IMPORT_ROWS: usize = 10_000;
 /// Enough for `MAX_IMPORT_ROWS` rows of typical length.
@@ -89,38 +89,20 @@ impl DeviceNames {
             None => raw.to_string(),
         }
     }
+}
 
-    pub async fn reload(&self, docs: &dyn DocStore) -> AppResult<()> {
+#[async_trait::async_trait]
+impl SharedCopy for DeviceNames {
+    const TABLE: SharedTable = SharedTable::DeviceModels;
+
+    fn seen_version(&self) -> &AtomicU64 {
+        &self.seen_version
+    }
+
+    async fn reload(&self, docs: &dyn DocStore) -> AppResult<()> {
         let rows = docs.device_models().await?;
         self.replace(rows.into_iter().map(|d| (d.key, d.display_name)).collect());
         Ok(())
-    }
-
-    /// Reloads if the live counter moved since the last reload.
-    pub async fn refresh(&self, docs: &dyn DocStore, live: &dyn LiveStore) -> AppResult<()> {
-        let version = live.table_version(SharedTable::DeviceModels).await?;
-        if version != self.seen_version.load(Ordering::Acquire) {
-            self.reload(docs).await?;
-            self.seen_version.store(version, Ordering::Release);
-        }
-        Ok(())
-    }
-
-    pub fn spawn_refresher(
-        self: &Arc<Self>,
-        docs: Arc<dyn DocStore>,
-        live: Arc<dyn LiveStore>,
-        every: Duration,
-    ) -> tokio::task::JoinHandle<()> {
-        let me = self.clone();
-        crate::service::jobs::spawn_every(every, move || {
-            let (me, docs, live) = (me.clone(), docs.clone(), live.clone());
-            async move {
-                if let Err(e) = me.refresh(docs.as_ref(), live.as_ref()).await {
-                    tracing::debug!(error = %e, "device table refresh failed; retrying");
-                }
-            }
-        })
     }
 }
 

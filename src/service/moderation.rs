@@ -334,15 +334,9 @@ async fn items(
         .collect())
 }
 
-/// One queue item with a page of its reports (oldest first, after
-/// `reports_cursor`) and its account's earlier closed cases.
-pub async fn item(
-    ctx: &Context,
-    moderator: i64,
-    case_id: i64,
-    reports_cursor: Option<Cursor>,
-    limit: usize,
-) -> AppResult<QueueItem> {
+/// A queue item this moderator may handle: 404 if there is none, 403 if
+/// it is about them.
+async fn case_for(ctx: &Context, moderator: i64, case_id: i64) -> AppResult<CaseDoc> {
     let case = ctx
         .docs
         .cases_by_ids(&[case_id])
@@ -354,6 +348,19 @@ pub async fn item(
             "a report about you is for another moderator",
         ));
     }
+    Ok(case)
+}
+
+/// One queue item with a page of its reports (oldest first, after
+/// `reports_cursor`) and its account's earlier closed cases.
+pub async fn item(
+    ctx: &Context,
+    moderator: i64,
+    case_id: i64,
+    reports_cursor: Option<Cursor>,
+    limit: usize,
+) -> AppResult<QueueItem> {
+    let case = case_for(ctx, moderator, case_id).await?;
     let (page, earlier) = tokio::try_join!(
         async {
             Ok::<_, AppError>(
@@ -531,24 +538,11 @@ async fn close(
         shared: act.share_with_reporter.then(|| note.to_string()),
         at: now_ms(),
     };
-    let case = ctx
-        .docs
-        .cases_by_ids(&[case_id])
-        .await?
-        .pop()
-        .ok_or(AppError::NotFound("queue item"))?;
-    if case.account == moderator {
-        return Err(AppError::Forbidden(
-            "a report about you is for another moderator",
+    let case = case_for(ctx, moderator, case_id).await?;
+    if ctx.docs.close_case(case.id, &closing).await?.is_none() {
+        return Err(AppError::Conflict(
+            "this queue item is closed already".into(),
         ));
-    }
-    if ctx.docs.close_case(case_id, &closing).await?.is_none() {
-        return match ctx.docs.cases_by_ids(&[case_id]).await?.pop() {
-            Some(_) => Err(AppError::Conflict(
-                "this queue item is closed already".into(),
-            )),
-            None => Err(AppError::NotFound("queue item")),
-        };
     }
     audit(
         ctx,

@@ -8,6 +8,7 @@ pub mod live_tools;
 pub mod post_views;
 pub mod queue_age;
 pub mod repair;
+pub mod shared_tables;
 
 /// Runs `step` every `period` for as long as the returned task lives. A
 /// step that overruns delays the next one rather than bunching them: a
