@@ -22,6 +22,10 @@ pub enum AppError {
     /// 403 `forbidden`: authenticated, but not allowed to do this.
     #[error("{0}")]
     Forbidden(&'static str),
+    /// 403 `account_suspended`: the right password, for an account a
+    /// moderator suspended (until the given epoch ms) or banned (`None`).
+    #[error("{}", suspended_text(*until))]
+    Suspended { until: Option<i64> },
     /// 404 `not_found`: also for things the viewer may not see.
     #[error("{0} not found")]
     NotFound(&'static str),
@@ -57,6 +61,16 @@ pub enum AppError {
     /// 500 `internal`: logged with its cause chain, answered generically.
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
+}
+
+fn suspended_text(until: Option<i64>) -> String {
+    match until {
+        Some(t) => format!(
+            "this account is suspended until {}",
+            crate::domain::time_text::utc_text(t)
+        ),
+        None => "this account is banned".into(),
+    }
 }
 
 impl AppError {

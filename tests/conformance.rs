@@ -775,6 +775,7 @@ async fn follow_counts_are_kept_on_the_user_and_backfilled_once() {
         last_active_at: 0,
         album_window: Default::default(),
         credential_gen: 0,
+        suspended_until: 0,
     };
     let (a, b, c) = (id(1), id(2), id(3));
     for u in [a, b] {

@@ -345,6 +345,95 @@ async fn write_everything(c: &Client) {
         Some(json!({"action": "dismiss", "note": "不违反规则", "shareWithReporter": true})),
     )
     .await;
+    // The post's item removed (a strike, the post marked), appealed (the
+    // strike's appeal, an appeal item) and overturned (the mark unset).
+    let post_item = queue["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["target"]["kind"] == "post")
+        .unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    c.call(
+        Method::POST,
+        &format!("/api/v1/admin/reports/{post_item}/actions"),
+        Some(&admin),
+        &[],
+        Some(json!({"action": "remove_content", "note": "广告", "shareWithReporter": true})),
+    )
+    .await;
+    c.call(
+        Method::POST,
+        &format!("/api/v1/me/strikes/{post_item}/appeal"),
+        Some(&ann),
+        &[],
+        Some(json!({"text": "不是广告"})),
+    )
+    .await;
+    let appeals = c
+        .call(
+            Method::GET,
+            &format!("/api/v1/admin/reports?account={ann_uid}"),
+            Some(&admin),
+            &[],
+            None,
+        )
+        .await;
+    let appeal_item = appeals["items"][0]["id"].as_i64().unwrap();
+    c.call(
+        Method::POST,
+        &format!("/api/v1/admin/reports/{appeal_item}/actions"),
+        Some(&admin),
+        &[],
+        Some(json!({"action": "overturn"})),
+    )
+    .await;
+    // A held post and its item, and a suspension.
+    c.call(
+        Method::POST,
+        "/api/v1/admin/filters",
+        Some(&admin),
+        &[],
+        Some(json!({"term": "审核", "action": "hold", "reason": "待审核"})),
+    )
+    .await;
+    c.call(
+        Method::POST,
+        "/api/v1/posts",
+        Some(&bob),
+        &[],
+        Some(json!({"category": "TEXT", "content": "请审核"})),
+    )
+    .await;
+    let (eve_uid, _) = c.user("eve").await;
+    c.call(
+        Method::POST,
+        "/api/v1/reports",
+        Some(&bob),
+        &[],
+        Some(json!({"targetType": "user", "targetId": eve_uid, "category": "spam"})),
+    )
+    .await;
+    let eve_item = c
+        .call(
+            Method::GET,
+            &format!("/api/v1/admin/reports?account={eve_uid}"),
+            Some(&admin),
+            &[],
+            None,
+        )
+        .await["items"][0]["id"]
+        .as_i64()
+        .unwrap();
+    c.call(
+        Method::POST,
+        &format!("/api/v1/admin/reports/{eve_item}/actions"),
+        Some(&admin),
+        &[],
+        Some(json!({"action": "suspend", "days": 7})),
+    )
+    .await;
     // A view, written when the app stops.
     c.call(
         Method::GET,

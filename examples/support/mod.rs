@@ -19,6 +19,7 @@ pub fn user(uid: i64) -> UserDoc {
         last_active_at: now_ms(),
         album_window: Default::default(),
         credential_gen: 0,
+        suspended_until: 0,
     }
 }
 

@@ -1,11 +1,13 @@
 //! Content filters: terms moderators keep that refuse a post, comment,
-//! nickname or label name before it is stored. Matching is on a
+//! nickname or label name before it is stored, or hold a post for a
+//! moderator. Matching is on a
 //! normalised form of both the text and the terms, so that the obvious
 //! evasions still match: compatibility forms (full-width letters, ligatures,
 //! circled digits) folded by NFKC, case folded, combining marks and
 //! zero-width or other invisible characters removed, and spaces and
 //! punctuation between letters ignored ("s.p a-m" is "spam"). Every term is
-//! matched at once by one Aho-Corasick automaton, built when the list
+//! matched at once by one Aho-Corasick automaton per action (a `reject`
+//! term anywhere wins over a `hold` term before it), built when the list
 //! changes, so a check costs time in the text's length, not the list's.
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
@@ -26,6 +28,11 @@ pub const MAX_REASON_CHARS: usize = 200;
 pub enum FilterAction {
     /// The write is refused with 422, naming the filter's public reason.
     Reject,
+    /// A post is published to its author alone and waits in the
+    /// moderation queue until a moderator approves it (`dismiss`). A
+    /// comment, nickname or label name, which has no such state, is
+    /// refused as by `reject`.
+    Hold,
 }
 
 /// Characters that change nothing a reader sees: format characters
@@ -148,10 +155,16 @@ pub struct FilterHit {
     pub reason: String,
 }
 
-/// Every filter as one automaton over the normalised terms.
+/// Every filter as one automaton per action over the normalised terms,
+/// `reject`'s first.
 #[derive(Debug, Default)]
 pub struct FilterSet {
-    automaton: Option<AhoCorasick>,
+    by_action: Vec<ActionAutomaton>,
+}
+
+#[derive(Debug)]
+struct ActionAutomaton {
+    automaton: AhoCorasick,
     /// By pattern index.
     hits: Vec<FilterHit>,
 }
@@ -160,46 +173,58 @@ impl FilterSet {
     /// Builds the set from `(id, term, action, reason)`; terms that
     /// normalise to nothing are left out.
     pub fn build(filters: impl IntoIterator<Item = (i64, String, FilterAction, String)>) -> Self {
-        let mut terms = Vec::new();
-        let mut hits = Vec::new();
+        let mut groups: [(Vec<String>, Vec<FilterHit>); 2] = Default::default();
         for (id, term, action, reason) in filters {
             let term = normalize(&term);
             if term.is_empty() {
                 continue;
             }
-            terms.push(term);
-            hits.push(FilterHit { id, action, reason });
+            let group = &mut groups[match action {
+                FilterAction::Reject => 0,
+                FilterAction::Hold => 1,
+            }];
+            group.0.push(term);
+            group.1.push(FilterHit { id, action, reason });
         }
-        if terms.is_empty() {
-            return FilterSet::default();
+        let mut by_action = Vec::new();
+        for (terms, hits) in groups {
+            if terms.is_empty() {
+                continue;
+            }
+            match AhoCorasickBuilder::new()
+                .match_kind(MatchKind::LeftmostFirst)
+                .build(&terms)
+            {
+                Ok(automaton) => by_action.push(ActionAutomaton { automaton, hits }),
+                Err(e) => tracing::error!(
+                    terms = terms.len(),
+                    error = %e,
+                    "content filters did not build; those of this action do not apply"
+                ),
+            }
         }
-        let automaton = AhoCorasickBuilder::new()
-            .match_kind(MatchKind::LeftmostFirst)
-            .build(&terms)
-            .ok();
-        if automaton.is_none() {
-            tracing::error!(
-                terms = terms.len(),
-                "the content filters did not build; none apply"
-            );
-        }
-        FilterSet { automaton, hits }
+        FilterSet { by_action }
     }
 
     pub fn len(&self) -> usize {
-        self.hits.len()
+        self.by_action.iter().map(|a| a.hits.len()).sum()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.hits.is_empty()
+        self.by_action.is_empty()
     }
 
-    /// The first filter `text` matches, if any.
+    /// The filter `text` matches, if any: the first `reject` one, else
+    /// the first `hold` one.
     pub fn check(&self, text: &str) -> Option<&FilterHit> {
-        let automaton = self.automaton.as_ref()?;
+        if self.by_action.is_empty() {
+            return None;
+        }
         let normal = normalize(text);
-        let found = automaton.find(&normal)?;
-        self.hits.get(found.pattern().as_usize())
+        self.by_action.iter().find_map(|a| {
+            let found = a.automaton.find(&normal)?;
+            a.hits.get(found.pattern().as_usize())
+        })
     }
 }
 
@@ -265,6 +290,32 @@ mod tests {
         }
         let mixed: String = quick.iter().collect();
         assert_eq!(normalize(&mixed), normalize_fully(&mixed));
+    }
+
+    #[test]
+    fn a_reject_term_wins_over_a_hold_term_before_it() {
+        let filters = FilterSet::build([
+            (
+                1,
+                "review".to_string(),
+                FilterAction::Hold,
+                "held".to_string(),
+            ),
+            (
+                2,
+                "spam".to_string(),
+                FilterAction::Reject,
+                "no".to_string(),
+            ),
+        ]);
+        assert_eq!(filters.len(), 2);
+        assert_eq!(
+            filters.check("review this spam").map(|h| h.id),
+            Some(2),
+            "the later reject term decides"
+        );
+        assert_eq!(filters.check("please R E V I E W").map(|h| h.id), Some(1));
+        assert!(filters.check("nothing here").is_none());
     }
 
     #[test]

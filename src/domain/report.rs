@@ -13,13 +13,34 @@ pub const MAX_RULES: usize = 20;
 /// Rules are numbered from 1; an instance has at most this many.
 pub const MAX_RULE_NUMBER: u32 = 100;
 
-/// What a report is about.
+/// What a queue item is about: what was reported, or the strike an
+/// appeal is of.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum TargetKind {
     Post,
     Comment,
     User,
+    Appeal,
+}
+
+/// What a report may be about.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ReportedKind {
+    Post,
+    Comment,
+    User,
+}
+
+impl From<ReportedKind> for TargetKind {
+    fn from(k: ReportedKind) -> Self {
+        match k {
+            ReportedKind::Post => TargetKind::Post,
+            ReportedKind::Comment => TargetKind::Comment,
+            ReportedKind::User => TargetKind::User,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, utoipa::ToSchema)]
@@ -56,7 +77,7 @@ fn rules_schema() -> utoipa::openapi::Array {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NewReportRequest {
-    pub target_type: TargetKind,
+    pub target_type: ReportedKind,
     #[serde(deserialize_with = "super::optional_id")]
     #[schema(value_type = i64, minimum = 1)]
     pub target_id: Option<i64>,
@@ -79,7 +100,7 @@ pub struct NewReportRequest {
 /// (whether the target exists and the reporter may see it).
 #[derive(Debug, Clone)]
 pub struct NewReport {
-    pub target_type: TargetKind,
+    pub target_type: ReportedKind,
     pub target_id: i64,
     pub category: ReportCategory,
     pub comment: String,
@@ -101,7 +122,7 @@ impl NewReport {
                 format!("at most {MAX_POST_IDS} posts"),
             ));
         }
-        if !req.post_ids.is_empty() && req.target_type != TargetKind::User {
+        if !req.post_ids.is_empty() && req.target_type != ReportedKind::User {
             return Err(AppError::unprocessable(
                 "postIds",
                 "only a report of an account names posts",

@@ -124,6 +124,19 @@ pub fn createtime_text(created: i64, now: i64, lang: Lang, tz: TzOffset) -> Stri
     }
 }
 
+/// An epoch-millisecond instant as RFC 3339 in UTC, to the second
+/// (`2026-12-03T17:30:00Z`), for messages.
+pub fn utc_text(ms: i64) -> String {
+    let (y, m, d) = civil_date(ms);
+    let secs = ms.rem_euclid(DAY) / 1000;
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
 /// (year, month 1..=12, day 1..=31) of an epoch-millisecond instant, by
 /// Howard Hinnant's days-from-civil inverse (exact over the proleptic Gregorian calendar).
 fn civil_date(ms: i64) -> (i64, u32, u32) {
@@ -195,6 +208,7 @@ mod tests {
     #[test]
     fn civil_dates_cross_leap_years() {
         assert_eq!(civil_date(0), (1970, 1, 1));
+        assert_eq!(utc_text(SEED), "2018-11-28T03:06:10Z");
         assert_eq!(civil_date(951_782_400_000), (2000, 2, 29));
         assert_eq!(civil_date(-1), (1969, 12, 31));
     }

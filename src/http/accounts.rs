@@ -119,7 +119,8 @@ pub async fn register(
 
 #[utoipa::path(post, path = "/api/v1/sessions", tag = "accounts", request_body = LoginRequest,
     responses((status = 201, body = Session),
-        (status = 401, description = "wrong username or password")))]
+        (status = 401, description = "wrong username or password"),
+        (status = 403, description = "the right password for an account a moderator suspended (`account_suspended`: the detail says until when) or banned")))]
 pub async fn login(
     ctx: web::Data<Context>,
     RequestOrigin(origin): RequestOrigin,

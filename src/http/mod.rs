@@ -21,6 +21,7 @@ pub mod reports;
 pub mod request_id;
 pub mod shares;
 pub mod social;
+pub mod strikes;
 pub mod web_client;
 
 use actix_web::http::Method;
@@ -40,6 +41,7 @@ pub fn api(cfg: &mut web::ServiceConfig) {
             .configure(history::routes)
             .configure(reports::routes)
             .configure(moderation::routes)
+            .configure(strikes::routes)
             .configure(labels::routes)
             .configure(shares::routes)
             .configure(social::routes)

@@ -42,6 +42,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         [(Method::PUT, web::to(set_role))],
     ));
     cfg.service(super::resource(
+        "/admin/users/{uid}/suspension",
+        [(Method::DELETE, web::to(lift_suspension))],
+    ));
+    cfg.service(super::resource(
         "/admin/audit-log",
         [(Method::GET, web::to(audit_log))],
     ));
@@ -131,11 +135,11 @@ pub async fn item(
 #[utoipa::path(post, path = "/api/v1/admin/reports/{id}/actions", tag = "moderation",
     params(("id" = i64, Path, minimum = 1)), request_body = ActionRequest,
     responses(
-        (status = 200, body = QueueItem, description = "closed, with every report in it; each reporter is notified"),
-        (status = 403, description = "a report about the caller: for another moderator"),
+        (status = 200, body = QueueItem, description = "closed, with every report in it; each reporter is notified; the struck account too"),
+        (status = 403, description = "a report about the caller: for another moderator; or a ban's appeal overturned by a moderator (an admin's call)"),
         (status = 404, description = "no such item"),
         (status = 409, description = "closed already"),
-        (status = 422, description = "`shareWithReporter` without a note to share"),
+        (status = 422, description = "`shareWithReporter` without a note to share; `days` missing for `suspend` or given for another action; an action that does not fit the item (removing an account, `overturn` on anything but an appeal, anything but `dismiss` or `overturn` on one)"),
     ),
     security(("bearer" = [])))]
 pub async fn act(
@@ -150,8 +154,8 @@ pub async fn act(
 
 #[utoipa::path(post, path = "/api/v1/admin/reports/actions", tag = "moderation",
     request_body = BulkActionRequest,
-    responses((status = 200, body = Vec<BulkResult>, description = "each item's answer: 200 closed, 403 about the caller, 404 no such item, 409 closed already, 503 try again"),
-              (status = 422, description = "`shareWithReporter` without a note to share")),
+    responses((status = 200, body = Vec<BulkResult>, description = "each item's answer: 200 closed, 403 about the caller, 404 no such item, 409 closed already, 422 the action does not fit it, 503 try again"),
+              (status = 422, description = "`shareWithReporter` without a note to share; `days` missing for `suspend` or given for another action")),
     security(("bearer" = [])))]
 pub async fn act_in_bulk(
     ctx: web::Data<Context>,
@@ -178,6 +182,25 @@ pub async fn set_role(
 ) -> Result<HttpResponse, AppError> {
     let uid = path_id(&uid, "user")?;
     Ok(HttpResponse::Ok().json(moderation::set_role(&ctx, admin.0, uid, req.role).await?))
+}
+
+#[utoipa::path(delete, path = "/api/v1/admin/users/{uid}/suspension", tag = "moderation",
+    params(("uid" = i64, Path, minimum = 1)),
+    responses(
+        (status = 204, description = "lifted: the account may sign in, and its content is back; its strikes stand"),
+        (status = 403, description = "only an admin lifts a suspension or a ban"),
+        (status = 404, description = "no such account"),
+        (status = 409, description = "the account is not suspended"),
+    ),
+    security(("bearer" = [])))]
+pub async fn lift_suspension(
+    ctx: web::Data<Context>,
+    admin: AdminUser,
+    uid: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    let uid = path_id(&uid, "user")?;
+    crate::service::strikes::lift_suspension(&ctx, admin.0, uid).await?;
+    Ok(HttpResponse::NoContent().finish())
 }
 
 #[utoipa::path(get, path = "/api/v1/admin/audit-log", tag = "moderation", params(PageQuery),

@@ -32,6 +32,11 @@ impl AppError {
             }
             AppError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized", "Unauthorized"),
             AppError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden", "Forbidden"),
+            AppError::Suspended { .. } => (
+                StatusCode::FORBIDDEN,
+                "account_suspended",
+                "Account suspended",
+            ),
             AppError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found", "Not found"),
             AppError::MethodNotAllowed(_) => (
                 StatusCode::METHOD_NOT_ALLOWED,

@@ -21,7 +21,7 @@ use crate::error::{AppError, AppResult};
 use crate::ids::now_ms;
 use crate::store::{
     BlobKey, CachedCard, LiveChange, LiveFill, LiveKey, LiveRead, Owner, ProfileChange, SessionDoc,
-    StoreError, TokenHash, UserCard, UserDoc,
+    StoreError, TokenHash, UserCard, UserDoc, BANNED,
 };
 
 pub const SESSION_TTL_SECS: u64 = 30 * 24 * 3600;
@@ -360,6 +360,7 @@ pub async fn register(
         last_active_at: now,
         album_window: AlbumWindow::All,
         credential_gen: 0,
+        suspended_until: 0,
     };
     match insert_user(ctx, &user, reserved).await {
         Ok(user) => Ok(user.card()),
@@ -431,6 +432,12 @@ pub async fn login(ctx: &Context, req: LoginRequest, origin: &Origin) -> AppResu
         return Err(denied);
     }
     forgive_failure(ctx, username.as_str()).await;
+    // Said only to whoever knows the password: a stranger learns nothing.
+    if user.is_suspended(now_ms()) {
+        return Err(AppError::Suspended {
+            until: (user.suspended_until != BANNED).then_some(user.suspended_until),
+        });
+    }
     let device = device_name(req.device.as_deref(), origin.user_agent.as_deref());
     // Held to the credentials read before the password was checked: a
     // change of them since makes this session worthless, however the two
@@ -605,7 +612,7 @@ pub async fn sign_out_everywhere(ctx: &Context, uid: i64) -> AppResult<()> {
 /// fails, the account's cache is bypassed until the repair task drops it),
 /// so no session opened before is honoured on its next request, whatever
 /// becomes of signing them out one by one.
-async fn credentials_changed(ctx: &Context, uid: i64) {
+pub(super) async fn credentials_changed(ctx: &Context, uid: i64) {
     ctx.repair
         .apply_unordered(
             ctx.live.as_ref(),
@@ -1129,6 +1136,7 @@ pub async fn bootstrap_admin(ctx: &Context, username: &str, password: &str) -> A
                 last_active_at: now,
                 album_window: AlbumWindow::All,
                 credential_gen: 0,
+                suspended_until: 0,
             };
             match insert_user(ctx, &user, None).await {
                 Ok(user) => return Ok(user.uid),

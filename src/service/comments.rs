@@ -128,6 +128,7 @@ pub async fn create_comment(
                 comment_id: Some(id),
                 report_id: None,
                 case_id: None,
+                strike_id: None,
                 dedupe: format!("reply:{id}"),
             },
         )
@@ -144,6 +145,7 @@ pub async fn create_comment(
                 comment_id: Some(id),
                 report_id: None,
                 case_id: None,
+                strike_id: None,
                 dedupe: format!("comment:{id}"),
             },
         )

@@ -20,7 +20,7 @@ use crate::domain::content_filter::{
 use crate::domain::cursor::Cursor;
 use crate::error::{AppError, AppResult};
 use crate::ids::now_ms;
-use crate::store::{ContentFilterDoc, DocStore, SharedTable};
+use crate::store::{ContentFilterDoc, DocStore, HeldBy, SharedTable};
 
 /// This instance's copy of the filters.
 pub struct ContentFilters {
@@ -44,18 +44,33 @@ impl ContentFilters {
     }
 
     /// 422 naming `field` and the filter's public reason when `text`
-    /// matches one.
+    /// matches one: for what cannot be held (a comment, a nickname, a
+    /// label name), a `hold` filter refuses too.
     pub fn refuse_matching(&self, field: &str, text: &str) -> AppResult<()> {
-        match self.current().check(text) {
-            Some(hit) => match hit.action {
-                FilterAction::Reject => Err(AppError::unprocessable(
-                    field,
-                    format!("refused by a content filter: {}", hit.reason),
-                )),
-            },
+        match self.judge(field, text)? {
+            Some(hit) => Err(refusal(field, &hit.reason)),
             None => Ok(()),
         }
     }
+
+    /// For a post: 422 as `refuse_matching` for a `reject` filter; the
+    /// `hold` filter it matches, if any, for the caller to hold it by.
+    pub fn judge(&self, field: &str, text: &str) -> AppResult<Option<HeldBy>> {
+        match self.current().check(text) {
+            Some(hit) => match hit.action {
+                FilterAction::Reject => Err(refusal(field, &hit.reason)),
+                FilterAction::Hold => Ok(Some(HeldBy {
+                    filter: hit.id,
+                    reason: hit.reason.clone(),
+                })),
+            },
+            None => Ok(None),
+        }
+    }
+}
+
+fn refusal(field: &str, reason: &str) -> AppError {
+    AppError::unprocessable(field, format!("refused by a content filter: {reason}"))
 }
 
 #[async_trait::async_trait]

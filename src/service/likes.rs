@@ -178,6 +178,7 @@ pub async fn like(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<Like
                 comment_id: (kind == LikeKind::Comment).then_some(target_id),
                 report_id: None,
                 case_id: None,
+                strike_id: None,
                 dedupe: format!("like:{}:{target_id}:{uid}", kind.as_str()),
             },
         )

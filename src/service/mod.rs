@@ -20,6 +20,7 @@ pub mod read;
 pub mod reports;
 pub mod shares;
 pub mod social;
+pub mod strikes;
 
 use std::sync::Arc;
 

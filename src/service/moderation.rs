@@ -14,15 +14,16 @@ use super::notifications::{notify, Event};
 use super::read::assemble::load_cards;
 use super::read::paging::{fill_page, keep_where};
 use super::read::responses::{unknown_user, Page};
+use super::strikes::{self, Sanction, MAX_SUSPENSION_DAYS};
 use super::{with_fresh_id, Context};
 use crate::domain::cursor::Cursor;
 use crate::domain::instance::InstanceInfo;
-use crate::domain::report::ReportCategory;
+use crate::domain::report::{ReportCategory, TargetKind};
 use crate::error::{AppError, AppResult};
-use crate::ids::now_ms;
+use crate::ids::{now_ms, DAY_MS};
 use crate::store::{
-    AuditDoc, CaseClosing, CaseDoc, CaseState, InstanceDoc, NotificationKind, ReportDoc,
-    ReportTarget, Snapshot, UserCard, UserDoc,
+    AppealBrief, AuditDoc, CaseClosing, CaseDoc, CaseState, HeldBy, InstanceDoc, NotificationKind,
+    PostBody, PostModeration, ReportDoc, ReportTarget, Snapshot, UserCard, UserDoc, BANNED,
 };
 
 pub const MODERATOR: &str = "moderator";
@@ -97,7 +98,7 @@ pub struct RoleState {
     pub role: Role,
 }
 
-pub(super) async fn audit(ctx: &Context, actor: i64, action: &str, subject: String, note: &str) {
+pub async fn audit(ctx: &Context, actor: i64, action: &str, subject: String, note: &str) {
     let result = with_fresh_id(|id| {
         let entry = AuditDoc {
             id,
@@ -206,6 +207,13 @@ pub struct QueueItem {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub history: Option<Vec<PastCase>>,
     pub closing: Option<ClosingView>,
+    /// Set when a content filter holds the post: `dismiss` publishes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held: Option<HeldBy>,
+    /// Set on an appeal of a strike: `dismiss` keeps the strike,
+    /// `overturn` withdraws it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub appeal: Option<AppealBrief>,
 }
 
 fn closing_view(c: &CaseClosing) -> ClosingView {
@@ -330,6 +338,8 @@ async fn items(
             reports_cursor: None,
             history: None,
             closing: c.closing.as_ref().map(closing_view),
+            held: c.held,
+            appeal: c.appeal,
         })
         .collect())
 }
@@ -402,25 +412,41 @@ pub async fn item(
     Ok(item)
 }
 
-/// What a moderator does with a queue item. (Only dismissing is built so
-/// far; removing content, warnings, suspensions and bans come with
-/// strikes.)
+/// What a moderator does with a queue item. Every action but `dismiss`
+/// and `overturn` records a strike on the account (`service::strikes`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Action {
-    /// Nothing wrong: the reports are closed as dismissed.
+    /// Nothing wrong: the reports are closed as dismissed; a held post is
+    /// published; an appeal is turned down and its strike stands.
     Dismiss,
+    /// The post or comment is gone from every read but its author's.
+    RemoveContent,
+    /// The account is told; nothing else changes.
+    Warn,
+    /// No sign-in, sessions ended and all content hidden for `days`.
+    Suspend,
+    /// Suspended until an admin lifts it.
+    Ban,
+    /// On an appeal: the strike is withdrawn (a ban's by an admin only).
+    Overturn,
 }
 
 impl Action {
     fn name(self) -> &'static str {
         match self {
             Action::Dismiss => "dismiss",
+            Action::RemoveContent => "remove_content",
+            Action::Warn => "warn",
+            Action::Suspend => "suspend",
+            Action::Ban => "ban",
+            Action::Overturn => "overturn",
         }
     }
     fn closes_as(self) -> CaseState {
         match self {
             Action::Dismiss => CaseState::Dismissed,
+            _ => CaseState::Actioned,
         }
     }
 }
@@ -434,10 +460,15 @@ pub struct ActionRequest {
     #[serde(default)]
     #[schema(schema_with = note_schema)]
     pub note: String,
-    /// Tell the reporters the note as the outcome; otherwise they learn
-    /// only that their report was closed and how.
+    /// Tell the reporters the note as the outcome (and the struck account
+    /// as the reason); otherwise they learn only that it was closed and
+    /// how.
     #[serde(default)]
     pub share_with_reporter: bool,
+    /// For `suspend`: 1 to 365 days.
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 365)]
+    pub days: Option<i64>,
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -456,8 +487,9 @@ pub struct BulkActionRequest {
 #[serde(rename_all = "camelCase")]
 pub struct BulkResult {
     pub id: i64,
-    /// 200 closed, 403 a report about the caller, 404 no such item, 409
-    /// closed already, 503 a store did not answer (try it again).
+    /// 200 closed, 403 a report about the caller (or a ban's appeal, for
+    /// a moderator), 404 no such item, 409 closed already, 422 the action
+    /// does not fit the item, 503 a store did not answer (try it again).
     pub status: u16,
 }
 
@@ -473,7 +505,50 @@ fn checked_note(act: &ActionRequest) -> AppResult<String> {
             "a note is needed to share one with the reporters",
         ));
     }
+    match (act.action, act.days) {
+        (Action::Suspend, Some(d)) if (1..=MAX_SUSPENSION_DAYS).contains(&d) => {}
+        (Action::Suspend, Some(_)) => {
+            return Err(AppError::invalid(
+                "days",
+                format!("1 to {MAX_SUSPENSION_DAYS} days"),
+            ))
+        }
+        (Action::Suspend, None) => {
+            return Err(AppError::unprocessable(
+                "days",
+                "a suspension needs its days",
+            ))
+        }
+        (_, Some(_)) => {
+            return Err(AppError::unprocessable(
+                "days",
+                "only a suspension has days",
+            ))
+        }
+        (_, None) => {}
+    }
     Ok(note)
+}
+
+/// 422 when the action does not fit the item: removing an account, or
+/// anything but `dismiss` and `overturn` on an appeal, and `overturn` on
+/// anything else.
+fn fits(action: Action, case: &CaseDoc) -> AppResult<()> {
+    let appeal = case.target.kind == TargetKind::Appeal;
+    let refused = match action {
+        Action::Dismiss => None,
+        Action::Overturn if !appeal => Some("only an appeal is overturned"),
+        Action::Overturn => None,
+        _ if appeal => Some("an appeal is dismissed or overturned"),
+        Action::RemoveContent if case.target.kind == TargetKind::User => {
+            Some("an account is warned, suspended or banned, not removed")
+        }
+        _ => None,
+    };
+    match refused {
+        Some(why) => Err(AppError::unprocessable("action", why)),
+        None => Ok(()),
+    }
 }
 
 /// Closes one queue item: every report in it, the reporters told.
@@ -512,6 +587,7 @@ pub async fn act_in_bulk(
             Err(AppError::NotFound(_)) => 404,
             Err(AppError::Conflict(_)) => 409,
             Err(AppError::Forbidden(_)) => 403,
+            Err(AppError::Unprocessable { .. }) => 422,
             // Those before it are closed: say which were not, and why.
             Err(e) => {
                 tracing::warn!(error = %e, id, "a bulk action could not close an item");
@@ -530,20 +606,31 @@ async fn close(
     act: &ActionRequest,
     note: &str,
 ) -> AppResult<()> {
+    let case = case_for(ctx, moderator, case_id).await?;
+    if case.state != CaseState::Open {
+        return Err(AppError::Conflict(
+            "this queue item is closed already".into(),
+        ));
+    }
+    fits(act.action, &case)?;
+    let shared = act.share_with_reporter.then(|| note.to_string());
+    // What the action does comes before the item closes: each step is
+    // safe to repeat (the strike's id is the item's), so an action that
+    // fails halfway is retried whole while the item is still open.
+    apply(ctx, moderator, &case, act, shared.clone()).await?;
     let closing = CaseClosing {
         state: act.action.closes_as(),
         action: act.action.name().into(),
         moderator,
         note: note.to_string(),
-        shared: act.share_with_reporter.then(|| note.to_string()),
+        shared,
         at: now_ms(),
     };
-    let case = case_for(ctx, moderator, case_id).await?;
-    if ctx.docs.close_case(case.id, &closing).await?.is_none() {
+    let Some(closed) = ctx.docs.close_case(case.id, &closing).await? else {
         return Err(AppError::Conflict(
             "this queue item is closed already".into(),
         ));
-    }
+    };
     audit(
         ctx,
         moderator,
@@ -557,7 +644,102 @@ async fn close(
     // as closed at once (`GET /me/reports`); a notification lost to a
     // stopping instance is the only thing lost.
     let ctx = ctx.clone();
-    tokio::spawn(async move { tell_reporters(&ctx, case_id).await });
+    tokio::spawn(async move {
+        strikes::tell_appellant(&ctx, &closed).await;
+        tell_reporters(&ctx, case_id).await
+    });
+    Ok(())
+}
+
+/// What closing `case` by `act` does beyond closing it.
+async fn apply(
+    ctx: &Context,
+    moderator: i64,
+    case: &CaseDoc,
+    act: &ActionRequest,
+    shared: Option<String>,
+) -> AppResult<()> {
+    let now = now_ms();
+    // Content a filter held is removed by any action that finds fault.
+    let held = case.held.is_some();
+    let sanction = match act.action {
+        Action::Dismiss => {
+            if held {
+                release_hold(ctx, case.target.id).await?;
+            }
+            return Ok(());
+        }
+        Action::Overturn => {
+            let strike = strikes::appealed_strike(ctx, case).await?;
+            if strike.action == Action::Ban.name() {
+                super::accounts::require_admin(ctx, moderator)
+                    .await
+                    .map_err(|_| AppError::Forbidden("only an admin overturns a ban"))?;
+            }
+            return strikes::overturn(ctx, &strike).await;
+        }
+        Action::RemoveContent => Sanction {
+            remove: true,
+            until: None,
+        },
+        Action::Warn => Sanction {
+            remove: held,
+            until: None,
+        },
+        Action::Suspend => Sanction {
+            remove: held,
+            until: Some(now.saturating_add(act.days.unwrap_or(1).saturating_mul(DAY_MS))),
+        },
+        Action::Ban => Sanction {
+            remove: held,
+            until: Some(BANNED),
+        },
+    };
+    strikes::strike(ctx, case, act.action.name(), sanction, shared).await
+}
+
+/// Publishes a post a filter held, unless something else became of it.
+async fn release_hold(ctx: &Context, post_id: i64) -> AppResult<()> {
+    let still_held = ctx
+        .docs
+        .posts_by_ids(&[post_id])
+        .await?
+        .pop()
+        .is_some_and(|p| p.moderation == Some(PostModeration::Held));
+    if still_held {
+        strikes::set_post_moderation(ctx, post_id, None).await?;
+    }
+    Ok(())
+}
+
+/// Puts a post that a `hold` filter matched in the queue (it is stored
+/// already, held: its author's alone), and tells the moderators. Safe to
+/// repeat: the post has one open item.
+pub async fn hold_post(ctx: &Context, body: &PostBody, held: HeldBy) -> AppResult<()> {
+    let now = now_ms();
+    let mut snapshot = super::reports::post_snapshot(body, now);
+    snapshot.author_name = load_cards(ctx, &[body.author_uid])
+        .await?
+        .remove(&body.author_uid)
+        .map(|c| c.nick_name)
+        .unwrap_or_default();
+    let case = with_fresh_id(|id| {
+        let target = ReportTarget {
+            kind: TargetKind::Post,
+            id: body.id,
+        };
+        let case = CaseDoc {
+            held: Some(held.clone()),
+            ..CaseDoc::opening(id, target, body.author_uid, snapshot.clone(), now)
+        };
+        async move { ctx.docs.open_case(&case).await }
+    })
+    .await?;
+    let ctx = ctx.clone();
+    let author = body.author_uid;
+    tokio::spawn(async move {
+        super::reports::tell_staff(&ctx, case.id, author, author).await;
+    });
     Ok(())
 }
 
@@ -583,6 +765,7 @@ async fn tell_reporters(ctx: &Context, case_id: i64) {
                     comment_id: None,
                     report_id: Some(r.id),
                     case_id: None,
+                    strike_id: None,
                     dedupe: format!("report_closed:{}", r.id),
                 },
             )

@@ -29,6 +29,7 @@ pub struct Event {
     pub comment_id: Option<i64>,
     pub report_id: Option<i64>,
     pub case_id: Option<i64>,
+    pub strike_id: Option<i64>,
     /// Names the event, so a repeat of it is not notified again.
     pub dedupe: String,
 }
@@ -60,6 +61,7 @@ pub async fn notify(ctx: &Context, event: Event) {
                 comment_id: event.comment_id,
                 report_id: event.report_id,
                 case_id: event.case_id,
+                strike_id: event.strike_id,
                 createtime: timestamp_of(id),
                 dedupe: event.dedupe.clone(),
                 read: false,
@@ -104,6 +106,9 @@ pub struct NotificationView {
     /// The queue item, for `report_opened` (`GET /admin/reports/{id}`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub case_id: Option<i64>,
+    /// The strike, for `strike` and `appeal_closed` (`GET /me/strikes`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strike_id: Option<i64>,
     /// Null when the post is gone.
     pub post: Option<PostSnippet>,
     /// Null when the comment is gone.
@@ -227,6 +232,7 @@ pub async fn list(
             comment_id: n.comment_id,
             report_id: n.report_id,
             case_id: n.case_id,
+            strike_id: n.strike_id,
             post: n.post_id.and_then(|p| posts.get(&p)).map(|p| PostSnippet {
                 id: p.id,
                 content: snippet(&p.content),

@@ -14,7 +14,7 @@ use crate::domain::user::AlbumWindow;
 use crate::error::{AppError, AppResult};
 use crate::store::{
     BlobKey, CachedCard, Changes, FilterKind, LabelDoc, LiveChange, NotificationKind, Owner,
-    PostBody, PostDoc, SetKey,
+    PostBody, PostDoc, PostModeration, SetKey,
 };
 
 #[tracing::instrument(skip(ctx, post, pres))]
@@ -25,8 +25,7 @@ pub async fn create_post(
     pres: &Presentation,
     reserved: Option<super::idempotency::Reservation>,
 ) -> AppResult<PostJson> {
-    ctx.content_filters
-        .refuse_matching("content", &post.content)?;
+    let held = ctx.content_filters.judge("content", &post.content)?;
     let labels = check_audience(ctx, author, &post).await?;
     let notified = check_mentions(ctx, author, &post, &labels).await?;
     // An earlier try of this create stored it and failed after: the rest
@@ -60,6 +59,7 @@ pub async fn create_post(
                 comments_postid: Vec::new(),
                 likes_postid: Vec::new(),
                 deleted: false,
+                moderation: held.as_ref().map(|_| PostModeration::Held),
             };
             let made_here = &made_here;
             async move {
@@ -92,12 +92,18 @@ pub async fn create_post(
             }],
         )
         .await;
+    // Its author sees a held post at once; a moderator decides for the
+    // rest. It tells nobody it names them.
+    let held_here = body.moderation == Some(PostModeration::Held);
+    if let (true, Some(held)) = (held_here, held) {
+        super::moderation::hold_post(ctx, &body, held).await?;
+    }
     // serverTime must not precede the createtime it is compared with.
     let pres = Presentation {
         now: crate::ids::now_ms(),
         ..*pres
     };
-    let notified = notified.iter().map(|uid| {
+    let notified = notified.iter().filter(|_| !held_here).map(|uid| {
         notify(
             ctx,
             Event {
@@ -108,6 +114,7 @@ pub async fn create_post(
                 comment_id: None,
                 report_id: None,
                 case_id: None,
+                strike_id: None,
                 dedupe: format!("mention:{id}:{uid}"),
             },
         )

@@ -17,11 +17,11 @@ use super::read::responses::Page;
 use super::social::visible_user;
 use super::{with_fresh_id, Context};
 use crate::domain::cursor::Cursor;
-use crate::domain::report::{NewReport, ReportCategory, TargetKind};
+use crate::domain::report::{NewReport, ReportCategory, ReportedKind};
 use crate::error::{AppError, AppResult};
 use crate::ids::{now_ms, timestamp_of};
 use crate::store::{
-    CaseDoc, CaseState, NotificationKind, ReportDoc, ReportTarget, Snapshot, StoreError,
+    CaseDoc, CaseState, NotificationKind, PostBody, ReportDoc, ReportTarget, Snapshot, StoreError,
     SNAPSHOT_TEXT_MAX,
 };
 
@@ -75,27 +75,31 @@ fn cut(text: &str) -> String {
     text.chars().take(SNAPSHOT_TEXT_MAX).collect()
 }
 
+/// A post as a snapshot, its author's name left for the caller to fill.
+pub(super) fn post_snapshot(body: &PostBody, now: i64) -> Snapshot {
+    Snapshot {
+        author: body.author_uid,
+        author_name: String::new(),
+        text: cut(&body.content),
+        picture_urls: body.picture_urls.clone(),
+        visibility: Some(body.visibility),
+        post_id: None,
+        createtime: body.createtime,
+        taken_at: now,
+    }
+}
+
 /// The reported thing as the reporter may see it now, as a snapshot.
 async fn target_snapshot(ctx: &Context, reporter: i64, report: &NewReport) -> AppResult<Snapshot> {
     let now = now_ms();
     let (author, mut snapshot) = match report.target_type {
-        TargetKind::Post => {
+        ReportedKind::Post => {
             let body = visible_post(ctx, report.target_id, Some(reporter))
                 .await?
                 .body;
-            let snapshot = Snapshot {
-                author: body.author_uid,
-                author_name: String::new(),
-                text: cut(&body.content),
-                picture_urls: body.picture_urls.clone(),
-                visibility: Some(body.visibility),
-                post_id: None,
-                createtime: body.createtime,
-                taken_at: now,
-            };
-            (body.author_uid, snapshot)
+            (body.author_uid, post_snapshot(&body, now))
         }
-        TargetKind::Comment => {
+        ReportedKind::Comment => {
             let (comment, post) = visible_comment(ctx, report.target_id, Some(reporter)).await?;
             let snapshot = Snapshot {
                 author: comment.author_uid,
@@ -109,7 +113,7 @@ async fn target_snapshot(ctx: &Context, reporter: i64, report: &NewReport) -> Ap
             };
             (comment.author_uid, snapshot)
         }
-        TargetKind::User => {
+        ReportedKind::User => {
             let (card, _) = visible_user(ctx, report.target_id, Some(reporter)).await?;
             let snapshot = Snapshot {
                 author: card.uid,
@@ -177,7 +181,7 @@ pub async fn file(ctx: &Context, reporter: i64, report: NewReport) -> AppResult<
         }
     }
     let target = ReportTarget {
-        kind: report.target_type,
+        kind: report.target_type.into(),
         id: report.target_id,
     };
     let now = now_ms();
@@ -190,19 +194,7 @@ pub async fn file(ctx: &Context, reporter: i64, report: NewReport) -> AppResult<
             if let Ok(mut t) = tried.lock() {
                 t.push(id);
             }
-            let case = CaseDoc {
-                id,
-                target,
-                account,
-                state: CaseState::Open,
-                reporter_count: 0,
-                categories: Vec::new(),
-                first_reports: Vec::new(),
-                snapshot: snapshot.clone(),
-                opened_at: now,
-                reported_at: now,
-                closing: None,
-            };
+            let case = CaseDoc::opening(id, target, account, snapshot.clone(), now);
             async move { ctx.docs.open_case(&case).await }
         })
         .await?;
@@ -250,7 +242,7 @@ const STAFF_TOLD: usize = 100;
 
 /// A `report_opened` to each moderator and admin, but the reported
 /// account and the reporter: in the background, after the answer.
-async fn tell_staff(ctx: &Context, case_id: i64, account: i64, reporter: i64) {
+pub(super) async fn tell_staff(ctx: &Context, case_id: i64, account: i64, reporter: i64) {
     let staff = match ctx.docs.staff(STAFF_TOLD).await {
         Ok(staff) => staff,
         Err(e) => {
@@ -272,6 +264,7 @@ async fn tell_staff(ctx: &Context, case_id: i64, account: i64, reporter: i64) {
                 comment_id: None,
                 report_id: None,
                 case_id: Some(case_id),
+                strike_id: None,
                 dedupe: format!("report_opened:{case_id}"),
             },
         )

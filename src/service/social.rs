@@ -169,6 +169,7 @@ pub async fn follow(ctx: &Context, me: i64, them: i64) -> AppResult<FollowState>
                 comment_id: None,
                 report_id: None,
                 case_id: None,
+                strike_id: None,
                 dedupe: format!("follow:{me}"),
             },
         )

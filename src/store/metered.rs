@@ -214,6 +214,7 @@ metered! {
         counted fn user_by_username(username: &str) -> Option<UserDoc>;
         batch(uids) fn users_by_ids(uids: &[i64]) -> Vec<UserDoc>;
         counted fn set_roles(uid: i64, roles: &[String]) -> bool;
+        counted fn set_suspension(uid: i64, until: i64) -> bool;
         counted fn staff(limit: usize) -> Vec<i64>;
         counted fn update_profile(uid: i64, change: ProfileChange<'_>) -> Option<UserDoc>;
         counted fn set_password_hash(uid: i64, password_hash: &str, checked_gen: i64, credential_gen: i64) -> bool;
@@ -237,6 +238,7 @@ metered! {
         counted fn insert_post(post: &PostDoc) -> ();
         batch(ids) fn posts_by_ids(ids: &[i64]) -> Vec<PostDoc>;
         counted fn delete_post(id: i64) -> bool;
+        counted fn set_post_moderation(id: i64, moderation: Option<PostModeration>) -> Option<PostDoc>;
         counted fn post_ids_by_author(uid: i64, before: Option<i64>, limit: usize) -> Vec<i64>;
         batch(authors) fn post_ids_by_authors(
             authors: &[i64],
@@ -358,6 +360,11 @@ metered! {
         counted fn insert_content_filter(filter: &ContentFilterDoc) -> ();
         counted fn update_content_filter(filter: &ContentFilterDoc) -> bool;
         counted fn delete_content_filter(id: i64) -> bool;
+        counted fn insert_strike(strike: &StrikeDoc) -> ();
+        batch(ids) fn strikes_by_ids(ids: &[i64]) -> Vec<StrikeDoc>;
+        counted fn strikes_of(uid: i64, before: Option<i64>, limit: usize) -> Vec<StrikeDoc>;
+        counted fn record_appeal(strike_id: i64, appeal: &StrikeAppeal) -> bool;
+        counted fn overturn_strike(strike_id: i64, at: i64) -> bool;
     }
 
     impl DeviceModelDocs for MeteredDocs {

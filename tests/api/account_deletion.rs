@@ -435,7 +435,10 @@ async fn a_rebuild_of_the_live_state_brings_no_deleted_account_back() {
     let (_, report) = app
         .get("/api/v1/admin/live/check", Some(&admin.token))
         .await;
-    let line = format!("user {}: erased, yet a card is cached", gone.uid);
+    let line = format!(
+        "user {}: erased or suspended, yet a card is cached",
+        gone.uid
+    );
     assert!(
         report["mismatches"]
             .as_array()

@@ -30,5 +30,6 @@ mod reports;
 mod sessions;
 mod shares;
 mod social;
+mod strikes;
 mod views;
 mod web_client;

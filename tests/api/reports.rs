@@ -6,12 +6,12 @@ use serde_json::{json, Value};
 
 use crate::helpers::{follow, spawn_app, spawn_app_with, test_settings, wait_until, TestApp, User};
 
-async fn report(app: &TestApp, who: &User, body: Value) -> (u16, Value) {
+pub(crate) async fn report(app: &TestApp, who: &User, body: Value) -> (u16, Value) {
     let (s, v) = app.post("/api/v1/reports", Some(&who.token), body).await;
     (s.as_u16(), v)
 }
 
-async fn moderator(app: &TestApp, name: &str) -> User {
+pub(crate) async fn moderator(app: &TestApp, name: &str) -> User {
     let admin = app.admin().await;
     let m = app.user(name).await;
     let (s, v) = app
@@ -27,7 +27,7 @@ async fn moderator(app: &TestApp, name: &str) -> User {
     m
 }
 
-async fn queue(app: &TestApp, who: &User, query: &str) -> Vec<Value> {
+pub(crate) async fn queue(app: &TestApp, who: &User, query: &str) -> Vec<Value> {
     let (s, v) = app
         .get(&format!("/api/v1/admin/reports{query}"), Some(&who.token))
         .await;
@@ -573,6 +573,8 @@ async fn no_report_is_filed_into_a_closed_case() {
         },
         opened_at: 0,
         reported_at: 0,
+        held: None,
+        appeal: None,
         closing: None,
     };
     let report = |id: i64, case_id: i64, reporter: i64| ReportDoc {

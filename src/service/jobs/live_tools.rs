@@ -196,9 +196,11 @@ pub async fn rebuild_live(
         let gens = generations(live, uids.iter().map(|u| Owner::User(*u)).collect()).await?;
         let users = docs.users_by_ids(&uids).await?;
         let mut fill = LiveFill::default();
-        // An erased account has no card (reads take its absence for the
-        // account being gone): its card was dropped above, and none is made.
-        for u in users.into_iter().filter(|u| !u.is_erased()) {
+        // An erased or suspended account has no card (reads take its
+        // absence for the account being gone): its card was dropped above,
+        // and none is made.
+        let now = crate::ids::now_ms();
+        for u in users.into_iter().filter(|u| !u.is_withheld(now)) {
             fill.blobs.push((
                 BlobKey::Card(u.uid),
                 json(&u.cached_card())?,
@@ -311,11 +313,12 @@ pub async fn check_live(
         };
         let answer = live.read(&read).await?;
         for (user, cached) in users.iter().zip(answer.blobs) {
-            if user.is_erased() {
+            if user.is_withheld(crate::ids::now_ms()) {
                 if cached.is_some() {
-                    report
-                        .mismatches
-                        .push(format!("user {}: erased, yet a card is cached", user.uid));
+                    report.mismatches.push(format!(
+                        "user {}: erased or suspended, yet a card is cached",
+                        user.uid
+                    ));
                 }
                 continue;
             }

@@ -92,6 +92,7 @@ pub fn build_post(
         geo: b.geo.clone(),
         visibility: b.visibility,
         audience: None,
+        moderation: b.moderation,
         author: card(cards, b.author_uid),
         picture_urls: b.picture_urls.clone(),
         like_count: parts.likers.count,
@@ -1036,7 +1037,15 @@ pub async fn assemble_visible(
         };
         // What everyone sees of a post read whole, kept for the next reads
         // while its generation stands (`PostSnapshot`).
-        if snapshot.is_none() && !narrowed.contains(&post_id) {
+        // A comment left out for its author having no card is left out of
+        // the snapshot too, which no change of that author's generation
+        // would then renew: a suspended account's comments must come back
+        // when the suspension ends. So such a post keeps no snapshot.
+        let comments_withheld = comment_ids
+            .top
+            .iter()
+            .any(|(cid, _)| comment_docs.get(cid).is_some_and(|d| erased(d.author_uid)));
+        if snapshot.is_none() && !narrowed.contains(&post_id) && !comments_withheld {
             let people: Vec<i64> = {
                 let mut p: Vec<i64> = std::iter::once(body.author_uid)
                     .chain(likers.top.iter().map(|(u, _)| *u))

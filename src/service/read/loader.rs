@@ -861,9 +861,11 @@ impl<'a> Loader<'a> {
                 put(key, to_json(&c)?, None, out);
             }
         }
-        // An erased account has no card: reads leave out what it did, and
-        // its profile is not found.
-        for u in users.into_iter().filter(|u| !u.is_erased()) {
+        // An erased or suspended account has no card: reads leave out what
+        // it did, and its profile is not found. A suspension's end needs no
+        // write: the first read after it finds the account whole again.
+        let now = crate::ids::now_ms();
+        for u in users.into_iter().filter(|u| !u.is_withheld(now)) {
             let key = BlobKey::Card(u.uid);
             let card = to_json(&u.cached_card())?;
             match self.gens.get(&key.owner()).copied() {

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::domain::post::{Audience, Category, Geo, Visibility};
-use crate::store::UserCard;
+use crate::store::{PostModeration, UserCard};
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -23,6 +23,11 @@ pub struct ExpandedPost {
     /// Whom an `only` or `except` post names: shown to its author alone.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub audience: Option<Audience>,
+    /// `held` (by a content filter, until a moderator approves it) or
+    /// `removed` (by a moderator): only its author sees such a post, so
+    /// only its author ever sees this.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moderation: Option<PostModeration>,
     pub author: UserCard,
     pub picture_urls: Vec<String>,
     pub like_count: u64,

@@ -21,7 +21,10 @@
 //!   other do not see each other there (WeChat's rule). Counts follow what
 //!   is shown;
 //! - a muted author (不看他) is kept out of the viewer's home feed only:
-//!   their album and posts stay open.
+//!   their album and posts stay open;
+//! - a post held by a content filter or removed by a moderator is its
+//!   author's alone; a suspended or banned author's posts are nobody's
+//!   while it lasts (their account has no card, as an erased one).
 //!
 //! New audience rules go here, with a row in the matrix test below.
 
@@ -528,6 +531,9 @@ pub fn sight(post: &PostBody, rel: &Relations) -> Sight {
     if rel.viewer == Some(post.author_uid) {
         return Sight::Shown(Interactions::All);
     }
+    if post.moderation.is_some() {
+        return Sight::NotVisible;
+    }
     if rel.blocked(post.author_uid)
         || rel.sets.hidden_by.contains(&post.author_uid)
         || rel.authors.gone.contains(&post.author_uid)
@@ -665,7 +671,7 @@ impl PushFilter {
 mod tests {
     use super::*;
     use crate::domain::post::Audience;
-    use crate::store::PostDoc;
+    use crate::store::{PostDoc, PostModeration};
 
     const AUTHOR: i64 = 1;
     const VIEWER: i64 = 2;
@@ -836,6 +842,18 @@ mod tests {
                         ..p.clone()
                     };
                     assert!(!can_see(&gone, &rel), "{case}, deleted");
+                    // Held or removed by moderation: its author's alone.
+                    for moderation in [PostModeration::Held, PostModeration::Removed] {
+                        let moderated = PostBody {
+                            moderation: Some(moderation),
+                            ..p.clone()
+                        };
+                        assert_eq!(
+                            can_see(&moderated, &rel),
+                            relation == Author,
+                            "{case}, {moderation:?}"
+                        );
+                    }
                     // Posts for friends show only friends' interactions.
                     let narrowed = sight(&p, &rel) == Sight::Shown(Interactions::FriendsOnly);
                     let for_friends = !matches!(visibility, Public | Followers);

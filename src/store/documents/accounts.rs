@@ -38,9 +38,32 @@ pub struct UserDoc {
     /// change and stored its session after still opens nothing.
     #[serde(rename = "credentialGen", default)]
     pub credential_gen: i64,
+    /// Epoch ms until which a moderator suspended the account (`BANNED`:
+    /// without end); 0 when it never was. While it lasts the account
+    /// cannot sign in and has no card, so every read leaves its content
+    /// out as it does an erased account's; it is back the first read
+    /// after, with nothing to undo.
+    #[serde(rename = "suspendedUntil", default, skip_serializing_if = "is_zero")]
+    pub suspended_until: i64,
 }
 
+fn is_zero(n: &i64) -> bool {
+    *n == 0
+}
+
+/// `suspendedUntil` of a banned account: suspended until an admin lifts it.
+pub const BANNED: i64 = i64::MAX;
+
 impl UserDoc {
+    pub fn is_suspended(&self, now: i64) -> bool {
+        self.suspended_until > now
+    }
+
+    /// Whether the account shows nothing to anyone: erased, or suspended.
+    pub fn is_withheld(&self, now: i64) -> bool {
+        self.is_erased() || self.is_suspended(now)
+    }
+
     /// What a deleted account's username becomes: not a name anyone can
     /// register or sign in with (`#` is not allowed in usernames).
     pub fn erased_username(uid: i64) -> String {
@@ -172,11 +195,13 @@ impl SessionDoc {
     }
 
     /// Whether `user`, as the documents have it now, still honours this
-    /// session: it exists, is not erased, and no change of credentials came
-    /// after the session was opened.
+    /// session: it exists, is neither erased nor suspended, and no change
+    /// of credentials came after the session was opened.
     pub fn honoured_by(&self, user: Option<&UserDoc>) -> bool {
         user.is_some_and(|u| {
-            u.uid == self.uid && !u.is_erased() && self.credential_gen >= u.credential_gen
+            u.uid == self.uid
+                && !u.is_withheld(crate::ids::now_ms())
+                && self.credential_gen >= u.credential_gen
         })
     }
 }
@@ -193,6 +218,10 @@ pub trait AccountDocs: Send + Sync {
 
     /// Sets an account's roles; false when there is no such account.
     async fn set_roles(&self, uid: i64, roles: &[String]) -> StoreResult<bool>;
+
+    /// Sets until when the account is suspended (0: not); false when
+    /// there is no such account.
+    async fn set_suspension(&self, uid: i64, until: i64) -> StoreResult<bool>;
 
     /// Up to `limit` accounts with any role (moderators and admins): whom
     /// a new report is told to.

@@ -26,6 +26,7 @@ impl ReportTarget {
             TargetKind::Post => "post",
             TargetKind::Comment => "comment",
             TargetKind::User => "user",
+            TargetKind::Appeal => "appeal",
         };
         format!("{kind}:{}", self.id)
     }
@@ -132,6 +133,62 @@ pub struct CaseDoc {
     pub reported_at: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub closing: Option<CaseClosing>,
+    /// Set when a content filter holds the post (no reports then):
+    /// dismissing the case publishes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<HeldBy>,
+    /// Set on an appeal of a strike (target `appeal:STRIKE`): dismissing
+    /// it keeps the strike, `overturn` withdraws it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub appeal: Option<AppealBrief>,
+}
+
+impl CaseDoc {
+    /// A new open case of `target`, with no report in it yet.
+    pub fn opening(
+        id: i64,
+        target: ReportTarget,
+        account: i64,
+        snapshot: Snapshot,
+        now: i64,
+    ) -> Self {
+        CaseDoc {
+            id,
+            target,
+            account,
+            state: CaseState::Open,
+            reporter_count: 0,
+            categories: Vec::new(),
+            first_reports: Vec::new(),
+            snapshot,
+            opened_at: now,
+            reported_at: now,
+            closing: None,
+            held: None,
+            appeal: None,
+        }
+    }
+}
+
+/// The `hold` filter that a post matched.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct HeldBy {
+    /// The filter's id.
+    pub filter: i64,
+    /// Its public reason.
+    pub reason: String,
+}
+
+/// An appeal as its case shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppealBrief {
+    pub strike_id: i64,
+    /// What the struck account said.
+    pub text: String,
+    /// The action appealed (`remove_content`, `warn`, `suspend`, `ban`).
+    pub action: String,
+    pub at: i64,
 }
 
 /// How many reports a case keeps a brief of.
@@ -171,6 +228,50 @@ pub struct CaseClosing {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared: Option<String>,
     pub at: i64,
+}
+
+/// A strike: a moderator's action (`remove_content`, `warn`, `suspend`,
+/// `ban`) recorded on the account it was taken against. One per case, so
+/// its id is the case's: recording it again is recording the same strike.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StrikeDoc {
+    /// The case's id.
+    #[serde(rename = "_id")]
+    pub id: i64,
+    pub uid: i64,
+    pub action: String,
+    /// What was reported (a post, a comment, the account).
+    pub target: ReportTarget,
+    pub categories: Vec<ReportCategory>,
+    /// What the account is told of why, if the moderator shared it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The content as it was reported, so that its author sees what was
+    /// struck even after it is removed.
+    pub snapshot: Snapshot,
+    /// Until when a `suspend` lasted; `BANNED` for a ban.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<i64>,
+    pub at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub appeal: Option<StrikeAppeal>,
+    /// When it was withdrawn (an appeal upheld), if it was.
+    #[serde(
+        rename = "overturnedAt",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub overturned_at: Option<i64>,
+}
+
+/// An account's appeal of a strike: at most one per strike.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StrikeAppeal {
+    pub text: String,
+    pub at: i64,
+    /// The queue item it is in.
+    #[serde(rename = "caseId")]
+    pub case_id: i64,
 }
 
 /// One entry of the audit log: who did what to what, when, and why.
@@ -297,4 +398,26 @@ pub trait ModerationDocs: Send + Sync {
 
     /// True when this call deleted it.
     async fn delete_content_filter(&self, id: i64) -> StoreResult<bool>;
+
+    /// Records a strike; recording one with the same id again changes
+    /// nothing (a retried action).
+    async fn insert_strike(&self, strike: &StrikeDoc) -> StoreResult<()>;
+
+    async fn strikes_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<StrikeDoc>>;
+
+    /// An account's strikes below `before`, newest first.
+    async fn strikes_of(
+        &self,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<StrikeDoc>>;
+
+    /// Records the appeal of a strike that has none; false when it has
+    /// one already (or there is no such strike), and nothing changes.
+    async fn record_appeal(&self, strike_id: i64, appeal: &StrikeAppeal) -> StoreResult<bool>;
+
+    /// Marks a strike overturned; false when it was already, or there is
+    /// no such strike.
+    async fn overturn_strike(&self, strike_id: i64, at: i64) -> StoreResult<bool>;
 }

@@ -22,6 +22,14 @@ pub enum NotificationKind {
     /// queue item (`caseId`); the actor is the service (uid 0).
     #[serde(rename = "report_opened")]
     ReportOpened,
+    /// A moderator recorded a strike on the recipient's account
+    /// (`strikeId`): content removed, a warning, a suspension or a ban.
+    /// The actor is the service (uid 0).
+    Strike,
+    /// A moderator decided the recipient's appeal of a strike
+    /// (`strikeId`: overturned or not, `GET /me/strikes` says).
+    #[serde(rename = "appeal_closed")]
+    AppealClosed,
 }
 
 /// Something that happened to `uid`, done by `actor`.
@@ -43,6 +51,9 @@ pub struct NotificationDoc {
     /// The queue item a `report_opened` is about.
     #[serde(rename = "caseId", default, skip_serializing_if = "Option::is_none")]
     pub case_id: Option<i64>,
+    /// The strike a `strike` or `appeal_closed` is about.
+    #[serde(rename = "strikeId", default, skip_serializing_if = "Option::is_none")]
+    pub strike_id: Option<i64>,
     /// One notification per recipient and event (`like:post:ID:ACTOR`).
     pub dedupe: String,
     #[serde(default, deserialize_with = "lenient_bool")]

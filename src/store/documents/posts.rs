@@ -31,6 +31,18 @@ pub struct PostDoc {
     pub likes_postid: Vec<i64>,
     #[serde(default, deserialize_with = "lenient_bool")]
     pub deleted: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moderation: Option<PostModeration>,
+}
+
+/// Where moderation leaves a post that only its author sees.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PostModeration {
+    /// A content filter holds it until a moderator approves it.
+    Held,
+    /// A moderator removed it.
+    Removed,
 }
 
 impl PostDoc {
@@ -52,6 +64,7 @@ impl PostDoc {
             comments_postid: vec![],
             likes_postid: vec![],
             deleted: false,
+            moderation: None,
         }
     }
 }
@@ -74,6 +87,8 @@ pub struct PostBody {
     pub createtime: i64,
     #[serde(default)]
     pub deleted: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moderation: Option<PostModeration>,
 }
 
 impl From<PostDoc> for PostBody {
@@ -90,6 +105,7 @@ impl From<PostDoc> for PostBody {
             audience: p.audience,
             createtime: p.createtime,
             deleted: p.deleted,
+            moderation: p.moderation,
         }
     }
 }
@@ -104,6 +120,14 @@ pub trait PostDocs: Send + Sync {
 
     /// True when this call deleted it.
     async fn delete_post(&self, id: i64) -> StoreResult<bool>;
+
+    /// Holds, removes or (with `None`) restores a live post; the post as
+    /// it is now, `None` when there is no such live post.
+    async fn set_post_moderation(
+        &self,
+        id: i64,
+        moderation: Option<PostModeration>,
+    ) -> StoreResult<Option<PostDoc>>;
 
     /// Ids of an author's live posts below `before`, newest first.
     async fn post_ids_by_author(

@@ -61,6 +61,20 @@ impl AccountDocs for MongoDocs {
         Ok(r.matched_count == 1)
     }
 
+    async fn set_suspension(&self, uid: i64, until: i64) -> StoreResult<bool> {
+        let change = if until == 0 {
+            doc! { "$unset": { "suspendedUntil": "" } }
+        } else {
+            doc! { "$set": { "suspendedUntil": until } }
+        };
+        let r = self
+            .users()
+            .update_one(doc! { "_id": uid }, change)
+            .await
+            .map_err(classify)?;
+        Ok(r.matched_count == 1)
+    }
+
     async fn staff(&self, limit: usize) -> StoreResult<Vec<i64>> {
         let cursor = self
             .db

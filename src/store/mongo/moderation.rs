@@ -1,12 +1,12 @@
 //! `ModerationDocs` on MongoDB: `reports`, `moderation_cases`,
 //! `open_cases` (a target's key → its open case, the claim that makes one
-//! case the open one), `audit_log`, `instance` (one document) and `content_filters`. Moderation is small and read across
-//! every target, so these collections are unsharded.
+//! case the open one), `audit_log`, `instance` (one document), `content_filters` and
+//! `strikes`. Moderation is small and read across every target, so these collections are unsharded.
 
 use super::*;
 use crate::store::{
     AuditDoc, CaseClosing, CaseDoc, CaseState, ContentFilterDoc, InstanceDoc, ModerationDocs,
-    ReportBrief, ReportDoc, ReportTarget, FIRST_REPORTS_KEPT,
+    ReportBrief, ReportDoc, ReportTarget, StrikeAppeal, StrikeDoc, FIRST_REPORTS_KEPT,
 };
 
 /// A target's open case.
@@ -37,6 +37,9 @@ impl MongoDocs {
     }
     fn content_filters_coll(&self) -> Collection<ContentFilterDoc> {
         self.db.collection("content_filters")
+    }
+    fn strikes(&self) -> Collection<StrikeDoc> {
+        self.db.collection("strikes")
     }
 
     /// The case the target's claim names, if the claim and an open case
@@ -356,5 +359,50 @@ impl ModerationDocs for MongoDocs {
 
     async fn audit_page(&self, before: Option<i64>, limit: usize) -> StoreResult<Vec<AuditDoc>> {
         newest_page(self.audit_log(), doc! {}, before, limit).await
+    }
+
+    async fn insert_strike(&self, strike: &StrikeDoc) -> StoreResult<()> {
+        // The id is the case's: a duplicate is this strike, recorded by an
+        // earlier try of the same action.
+        insert_checked(&self.strikes(), strike).await?.ok();
+        Ok(())
+    }
+
+    async fn strikes_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<StrikeDoc>> {
+        by_ids(self.strikes(), ids).await
+    }
+
+    async fn strikes_of(
+        &self,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<StrikeDoc>> {
+        newest_page(self.strikes(), doc! { "uid": uid }, before, limit).await
+    }
+
+    async fn record_appeal(&self, strike_id: i64, appeal: &StrikeAppeal) -> StoreResult<bool> {
+        let appeal = mongodb::bson::to_bson(appeal).map_err(|e| StoreError::Other(e.into()))?;
+        let r = self
+            .strikes()
+            .update_one(
+                doc! { "_id": strike_id, "appeal": { "$exists": false } },
+                doc! { "$set": { "appeal": appeal } },
+            )
+            .await
+            .map_err(classify)?;
+        Ok(r.modified_count == 1)
+    }
+
+    async fn overturn_strike(&self, strike_id: i64, at: i64) -> StoreResult<bool> {
+        let r = self
+            .strikes()
+            .update_one(
+                doc! { "_id": strike_id, "overturnedAt": { "$exists": false } },
+                doc! { "$set": { "overturnedAt": at } },
+            )
+            .await
+            .map_err(classify)?;
+        Ok(r.modified_count == 1)
     }
 }

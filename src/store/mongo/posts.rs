@@ -1,7 +1,7 @@
 //! `PostDocs` on MongoDB.
 
 use super::*;
-use crate::store::PostDocs;
+use crate::store::{PostDocs, PostModeration};
 
 impl MongoDocs {
     /// Puts `id` at the head of one of a post's id arrays, keeping the
@@ -110,6 +110,25 @@ impl PostDocs for MongoDocs {
             .await
             .map_err(classify)?;
         Ok(r.modified_count == 1)
+    }
+
+    async fn set_post_moderation(
+        &self,
+        id: i64,
+        moderation: Option<PostModeration>,
+    ) -> StoreResult<Option<PostDoc>> {
+        let change = match moderation {
+            Some(m) => {
+                let m = mongodb::bson::to_bson(&m).map_err(|e| StoreError::Other(e.into()))?;
+                doc! { "$set": { "moderation": m } }
+            }
+            None => doc! { "$unset": { "moderation": "" } },
+        };
+        self.posts()
+            .find_one_and_update(doc! { "_id": id, "deleted": false }, change)
+            .return_document(mongodb::options::ReturnDocument::After)
+            .await
+            .map_err(classify)
     }
 
     async fn post_ids_by_author(

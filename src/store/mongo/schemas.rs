@@ -12,7 +12,7 @@ use super::classify;
 use crate::store::{StoreError, StoreResult};
 
 /// Compiled in, so the binary never depends on where it was started from.
-pub const SCHEMAS: [(&str, &str); 25] = [
+pub const SCHEMAS: [(&str, &str); 26] = [
     ("users", include_str!("../../../schemas/users.json")),
     ("posts", include_str!("../../../schemas/posts.json")),
     ("comments", include_str!("../../../schemas/comments.json")),
@@ -62,6 +62,7 @@ pub const SCHEMAS: [(&str, &str); 25] = [
         "content_filters",
         include_str!("../../../schemas/content_filters.json"),
     ),
+    ("strikes", include_str!("../../../schemas/strikes.json")),
 ];
 
 #[derive(Deserialize)]

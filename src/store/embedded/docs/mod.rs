@@ -798,6 +798,7 @@ mod tests {
                     last_active_at: 0,
                     album_window: Default::default(),
                     credential_gen: 0,
+                    suspended_until: 0,
                 };
                 docs.insert_user(&user).await
             }

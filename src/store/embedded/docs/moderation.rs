@@ -3,7 +3,7 @@
 use super::*;
 use crate::store::{
     AuditDoc, CaseClosing, CaseDoc, CaseState, ContentFilterDoc, InstanceDoc, ModerationDocs,
-    ReportBrief, ReportDoc, FIRST_REPORTS_KEPT,
+    ReportBrief, ReportDoc, StrikeAppeal, StrikeDoc, FIRST_REPORTS_KEPT,
 };
 
 /// Report id → the report.
@@ -34,6 +34,11 @@ pub(super) const INSTANCE: TableDefinition<&str, &[u8]> = TableDefinition::new("
 /// Filter id → the content filter.
 pub(super) const CONTENT_FILTERS: TableDefinition<u64, &[u8]> =
     TableDefinition::new("content_filters");
+/// Strike id (its case's) → the strike.
+pub(super) const STRIKES: TableDefinition<u64, &[u8]> = TableDefinition::new("strikes");
+/// (account, strike id), for an account's strikes.
+pub(super) const STRIKES_BY_ACCOUNT: TableDefinition<(u64, u64), ()> =
+    TableDefinition::new("strikes_by_account");
 /// Entry id → the entry.
 pub(super) const AUDIT_LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("audit_log");
 
@@ -370,6 +375,86 @@ impl ModerationDocs for EmbeddedDocs {
         })
         .await
     }
+
+    async fn insert_strike(&self, strike: &StrikeDoc) -> StoreResult<()> {
+        let strike = strike.clone();
+        self.write(move |txn| {
+            let mut strikes = txn.open_table(STRIKES).map_err(other)?;
+            if strikes.get(id(strike.id)).map_err(other)?.is_some() {
+                return Ok(());
+            }
+            strikes
+                .insert(id(strike.id), encode(&strike)?.as_slice())
+                .map_err(other)?;
+            txn.open_table(STRIKES_BY_ACCOUNT)
+                .map_err(other)?
+                .insert((id(strike.uid), id(strike.id)), ())
+                .map_err(other)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn strikes_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<StrikeDoc>> {
+        let ids = ids.to_vec();
+        self.read(move |txn| docs_by_ids(txn, STRIKES, &ids)).await
+    }
+
+    async fn strikes_of(
+        &self,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<StrikeDoc>> {
+        self.read(move |txn| {
+            let ids = newest_below(
+                &txn.open_table(STRIKES_BY_ACCOUNT).map_err(other)?,
+                id(uid),
+                before,
+                limit,
+            )?;
+            let ids: Vec<i64> = ids.into_iter().map(|i| i as i64).collect();
+            docs_by_ids(txn, STRIKES, &ids)
+        })
+        .await
+    }
+
+    async fn record_appeal(&self, strike_id: i64, appeal: &StrikeAppeal) -> StoreResult<bool> {
+        let appeal = appeal.clone();
+        self.write(move |txn| {
+            let mut strikes = txn.open_table(STRIKES).map_err(other)?;
+            let Some(mut strike) = get_doc::<StrikeDoc>(&strikes, id(strike_id))? else {
+                return Ok(false);
+            };
+            if strike.appeal.is_some() {
+                return Ok(false);
+            }
+            strike.appeal = Some(appeal.clone());
+            strikes
+                .insert(id(strike_id), encode(&strike)?.as_slice())
+                .map_err(other)?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn overturn_strike(&self, strike_id: i64, at: i64) -> StoreResult<bool> {
+        self.write(move |txn| {
+            let mut strikes = txn.open_table(STRIKES).map_err(other)?;
+            let Some(mut strike) = get_doc::<StrikeDoc>(&strikes, id(strike_id))? else {
+                return Ok(false);
+            };
+            if strike.overturned_at.is_some() {
+                return Ok(false);
+            }
+            strike.overturned_at = Some(at);
+            strikes
+                .insert(id(strike_id), encode(&strike)?.as_slice())
+                .map_err(other)?;
+            Ok(true)
+        })
+        .await
+    }
 }
 
 /// Opens every table of this file, so reads find them (`apply_schemas`).
@@ -386,5 +471,7 @@ pub(super) fn create_tables(txn: &WriteTransaction) -> StoreResult<()> {
     txn.open_table(AUDIT_LOG).map_err(other)?;
     txn.open_table(INSTANCE).map_err(other)?;
     txn.open_table(CONTENT_FILTERS).map_err(other)?;
+    txn.open_table(STRIKES).map_err(other)?;
+    txn.open_table(STRIKES_BY_ACCOUNT).map_err(other)?;
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! `PostDocs` on redb.
 
 use super::*;
-use crate::store::PostDocs;
+use crate::store::{PostDocs, PostModeration};
 
 #[async_trait]
 impl PostDocs for EmbeddedDocs {
@@ -34,6 +34,28 @@ impl PostDocs for EmbeddedDocs {
                 .into_iter()
                 .map(|p| with_arrays(txn, p, cap))
                 .collect()
+        })
+        .await
+    }
+
+    async fn set_post_moderation(
+        &self,
+        post_id: i64,
+        moderation: Option<PostModeration>,
+    ) -> StoreResult<Option<PostDoc>> {
+        self.write(move |txn| {
+            let mut posts = txn.open_table(POSTS).map_err(other)?;
+            let Some(mut post) = get_doc::<PostDoc>(&posts, id(post_id))? else {
+                return Ok(None);
+            };
+            if post.deleted {
+                return Ok(None);
+            }
+            post.moderation = moderation;
+            posts
+                .insert(id(post_id), encode(&post)?.as_slice())
+                .map_err(other)?;
+            Ok(Some(post))
         })
         .await
     }

@@ -1,0 +1,454 @@
+//! Strikes and appeals: what a moderator's action does to the account it
+//! is taken against, and how that account asks for it to be looked at
+//! again.
+//!
+//! Every action but `dismiss` records a strike on the account, one per
+//! queue item (its id is the item's, so a retried action records it once),
+//! and tells the account (`strike`):
+//! - `remove_content`: a post becomes its author's alone, marked
+//!   `moderation: "removed"`; a comment is deleted (its author keeps the
+//!   strike's snapshot of it);
+//! - `warn`: nothing more;
+//! - `suspend` for N days, `ban` without end: no sign-in, every session
+//!   ended, and all the account's content gone from every reader while it
+//!   lasts. The account has no card meanwhile, as an erased one, which is
+//!   what every read already leaves out; the first read after the end
+//!   finds it whole, so nothing needs undoing.
+//!
+//! The account sees its strikes (`GET /me/strikes`) and may appeal each
+//! once within 20 days of it. An appeal is a queue item of its own:
+//! dismissing it keeps the strike; `overturn` withdraws it, restoring a
+//! removed post and lifting a suspension the strike alone held (only an
+//! admin overturns a ban). An admin may also lift a suspension or ban
+//! outright.
+
+use serde::{Deserialize, Serialize};
+
+use super::accounts::{credentials_changed, sign_out_everywhere};
+use super::notifications::{notify, Event};
+use super::read::loader::to_json;
+use super::read::responses::Page;
+use super::{with_fresh_id, Context};
+use crate::domain::cursor::Cursor;
+use crate::domain::report::{ReportCategory, TargetKind};
+use crate::error::{AppError, AppResult};
+use crate::ids::{now_ms, DAY_MS};
+use crate::store::{
+    AppealBrief, BlobKey, CaseDoc, CaseState, LiveChange, NotificationKind, Owner, PostBody,
+    PostModeration, ReportTarget, Snapshot, StrikeAppeal, StrikeDoc, BANNED,
+};
+
+/// How long after a strike its account may appeal it.
+pub const APPEAL_WINDOW_MS: i64 = 20 * DAY_MS;
+pub const MAX_APPEAL_CHARS: usize = 1_000;
+/// The longest suspension short of a ban.
+pub const MAX_SUSPENSION_DAYS: i64 = 365;
+/// An account's strikes read to work out how long it stays suspended once
+/// one is overturned: more than any account collects before a ban.
+const STRIKES_CONSIDERED: usize = 200;
+
+/// What the strike does beyond being recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Sanction {
+    /// Remove the reported post or comment.
+    pub remove: bool,
+    /// Suspend the account until then (`BANNED`: without end).
+    pub until: Option<i64>,
+}
+
+/// Records the strike of closing `case` by `action` and applies it.
+pub(super) async fn strike(
+    ctx: &Context,
+    case: &CaseDoc,
+    action: &str,
+    sanction: Sanction,
+    reason: Option<String>,
+) -> AppResult<()> {
+    let strike = StrikeDoc {
+        id: case.id,
+        uid: case.account,
+        action: action.to_string(),
+        target: case.target,
+        categories: case.categories.clone(),
+        reason,
+        snapshot: case.snapshot.clone(),
+        until: sanction.until,
+        at: now_ms(),
+        appeal: None,
+        overturned_at: None,
+    };
+    ctx.docs.insert_strike(&strike).await?;
+    if sanction.remove {
+        remove_content(ctx, case.target).await?;
+    }
+    if let Some(until) = sanction.until {
+        suspend(ctx, case.account, until).await?;
+    }
+    notify(
+        ctx,
+        Event {
+            recipient: case.account,
+            kind: NotificationKind::Strike,
+            actor: 0,
+            post_id: None,
+            comment_id: None,
+            report_id: None,
+            case_id: None,
+            strike_id: Some(strike.id),
+            dedupe: format!("strike:{}", strike.id),
+        },
+    )
+    .await;
+    Ok(())
+}
+
+async fn remove_content(ctx: &Context, target: ReportTarget) -> AppResult<()> {
+    match target.kind {
+        TargetKind::Post => {
+            set_post_moderation(ctx, target.id, Some(PostModeration::Removed)).await
+        }
+        TargetKind::Comment => match super::comments::live_comment(ctx, target.id).await {
+            Ok(comment) => super::comments::remove_comment(ctx, &comment).await,
+            // Deleted since it was reported: nothing left to remove.
+            Err(AppError::NotFound(_)) => Ok(()),
+            Err(e) => Err(e),
+        },
+        TargetKind::User | TargetKind::Appeal => Ok(()),
+    }
+}
+
+/// Holds, removes or restores a post, in the documents and then in the
+/// live body every read judges it by. A post deleted since is left alone.
+pub(super) async fn set_post_moderation(
+    ctx: &Context,
+    post_id: i64,
+    moderation: Option<PostModeration>,
+) -> AppResult<()> {
+    let Some(doc) = ctx.docs.set_post_moderation(post_id, moderation).await? else {
+        return Ok(());
+    };
+    let body = PostBody::from(doc);
+    ctx.repair
+        .apply_unordered(
+            ctx.live.as_ref(),
+            Owner::Post(post_id),
+            vec![LiveChange::PutBlob(
+                BlobKey::PostBody(post_id),
+                to_json(&body)?,
+            )],
+        )
+        .await;
+    Ok(())
+}
+
+/// Suspends the account until `until` (or longer, if it already is) and
+/// ends every session of it.
+async fn suspend(ctx: &Context, uid: i64, until: i64) -> AppResult<()> {
+    let Some(user) = ctx.docs.users_by_ids(&[uid]).await?.pop() else {
+        return Ok(());
+    };
+    if user.is_erased() {
+        return Ok(());
+    }
+    ctx.docs
+        .set_suspension(uid, until.max(user.suspended_until))
+        .await?;
+    // Raises the credentials, drops the card (so no read shows the account
+    // from here on, on any instance) and closes the sessions.
+    sign_out_everywhere(ctx, uid).await
+}
+
+/// Sets the account's suspension to `until` (0: none) and drops its card,
+/// so the next read makes one again from the documents.
+async fn set_suspension(ctx: &Context, uid: i64, until: i64) -> AppResult<bool> {
+    let found = ctx.docs.set_suspension(uid, until).await?;
+    credentials_changed(ctx, uid).await;
+    Ok(found)
+}
+
+/// Lifts an account's suspension or ban outright (an admin's call); its
+/// strikes stand.
+pub async fn lift_suspension(ctx: &Context, admin: i64, uid: i64) -> AppResult<()> {
+    let user = match ctx.docs.users_by_ids(&[uid]).await?.pop() {
+        Some(u) if !u.is_erased() => u,
+        _ => return Err(AppError::NotFound("user")),
+    };
+    if !user.is_suspended(now_ms()) {
+        return Err(AppError::Conflict("the account is not suspended".into()));
+    }
+    set_suspension(ctx, uid, 0).await?;
+    super::moderation::audit(
+        ctx,
+        admin,
+        "account.lift_suspension",
+        format!("user:{uid}"),
+        "",
+    )
+    .await;
+    Ok(())
+}
+
+/// Withdraws a strike: the post it removed is restored, and the account
+/// stays suspended only as long as its other standing strikes say.
+pub(super) async fn overturn(ctx: &Context, strike: &StrikeDoc) -> AppResult<()> {
+    let now = now_ms();
+    ctx.docs.overturn_strike(strike.id, now).await?;
+    if strike.action == "remove_content" && strike.target.kind == TargetKind::Post {
+        set_post_moderation(ctx, strike.target.id, None).await?;
+    }
+    if strike.until.is_some() {
+        let standing = ctx
+            .docs
+            .strikes_of(strike.uid, None, STRIKES_CONSIDERED)
+            .await?
+            .into_iter()
+            .filter(|s| s.id != strike.id && s.overturned_at.is_none())
+            .filter_map(|s| s.until)
+            .filter(|until| *until > now)
+            .max()
+            .unwrap_or(0);
+        set_suspension(ctx, strike.uid, standing).await?;
+    }
+    Ok(())
+}
+
+/// The strike an appeal item is about.
+pub(super) async fn appealed_strike(ctx: &Context, case: &CaseDoc) -> AppResult<StrikeDoc> {
+    let id = case
+        .appeal
+        .as_ref()
+        .map(|a| a.strike_id)
+        .unwrap_or(case.target.id);
+    ctx.docs
+        .strikes_by_ids(&[id])
+        .await?
+        .pop()
+        .ok_or(AppError::NotFound("strike"))
+}
+
+/// Tells the account its appeal was decided.
+pub(super) async fn tell_appellant(ctx: &Context, case: &CaseDoc) {
+    let Some(appeal) = &case.appeal else { return };
+    notify(
+        ctx,
+        Event {
+            recipient: case.account,
+            kind: NotificationKind::AppealClosed,
+            actor: 0,
+            post_id: None,
+            comment_id: None,
+            report_id: None,
+            case_id: None,
+            strike_id: Some(appeal.strike_id),
+            dedupe: format!("appeal_closed:{}", appeal.strike_id),
+        },
+    )
+    .await;
+}
+
+/// Where an appeal stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AppealState {
+    Open,
+    /// The strike was withdrawn.
+    Accepted,
+    /// The strike stands.
+    Rejected,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppealView {
+    pub text: String,
+    pub at: i64,
+    pub state: AppealState,
+}
+
+/// A strike as its account sees it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StrikeView {
+    pub id: i64,
+    /// `remove_content`, `warn`, `suspend` or `ban`.
+    pub action: String,
+    pub target: ReportTarget,
+    pub categories: Vec<ReportCategory>,
+    /// What the moderator chose to tell the account, if anything.
+    pub reason: Option<String>,
+    /// The content struck, as it was reported.
+    pub snapshot: Snapshot,
+    /// The end of a suspension; absent for a ban and for the rest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub until: Option<i64>,
+    pub at: i64,
+    pub appeal: Option<AppealView>,
+    /// Until when it may be appealed; absent once it cannot be.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub appealable_until: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overturned_at: Option<i64>,
+}
+
+/// Strikes as their account sees them: one batched read of the appeals'
+/// items to tell where each stands.
+async fn views(ctx: &Context, strikes: Vec<StrikeDoc>) -> AppResult<Vec<StrikeView>> {
+    let case_ids: Vec<i64> = strikes
+        .iter()
+        .filter_map(|s| s.appeal.as_ref().map(|a| a.case_id))
+        .collect();
+    let cases = ctx.docs.cases_by_ids(&case_ids).await?;
+    let now = now_ms();
+    Ok(strikes
+        .into_iter()
+        .map(|s| {
+            let appeal = s.appeal.as_ref().map(|a| AppealView {
+                text: a.text.clone(),
+                at: a.at,
+                state: if s.overturned_at.is_some() {
+                    AppealState::Accepted
+                } else if cases
+                    .iter()
+                    .any(|c| c.id == a.case_id && c.state != CaseState::Open)
+                {
+                    AppealState::Rejected
+                } else {
+                    AppealState::Open
+                },
+            });
+            let deadline = s.at + APPEAL_WINDOW_MS;
+            StrikeView {
+                id: s.id,
+                action: s.action,
+                target: s.target,
+                categories: s.categories,
+                reason: s.reason,
+                snapshot: s.snapshot,
+                until: s.until.filter(|u| *u != BANNED),
+                at: s.at,
+                appealable_until: (s.appeal.is_none()
+                    && s.overturned_at.is_none()
+                    && now < deadline)
+                    .then_some(deadline),
+                appeal,
+                overturned_at: s.overturned_at,
+            }
+        })
+        .collect())
+}
+
+/// The caller's strikes, newest first.
+pub async fn mine(
+    ctx: &Context,
+    uid: i64,
+    cursor: Option<Cursor>,
+    limit: usize,
+) -> AppResult<Page<StrikeView>> {
+    let mut docs = ctx
+        .docs
+        .strikes_of(uid, cursor.map(|c| c.0), limit + 1)
+        .await?;
+    let next_cursor = (docs.len() > limit).then(|| {
+        docs.truncate(limit);
+        docs.last().map(|s| Cursor::encode(s.id))
+    });
+    Ok(Page {
+        items: views(ctx, docs).await?,
+        next_cursor: next_cursor.flatten(),
+        server_time: now_ms(),
+    })
+}
+
+fn appeal_text_schema() -> utoipa::openapi::Object {
+    crate::domain::text_schema(MAX_APPEAL_CHARS, true, false)
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub struct AppealRequest {
+    /// Why the strike should be withdrawn: 1 to 1,000 characters.
+    #[schema(schema_with = appeal_text_schema)]
+    pub text: String,
+}
+
+/// Appeals one of the caller's strikes: once, within 20 days. The appeal
+/// lands in the moderation queue, and the moderators are told.
+#[tracing::instrument(skip(ctx, req))]
+pub async fn appeal(
+    ctx: &Context,
+    uid: i64,
+    strike_id: i64,
+    req: AppealRequest,
+) -> AppResult<StrikeView> {
+    let text = crate::domain::parse_text("text", &req.text, MAX_APPEAL_CHARS, true)?;
+    let strike = ctx
+        .docs
+        .strikes_by_ids(&[strike_id])
+        .await?
+        .pop()
+        .filter(|s| s.uid == uid)
+        .ok_or(AppError::NotFound("strike"))?;
+    if strike.appeal.is_some() {
+        return Err(AppError::Conflict(
+            "this strike was appealed already".into(),
+        ));
+    }
+    if strike.overturned_at.is_some() {
+        return Err(AppError::Conflict(
+            "this strike was withdrawn already".into(),
+        ));
+    }
+    let now = now_ms();
+    if now >= strike.at + APPEAL_WINDOW_MS {
+        return Err(AppError::unprocessable(
+            "strike",
+            "a strike may be appealed within 20 days of it",
+        ));
+    }
+    let brief = AppealBrief {
+        strike_id,
+        text: text.clone(),
+        action: strike.action.clone(),
+        at: now,
+    };
+    // The item first, then the mark on the strike: a failure between
+    // leaves an item that a retry finds (one open item per strike), never
+    // a strike marked appealed with nothing in the queue.
+    let case = with_fresh_id(|id| {
+        let target = ReportTarget {
+            kind: TargetKind::Appeal,
+            id: strike_id,
+        };
+        let case = CaseDoc {
+            categories: strike.categories.clone(),
+            appeal: Some(brief.clone()),
+            ..CaseDoc::opening(id, target, uid, strike.snapshot.clone(), now)
+        };
+        async move { ctx.docs.open_case(&case).await }
+    })
+    .await?;
+    let marked = ctx
+        .docs
+        .record_appeal(
+            strike_id,
+            &StrikeAppeal {
+                text,
+                at: now,
+                case_id: case.id,
+            },
+        )
+        .await?;
+    if !marked {
+        return Err(AppError::Conflict(
+            "this strike was appealed already".into(),
+        ));
+    }
+    let staff_ctx = ctx.clone();
+    tokio::spawn(async move {
+        super::reports::tell_staff(&staff_ctx, case.id, uid, uid).await;
+    });
+    let fresh = ctx.docs.strikes_by_ids(&[strike_id]).await?;
+    views(ctx, fresh)
+        .await?
+        .pop()
+        .ok_or(AppError::NotFound("strike"))
+}

@@ -1,0 +1,444 @@
+//! Moderators' actions and what they do, through the API on this backend:
+//! content removed from every read but its author's, suspensions and bans
+//! (no sign-in, content gone, back when lifted), strikes the account sees,
+//! appeals in the queue, and posts a filter holds until approved.
+
+use serde_json::{json, Value};
+
+use crate::helpers::{assert_problem, follow, spawn_app, wait_until, whole_feed, TestApp, User};
+use crate::reports::{moderator, queue, report};
+
+/// Closes the one open queue item about `target` with `body`.
+async fn act_on(app: &TestApp, m: &User, target: Value, body: Value) -> (u16, Value) {
+    let items = queue(app, m, "").await;
+    let item = items
+        .iter()
+        .find(|i| i["target"] == target)
+        .unwrap_or_else(|| panic!("no open item about {target}: {items:?}"));
+    let id = item["id"].as_i64().unwrap();
+    let (s, v) = app
+        .post(
+            &format!("/api/v1/admin/reports/{id}/actions"),
+            Some(&m.token),
+            body,
+        )
+        .await;
+    (s.as_u16(), v)
+}
+
+async fn strikes(app: &TestApp, who: &User) -> Vec<Value> {
+    let (s, v) = app.get("/api/v1/me/strikes", Some(&who.token)).await;
+    assert_eq!(s.as_u16(), 200, "{v}");
+    v["items"].as_array().unwrap().clone()
+}
+
+async fn notified(app: &TestApp, who: &User, kind: &'static str, strike: i64) {
+    wait_until(kind, || {
+        let (app, token) = (app, who.token.clone());
+        async move {
+            let (_, n) = app.get("/api/v1/notifications", Some(&token)).await;
+            n["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|n| n["kind"] == kind && n["strikeId"] == strike)
+        }
+    })
+    .await;
+}
+
+async fn post_status(app: &TestApp, who: &User, post: i64) -> (u16, Value) {
+    let (s, v) = app
+        .get(&format!("/api/v1/posts/{post}"), Some(&who.token))
+        .await;
+    (s.as_u16(), v)
+}
+
+#[tokio::test]
+async fn removed_content_is_gone_from_every_read_but_its_authors_and_is_a_strike() {
+    let app = spawn_app().await;
+    let author = app.user("rmauthor").await;
+    let reader = app.user("rmreader").await;
+    follow(&app, &reader, &author).await;
+    let post = app.text_post(&author, "违规内容").await;
+    let kept = app.text_post(&author, "a fine post").await;
+    let on_kept = app.comment(&author, kept, "a rude comment", None).await;
+    let comment = on_kept["id"].as_i64().unwrap();
+    assert!(whole_feed(&app, &reader, 10).await.contains(&post));
+    let body = json!({"targetType": "post", "targetId": post, "category": "hate"});
+    assert_eq!(report(&app, &reader, body).await.0, 201);
+    let body = json!({"targetType": "comment", "targetId": comment, "category": "harassment"});
+    assert_eq!(report(&app, &reader, body).await.0, 201);
+    let m = moderator(&app, "rmmod").await;
+    let (s, closed) = act_on(
+        &app,
+        &m,
+        json!({"kind": "post", "id": post}),
+        json!({"action": "remove_content", "note": "仇恨言论", "shareWithReporter": true}),
+    )
+    .await;
+    assert_eq!(s, 200, "{closed}");
+    assert_eq!(closed["state"], "actioned");
+    // Gone for the reader: by id, in the feed, in the album.
+    assert_eq!(post_status(&app, &reader, post).await.0, 404);
+    assert!(!whole_feed(&app, &reader, 10).await.contains(&post));
+    let (_, album) = app
+        .get(
+            &format!("/api/v1/users/{}/posts", author.uid),
+            Some(&reader.token),
+        )
+        .await;
+    let shown: Vec<i64> = album["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(shown, [kept], "{album}");
+    // Its author still has it, marked.
+    let (s, own) = post_status(&app, &author, post).await;
+    assert_eq!(
+        (s, own["moderation"].clone()),
+        (200, json!("removed")),
+        "{own}"
+    );
+    // A strike, with what was struck and why (shared), and its notice.
+    let struck = strikes(&app, &author).await;
+    assert_eq!(struck.len(), 1, "{struck:?}");
+    assert_eq!(struck[0]["action"], "remove_content");
+    assert_eq!(struck[0]["snapshot"]["text"], "违规内容");
+    assert_eq!(struck[0]["reason"], "仇恨言论");
+    assert!(struck[0]["appealableUntil"].as_i64().unwrap() > struck[0]["at"].as_i64().unwrap());
+    notified(&app, &author, "strike", struck[0]["id"].as_i64().unwrap()).await;
+    // A removed comment leaves the lists and the count, for everyone.
+    let (s, _) = act_on(
+        &app,
+        &m,
+        json!({"kind": "comment", "id": comment}),
+        json!({"action": "remove_content"}),
+    )
+    .await;
+    assert_eq!(s, 200);
+    for who in [&reader, &author] {
+        let (_, p) = post_status(&app, who, kept).await;
+        assert_eq!(p["commentCount"], 0, "{p}");
+        assert_eq!(p["comments"], json!([]), "{p}");
+    }
+    let struck = strikes(&app, &author).await;
+    assert_eq!(struck.len(), 2);
+    assert_eq!(struck[0]["snapshot"]["text"], "a rude comment");
+    // Nobody else has strikes.
+    assert!(strikes(&app, &reader).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_suspended_account_cannot_sign_in_and_its_content_is_gone_until_lifted() {
+    let app = spawn_app().await;
+    let author = app.user("spauthor").await;
+    let reader = app.user("spreader").await;
+    follow(&app, &reader, &author).await;
+    let post = app.text_post(&author, "still mine").await;
+    let on_other = app.text_post(&reader, "the reader's post").await;
+    app.comment(&author, on_other, "the suspended one's comment", None)
+        .await;
+    let body = json!({"targetType": "user", "targetId": author.uid, "category": "spam"});
+    assert_eq!(report(&app, &reader, body).await.0, 201);
+    let m = moderator(&app, "spmod").await;
+    let (s, v) = act_on(
+        &app,
+        &m,
+        json!({"kind": "user", "id": author.uid}),
+        json!({"action": "suspend", "days": 3}),
+    )
+    .await;
+    assert_eq!(s, 200, "{v}");
+    // Sessions ended; signing in says until when, to whoever knows the
+    // password only.
+    let (s, _) = app.get("/api/v1/me", Some(&author.token)).await;
+    assert_eq!(s.as_u16(), 401);
+    let refused = app
+        .post(
+            "/api/v1/sessions",
+            None,
+            json!({"username": "spauthor", "password": "password-123"}),
+        )
+        .await;
+    let problem = assert_problem(&refused, 403, "account_suspended");
+    assert!(
+        problem["detail"].as_str().unwrap().contains("until"),
+        "{problem}"
+    );
+    let wrong = app
+        .post(
+            "/api/v1/sessions",
+            None,
+            json!({"username": "spauthor", "password": "not-the-password"}),
+        )
+        .await;
+    assert_eq!(wrong.0.as_u16(), 401);
+    // Everything of theirs is gone from every reader.
+    assert_eq!(post_status(&app, &reader, post).await.0, 404);
+    assert!(!whole_feed(&app, &reader, 10).await.contains(&post));
+    let (s, _) = app
+        .get(
+            &format!("/api/v1/users/{}", author.uid),
+            Some(&reader.token),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 404);
+    let (_, p) = post_status(&app, &reader, on_other).await;
+    assert_eq!(p["comments"], json!([]), "{p}");
+    // Only an admin lifts it; then all of it is back.
+    let path = format!("/api/v1/admin/users/{}/suspension", author.uid);
+    assert_eq!(app.delete(&path, Some(&m.token)).await.0.as_u16(), 403);
+    let admin = app.admin().await;
+    assert_eq!(app.delete(&path, Some(&admin.token)).await.0.as_u16(), 204);
+    assert_eq!(app.delete(&path, Some(&admin.token)).await.0.as_u16(), 409);
+    let token = app.login("spauthor", "password-123").await;
+    let (s, _) = app.get("/api/v1/me", Some(&token)).await;
+    assert_eq!(s.as_u16(), 200);
+    assert_eq!(post_status(&app, &reader, post).await.0, 200);
+    assert!(whole_feed(&app, &reader, 10).await.contains(&post));
+    let (_, p) = post_status(&app, &reader, on_other).await;
+    assert_eq!(p["comments"][0]["content"], "the suspended one's comment");
+    // The strike stands, with its end.
+    let author = User { token, ..author };
+    let struck = strikes(&app, &author).await;
+    assert_eq!(struck[0]["action"], "suspend");
+    let day = 24 * 3600 * 1000;
+    let length = struck[0]["until"].as_i64().unwrap() - struck[0]["at"].as_i64().unwrap();
+    assert!(
+        (3 * day - 60_000..=3 * day + 60_000).contains(&length),
+        "{length}"
+    );
+    // A ban: signing in says so; the audit log has both.
+    let body = json!({"targetType": "user", "targetId": author.uid, "category": "spam"});
+    assert_eq!(report(&app, &reader, body).await.0, 201);
+    let (s, _) = act_on(
+        &app,
+        &m,
+        json!({"kind": "user", "id": author.uid}),
+        json!({"action": "ban", "note": "repeat"}),
+    )
+    .await;
+    assert_eq!(s, 200);
+    let refused = app
+        .post(
+            "/api/v1/sessions",
+            None,
+            json!({"username": "spauthor", "password": "password-123"}),
+        )
+        .await;
+    let problem = assert_problem(&refused, 403, "account_suspended");
+    assert!(
+        problem["detail"].as_str().unwrap().contains("banned"),
+        "{problem}"
+    );
+    let (_, log) = app.get("/api/v1/admin/audit-log", Some(&admin.token)).await;
+    let actions: Vec<&str> = log["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    for expected in ["report.suspend", "account.lift_suspension", "report.ban"] {
+        assert!(actions.contains(&expected), "{expected}: {actions:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_appeal_is_a_queue_item_and_overturning_it_withdraws_the_strike() {
+    let app = spawn_app().await;
+    let author = app.user("apauthor").await;
+    let reader = app.user("apreader").await;
+    let removed = app.text_post(&author, "removed, then restored").await;
+    let warned = app.text_post(&author, "warned for").await;
+    let m = moderator(&app, "apmod").await;
+    for (post, action) in [(removed, "remove_content"), (warned, "warn")] {
+        let body = json!({"targetType": "post", "targetId": post, "category": "other"});
+        assert_eq!(report(&app, &reader, body).await.0, 201);
+        let (s, v) = act_on(
+            &app,
+            &m,
+            json!({"kind": "post", "id": post}),
+            json!({"action": action}),
+        )
+        .await;
+        assert_eq!(s, 200, "{v}");
+    }
+    assert_eq!(post_status(&app, &reader, removed).await.0, 404);
+    // The warning changes nothing but the strike.
+    assert_eq!(post_status(&app, &reader, warned).await.0, 200);
+    let struck = strikes(&app, &author).await;
+    let id_of = |action: &str| {
+        struck.iter().find(|s| s["action"] == action).unwrap()["id"]
+            .as_i64()
+            .unwrap()
+    };
+    let (removal, warning) = (id_of("remove_content"), id_of("warn"));
+    // Only one's own strikes, once each, with something to say.
+    let appeal = |who: &User, strike: i64, text: &str| {
+        let (app, token, text) = (&app, who.token.clone(), text.to_string());
+        async move {
+            let (s, v) = app
+                .post(
+                    &format!("/api/v1/me/strikes/{strike}/appeal"),
+                    Some(&token),
+                    json!({"text": text}),
+                )
+                .await;
+            (s.as_u16(), v)
+        }
+    };
+    assert_eq!(appeal(&reader, removal, "not mine").await.0, 404);
+    assert_eq!(appeal(&author, removal, "").await.0, 400);
+    let (s, v) = appeal(&author, removal, "那是引用，不是我的观点").await;
+    assert_eq!(s, 201, "{v}");
+    assert_eq!(v["appeal"]["state"], "open");
+    assert!(v.get("appealableUntil").is_none(), "{v}");
+    assert_eq!(appeal(&author, removal, "again").await.0, 409);
+    let (s, _) = appeal(&author, warning, "the warning too").await;
+    assert_eq!(s, 201);
+    // In the queue, as appeals: only dismissing or overturning fits.
+    let target = json!({"kind": "appeal", "id": removal});
+    let items = queue(&app, &m, "").await;
+    let item = items.iter().find(|i| i["target"] == target).unwrap();
+    assert_eq!(item["appeal"]["text"], "那是引用，不是我的观点");
+    assert_eq!(item["appeal"]["action"], "remove_content");
+    assert_eq!(item["snapshot"]["text"], "removed, then restored");
+    assert_eq!(item["account"]["uid"], author.uid);
+    let (s, v) = act_on(&app, &m, target.clone(), json!({"action": "warn"})).await;
+    assert_eq!((s, v["field"].clone()), (422, json!("action")), "{v}");
+    let (s, v) = act_on(&app, &m, target, json!({"action": "overturn"})).await;
+    assert_eq!(s, 200, "{v}");
+    let (s, v) = act_on(
+        &app,
+        &m,
+        json!({"kind": "appeal", "id": warning}),
+        json!({"action": "dismiss"}),
+    )
+    .await;
+    assert_eq!(s, 200, "{v}");
+    // The removal is withdrawn and the post back; the warning stands.
+    assert_eq!(post_status(&app, &reader, removed).await.0, 200);
+    let (_, own) = post_status(&app, &author, removed).await;
+    assert!(own.get("moderation").is_none(), "{own}");
+    let struck = strikes(&app, &author).await;
+    let by_id = |id: i64| struck.iter().find(|s| s["id"] == id).unwrap().clone();
+    assert_eq!(by_id(removal)["appeal"]["state"], "accepted");
+    assert!(by_id(removal)["overturnedAt"].is_i64());
+    assert_eq!(by_id(warning)["appeal"]["state"], "rejected");
+    assert!(by_id(warning).get("overturnedAt").is_none());
+    notified(&app, &author, "appeal_closed", removal).await;
+    notified(&app, &author, "appeal_closed", warning).await;
+}
+
+#[tokio::test]
+async fn a_held_post_is_its_authors_alone_until_a_moderator_approves_it() {
+    let app = spawn_app().await;
+    let m = moderator(&app, "hdmod").await;
+    let author = app.user("hdauthor").await;
+    let reader = app.user("hdreader").await;
+    follow(&app, &reader, &author).await;
+    let (s, filter) = app
+        .post(
+            "/api/v1/admin/filters",
+            Some(&m.token),
+            json!({"term": "代购", "action": "hold", "reason": "待审核"}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 201, "{filter}");
+    // Caught through an evasion, published to its author alone.
+    let (s, held) = app
+        .post(
+            "/api/v1/posts",
+            Some(&author.token),
+            json!({"category": "TEXT", "content": "海外 代 购，私聊"}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 201, "{held}");
+    assert_eq!(held["moderation"], "held");
+    let post = held["id"].as_i64().unwrap();
+    assert_eq!(post_status(&app, &reader, post).await.0, 404);
+    assert!(!whole_feed(&app, &reader, 10).await.contains(&post));
+    assert!(whole_feed(&app, &author, 10).await.contains(&post));
+    // A hold filter refuses what cannot be held.
+    let (s, v) = app
+        .post(
+            &format!("/api/v1/posts/{post}/comments"),
+            Some(&author.token),
+            json!({"content": "代购"}),
+        )
+        .await;
+    assert_eq!(
+        (s.as_u16(), v["field"].clone()),
+        (422, json!("content")),
+        "{v}"
+    );
+    // In the queue with the filter that held it; approving publishes it.
+    let target = json!({"kind": "post", "id": post});
+    let items = queue(&app, &m, "").await;
+    let item = items.iter().find(|i| i["target"] == target).unwrap();
+    assert_eq!(item["held"]["reason"], "待审核");
+    assert_eq!(item["reporterCount"], 0);
+    let (s, v) = act_on(&app, &m, target, json!({"action": "dismiss"})).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(post_status(&app, &reader, post).await.0, 200);
+    assert!(whole_feed(&app, &reader, 10).await.contains(&post));
+    let (_, own) = post_status(&app, &author, post).await;
+    assert!(own.get("moderation").is_none(), "{own}");
+    // Approving is no strike.
+    assert!(strikes(&app, &author).await.is_empty());
+    // Another held post, removed: a strike, and never published.
+    let (_, second) = app
+        .post(
+            "/api/v1/posts",
+            Some(&author.token),
+            json!({"category": "TEXT", "content": "代购 again"}),
+        )
+        .await;
+    let second = second["id"].as_i64().unwrap();
+    let (s, _) = act_on(
+        &app,
+        &m,
+        json!({"kind": "post", "id": second}),
+        json!({"action": "warn"}),
+    )
+    .await;
+    assert_eq!(s, 200);
+    assert_eq!(post_status(&app, &reader, second).await.0, 404);
+    let (_, own) = post_status(&app, &author, second).await;
+    assert_eq!(own["moderation"], "removed", "{own}");
+    assert_eq!(strikes(&app, &author).await.len(), 1);
+}
+
+#[tokio::test]
+async fn actions_that_do_not_fit_the_item_are_refused_and_change_nothing() {
+    let app = spawn_app().await;
+    let author = app.user("fitauthor").await;
+    let reader = app.user("fitreader").await;
+    let body = json!({"targetType": "user", "targetId": author.uid, "category": "spam"});
+    assert_eq!(report(&app, &reader, body).await.0, 201);
+    let m = moderator(&app, "fitmod").await;
+    let target = json!({"kind": "user", "id": author.uid});
+    for (body, status, field) in [
+        (json!({"action": "remove_content"}), 422, "action"),
+        (json!({"action": "overturn"}), 422, "action"),
+        (json!({"action": "suspend"}), 422, "days"),
+        (json!({"action": "warn", "days": 2}), 422, "days"),
+        (json!({"action": "suspend", "days": 366}), 400, "days"),
+        (json!({"action": "suspend", "days": 0}), 400, "days"),
+    ] {
+        let (s, v) = act_on(&app, &m, target.clone(), body.clone()).await;
+        assert_eq!(
+            (s, v["field"].clone()),
+            (status, json!(field)),
+            "{body}: {v}"
+        );
+    }
+    // Still open, no strike, and the account untouched.
+    assert_eq!(queue(&app, &m, "").await.len(), 1);
+    assert!(strikes(&app, &author).await.is_empty());
+    let (s, _) = app.get("/api/v1/me", Some(&author.token)).await;
+    assert_eq!(s.as_u16(), 200);
+}
