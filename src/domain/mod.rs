@@ -129,6 +129,14 @@ impl StringSchema {
 /// would not. Fractions, and floats beyond 2^53 (where they stop being
 /// exact), are refused.
 pub fn optional_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    optional_whole_number(d)
+}
+
+/// Reads an optional whole number in a body (`3` or `3.0`), as
+/// `optional_id` reads an id.
+pub fn optional_whole_number<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<i64>, D::Error> {
     use serde::de::Error;
     let Some(n) = <Option<serde_json::Number> as serde::Deserialize>::deserialize(d)? else {
         return Ok(None);

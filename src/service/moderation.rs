@@ -466,7 +466,7 @@ pub struct ActionRequest {
     #[serde(default)]
     pub share_with_reporter: bool,
     /// For `suspend`: 1 to 365 days.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::domain::optional_whole_number")]
     #[schema(minimum = 1, maximum = 365)]
     pub days: Option<i64>,
 }
