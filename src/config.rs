@@ -163,6 +163,8 @@ pub struct Settings {
     /// Authors with more followers are never pushed; their posts are pulled
     /// into followers' timelines at read time.
     pub pulled_author_followers: u64,
+    /// Days a closed queue item keeps its snapshot of what was reported.
+    pub moderation_retention_days: u64,
     /// Entries a home timeline keeps in the live store; older pages come
     /// from the documents.
     pub timeline_max: usize,
@@ -218,6 +220,7 @@ impl Default for Settings {
             near_cache_bytes: 256 * 1024 * 1024,
             active_days: 7,
             pulled_author_followers: 10_000,
+            moderation_retention_days: 365,
             timeline_max: 800,
             rate_limits: Some(RateLimits::default()),
             trusted_proxies: Vec::new(),
@@ -587,6 +590,17 @@ pub const VARIABLES: &[Variable] = &[
         echo: Echo::Plain,
         apply: |d, v| {
             d.settings.pulled_author_followers = whole(v, 0, u64::MAX)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_MODERATION_RETENTION_DAYS",
+        default: DefaultValue::Literal("365"),
+        allowed: "a whole number, 1 to 3650",
+        meaning: "days a closed moderation queue item keeps its snapshot of the reported content (erased at once, once closed, when the reported account is deleted)",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.moderation_retention_days = whole(v, 1, 3650)?;
             Ok(())
         },
     },

@@ -2,7 +2,8 @@
 //! show none of it: its posts (tombstoned, so every read drops them), its
 //! comments and likes (taken out of their posts' sets and counts), its
 //! favorites, shares (taken out of their posts' counts), labels, mutes
-//! and hides, every follow and block it had (both
+//! and hides, its strikes and the snapshots of what was reported of it
+//! (once the queue item is closed), every follow and block it had (both
 //! sides' sets rebuilt),
 //! and every notification to or by it. Work goes in batches; a request does a
 //! bounded share and the rest continues in the background. The account
@@ -49,6 +50,17 @@ pub async fn erase_traces(ctx: &Context, uid: i64, budget: usize) -> AppResult<b
     loop {
         // Only its keeper ever reads them: nothing live to update.
         let n = ctx.docs.delete_favorites_of(uid, BATCH).await?;
+        if n == 0 {
+            break;
+        }
+        spend!(n as usize);
+    }
+    loop {
+        // What moderators keep of it: the snapshots of its closed queue
+        // items (an open one keeps its own until closed, then loses it),
+        // and its strikes, which were its to see.
+        let n = ctx.docs.erase_snapshots(Some(uid), i64::MAX, BATCH).await?
+            + ctx.docs.delete_strikes_of(uid, BATCH).await?;
         if n == 0 {
             break;
         }

@@ -639,6 +639,24 @@ async fn close(
         note,
     )
     .await;
+    // A deleted account's content stayed in the item only while it was
+    // open.
+    let account_gone = ctx
+        .docs
+        .users_by_ids(&[closed.account])
+        .await?
+        .pop()
+        .is_none_or(|u| u.is_erased());
+    if account_gone {
+        if let Err(e) = ctx
+            .docs
+            .erase_snapshots(Some(closed.account), i64::MAX, CLOSE_BATCH)
+            .await
+        {
+            // Closed all the same; the retention sweep erases it later.
+            tracing::warn!(error = %e, case_id, "could not erase a deleted account's snapshot");
+        }
+    }
     // In the background: a case may hold many reports, and the answer
     // should not wait on a notification each. Each reporter's report shows
     // as closed at once (`GET /me/reports`); a notification lost to a

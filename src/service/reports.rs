@@ -86,6 +86,7 @@ pub(super) fn post_snapshot(body: &PostBody, now: i64) -> Snapshot {
         post_id: None,
         createtime: body.createtime,
         taken_at: now,
+        erased: false,
     }
 }
 
@@ -110,6 +111,7 @@ async fn target_snapshot(ctx: &Context, reporter: i64, report: &NewReport) -> Ap
                 post_id: Some(comment.post_id),
                 createtime: comment.createtime,
                 taken_at: now,
+                erased: false,
             };
             (comment.author_uid, snapshot)
         }
@@ -127,6 +129,7 @@ async fn target_snapshot(ctx: &Context, reporter: i64, report: &NewReport) -> Ap
                 post_id: None,
                 createtime: 0,
                 taken_at: now,
+                erased: false,
             };
             (card.uid, snapshot)
         }

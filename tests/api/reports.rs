@@ -570,6 +570,7 @@ async fn no_report_is_filed_into_a_closed_case() {
             post_id: None,
             createtime: 0,
             taken_at: 0,
+            erased: false,
         },
         opened_at: 0,
         reported_at: 0,

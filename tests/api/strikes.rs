@@ -442,3 +442,96 @@ async fn actions_that_do_not_fit_the_item_are_refused_and_change_nothing() {
     let (s, _) = app.get("/api/v1/me", Some(&author.token)).await;
     assert_eq!(s.as_u16(), 200);
 }
+
+#[tokio::test]
+async fn snapshots_are_erased_with_the_deleted_account_once_closed_and_after_the_retention() {
+    let app = spawn_app().await;
+    let m = moderator(&app, "ermod").await;
+    let reader = app.user("erreader").await;
+    let gone = app.user("ergone").await;
+    let stays = app.user("erstays").await;
+    let closed_first = app.text_post(&gone, "closed before the deletion").await;
+    let open_at_deletion = app.text_post(&gone, "open at the deletion").await;
+    let other = app.text_post(&stays, "another account's").await;
+    for post in [closed_first, open_at_deletion, other] {
+        let body = json!({"targetType": "post", "targetId": post, "category": "spam"});
+        assert_eq!(report(&app, &reader, body).await.0, 201);
+    }
+    let (s, _) = act_on(
+        &app,
+        &m,
+        json!({"kind": "post", "id": closed_first}),
+        json!({"action": "remove_content"}),
+    )
+    .await;
+    assert_eq!(s, 200);
+    let (s, v) = app
+        .call(
+            reqwest::Method::DELETE,
+            "/api/v1/me",
+            Some(&gone.token),
+            Some(json!({"password": "password-123"})),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 204, "{v}");
+    let snapshot_of = |state: &'static str, post: i64| {
+        let (app, m) = (&app, &m);
+        async move {
+            let items = queue(app, m, &format!("?state={state}")).await;
+            items
+                .iter()
+                .find(|i| i["target"]["id"] == post)
+                .unwrap_or_else(|| panic!("no {state} item of {post}: {items:?}"))["snapshot"]
+                .clone()
+        }
+    };
+    // The closed item's snapshot is erased with the account: who and when
+    // stay, what was reported goes.
+    wait_until(
+        "the deleted account's closed snapshot is erased",
+        || async { snapshot_of("actioned", closed_first).await["erased"] == true },
+    )
+    .await;
+    let erased = snapshot_of("actioned", closed_first).await;
+    assert_eq!(
+        (erased["text"].clone(), erased["author"].clone()),
+        (json!(""), json!(gone.uid))
+    );
+    // The open one keeps it for the moderator to act on, until it closes.
+    let open = snapshot_of("open", open_at_deletion).await;
+    assert_eq!(open["text"], "open at the deletion");
+    let (s, _) = act_on(
+        &app,
+        &m,
+        json!({"kind": "post", "id": open_at_deletion}),
+        json!({"action": "dismiss"}),
+    )
+    .await;
+    assert_eq!(s, 200);
+    let closed = snapshot_of("dismissed", open_at_deletion).await;
+    assert_eq!(
+        (closed["erased"].clone(), closed["text"].clone()),
+        (json!(true), json!(""))
+    );
+    // Another account's is untouched, until its closed item outlives the
+    // retention (here: none).
+    let (s, _) = act_on(
+        &app,
+        &m,
+        json!({"kind": "post", "id": other}),
+        json!({"action": "dismiss"}),
+    )
+    .await;
+    assert_eq!(s, 200);
+    assert_eq!(
+        snapshot_of("dismissed", other).await["text"],
+        "another account's"
+    );
+    moments::service::jobs::expiry::erase_old_snapshots(app.ctx.docs.as_ref(), 1).await;
+    assert_eq!(
+        snapshot_of("dismissed", other).await["text"],
+        "another account's"
+    );
+    moments::service::jobs::expiry::erase_old_snapshots(app.ctx.docs.as_ref(), 0).await;
+    assert_eq!(snapshot_of("dismissed", other).await["erased"], true);
+}

@@ -1,5 +1,6 @@
 //! Deletes what has expired, on every backend: sessions past their 30 days,
-//! and notifications and views past theirs. Reads already ignore both; this keeps the
+//! and notifications and views past theirs; and erases the snapshots of
+//! moderation queue items closed past their retention. Reads already ignore both; this keeps the
 //! stores from growing with them (MongoDB's TTL indexes do the same, and
 //! the sweep covers the embedded store, which has none, and lagging TTL
 //! monitors).
@@ -48,6 +49,15 @@ pub async fn sweep_once(docs: &dyn DocStore) {
     sweep("views", || docs.purge_views_before(views_from, BATCH)).await;
 }
 
+/// Erases the snapshots of queue items closed past the retention
+/// (`MOMENTS_MODERATION_RETENTION_DAYS`, counted from when each opened):
+/// who and when stay, what was reported goes.
+pub async fn erase_old_snapshots(docs: &dyn DocStore, retention_days: u64) {
+    let days = i64::try_from(retention_days).unwrap_or(i64::MAX);
+    let before = first_id_at(now_ms().saturating_sub(days.saturating_mul(crate::ids::DAY_MS)));
+    sweep("snapshots", || docs.erase_snapshots(None, before, BATCH)).await;
+}
+
 /// At start-up and every few minutes: the fan-outs and account erasures
 /// an instance left unfinished, and the expired.
 pub fn spawn(ctx: crate::service::Context) -> tokio::task::JoinHandle<()> {
@@ -60,6 +70,7 @@ pub fn spawn(ctx: crate::service::Context) -> tokio::task::JoinHandle<()> {
                 tracing::warn!(error = %e, "could not resume unfinished fan-outs");
             }
             sweep_once(ctx.docs.as_ref()).await;
+            erase_old_snapshots(ctx.docs.as_ref(), ctx.settings.moderation_retention_days).await;
             if let Err(e) = crate::service::erasure::resume_unfinished(&ctx).await {
                 tracing::warn!(error = %e, "could not resume erasing deleted accounts");
             }

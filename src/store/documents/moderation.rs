@@ -102,6 +102,24 @@ pub struct Snapshot {
     pub createtime: i64,
     /// When the snapshot was taken.
     pub taken_at: i64,
+    /// Set once its text and pictures were erased: the reported account was
+    /// deleted, or the item closed longer ago than the retention.
+    #[serde(
+        default,
+        skip_serializing_if = "std::ops::Not::not",
+        deserialize_with = "crate::store::lenient_bool"
+    )]
+    pub erased: bool,
+}
+
+impl Snapshot {
+    /// What is kept of an erased snapshot: who and when, not what.
+    pub fn erase(&mut self) {
+        self.text.clear();
+        self.picture_urls.clear();
+        self.author_name.clear();
+        self.erased = true;
+    }
 }
 
 /// The most characters of text a snapshot keeps.
@@ -420,4 +438,17 @@ pub trait ModerationDocs: Send + Sync {
     /// Marks a strike overturned; false when it was already, or there is
     /// no such strike.
     async fn overturn_strike(&self, strike_id: i64, at: i64) -> StoreResult<bool>;
+
+    /// Erases (`Snapshot::erase`) the snapshots of up to `limit` closed
+    /// cases below id `before`, of `account` if given, not erased yet;
+    /// how many it erased.
+    async fn erase_snapshots(
+        &self,
+        account: Option<i64>,
+        before: i64,
+        limit: usize,
+    ) -> StoreResult<u64>;
+
+    /// Deletes up to `limit` of an account's strikes; how many.
+    async fn delete_strikes_of(&self, uid: i64, limit: usize) -> StoreResult<u64>;
 }

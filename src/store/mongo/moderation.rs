@@ -394,6 +394,76 @@ impl ModerationDocs for MongoDocs {
         Ok(r.modified_count == 1)
     }
 
+    async fn erase_snapshots(
+        &self,
+        account: Option<i64>,
+        before: i64,
+        limit: usize,
+    ) -> StoreResult<u64> {
+        let closed = [
+            state_text(CaseState::Actioned)?,
+            state_text(CaseState::Dismissed)?,
+        ];
+        let mut filter = doc! {
+            "state": { "$in": closed.to_vec() },
+            "_id": { "$lt": before },
+            "snapshot.erased": { "$exists": false },
+        };
+        if let Some(a) = account {
+            filter.insert("account", a);
+        }
+        // The ids first, then the write by id: an update whose filter is
+        // not on `_id` alone is not one to trust on every wire server.
+        let ids: Vec<i64> = collect(
+            self.db
+                .collection::<IdOnly>("moderation_cases")
+                .find(filter)
+                .projection(doc! { "_id": 1 })
+                .limit(limit as i64)
+                .await
+                .map_err(classify)?,
+        )
+        .await?
+        .into_iter()
+        .map(|d| d.id)
+        .collect();
+        let mut erased = 0;
+        for id in ids {
+            let r = self
+                .cases()
+                .update_one(
+                    doc! { "_id": id },
+                    doc! { "$set": {
+                        "snapshot.text": "",
+                        "snapshot.pictureUrls": [],
+                        "snapshot.authorName": "",
+                        "snapshot.erased": true,
+                    } },
+                )
+                .await
+                .map_err(classify)?;
+            erased += r.modified_count;
+        }
+        Ok(erased)
+    }
+
+    async fn delete_strikes_of(&self, uid: i64, limit: usize) -> StoreResult<u64> {
+        let ids: Vec<i64> = newest_page(self.strikes(), doc! { "uid": uid }, None, limit)
+            .await?
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let r = self
+            .strikes()
+            .delete_many(doc! { "_id": { "$in": ids } })
+            .await
+            .map_err(classify)?;
+        Ok(r.deleted_count)
+    }
+
     async fn overturn_strike(&self, strike_id: i64, at: i64) -> StoreResult<bool> {
         let r = self
             .strikes()

@@ -438,6 +438,79 @@ impl ModerationDocs for EmbeddedDocs {
         .await
     }
 
+    async fn erase_snapshots(
+        &self,
+        account: Option<i64>,
+        before: i64,
+        limit: usize,
+    ) -> StoreResult<u64> {
+        self.write(move |txn| {
+            // Closed cases below `before`, oldest first, of one account if
+            // asked: read by index, then erased one by one.
+            let ids: Vec<u64> = {
+                let (table, owner) = match account {
+                    Some(a) => (
+                        txn.open_table(CLOSED_CASES_BY_ACCOUNT).map_err(other)?,
+                        id(a),
+                    ),
+                    None => (
+                        txn.open_table(CASES_BY_STATE).map_err(other)?,
+                        state_code(false),
+                    ),
+                };
+                let mut ids = Vec::new();
+                for entry in table
+                    .range((owner, 0)..(owner, id(before)))
+                    .map_err(other)?
+                {
+                    ids.push(entry.map_err(other)?.0.value().1);
+                }
+                ids
+            };
+            let mut cases = txn.open_table(CASES).map_err(other)?;
+            let mut erased = 0;
+            for case_id in ids {
+                if erased as usize >= limit {
+                    break;
+                }
+                let Some(mut case) = get_doc::<CaseDoc>(&cases, case_id)? else {
+                    continue;
+                };
+                if case.snapshot.erased {
+                    continue;
+                }
+                case.snapshot.erase();
+                cases
+                    .insert(case_id, encode(&case)?.as_slice())
+                    .map_err(other)?;
+                erased += 1;
+            }
+            Ok(erased)
+        })
+        .await
+    }
+
+    async fn delete_strikes_of(&self, uid: i64, limit: usize) -> StoreResult<u64> {
+        self.write(move |txn| {
+            let mut by_account = txn.open_table(STRIKES_BY_ACCOUNT).map_err(other)?;
+            let mut keys = Vec::new();
+            for entry in by_account
+                .range((id(uid), 0)..=(id(uid), u64::MAX))
+                .map_err(other)?
+                .take(limit)
+            {
+                keys.push(entry.map_err(other)?.0.value());
+            }
+            let mut strikes = txn.open_table(STRIKES).map_err(other)?;
+            for key in &keys {
+                by_account.remove(*key).map_err(other)?;
+                strikes.remove(key.1).map_err(other)?;
+            }
+            Ok(keys.len() as u64)
+        })
+        .await
+    }
+
     async fn overturn_strike(&self, strike_id: i64, at: i64) -> StoreResult<bool> {
         self.write(move |txn| {
             let mut strikes = txn.open_table(STRIKES).map_err(other)?;
