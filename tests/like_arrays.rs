@@ -34,7 +34,8 @@ fn start(port: u16, db: &str, flush_ms: &str) -> Child {
         .env("MOMENTS_LIKE_ARRAY_FLUSH_MS", flush_ms)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        // Warnings only, and shown: a start that fails says why.
+        .stderr(Stdio::inherit())
         .spawn()
         .expect("start moments")
 }
@@ -125,6 +126,9 @@ async fn likes_queued_for_their_array_survive_kill_9() {
 
     app.kill().unwrap();
     app.wait().unwrap();
+    // A fresh port: the killed process's may not be free again yet.
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
     let mut app = start(port, &db_name, "50");
     wait_ready(&client, &base, &mut app).await;
     let mut array = Vec::new();

@@ -696,6 +696,31 @@ async fn apply(
             }
             return strikes::overturn(ctx, &strike).await;
         }
+        Action::Suspend | Action::Ban => {
+            // Staff are suspended by an admin only, or two moderators could
+            // shut each other out.
+            let staff = ctx
+                .docs
+                .users_by_ids(&[case.account])
+                .await?
+                .pop()
+                .is_some_and(|u| moderates(&u));
+            if staff {
+                super::accounts::require_admin(ctx, moderator)
+                    .await
+                    .map_err(|_| {
+                        AppError::Forbidden("only an admin suspends or bans a moderator or admin")
+                    })?;
+            }
+            Sanction {
+                remove: held,
+                until: Some(if act.action == Action::Ban {
+                    BANNED
+                } else {
+                    now.saturating_add(act.days.unwrap_or(1).saturating_mul(DAY_MS))
+                }),
+            }
+        }
         Action::RemoveContent => Sanction {
             remove: true,
             until: None,
@@ -703,14 +728,6 @@ async fn apply(
         Action::Warn => Sanction {
             remove: held,
             until: None,
-        },
-        Action::Suspend => Sanction {
-            remove: held,
-            until: Some(now.saturating_add(act.days.unwrap_or(1).saturating_mul(DAY_MS))),
-        },
-        Action::Ban => Sanction {
-            remove: held,
-            until: Some(BANNED),
         },
     };
     strikes::strike(ctx, case, act.action.name(), sanction, shared).await

@@ -21,8 +21,8 @@ use crate::domain::report::{NewReport, ReportCategory, ReportedKind};
 use crate::error::{AppError, AppResult};
 use crate::ids::{now_ms, timestamp_of};
 use crate::store::{
-    CaseDoc, CaseState, NotificationKind, PostBody, ReportDoc, ReportTarget, Snapshot, StoreError,
-    SNAPSHOT_TEXT_MAX,
+    CaseDoc, CaseState, LiveRead, NotificationKind, PostBody, ReportDoc, ReportTarget, Snapshot,
+    StoreError, SNAPSHOT_TEXT_MAX,
 };
 
 /// A report as its reporter sees it.
@@ -153,11 +153,29 @@ async fn target_snapshot(ctx: &Context, reporter: i64, report: &NewReport) -> Ap
 /// Files a report, or updates the reporter's open one of the same target.
 #[tracing::instrument(skip(ctx, report))]
 pub async fn file(ctx: &Context, reporter: i64, report: NewReport) -> AppResult<Filed> {
-    enforce(
-        ctx,
-        &report_budgets(ctx.settings.rate_limits.as_ref(), reporter),
-    )
-    .await?;
+    let budgets = report_budgets(ctx.settings.rate_limits.as_ref(), reporter);
+    enforce(ctx, &budgets).await?;
+    let filed = file_within_budget(ctx, reporter, report).await;
+    // A refused report files nothing, and so spends nothing of the budget.
+    if let Err(
+        AppError::NotFound(_)
+        | AppError::Unprocessable { .. }
+        | AppError::InvalidInput { .. }
+        | AppError::Conflict(_),
+    ) = &filed
+    {
+        let refund = LiveRead {
+            limits: crate::service::rate_limits::refunds(&budgets),
+            ..Default::default()
+        };
+        if let Err(e) = ctx.live.read(&refund).await {
+            tracing::debug!(error = %e, "a refused report stays counted");
+        }
+    }
+    filed
+}
+
+async fn file_within_budget(ctx: &Context, reporter: i64, report: NewReport) -> AppResult<Filed> {
     if let Some(&highest) = report.rules.iter().max() {
         let known = super::moderation::instance(ctx).await?.rules.len();
         if highest as usize > known {

@@ -431,13 +431,19 @@ async fn roles_decide_who_moderates_and_only_admins_set_them() {
 }
 
 #[tokio::test]
-async fn reports_have_a_daily_budget_of_their_own() {
+async fn reports_have_a_daily_budget_of_their_own_which_refused_ones_do_not_spend() {
     let mut settings = test_settings();
     if let Some(limits) = settings.rate_limits.as_mut() {
         limits.reports = moments::config::Rate::new(2, 24 * 3600);
     }
     let app = spawn_app_with(settings).await;
     let reader = app.user("rtreader").await;
+    // Refused reports (of nothing, of oneself) spend none of it.
+    for target in [4242, reader.uid] {
+        let body = json!({"targetType": "user", "targetId": target, "category": "spam"});
+        let status = report(&app, &reader, body).await.0;
+        assert!([404, 422].contains(&status), "{status}");
+    }
     let mut statuses = Vec::new();
     for i in 0..3 {
         let author = app.user(&format!("rtauthor{i}")).await;

@@ -535,3 +535,40 @@ async fn snapshots_are_erased_with_the_deleted_account_once_closed_and_after_the
     moments::service::jobs::expiry::erase_old_snapshots(app.ctx.docs.as_ref(), 0).await;
     assert_eq!(snapshot_of("dismissed", other).await["erased"], true);
 }
+
+#[tokio::test]
+async fn only_an_admin_suspends_a_moderator() {
+    let app = spawn_app().await;
+    let m = moderator(&app, "stmod").await;
+    let other = moderator(&app, "stother").await;
+    let reader = app.user("streader").await;
+    let body = json!({"targetType": "user", "targetId": other.uid, "category": "other"});
+    assert_eq!(report(&app, &reader, body).await.0, 201);
+    let target = json!({"kind": "user", "id": other.uid});
+    for body in [
+        json!({"action": "suspend", "days": 1}),
+        json!({"action": "ban"}),
+    ] {
+        let (s, v) = act_on(&app, &m, target.clone(), body).await;
+        assert_eq!(s, 403, "{v}");
+    }
+    let (s, _) = app.get("/api/v1/me", Some(&other.token)).await;
+    assert_eq!(s.as_u16(), 200, "the moderator is still signed in");
+    // A warning is any moderator's to give.
+    let (s, v) = act_on(&app, &m, target.clone(), json!({"action": "warn"})).await;
+    assert_eq!(s, 200, "{v}");
+    // An admin may suspend one.
+    let body = json!({"targetType": "user", "targetId": other.uid, "category": "other"});
+    assert_eq!(report(&app, &reader, body).await.0, 201);
+    let admin = app.admin().await;
+    let (s, v) = act_on(
+        &app,
+        &admin,
+        target,
+        json!({"action": "suspend", "days": 1}),
+    )
+    .await;
+    assert_eq!(s, 200, "{v}");
+    let (s, _) = app.get("/api/v1/me", Some(&other.token)).await;
+    assert_eq!(s.as_u16(), 401);
+}
