@@ -6,7 +6,8 @@
 //! scan of text already normalised; and building the automaton from the
 //! 10,000 terms, which every instance does when the list changes. And the
 //! slowest check: one character outside the quick path (an accented
-//! letter) sends the text through the Unicode tables.
+//! letter) sends the text through the Unicode tables; and the same check
+//! with half the terms `hold`, which is two automata to scan.
 //!
 //! Run: `cargo bench --bench content_filters -- --warm-up-time 1 --measurement-time 3`
 #![allow(clippy::expect_used)]
@@ -100,6 +101,21 @@ fn benches(c: &mut Criterion) {
     c.bench_function("content_filters/check_2000_chars_10000_terms", |b| {
         b.iter(|| black_box(set.check(black_box(&text))))
     });
+    // Half `hold`, half `reject`: one automaton each, so a clean text is
+    // scanned twice (normalised once).
+    let mixed = FilterSet::build(terms.iter().enumerate().map(|(i, t)| {
+        let action = if i % 2 == 0 {
+            FilterAction::Reject
+        } else {
+            FilterAction::Hold
+        };
+        (i as i64, t.clone(), action, "r".to_string())
+    }));
+    assert!(mixed.check(&text).is_none());
+    c.bench_function(
+        "content_filters/check_2000_chars_10000_terms_half_hold",
+        |b| b.iter(|| black_box(mixed.check(black_box(&text)))),
+    );
     // One accented letter sends the whole text through the Unicode tables:
     // the slowest a check gets.
     let accented = format!("é{}", text.chars().skip(1).collect::<String>());

@@ -13,12 +13,12 @@ use crate::domain::report::ReportCategory;
 use crate::error::AppError;
 use crate::service::content_filters::{self, ContentFilterView};
 use crate::service::moderation::{
-    self, ActionRequest, BulkActionRequest, BulkResult, QueueFilter, QueueItem, RoleRequest,
-    RoleState,
+    self, ActionRequest, AuditEntry, BulkActionRequest, BulkResult, QueueFilter, QueueItem,
+    RoleRequest, RoleState,
 };
 use crate::service::read::responses::Page;
 use crate::service::Context;
-use crate::store::{AuditDoc, CaseState};
+use crate::store::CaseState;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(super::resource(
@@ -204,7 +204,7 @@ pub async fn lift_suspension(
 }
 
 #[utoipa::path(get, path = "/api/v1/admin/audit-log", tag = "moderation", params(PageQuery),
-    responses((status = 200, body = Page<AuditDoc>, description = "every moderator and admin action, newest first (admins only: it holds every moderator's notes and the role changes)")),
+    responses((status = 200, body = Page<AuditEntry>, description = "every moderator and admin action, newest first (admins only: it holds every moderator's notes and the role changes)")),
     security(("bearer" = [])))]
 pub async fn audit_log(
     ctx: web::Data<Context>,

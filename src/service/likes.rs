@@ -235,8 +235,11 @@ pub async fn list_likes(
     .await?;
     let uids: Vec<i64> = likes.iter().map(|l| l.uid).collect();
     let cards = load_cards(ctx, &uids).await?;
+    // A liker without a card (suspended, or deleted and not yet erased)
+    // is not shown meanwhile.
     let items = likes
         .into_iter()
+        .filter(|l| cards.contains_key(&l.uid))
         .map(|l| LikeView {
             id: l.id,
             post_id,

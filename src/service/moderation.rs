@@ -613,19 +613,29 @@ async fn close(
         ));
     }
     fits(act.action, &case)?;
-    let shared = act.share_with_reporter.then(|| note.to_string());
-    // What the action does comes before the item closes: each step is
-    // safe to repeat (the strike's id is the item's), so an action that
-    // fails halfway is retried whole while the item is still open.
-    apply(ctx, moderator, &case, act, shared.clone()).await?;
+    authorize(ctx, moderator, &case, act.action).await?;
+    let at = now_ms();
     let closing = CaseClosing {
         state: act.action.closes_as(),
         action: act.action.name().into(),
         moderator,
         note: note.to_string(),
-        shared,
-        at: now_ms(),
+        shared: act.share_with_reporter.then(|| note.to_string()),
+        at,
+        until: match act.action {
+            Action::Suspend => {
+                let days = act.days.unwrap_or(1);
+                Some(at.saturating_add(days.saturating_mul(DAY_MS)))
+            }
+            Action::Ban => Some(BANNED),
+            _ => None,
+        },
     };
+    // The item is claimed first, in one write that only an open item takes:
+    // of two moderators acting at once, one acts and the other is told 409,
+    // and what the item says was done is what is done. The effects follow,
+    // each safe to repeat; any a failure leaves undone, the sweep finishes
+    // (`finish_unfinished`) from what the closing recorded.
     let Some(closed) = ctx.docs.close_case(case.id, &closing).await? else {
         return Err(AppError::Conflict(
             "this queue item is closed already".into(),
@@ -639,98 +649,112 @@ async fn close(
         note,
     )
     .await;
+    carry_out(ctx, &closed).await?;
+    // In the background: a case may hold many reports, and the answer
+    // should not wait on a notification each. Each reporter's report shows
+    // as closed at once (`GET /me/reports`).
+    let ctx = ctx.clone();
+    tokio::spawn(async move { tell_everyone(&ctx, &closed).await });
+    Ok(())
+}
+
+/// 403 for what only an admin does: overturning a ban, suspending or
+/// banning a moderator or admin (or two moderators could shut each other
+/// out).
+async fn authorize(ctx: &Context, moderator: i64, case: &CaseDoc, action: Action) -> AppResult<()> {
+    let admin_only = match action {
+        Action::Overturn => {
+            let strike = strikes::appealed_strike(ctx, case).await?;
+            (strike.action == Action::Ban.name()).then_some("only an admin overturns a ban")
+        }
+        Action::Suspend | Action::Ban => ctx
+            .docs
+            .users_by_ids(&[case.account])
+            .await?
+            .pop()
+            .is_some_and(|u| moderates(&u))
+            .then_some("only an admin suspends or bans a moderator or admin"),
+        _ => None,
+    };
+    match admin_only {
+        Some(why) => super::accounts::require_admin(ctx, moderator)
+            .await
+            .map_err(|_| AppError::Forbidden(why)),
+        None => Ok(()),
+    }
+}
+
+/// What a closed case's action does beyond closing it, from what its
+/// closing recorded: every step safe to repeat, so the sweep may finish
+/// what a failure cut short.
+async fn carry_out(ctx: &Context, case: &CaseDoc) -> AppResult<()> {
+    let Some(closing) = &case.closing else {
+        return Ok(());
+    };
     // A deleted account's content stayed in the item only while it was
-    // open.
+    // open; nothing is done to an account that is gone.
     let account_gone = ctx
         .docs
-        .users_by_ids(&[closed.account])
+        .users_by_ids(&[case.account])
         .await?
         .pop()
         .is_none_or(|u| u.is_erased());
     if account_gone {
-        if let Err(e) = ctx
-            .docs
-            .erase_snapshots(Some(closed.account), i64::MAX, CLOSE_BATCH)
-            .await
-        {
-            // Closed all the same; the retention sweep erases it later.
-            tracing::warn!(error = %e, case_id, "could not erase a deleted account's snapshot");
-        }
+        ctx.docs
+            .erase_snapshots(Some(case.account), i64::MAX, CLOSE_BATCH)
+            .await?;
+        return Ok(());
     }
-    // In the background: a case may hold many reports, and the answer
-    // should not wait on a notification each. Each reporter's report shows
-    // as closed at once (`GET /me/reports`); a notification lost to a
-    // stopping instance is the only thing lost.
-    let ctx = ctx.clone();
-    tokio::spawn(async move {
-        strikes::tell_appellant(&ctx, &closed).await;
-        tell_reporters(&ctx, case_id).await
-    });
-    Ok(())
-}
-
-/// What closing `case` by `act` does beyond closing it.
-async fn apply(
-    ctx: &Context,
-    moderator: i64,
-    case: &CaseDoc,
-    act: &ActionRequest,
-    shared: Option<String>,
-) -> AppResult<()> {
-    let now = now_ms();
     // Content a filter held is removed by any action that finds fault.
     let held = case.held.is_some();
-    let sanction = match act.action {
-        Action::Dismiss => {
-            if held {
-                release_hold(ctx, case.target.id).await?;
-            }
-            return Ok(());
-        }
-        Action::Overturn => {
+    match closing.action.as_str() {
+        "dismiss" if held => release_hold(ctx, case.target.id).await,
+        "dismiss" => Ok(()),
+        "overturn" => {
             let strike = strikes::appealed_strike(ctx, case).await?;
-            if strike.action == Action::Ban.name() {
-                super::accounts::require_admin(ctx, moderator)
-                    .await
-                    .map_err(|_| AppError::Forbidden("only an admin overturns a ban"))?;
-            }
-            return strikes::overturn(ctx, &strike).await;
+            strikes::overturn(ctx, &strike).await
         }
-        Action::Suspend | Action::Ban => {
-            // Staff are suspended by an admin only, or two moderators could
-            // shut each other out.
-            let staff = ctx
-                .docs
-                .users_by_ids(&[case.account])
-                .await?
-                .pop()
-                .is_some_and(|u| moderates(&u));
-            if staff {
-                super::accounts::require_admin(ctx, moderator)
-                    .await
-                    .map_err(|_| {
-                        AppError::Forbidden("only an admin suspends or bans a moderator or admin")
-                    })?;
-            }
-            Sanction {
-                remove: held,
-                until: Some(if act.action == Action::Ban {
-                    BANNED
-                } else {
-                    now.saturating_add(act.days.unwrap_or(1).saturating_mul(DAY_MS))
-                }),
+        action => {
+            let sanction = Sanction {
+                remove: held || action == Action::RemoveContent.name(),
+                until: closing.until,
+            };
+            strikes::strike(ctx, case, action, sanction, closing.shared.clone()).await
+        }
+    }
+}
+
+/// Tells everyone a closed case concerns, then marks it finished. Each
+/// notification is one per recipient and case, so telling twice (this and
+/// the sweep at once) tells once.
+async fn tell_everyone(ctx: &Context, case: &CaseDoc) {
+    strikes::tell_appellant(ctx, case).await;
+    if !tell_reporters(ctx, case.id).await {
+        return;
+    }
+    if let Err(e) = ctx.docs.mark_finished(case.id).await {
+        tracing::debug!(error = %e, case_id = case.id, "the sweep will finish it again");
+    }
+}
+
+/// Finishes cases closed over a minute ago and not marked finished: their
+/// effects (again: each is safe to repeat), then the telling. An instance
+/// stopped halfway, or a store failed.
+pub async fn finish_unfinished(ctx: &Context) -> AppResult<()> {
+    const GRACE_MS: i64 = 60_000;
+    let unfinished = ctx
+        .docs
+        .unfinished_cases(now_ms() - GRACE_MS, CLOSE_BATCH)
+        .await?;
+    for case in ctx.docs.cases_by_ids(&unfinished).await? {
+        match carry_out(ctx, &case).await {
+            Ok(()) => tell_everyone(ctx, &case).await,
+            Err(e) => {
+                tracing::warn!(error = %e, case_id = case.id, "a closed item's action is still not done")
             }
         }
-        Action::RemoveContent => Sanction {
-            remove: true,
-            until: None,
-        },
-        Action::Warn => Sanction {
-            remove: held,
-            until: None,
-        },
-    };
-    strikes::strike(ctx, case, act.action.name(), sanction, shared).await
+    }
+    Ok(())
 }
 
 /// Publishes a post a filter held, unless something else became of it.
@@ -778,15 +802,16 @@ pub async fn hold_post(ctx: &Context, body: &PostBody, held: HeldBy) -> AppResul
     Ok(())
 }
 
-/// A `report_closed` to each reporter of a closed case, page by page.
-async fn tell_reporters(ctx: &Context, case_id: i64) {
+/// A `report_closed` to each reporter of a closed case, page by page;
+/// false when a page could not be read.
+async fn tell_reporters(ctx: &Context, case_id: i64) -> bool {
     let mut after = None;
     loop {
         let page = match ctx.docs.reports_of_case(case_id, after, CLOSE_BATCH).await {
             Ok(page) => page,
             Err(e) => {
                 tracing::warn!(error = %e, case_id, "could not tell every reporter");
-                return;
+                return false;
             }
         };
         for r in &page {
@@ -807,7 +832,7 @@ async fn tell_reporters(ctx: &Context, case_id: i64) {
             .await;
         }
         if page.len() < CLOSE_BATCH {
-            return;
+            return true;
         }
         after = page.last().map(|r| r.id);
     }
@@ -847,12 +872,27 @@ pub async fn set_instance(
     Ok(info)
 }
 
+/// One entry of the audit log as admins read it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditEntry {
+    pub id: i64,
+    /// Who did it (an admin or a moderator).
+    pub actor: i64,
+    /// `report.dismiss`, `report.ban`, `role.set`, `filter.create`, …
+    pub action: String,
+    /// What it was done to (`case:ID`, `user:UID`, `filter:ID`).
+    pub subject: String,
+    pub note: String,
+    pub at: i64,
+}
+
 /// The audit log, newest first.
 pub async fn audit_log(
     ctx: &Context,
     cursor: Option<Cursor>,
     limit: usize,
-) -> AppResult<Page<AuditDoc>> {
+) -> AppResult<Page<AuditEntry>> {
     let (items, next_cursor) = fill_page(
         limit,
         cursor.map(|c| c.0),
@@ -862,7 +902,17 @@ pub async fn audit_log(
     )
     .await?;
     Ok(Page {
-        items,
+        items: items
+            .into_iter()
+            .map(|e| AuditEntry {
+                id: e.id,
+                actor: e.actor,
+                action: e.action,
+                subject: e.subject,
+                note: e.note,
+                at: e.at,
+            })
+            .collect(),
         next_cursor,
         server_time: now_ms(),
     })

@@ -219,8 +219,11 @@ pub async fn list(
         })
         .collect();
     let mut comments = comments;
+    // An actor without a card (suspended, or deleted and not yet erased)
+    // did nothing anyone sees meanwhile.
     let items = docs
         .into_iter()
+        .filter(|n| n.actor == 0 || cards.contains_key(&n.actor))
         .map(|n| NotificationView {
             id: n.id,
             kind: n.kind,

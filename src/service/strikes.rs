@@ -56,7 +56,9 @@ pub(super) struct Sanction {
     pub until: Option<i64>,
 }
 
-/// Records the strike of closing `case` by `action` and applies it.
+/// Applies the strike of closing `case` by `action`, then records it and
+/// tells the account: the record last, so that a strike on record was
+/// carried out. Safe to repeat (the strike's id is the case's).
 pub(super) async fn strike(
     ctx: &Context,
     case: &CaseDoc,
@@ -64,6 +66,12 @@ pub(super) async fn strike(
     sanction: Sanction,
     reason: Option<String>,
 ) -> AppResult<()> {
+    if sanction.remove {
+        remove_content(ctx, case.target).await?;
+    }
+    if let Some(until) = sanction.until {
+        suspend(ctx, case.account, until).await?;
+    }
     let strike = StrikeDoc {
         id: case.id,
         uid: case.account,
@@ -73,17 +81,11 @@ pub(super) async fn strike(
         reason,
         snapshot: case.snapshot.clone(),
         until: sanction.until,
-        at: now_ms(),
+        at: case.closing.as_ref().map_or_else(now_ms, |c| c.at),
         appeal: None,
         overturned_at: None,
     };
     ctx.docs.insert_strike(&strike).await?;
-    if sanction.remove {
-        remove_content(ctx, case.target).await?;
-    }
-    if let Some(until) = sanction.until {
-        suspend(ctx, case.account, until).await?;
-    }
     notify(
         ctx,
         Event {
@@ -142,20 +144,17 @@ pub(super) async fn set_post_moderation(
 }
 
 /// Suspends the account until `until` (or longer, if it already is) and
-/// ends every session of it.
+/// ends every session of it. The suspension is written first: from then
+/// on the documents give the account no card, so whatever of the rest
+/// fails, no session of it is honoured once its cached card goes.
 async fn suspend(ctx: &Context, uid: i64, until: i64) -> AppResult<()> {
-    let Some(user) = ctx.docs.users_by_ids(&[uid]).await?.pop() else {
-        return Ok(());
-    };
-    if user.is_erased() {
-        return Ok(());
+    ctx.docs.extend_suspension(uid, until).await?;
+    credentials_changed(ctx, uid).await;
+    if let Err(e) = sign_out_everywhere(ctx, uid).await {
+        // Dishonoured already (no card); the sessions expire or go later.
+        tracing::warn!(uid, error = %e, "a suspended account's sessions are left to expire");
     }
-    ctx.docs
-        .set_suspension(uid, until.max(user.suspended_until))
-        .await?;
-    // Raises the credentials, drops the card (so no read shows the account
-    // from here on, on any instance) and closes the sessions.
-    sign_out_everywhere(ctx, uid).await
+    Ok(())
 }
 
 /// Sets the account's suspension to `until` (0: none) and drops its card,
@@ -188,11 +187,12 @@ pub async fn lift_suspension(ctx: &Context, admin: i64, uid: i64) -> AppResult<(
     Ok(())
 }
 
-/// Withdraws a strike: the post it removed is restored, and the account
-/// stays suspended only as long as its other standing strikes say.
+/// Withdraws a strike: the post it removed is restored, and the account's
+/// suspension is shortened to what its other standing strikes say (never
+/// lengthened: a suspension an admin lifted stays lifted). The mark last,
+/// so a withdrawal on record was carried out.
 pub(super) async fn overturn(ctx: &Context, strike: &StrikeDoc) -> AppResult<()> {
     let now = now_ms();
-    ctx.docs.overturn_strike(strike.id, now).await?;
     if strike.action == "remove_content" && strike.target.kind == TargetKind::Post {
         set_post_moderation(ctx, strike.target.id, None).await?;
     }
@@ -207,8 +207,17 @@ pub(super) async fn overturn(ctx: &Context, strike: &StrikeDoc) -> AppResult<()>
             .filter(|until| *until > now)
             .max()
             .unwrap_or(0);
-        set_suspension(ctx, strike.uid, standing).await?;
+        let current = ctx
+            .docs
+            .users_by_ids(&[strike.uid])
+            .await?
+            .pop()
+            .map_or(0, |u| u.suspended_until);
+        if standing < current {
+            set_suspension(ctx, strike.uid, standing).await?;
+        }
     }
+    ctx.docs.overturn_strike(strike.id, now).await?;
     Ok(())
 }
 

@@ -215,6 +215,7 @@ metered! {
         batch(uids) fn users_by_ids(uids: &[i64]) -> Vec<UserDoc>;
         counted fn set_roles(uid: i64, roles: &[String]) -> bool;
         counted fn set_suspension(uid: i64, until: i64) -> bool;
+        counted fn extend_suspension(uid: i64, until: i64) -> ();
         counted fn staff(limit: usize) -> Vec<i64>;
         counted fn update_profile(uid: i64, change: ProfileChange<'_>) -> Option<UserDoc>;
         counted fn set_password_hash(uid: i64, password_hash: &str, checked_gen: i64, credential_gen: i64) -> bool;
@@ -351,6 +352,9 @@ metered! {
         counted fn reports_of_case(case_id: i64, after: Option<i64>, limit: usize) -> Vec<ReportDoc>;
         counted fn reports_by_reporter(reporter: i64, before: Option<i64>, limit: usize) -> Vec<ReportDoc>;
         counted fn close_case(case_id: i64, closing: &CaseClosing) -> Option<CaseDoc>;
+        // The sweep that finishes telling, not a request's round trip.
+        background fn unfinished_cases(before: i64, limit: usize) -> Vec<i64>;
+        counted fn mark_finished(case_id: i64) -> ();
         counted fn append_audit(entry: &AuditDoc) -> ();
         counted fn audit_page(before: Option<i64>, limit: usize) -> Vec<AuditDoc>;
         background fn oldest_open_case() -> Option<CaseDoc>;

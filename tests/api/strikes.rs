@@ -141,6 +141,44 @@ async fn a_suspended_account_cannot_sign_in_and_its_content_is_gone_until_lifted
     let on_other = app.text_post(&reader, "the reader's post").await;
     app.comment(&author, on_other, "the suspended one's comment", None)
         .await;
+    let (s, _) = app
+        .put(
+            &format!("/api/v1/posts/{on_other}/like"),
+            Some(&author.token),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 200);
+    // What the reader sees of the author on their own post: the comment,
+    // the like, the notifications of both.
+    let traces = || async {
+        let (_, comments) = app
+            .get(
+                &format!("/api/v1/posts/{on_other}/comments"),
+                Some(&reader.token),
+            )
+            .await;
+        let (_, likes) = app
+            .get(
+                &format!("/api/v1/posts/{on_other}/likes"),
+                Some(&reader.token),
+            )
+            .await;
+        let (_, notes) = app.get("/api/v1/notifications", Some(&reader.token)).await;
+        let by_author = |v: &Value, at: &str| {
+            v["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|i| i[at]["uid"] == author.uid)
+                .count()
+        };
+        (
+            by_author(&comments, "author"),
+            by_author(&likes, "user"),
+            by_author(&notes, "actor"),
+        )
+    };
+    assert_eq!(traces().await, (1, 1, 2));
     let body = json!({"targetType": "user", "targetId": author.uid, "category": "spam"});
     assert_eq!(report(&app, &reader, body).await.0, 201);
     let m = moderator(&app, "spmod").await;
@@ -188,6 +226,7 @@ async fn a_suspended_account_cannot_sign_in_and_its_content_is_gone_until_lifted
     assert_eq!(s.as_u16(), 404);
     let (_, p) = post_status(&app, &reader, on_other).await;
     assert_eq!(p["comments"], json!([]), "{p}");
+    assert_eq!(traces().await, (0, 0, 0));
     // Only an admin lifts it; then all of it is back.
     let path = format!("/api/v1/admin/users/{}/suspension", author.uid);
     assert_eq!(app.delete(&path, Some(&m.token)).await.0.as_u16(), 403);
@@ -201,6 +240,7 @@ async fn a_suspended_account_cannot_sign_in_and_its_content_is_gone_until_lifted
     assert!(whole_feed(&app, &reader, 10).await.contains(&post));
     let (_, p) = post_status(&app, &reader, on_other).await;
     assert_eq!(p["comments"][0]["content"], "the suspended one's comment");
+    assert_eq!(traces().await, (1, 1, 2));
     // The strike stands, with its end.
     let author = User { token, ..author };
     let struck = strikes(&app, &author).await;

@@ -58,8 +58,8 @@ pub async fn erase_old_snapshots(docs: &dyn DocStore, retention_days: u64) {
     sweep("snapshots", || docs.erase_snapshots(None, before, BATCH)).await;
 }
 
-/// At start-up and every few minutes: the fan-outs and account erasures
-/// an instance left unfinished, and the expired.
+/// At start-up and every few minutes: the fan-outs, account erasures and
+/// closed moderation items an instance left unfinished, and the expired.
 pub fn spawn(ctx: crate::service::Context) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(EVERY);
@@ -71,6 +71,9 @@ pub fn spawn(ctx: crate::service::Context) -> tokio::task::JoinHandle<()> {
             }
             sweep_once(ctx.docs.as_ref()).await;
             erase_old_snapshots(ctx.docs.as_ref(), ctx.settings.moderation_retention_days).await;
+            if let Err(e) = crate::service::moderation::finish_unfinished(&ctx).await {
+                tracing::warn!(error = %e, "could not finish closed moderation items");
+            }
             if let Err(e) = crate::service::erasure::resume_unfinished(&ctx).await {
                 tracing::warn!(error = %e, "could not resume erasing deleted accounts");
             }

@@ -1179,8 +1179,11 @@ pub async fn comment_views(
         (Some(p), Some(rel)) => crate::service::shows_actor(&p.body, rel, u),
         _ => true,
     };
+    // A comment by someone without a card (suspended, or deleted and not
+    // yet erased) is not shown meanwhile.
     let views = comments
         .into_iter()
+        .filter(|doc| cards.contains_key(&doc.author_uid))
         .map(|doc| {
             let mut likers = loaded
                 .sets

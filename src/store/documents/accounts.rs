@@ -223,6 +223,10 @@ pub trait AccountDocs: Send + Sync {
     /// there is no such account.
     async fn set_suspension(&self, uid: i64, until: i64) -> StoreResult<bool>;
 
+    /// Suspends the account until `until` unless it already is until
+    /// later, in one write: of two suspensions at once, the longer holds.
+    async fn extend_suspension(&self, uid: i64, until: i64) -> StoreResult<()>;
+
     /// Up to `limit` accounts with any role (moderators and admins): whom
     /// a new report is told to.
     async fn staff(&self, limit: usize) -> StoreResult<Vec<i64>>;

@@ -159,6 +159,16 @@ pub struct CaseDoc {
     /// it keeps the strike, `overturn` withdraws it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub appeal: Option<AppealBrief>,
+    /// When it closed, while what follows is not all done (the action's
+    /// effects, then telling everyone it concerns): set by `close_case`,
+    /// cleared by `mark_finished`, so what a stopping instance or a failing
+    /// store cut short is finished by another.
+    #[serde(
+        rename = "unfinishedSince",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub unfinished_since: Option<i64>,
 }
 
 impl CaseDoc {
@@ -184,6 +194,7 @@ impl CaseDoc {
             closing: None,
             held: None,
             appeal: None,
+            unfinished_since: None,
         }
     }
 }
@@ -246,6 +257,10 @@ pub struct CaseClosing {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared: Option<String>,
     pub at: i64,
+    /// For `suspend` and `ban`: until when (`BANNED`: without end), fixed
+    /// when the case closes, so finishing it later suspends as long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<i64>,
 }
 
 /// A strike: a moderator's action (`remove_content`, `warn`, `suspend`,
@@ -293,7 +308,7 @@ pub struct StrikeAppeal {
 }
 
 /// One entry of the audit log: who did what to what, when, and why.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct AuditDoc {
     #[serde(rename = "_id")]
@@ -385,10 +400,18 @@ pub trait ModerationDocs: Send + Sync {
         limit: usize,
     ) -> StoreResult<Vec<ReportDoc>>;
 
-    /// Closes an open case (and so every report in it); `None` when it was
-    /// not open (closed already, or no such case), and nothing changes.
+    /// Closes an open case (and so every report in it), unfinished since
+    /// `closing.at`; `None` when it was not open (closed already, or
+    /// no such case), and nothing changes.
     async fn close_case(&self, case_id: i64, closing: &CaseClosing)
         -> StoreResult<Option<CaseDoc>>;
+
+    /// Up to `limit` closed cases unfinished since before `before`.
+    async fn unfinished_cases(&self, before: i64, limit: usize) -> StoreResult<Vec<i64>>;
+
+    /// A closed case's action took effect and everyone it concerns was
+    /// told.
+    async fn mark_finished(&self, case_id: i64) -> StoreResult<()>;
 
     /// Appends an entry to the audit log, which nothing edits or deletes.
     async fn append_audit(&self, entry: &AuditDoc) -> StoreResult<()>;
@@ -439,9 +462,9 @@ pub trait ModerationDocs: Send + Sync {
     /// no such strike.
     async fn overturn_strike(&self, strike_id: i64, at: i64) -> StoreResult<bool>;
 
-    /// Erases (`Snapshot::erase`) the snapshots of up to `limit` closed
-    /// cases below id `before`, of `account` if given, not erased yet;
-    /// how many it erased.
+    /// Erases (`Snapshot::erase`, and an appeal's text) the snapshots of up
+    /// to `limit` closed cases below id `before`, of `account` if given,
+    /// not erased yet; how many it erased.
     async fn erase_snapshots(
         &self,
         account: Option<i64>,

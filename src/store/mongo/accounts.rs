@@ -75,6 +75,22 @@ impl AccountDocs for MongoDocs {
         Ok(r.matched_count == 1)
     }
 
+    async fn extend_suspension(&self, uid: i64, until: i64) -> StoreResult<()> {
+        // Conditional on the stored end being earlier (or absent), so the
+        // write itself decides between two at once.
+        self.users()
+            .update_one(
+                doc! { "_id": uid, "$or": [
+                    { "suspendedUntil": { "$exists": false } },
+                    { "suspendedUntil": { "$lt": until } },
+                ] },
+                doc! { "$set": { "suspendedUntil": until } },
+            )
+            .await
+            .map_err(classify)?;
+        Ok(())
+    }
+
     async fn staff(&self, limit: usize) -> StoreResult<Vec<i64>> {
         let cursor = self
             .db

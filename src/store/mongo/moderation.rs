@@ -257,7 +257,11 @@ impl ModerationDocs for MongoDocs {
             .cases()
             .update_one(
                 doc! { "_id": case_id, "state": state_text(CaseState::Open)? },
-                doc! { "$set": { "state": state, "closing": closing_doc } },
+                doc! { "$set": {
+                    "state": state,
+                    "closing": closing_doc,
+                    "unfinishedSince": closing.at,
+                } },
             )
             .await
             .map_err(classify)?;
@@ -271,8 +275,32 @@ impl ModerationDocs for MongoDocs {
         Ok(Some(CaseDoc {
             state: closing.state,
             closing: Some(closing.clone()),
+            unfinished_since: Some(closing.at),
             ..case
         }))
+    }
+
+    async fn unfinished_cases(&self, before: i64, limit: usize) -> StoreResult<Vec<i64>> {
+        let found = self
+            .db
+            .collection::<IdOnly>("moderation_cases")
+            .find(doc! { "unfinishedSince": { "$lt": before } })
+            .projection(doc! { "_id": 1 })
+            .limit(limit as i64)
+            .await
+            .map_err(classify)?;
+        Ok(collect(found).await?.into_iter().map(|d| d.id).collect())
+    }
+
+    async fn mark_finished(&self, case_id: i64) -> StoreResult<()> {
+        self.cases()
+            .update_one(
+                doc! { "_id": case_id },
+                doc! { "$unset": { "unfinishedSince": "" } },
+            )
+            .await
+            .map_err(classify)?;
+        Ok(())
     }
 
     async fn append_audit(&self, entry: &AuditDoc) -> StoreResult<()> {
@@ -443,6 +471,14 @@ impl ModerationDocs for MongoDocs {
                 .await
                 .map_err(classify)?;
             erased += r.modified_count;
+            // An appeal's text is the appellant's words about the content.
+            self.cases()
+                .update_one(
+                    doc! { "_id": id, "appeal": { "$exists": true } },
+                    doc! { "$set": { "appeal.text": "" } },
+                )
+                .await
+                .map_err(classify)?;
         }
         Ok(erased)
     }

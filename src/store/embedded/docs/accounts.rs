@@ -133,6 +133,24 @@ impl AccountDocs for EmbeddedDocs {
         .await
     }
 
+    async fn extend_suspension(&self, uid: i64, until: i64) -> StoreResult<()> {
+        self.write(move |txn| {
+            let mut users = txn.open_table(USERS).map_err(other)?;
+            let Some(mut user) = get_doc::<UserDoc>(&users, id(uid))? else {
+                return Ok(());
+            };
+            if user.suspended_until >= until {
+                return Ok(());
+            }
+            user.suspended_until = until;
+            users
+                .insert(id(uid), encode(&user)?.as_slice())
+                .map_err(other)?;
+            Ok(())
+        })
+        .await
+    }
+
     async fn staff(&self, limit: usize) -> StoreResult<Vec<i64>> {
         self.read(move |txn| {
             let staff = txn.open_table(STAFF).map_err(other)?;

@@ -29,6 +29,12 @@ pub(super) const OPEN_CASES_BY_ACCOUNT: TableDefinition<(u64, u64), ()> =
     TableDefinition::new("open_cases_by_account");
 pub(super) const CLOSED_CASES_BY_ACCOUNT: TableDefinition<(u64, u64), ()> =
     TableDefinition::new("closed_cases_by_account");
+/// Closed cases whose snapshot is not erased yet, for the retention sweep.
+pub(super) const SNAPSHOTS_KEPT: TableDefinition<u64, ()> = TableDefinition::new("snapshots_kept");
+/// (unfinished since, case id) of closed cases whose action's effects or
+/// notifications are not all done.
+pub(super) const UNFINISHED_CASES: TableDefinition<(u64, u64), ()> =
+    TableDefinition::new("unfinished_cases");
 /// `InstanceDoc::ID` → the instance's name, contact and rules.
 pub(super) const INSTANCE: TableDefinition<&str, &[u8]> = TableDefinition::new("instance");
 /// Filter id → the content filter.
@@ -231,6 +237,15 @@ impl ModerationDocs for EmbeddedDocs {
             }
             case.state = closing.state;
             case.closing = Some(closing.clone());
+            case.unfinished_since = Some(closing.at);
+            txn.open_table(SNAPSHOTS_KEPT)
+                .map_err(other)?
+                .insert(id(case_id), ())
+                .map_err(other)?;
+            txn.open_table(UNFINISHED_CASES)
+                .map_err(other)?
+                .insert((id(closing.at), id(case_id)), ())
+                .map_err(other)?;
             cases
                 .insert(id(case_id), encode(&case)?.as_slice())
                 .map_err(other)?;
@@ -255,6 +270,39 @@ impl ModerationDocs for EmbeddedDocs {
                 .insert((id(case.account), id(case_id)), ())
                 .map_err(other)?;
             Ok(Some(case))
+        })
+        .await
+    }
+
+    async fn unfinished_cases(&self, before: i64, limit: usize) -> StoreResult<Vec<i64>> {
+        self.read(move |txn| {
+            let table = txn.open_table(UNFINISHED_CASES).map_err(other)?;
+            let mut out = Vec::new();
+            for entry in table.range(..(id(before), 0)).map_err(other)?.take(limit) {
+                out.push(entry.map_err(other)?.0.value().1 as i64);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn mark_finished(&self, case_id: i64) -> StoreResult<()> {
+        self.write(move |txn| {
+            let mut cases = txn.open_table(CASES).map_err(other)?;
+            let Some(mut case) = get_doc::<CaseDoc>(&cases, id(case_id))? else {
+                return Ok(());
+            };
+            let Some(since) = case.unfinished_since.take() else {
+                return Ok(());
+            };
+            txn.open_table(UNFINISHED_CASES)
+                .map_err(other)?
+                .remove((id(since), id(case_id)))
+                .map_err(other)?;
+            cases
+                .insert(id(case_id), encode(&case)?.as_slice())
+                .map_err(other)?;
+            Ok(())
         })
         .await
     }
@@ -445,47 +493,54 @@ impl ModerationDocs for EmbeddedDocs {
         limit: usize,
     ) -> StoreResult<u64> {
         self.write(move |txn| {
-            // Closed cases below `before`, oldest first, of one account if
-            // asked: read by index, then erased one by one.
-            let ids: Vec<u64> = {
-                let (table, owner) = match account {
-                    Some(a) => (
-                        txn.open_table(CLOSED_CASES_BY_ACCOUNT).map_err(other)?,
-                        id(a),
-                    ),
-                    None => (
-                        txn.open_table(CASES_BY_STATE).map_err(other)?,
-                        state_code(false),
-                    ),
-                };
-                let mut ids = Vec::new();
-                for entry in table
-                    .range((owner, 0)..(owner, id(before)))
-                    .map_err(other)?
-                {
-                    ids.push(entry.map_err(other)?.0.value().1);
+            // Closed cases below `before` whose snapshot is kept: read from
+            // the kept ones (erasing takes a case off it, so each sweep
+            // reads only what is left), or, for one account, from its
+            // closed cases.
+            let ids: Vec<u64> = match account {
+                Some(a) => {
+                    let table = txn.open_table(CLOSED_CASES_BY_ACCOUNT).map_err(other)?;
+                    let kept = txn.open_table(SNAPSHOTS_KEPT).map_err(other)?;
+                    let mut ids = Vec::new();
+                    for entry in table
+                        .range((id(a), 0)..(id(a), id(before)))
+                        .map_err(other)?
+                    {
+                        let case_id = entry.map_err(other)?.0.value().1;
+                        if kept.get(case_id).map_err(other)?.is_some() {
+                            ids.push(case_id);
+                            if ids.len() >= limit {
+                                break;
+                            }
+                        }
+                    }
+                    ids
                 }
-                ids
+                None => {
+                    let kept = txn.open_table(SNAPSHOTS_KEPT).map_err(other)?;
+                    let mut ids = Vec::new();
+                    for entry in kept.range(..id(before)).map_err(other)?.take(limit) {
+                        ids.push(entry.map_err(other)?.0.value());
+                    }
+                    ids
+                }
             };
             let mut cases = txn.open_table(CASES).map_err(other)?;
-            let mut erased = 0;
-            for case_id in ids {
-                if erased as usize >= limit {
-                    break;
-                }
-                let Some(mut case) = get_doc::<CaseDoc>(&cases, case_id)? else {
+            let mut kept = txn.open_table(SNAPSHOTS_KEPT).map_err(other)?;
+            for case_id in &ids {
+                kept.remove(*case_id).map_err(other)?;
+                let Some(mut case) = get_doc::<CaseDoc>(&cases, *case_id)? else {
                     continue;
                 };
-                if case.snapshot.erased {
-                    continue;
-                }
                 case.snapshot.erase();
+                if let Some(appeal) = case.appeal.as_mut() {
+                    appeal.text.clear();
+                }
                 cases
-                    .insert(case_id, encode(&case)?.as_slice())
+                    .insert(*case_id, encode(&case)?.as_slice())
                     .map_err(other)?;
-                erased += 1;
             }
-            Ok(erased)
+            Ok(ids.len() as u64)
         })
         .await
     }
@@ -546,5 +601,7 @@ pub(super) fn create_tables(txn: &WriteTransaction) -> StoreResult<()> {
     txn.open_table(CONTENT_FILTERS).map_err(other)?;
     txn.open_table(STRIKES).map_err(other)?;
     txn.open_table(STRIKES_BY_ACCOUNT).map_err(other)?;
+    txn.open_table(UNFINISHED_CASES).map_err(other)?;
+    txn.open_table(SNAPSHOTS_KEPT).map_err(other)?;
     Ok(())
 }
