@@ -737,14 +737,17 @@ async fn tell_everyone(ctx: &Context, case: &CaseDoc) {
     }
 }
 
-/// Finishes cases closed over a minute ago and not marked finished: their
+/// How long a closed item's own request has to finish it before the sweep
+/// does.
+pub const FINISH_GRACE_MS: i64 = 60_000;
+
+/// Finishes cases closed over `grace_ms` ago and not marked finished: their
 /// effects (again: each is safe to repeat), then the telling. An instance
 /// stopped halfway, or a store failed.
-pub async fn finish_unfinished(ctx: &Context) -> AppResult<()> {
-    const GRACE_MS: i64 = 60_000;
+pub async fn finish_unfinished(ctx: &Context, grace_ms: i64) -> AppResult<()> {
     let unfinished = ctx
         .docs
-        .unfinished_cases(now_ms() - GRACE_MS, CLOSE_BATCH)
+        .unfinished_cases(now_ms() - grace_ms, CLOSE_BATCH)
         .await?;
     for case in ctx.docs.cases_by_ids(&unfinished).await? {
         match carry_out(ctx, &case).await {

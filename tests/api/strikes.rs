@@ -612,3 +612,56 @@ async fn only_an_admin_suspends_a_moderator() {
     let (s, _) = app.get("/api/v1/me", Some(&other.token)).await;
     assert_eq!(s.as_u16(), 401);
 }
+
+#[tokio::test]
+async fn an_action_a_failure_cut_short_is_finished_by_the_sweep() {
+    use moments::store::faults::Fault;
+    let app = spawn_app().await;
+    let author = app.user("cutauthor").await;
+    let reader = app.user("cutreader").await;
+    let post = app.text_post(&author, "cut short").await;
+    let body = json!({"targetType": "post", "targetId": post, "category": "spam"});
+    assert_eq!(report(&app, &reader, body).await.0, 201);
+    let m = moderator(&app, "cutmod").await;
+    // The strike's record fails: the item is claimed, the post removed,
+    // and the moderator told to look again.
+    app.ctx
+        .faults
+        .inject("ModerationDocs", "insert_strike", Fault::Fail, 1);
+    let (s, v) = act_on(
+        &app,
+        &m,
+        json!({"kind": "post", "id": post}),
+        json!({"action": "remove_content", "note": "spam", "shareWithReporter": true}),
+    )
+    .await;
+    assert_eq!(s, 503, "{v}");
+    assert!(strikes(&app, &author).await.is_empty());
+    assert!(queue(&app, &m, "").await.is_empty(), "the item was claimed");
+    // The sweep finishes it: the strike recorded, everyone told.
+    moments::service::moderation::finish_unfinished(&app.ctx, 0)
+        .await
+        .unwrap();
+    let struck = strikes(&app, &author).await;
+    assert_eq!(struck.len(), 1, "{struck:?}");
+    assert_eq!(struck[0]["reason"], "spam");
+    notified(&app, &author, "strike", struck[0]["id"].as_i64().unwrap()).await;
+    wait_until("the reporter is told", || async {
+        let (_, n) = app.get("/api/v1/notifications", Some(&reader.token)).await;
+        n["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["kind"] == "report_closed")
+    })
+    .await;
+    assert_eq!(post_status(&app, &reader, post).await.0, 404);
+    // Finished once: the sweep leaves it alone from then on.
+    assert!(app
+        .ctx
+        .docs
+        .unfinished_cases(i64::MAX, 10)
+        .await
+        .unwrap()
+        .is_empty());
+}

@@ -71,7 +71,12 @@ pub fn spawn(ctx: crate::service::Context) -> tokio::task::JoinHandle<()> {
             }
             sweep_once(ctx.docs.as_ref()).await;
             erase_old_snapshots(ctx.docs.as_ref(), ctx.settings.moderation_retention_days).await;
-            if let Err(e) = crate::service::moderation::finish_unfinished(&ctx).await {
+            if let Err(e) = crate::service::moderation::finish_unfinished(
+                &ctx,
+                crate::service::moderation::FINISH_GRACE_MS,
+            )
+            .await
+            {
                 tracing::warn!(error = %e, "could not finish closed moderation items");
             }
             if let Err(e) = crate::service::erasure::resume_unfinished(&ctx).await {
