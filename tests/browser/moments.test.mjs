@@ -133,14 +133,19 @@ async function refused(page, refusal, action) {
   }
 }
 
-/** @param {import('playwright-core').Page} page @param {string} name */
-async function screenshot(page, name) {
+/**
+ * @param {import('playwright-core').Page} page
+ * @param {string} name
+ * @param {import('playwright-core').Locator} [at] a part further down to show at the top
+ */
+async function screenshot(page, name, at) {
   if (!SHOTS) return;
-  // From the top, with no focus ring, once the pictures are in.
+  // From the top (or from `at`), with no focus ring, once the pictures are in.
   await page.evaluate(() => {
     window.scrollTo(0, 0);
     if (document.activeElement instanceof HTMLElement) document.activeElement.blur();
   });
+  if (at) await at.evaluate((el) => el.scrollIntoView({ block: 'start' }));
   await page.waitForFunction(() => [...document.images].every((img) => img.complete));
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: false });
 }
@@ -266,7 +271,7 @@ function step(name, body) {
     } catch (error) {
       broken = name;
       // What each person's page showed when it failed, for the log.
-      for (const [who, page] of [['wang', wang], ['li', li], ['admin', admin]]) {
+      for (const [who, page] of [['wang', wang], ['li', li], ['admin', admin], ['zhao', zhao]]) {
         if (!page || page.isClosed()) continue;
         const path = join(tmpdir(), `moments-browser-failure-${who}.png`);
         await page.screenshot({ path, fullPage: true }).catch(() => {});
@@ -282,6 +287,7 @@ let broken = false;
 /** @type {import('playwright-core').Page} */ let wang;
 /** @type {import('playwright-core').Page} */ let li;
 /** @type {import('playwright-core').Page} */ let admin;
+/** @type {import('playwright-core').Page} */ let zhao;
 let postId = '';
 
 step('the pages are served with a strict Content-Security-Policy', async () => {
@@ -549,7 +555,7 @@ step('the admin searches, edits and deletes rows, and checks and rebuilds the li
 step('someone without the admin role gets no console', async () => {
   await visit(li, '/admin');
   await onPage(li, '管理后台');
-  await li.getByText('这里需要管理员身份。').waitFor();
+  await li.getByText('这里需要审核员或管理员身份。').waitFor();
   await li.getByRole('link', { name: '我', exact: true }).click();
   await onPage(li, '我');
   // The console's link would be in this menu, drawn with the album's.
@@ -660,6 +666,429 @@ step('markup in names, posts and comments is shown as text, never run', async ()
   assert.equal(await mallory.locator('main img[src="x"], main script, main b, main svg').count(), 0);
   assert.ok((await mallory.title()).startsWith('详情'), await mallory.title());
   await mallory.context().close();
+});
+
+// Reporting and moderation. 赵六 follows 王五 and reports his comment, his
+// account and his post; the admin makes 李四 a moderator, who works the
+// queue: removes the post, overturns the strike on appeal, holds a term,
+// dismisses two items at once and suspends the account.
+const ZHAO = { username: `zhaoliu_${RUN}`, nick: '赵六' };
+const RULES = ['友善待人', '不发广告'];
+const AD_TEXT = '限时特价，私信我下单';
+const AD_COMMENT = '加我微信 abc123';
+const NOTE = '广告内容，已移除';
+const APPEAL = '这是我自己做的东西，不是广告';
+const HOLD_TERM = '代购';
+const HELD_TEXT = '代购名牌包，需要的私信';
+let wangUid = 0;
+let adPostId = 0;
+let adCaseId = '';
+let heldPostId = '';
+
+/**
+ * A call of the API as the person signed in on `page`.
+ * @param {import('playwright-core').Page} page
+ * @param {string} method
+ * @param {string} path under /api/v1
+ * @param {unknown} [body]
+ */
+async function api(page, method, path, body) {
+  const { token } = await session(page);
+  return request(`/api/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+}
+
+/**
+ * Waits until `check` holds, asking again every 100 ms for one wait's time:
+ * for what the service does in the background after it answered.
+ * @param {string} what
+ * @param {() => Promise<boolean>} check
+ */
+async function eventually(what, check) {
+  const deadline = Date.now() + WAIT_MS;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  assert.fail(`${what}: not within ${WAIT_MS} ms`);
+}
+
+/** The texts of the posts anyone may see in this account's album. @param {number} uid */
+async function albumTexts(uid) {
+  const res = await request(`/api/v1/users/${uid}/posts?limit=100`);
+  assert.equal(res.status, 200);
+  return (await res.json()).items.map((/** @type {{ content: string }} */ p) => p.content);
+}
+
+/**
+ * The moderation queue item shown on `page` of this kind holding this text.
+ * @param {import('playwright-core').Page} page
+ * @param {'post' | 'comment' | 'user' | 'appeal'} kind
+ * @param {string} text
+ */
+function queueItem(page, kind, text) {
+  return page.getByRole('list', { name: '举报队列' }).locator(`.queue-item[data-kind="${kind}"]`).filter({ hasText: text });
+}
+
+step('a comment and an account are reported from the post page and the album', async () => {
+  ({ me: { uid: wangUid } } = await session(wang));
+  // The service's rules, which a report may cite by number.
+  let res = await api(admin, 'PUT', '/admin/instance', { name: 'moments', contact: 'mod@example.com', rules: RULES });
+  assert.equal(res.status, 200, await res.text());
+  zhao = await phone();
+  await signUp(zhao, ZHAO);
+  res = await api(zhao, 'PUT', `/users/${wangUid}/follow`);
+  assert.equal(res.status, 200, await res.text());
+  res = await api(wang, 'POST', '/posts', { category: 'TEXT', content: AD_TEXT });
+  const posted = await res.text();
+  assert.equal(res.status, 201, posted);
+  adPostId = JSON.parse(posted).id;
+  res = await api(wang, 'POST', `/posts/${adPostId}/comments`, { content: AD_COMMENT });
+  assert.equal(res.status, 201, await res.text());
+
+  await visit(zhao, `/post/${adPostId}`);
+  await onPage(zhao, '详情');
+  const comment = zhao.getByRole('list', { name: '全部评论' }).locator('.comment').filter({ hasText: AD_COMMENT });
+  await comment.getByRole('button', { name: `投诉 ${WANG.nick} 的评论` }).click();
+  const panel = zhao.getByRole('region', { name: `投诉 ${WANG.nick} 的评论` });
+  const reason = panel.getByLabel('投诉原因');
+  await reason.waitFor();
+  assert.ok(await reason.evaluate((el) => el === document.activeElement), 'the reason has focus');
+  await reason.selectOption({ label: '垃圾广告' });
+  await panel.getByRole('button', { name: '提交投诉' }).click();
+  await panel.getByText('已投诉，谢谢').waitFor();
+  await panel.getByRole('button', { name: '完成' }).click();
+  await panel.waitFor({ state: 'detached' });
+
+  await visit(zhao, `/u/${wangUid}`);
+  await onPage(zhao, WANG.nick);
+  await zhao.getByRole('button', { name: `投诉 ${WANG.nick}`, exact: true }).click();
+  const account = zhao.getByRole('region', { name: `投诉 ${WANG.nick}`, exact: true });
+  await account.getByLabel('投诉原因').selectOption({ label: '骚扰' });
+  await account.getByLabel('补充说明（可选）').fill('一直私信推销');
+  await account.getByRole('button', { name: '提交投诉' }).click();
+  await account.getByText('已投诉，谢谢').waitFor();
+  await account.getByRole('button', { name: '完成' }).click();
+  await account.waitFor({ state: 'detached' });
+});
+
+step('a post is reported from the feed, citing a rule, and its author blocked from the offer', async () => {
+  await feedHolds(zhao, AD_TEXT, 1);
+  await visit(zhao, '/feed');
+  await onPage(zhao, '朋友圈');
+  const card = postWith(zhao, AD_TEXT);
+  await card.getByRole('button', { name: '投诉这条动态' }).click();
+  const panel = card.getByRole('region', { name: '投诉这条动态' });
+  const reason = panel.getByLabel('投诉原因');
+  await reason.waitFor();
+  // No reason: said next to the field, and nothing is sent.
+  await panel.getByRole('button', { name: '提交投诉' }).click();
+  const error = zhao.locator(`#${await reason.getAttribute('id')}-error`);
+  await error.waitFor();
+  assert.equal(await error.innerText(), '请选择投诉原因');
+  assert.equal(await reason.getAttribute('aria-invalid'), 'true');
+  await reason.selectOption({ label: '垃圾广告' });
+  await panel.getByLabel('补充说明（可选）').fill('一直发广告');
+  assert.deepEqual(
+    await panel.getByRole('group', { name: '违反了哪些社区规则（可选）' }).getByRole('checkbox').evaluateAll(
+      (boxes) => boxes.map((box) => box.labels?.[0]?.textContent)),
+    ['1. 友善待人', '2. 不发广告'],
+  );
+  await panel.getByLabel('2. 不发广告').check();
+  await panel.getByRole('button', { name: '提交投诉' }).click();
+  await panel.getByText('已投诉，谢谢').waitFor();
+  await screenshot(zhao, 'report', card);
+  // 王五 does not follow 赵六: there is nothing to hide from him.
+  assert.equal(await panel.getByRole('button', { name: /不让/ }).count(), 0);
+  await panel.getByRole('button', { name: `不看 ${WANG.nick} 的朋友圈` }).waitFor();
+  await panel.getByRole('button', { name: `拉黑 ${WANG.nick}` }).click();
+  await panel.getByText(`已拉黑 ${WANG.nick}`).waitFor();
+  // A block covers a mute: it is no longer offered.
+  assert.equal(await panel.getByRole('button', { name: /不看/ }).count(), 0);
+
+  await visit(zhao, '/feed');
+  await onPage(zhao, '朋友圈');
+  await zhao.getByText('还没有动态').waitFor();
+  assert.equal(await postWith(zhao, AD_TEXT).count(), 0);
+});
+
+step('the reporter finds the reports under My reports, under review', async () => {
+  await zhao.getByRole('link', { name: '我', exact: true }).click();
+  await onPage(zhao, '我');
+  const reports = zhao.getByRole('list', { name: '我的投诉' });
+  const post = reports.getByRole('listitem').filter({ hasText: '动态 · 垃圾广告' });
+  await post.getByText('审核中').waitFor();
+  await post.getByText('你的说明：一直发广告').waitFor();
+  await reports.getByRole('listitem').filter({ hasText: '评论 · 垃圾广告' }).getByText('审核中').waitFor();
+  await reports.getByRole('listitem').filter({ hasText: '账号 · 骚扰' }).getByText('审核中').waitFor();
+  assert.equal(await reports.getByRole('listitem').count(), 3);
+  await zhao.getByRole('list', { name: '我的违规记录' }).waitFor({ state: 'attached' });
+  await zhao.getByText('没有违规记录').waitFor();
+});
+
+step('an admin makes someone a moderator; they get the queue but not the admin tools', async () => {
+  await visit(admin, '/admin');
+  await onPage(admin, '管理后台');
+  const roles = admin.getByRole('region', { name: '角色' });
+  await roles.getByLabel('用户 uid 或用户名').fill(LI.username);
+  await roles.getByLabel('角色', { exact: true }).selectOption({ label: '审核员' });
+  await roles.getByRole('button', { name: '设置角色' }).click();
+  await roles.getByText(`已将 ${LI.nick} (${LI.username}) 设为审核员`).waitFor();
+
+  // The role is read afresh: the Me page now links the console.
+  await visit(li, '/me');
+  await onPage(li, '我');
+  await li.getByRole('navigation', { name: '我', exact: true }).getByRole('link', { name: '管理后台' }).click();
+  await onPage(li, '管理后台');
+  await li.getByRole('heading', { name: '举报队列' }).waitFor();
+  assert.deepEqual(await li.getByRole('navigation', { name: '管理功能' }).getByRole('link').allTextContents(), ['举报队列', '过滤词']);
+  for (const admins of ['设备型号', '批量导入', '实时状态', '角色', '审计日志']) {
+    assert.equal(await li.getByRole('heading', { name: admins, exact: true }).count(), 0, `${admins} is for admins`);
+  }
+  assert.equal(await li.getByRole('button', { name: '检查' }).count(), 0);
+});
+
+step('the moderator reads the reported post in the queue and removes it with a shared note', async () => {
+  const item = queueItem(li, 'post', AD_TEXT);
+  await item.locator('.queue-account').getByRole('link', { name: WANG.nick }).waitFor();
+  await item.getByText('1 人投诉').waitFor();
+  await item.locator('.categories').getByText('垃圾广告').waitFor();
+  assert.equal(await item.locator('.snapshot-text').innerText(), AD_TEXT);
+  await item.getByRole('list', { name: '全部投诉' }).getByText('一直发广告').waitFor();
+  adCaseId = (await item.getAttribute('data-case-id')) ?? '';
+  assert.ok(adCaseId);
+
+  await item.getByRole('button', { name: '全部投诉与账号记录' }).click();
+  const detail = item.locator('.queue-detail');
+  await detail.getByText('违反规则：2. 不发广告').waitFor();
+  await detail.getByText('这个账号没有更早的处理记录').waitFor();
+  await screenshot(li, 'admin-queue', item);
+
+  await item.getByText('处理', { exact: true }).click();
+  const form = item.locator('form.act-form');
+  await form.getByLabel('处理方式').selectOption({ label: '移除内容' });
+  await form.getByLabel('把备注告知投诉人和被处理的账号').check();
+  // Sharing needs a note: said next to the note.
+  await refused(li, { method: 'POST', path: `/api/v1/admin/reports/${adCaseId}/actions`, status: 422 }, () =>
+    form.getByRole('button', { name: '确定' }).click());
+  const note = form.getByLabel('备注（可选）');
+  const error = li.locator(`#${await note.getAttribute('id')}-error`);
+  await error.waitFor();
+  assert.match(await error.innerText(), /note is needed/);
+  assert.equal(await note.getAttribute('aria-invalid'), 'true');
+  await note.fill(NOTE);
+  await form.getByRole('button', { name: '确定' }).click();
+  await item.getByText('已处理：移除内容').waitFor();
+  await item.getByText(`备注：${NOTE}`).waitFor();
+  await item.getByText('已告知投诉人').waitFor();
+  assert.equal(await item.getByRole('checkbox').count(), 0, 'a closed item is not offered for a bulk action');
+  assert.ok(!(await albumTexts(wangUid)).includes(AD_TEXT), 'the post is gone for everyone else');
+});
+
+step('the reporter sees the outcome under My reports', async () => {
+  await visit(zhao, '/me');
+  await onPage(zhao, '我');
+  const post = zhao.getByRole('list', { name: '我的投诉' }).getByRole('listitem').filter({ hasText: '动态 · 垃圾广告' });
+  await post.getByText('已处理', { exact: true }).waitFor();
+  await post.getByText(`审核员说明：${NOTE}`).waitFor();
+  await screenshot(zhao, 'me-reports', zhao.getByRole('region', { name: '我的投诉' }));
+
+  // Reporters are told in the background: once the service holds the
+  // notification, the page shows it as the service's, linking to My reports.
+  await eventually(`赵六 is told the report was closed`, async () => {
+    const res = await api(zhao, 'GET', '/notifications?limit=20');
+    assert.equal(res.status, 200);
+    return (await res.json()).items.some((/** @type {{ kind: string }} */ n) => n.kind === 'report_closed');
+  });
+  await visit(zhao, '/notifications');
+  await onPage(zhao, '消息');
+  const told = zhao.locator('li[data-kind="report_closed"]');
+  await told.getByText('审核通知').waitFor();
+  await told.getByRole('link', { name: '你的投诉有了处理结果' }).click();
+  await onPage(zhao, '我');
+});
+
+step('the author sees the post removed, the strike on the Me page, and appeals it', async () => {
+  await visit(wang, `/post/${adPostId}`);
+  await onPage(wang, '详情');
+  const card = postWith(wang, AD_TEXT);
+  await card.getByText('已被审核移除').waitFor();
+  await card.getByRole('link', { name: '查看处理记录和申诉' }).click();
+  await onPage(wang, '我');
+  const strike = wang.getByRole('list', { name: '我的违规记录' }).getByRole('listitem').filter({ hasText: AD_TEXT });
+  await strike.getByText('内容被移除').waitFor();
+  await strike.getByText('类别：垃圾广告').waitFor();
+  await strike.getByText(`原因：${NOTE}`).waitFor();
+  await strike.getByText('申诉', { exact: true }).click();
+  const text = strike.getByLabel('申诉理由');
+  await refused(wang, { method: 'POST', path: `/api/v1/me/strikes/${adCaseId}/appeal`, status: 400 }, () =>
+    strike.getByRole('button', { name: '提交申诉' }).click());
+  const error = wang.locator(`#${await text.getAttribute('id')}-error`);
+  await error.waitFor();
+  assert.match(await error.innerText(), /blank/);
+  await text.fill(APPEAL);
+  await strike.getByRole('button', { name: '提交申诉' }).click();
+  await strike.getByText('申诉审核中').waitFor();
+  await strike.getByText(`我的申诉：${APPEAL}`).waitFor();
+  assert.equal(await strike.getByRole('button', { name: '提交申诉' }).count(), 0, 'one appeal per strike');
+  await screenshot(wang, 'me-strikes', wang.getByRole('region', { name: '我的违规记录' }));
+});
+
+step('the moderator finds the appeal in the queue and overturns the strike', async () => {
+  await visit(li, '/admin');
+  await onPage(li, '管理后台');
+  const item = queueItem(li, 'appeal', APPEAL);
+  await item.getByText('对“移除内容”的申诉：').waitFor();
+  assert.equal(await item.locator('.snapshot-text').innerText(), AD_TEXT);
+  await item.getByText('处理', { exact: true }).click();
+  const action = item.getByLabel('处理方式');
+  assert.deepEqual(await action.locator('option').allTextContents(), ['请选择', '驳回申诉（维持处罚）', '撤销处罚']);
+  await action.selectOption({ label: '撤销处罚' });
+  await item.getByRole('button', { name: '确定' }).click();
+  await item.getByText('已处理：撤销处罚').waitFor();
+
+  // The post is back, for its author without the banner, and for everyone.
+  await visit(wang, `/post/${adPostId}`);
+  await onPage(wang, '详情');
+  await postWith(wang, AD_TEXT).locator('.post-content').waitFor();
+  assert.equal(await wang.locator('.moderation-banner').count(), 0);
+  assert.ok((await albumTexts(wangUid)).includes(AD_TEXT), 'the post is back');
+  await visit(wang, '/me');
+  await onPage(wang, '我');
+  const strike = wang.getByRole('list', { name: '我的违规记录' }).getByRole('listitem').filter({ hasText: AD_TEXT });
+  await strike.getByText('申诉成功，处罚已撤销').waitFor();
+  await strike.getByText(/^已撤销（/).waitFor();
+});
+
+step('a moderator adds a hold filter; a post with its term waits for review', async () => {
+  const filters = li.getByRole('region', { name: '过滤词' });
+  await filters.getByText('还没有过滤词').waitFor();
+  await filters.getByText('添加过滤词').click();
+  const form = filters.locator('details.add-filter');
+  await form.getByLabel('词语').fill(HOLD_TERM);
+  await form.getByLabel('命中时').selectOption({ label: '暂扣待审' });
+  await refused(li, { method: 'POST', path: '/api/v1/admin/filters', status: 400 }, () =>
+    form.getByRole('button', { name: '添加', exact: true }).click());
+  const reason = form.getByLabel('公开的原因');
+  const error = li.locator(`#${await reason.getAttribute('id')}-error`);
+  await error.waitFor();
+  assert.equal(await reason.getAttribute('aria-invalid'), 'true');
+  await reason.fill('疑似代购广告');
+  await form.getByRole('button', { name: '添加', exact: true }).click();
+  const row = filters.getByRole('listitem').filter({ hasText: HOLD_TERM });
+  await row.getByText('暂扣待审').waitFor();
+  await row.getByText('疑似代购广告').waitFor();
+  await filters.getByText(`已保存“${HOLD_TERM}”`).waitFor();
+  await screenshot(li, 'admin-filters', filters);
+
+  await visit(wang, '/compose');
+  await onPage(wang, '发表动态');
+  await wang.getByLabel('这一刻的想法').fill(HELD_TEXT);
+  await wang.getByRole('button', { name: '发表', exact: true }).click();
+  await onPage(wang, '详情');
+  heldPostId = /#\/post\/(\d+)$/.exec(wang.url())?.[1] ?? '';
+  assert.ok(heldPostId, wang.url());
+  await postWith(wang, HELD_TEXT).getByText('等待审核').waitFor();
+  assert.ok(!(await albumTexts(wangUid)).includes(HELD_TEXT), 'a held post is its author\'s alone');
+});
+
+step('a bulk dismiss closes two items at once, and publishes the held post', async () => {
+  await visit(li, '/admin');
+  await onPage(li, '管理后台');
+  const held = queueItem(li, 'post', HELD_TEXT);
+  await held.getByText('被过滤词暂扣：疑似代购广告。驳回即发布。').waitFor();
+  const comment = queueItem(li, 'comment', AD_COMMENT);
+  await held.getByRole('checkbox').check();
+  await comment.getByRole('checkbox').check();
+  const queue = li.getByRole('region', { name: '举报队列' });
+  await queue.getByText('批量处理选中的项').click();
+  const bulk = queue.locator('form.bulk-form');
+  await bulk.getByLabel('处理方式').selectOption({ label: '驳回' });
+  await bulk.getByLabel('备注（可选）').fill('没有违规');
+  await screenshot(li, 'admin-bulk', queue);
+  await bulk.getByRole('button', { name: '处理选中的 2 项' }).click();
+  await queue.getByText('已处理 2 项').waitFor();
+  await held.waitFor({ state: 'detached' });
+  await comment.waitFor({ state: 'detached' });
+  // The account's report is still open.
+  await queueItem(li, 'user', '一直私信推销').waitFor();
+
+  await queue.getByLabel('状态').selectOption({ label: '已驳回' });
+  await held.getByText('已处理：驳回').waitFor();
+  await comment.getByText('已处理：驳回').waitFor();
+  assert.equal(await queueItem(li, 'user', '一直私信推销').count(), 0);
+
+  await visit(wang, `/post/${heldPostId}`);
+  await onPage(wang, '详情');
+  await postWith(wang, HELD_TEXT).locator('.post-content').waitFor();
+  assert.equal(await wang.locator('.moderation-banner').count(), 0);
+  assert.ok((await albumTexts(wangUid)).includes(HELD_TEXT), 'published');
+});
+
+step('a suspended account is told why at sign-in, and an admin lifts the suspension', async () => {
+  // 王五 signs out here first, so his page asks nothing with a session
+  // the suspension is about to end.
+  await wang.evaluate(() => localStorage.removeItem('moments.session'));
+  await visit(wang, '/signin');
+  await onPage(wang, '登录');
+
+  await visit(li, '/admin');
+  await onPage(li, '管理后台');
+  const item = queueItem(li, 'user', '一直私信推销');
+  await item.getByText('处理', { exact: true }).click();
+  const form = item.locator('form.act-form');
+  const action = form.getByLabel('处理方式');
+  assert.deepEqual(await action.locator('option').allTextContents(), ['请选择', '驳回（没有违规）', '警告', '暂停使用', '封禁']);
+  const days = form.getByLabel('暂停天数');
+  assert.equal(await days.isVisible(), false, 'days only for a suspension');
+  await action.selectOption({ label: '暂停使用' });
+  await days.fill('3');
+  await form.getByRole('button', { name: '确定' }).click();
+  await item.getByText('已处理：暂停使用').waitFor();
+
+  await wang.getByLabel('用户名').fill(WANG.username);
+  await wang.getByLabel('密码').fill(PASSWORD);
+  await refused(wang, { method: 'POST', path: '/api/v1/sessions', status: 403 }, () =>
+    wang.getByRole('button', { name: '登录' }).click());
+  const alert = wang.locator('.form-error');
+  await alert.waitFor();
+  assert.match(await alert.innerText(), /^这个账号现在不能登录：this account is suspended until \d{4}-\d\d-\d\dT/);
+  await screenshot(wang, 'signin-suspended');
+
+  await visit(admin, '/admin');
+  await onPage(admin, '管理后台');
+  const lift = admin.getByRole('region', { name: '解除暂停或封禁' });
+  const who = lift.getByLabel('用户 uid 或用户名');
+  await who.fill(String(wangUid));
+  await lift.getByRole('button', { name: '解除', exact: true }).click();
+  await lift.getByText(`已解除 uid ${wangUid} 的暂停或封禁`).waitFor();
+  // Lifted already: said next to the field.
+  await refused(admin, { method: 'DELETE', path: `/api/v1/admin/users/${wangUid}/suspension`, status: 409 }, () =>
+    lift.getByRole('button', { name: '解除', exact: true }).click());
+  const error = admin.locator(`#${await who.getAttribute('id')}-error`);
+  await error.waitFor();
+  assert.match(await error.innerText(), /not suspended/);
+
+  await wang.getByRole('button', { name: '登录' }).click();
+  await onPage(wang, '朋友圈');
+});
+
+step('the admin reads every moderation action in the audit log', async () => {
+  const audit = admin.getByRole('region', { name: '审计日志' });
+  await audit.getByRole('button', { name: '刷新' }).click();
+  const entries = audit.getByRole('listitem');
+  await entries.filter({ hasText: 'account.lift_suspension' }).getByText(`user:${wangUid}`).waitFor();
+  await entries.filter({ hasText: 'report.remove_content' }).getByText(NOTE).waitFor();
+  await entries.filter({ hasText: 'report.overturn' }).getByText(`case:`).waitFor();
+  await entries.filter({ hasText: 'report.suspend' }).waitFor();
+  await entries.filter({ hasText: 'filter.create' }).getByText(HOLD_TERM).waitFor();
+  await entries.filter({ hasText: 'role.set' }).getByText('moderator').waitFor();
+  await entries.filter({ hasText: 'report.dismiss' }).nth(1).waitFor();
+  assert.equal(await entries.filter({ hasText: 'report.dismiss' }).count(), 2);
+  await screenshot(admin, 'admin-audit', audit);
 });
 
 step('no page logged an error', () => {

@@ -50,6 +50,59 @@ export function field(spec) {
   return { wrap, input };
 }
 
+/**
+ * A labelled `<select>` with its hint and error slot, wired as `field` wires
+ * an input. `options` are [value, words] pairs; a value of '' is the
+ * "choose one" prompt.
+ * @param {{ label: string, name: string, options: [string, string][], value?: string, hint?: string }} spec
+ * @returns {{ wrap: HTMLElement, input: HTMLSelectElement }}
+ */
+export function selectField(spec) {
+  const id = uniqueId(spec.name.replace(/[^a-zA-Z0-9]/g, '-'));
+  const hintId = spec.hint ? `${id}-hint` : null;
+  const input = h(
+    'select',
+    { id, name: spec.name, 'data-field': spec.name, 'aria-describedby': hintId },
+    spec.options.map(([value, words]) => h('option', { value, selected: value === (spec.value ?? '') }, words)),
+  );
+  const wrap = h(
+    'div',
+    { class: 'field' },
+    h('label', { for: id }, spec.label),
+    input,
+    spec.hint && h('p', { class: 'hint', id: hintId }, spec.hint),
+    h('p', { class: 'field-error', id: `${id}-error`, hidden: true }),
+  );
+  return { wrap, input };
+}
+
+/**
+ * A checkbox with its label after it, and an error slot.
+ * @param {{ label: string, name: string, checked?: boolean }} spec
+ * @returns {{ wrap: HTMLElement, input: HTMLInputElement }}
+ */
+export function checkField(spec) {
+  const id = uniqueId(spec.name.replace(/[^a-zA-Z0-9]/g, '-'));
+  const input = h('input', { type: 'checkbox', id, name: spec.name, 'data-field': spec.name, checked: spec.checked });
+  const wrap = h(
+    'div',
+    { class: 'field check' },
+    h('span', { class: 'check-row' }, input, h('label', { for: id }, spec.label)),
+    h('p', { class: 'field-error', id: `${id}-error`, hidden: true }),
+  );
+  return { wrap, input };
+}
+
+/**
+ * A problem found before anything is sent, shaped as the service's, so it
+ * shows next to the field it names like any other.
+ * @param {string} name the field's `data-field`
+ * @param {string} detail
+ */
+export function invalid(name, detail) {
+  return new ApiError(400, { type: 'about:blank', title: '', status: 400, code: 'invalid_input', field: name, detail }, null);
+}
+
 /** The form-level slot for problems that name no field of the form. */
 export function formAlert() {
   return h('p', { class: 'form-error', role: 'alert', hidden: true });

@@ -30,7 +30,23 @@ export function forget() {
   localStorage.removeItem(STORAGE_KEY);
 }
 
+/**
+ * Keeps the account as the service now describes it (`GET /me`): an
+ * admin may have given it a role since it signed in.
+ * @param {Me} me
+ */
+export function updateMe(me) {
+  const s = current();
+  if (s && s.me.uid === me.uid) save({ ...s, me });
+}
+
 /** @returns {boolean} */
 export function isAdmin() {
   return current()?.me.roles.includes('admin') ?? false;
+}
+
+/** A moderator or an admin: someone who may work the moderation queue. */
+export function isModerator() {
+  const roles = current()?.me.roles ?? [];
+  return roles.includes('moderator') || roles.includes('admin');
 }

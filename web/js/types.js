@@ -15,15 +15,20 @@
  * @typedef {{ id: number, category: string, content: string, createtime: number, device: string,
  *   deviceModel: string, visibility: Visibility, author: UserCard, pictureUrls: string[],
  *   geo?: Geo | null, likeCount: number, commentCount: number, shareCount: number, viewCount: number,
- *   likedByMe: boolean, comments: Comment[], likes: Like[], serverTime: number }} Post
+ *   likedByMe: boolean, comments: Comment[], likes: Like[], serverTime: number,
+ *   moderation?: 'held' | 'removed' }} Post
  * @typedef {{ uid: number, nickName: string, headImg: string, followersCount: number,
- *   followingCount: number, following?: boolean | null, followedBy?: boolean | null }} Profile
+ *   followingCount: number, following?: boolean | null, followedBy?: boolean | null,
+ *   blocking?: boolean | null }} Profile
  * @typedef {{ uid: number, username: string, nickName: string, headImg: string, roles: string[],
  *   createdAt: number, albumWindow: string }} Me
  * @typedef {{ id: number, content: string, pictureUrl?: string | null }} PostSnippet
- * @typedef {{ id: number, kind: 'like' | 'comment' | 'reply' | 'follow' | 'mention', actor: UserCard,
+ * @typedef {'like' | 'comment' | 'reply' | 'follow' | 'mention' | 'report_closed' | 'report_opened'
+ *   | 'strike' | 'appeal_closed'} NotificationKind
+ * @typedef {{ id: number, kind: NotificationKind, actor: UserCard,
  *   createtime: number, read: boolean, postId?: number | null, post?: PostSnippet | null,
- *   commentId?: number | null, comment?: { id: number, content: string } | null }} Notification
+ *   commentId?: number | null, comment?: { id: number, content: string } | null,
+ *   reportId?: number, caseId?: number, strikeId?: number }} Notification
  * @typedef {{ zh: string, en: string }} DisplayName
  * @typedef {{ model: string, displayName: DisplayName, brand: string, updatedAt: number,
  *   updatedBy: number }} DeviceModel
@@ -32,6 +37,41 @@
  *   changed: { model: string, before: ModelNames, after: ModelNames }[], unchanged: number }} ImportPreview
  * @typedef {{ posts: number, users: number, absent: number, mismatches: string[] }} CheckReport
  * @typedef {{ posts: number, users: number }} RebuildReport
+ */
+
+/**
+ * Reports, strikes and the moderation queue.
+ * @typedef {{ name: string, contact: string, rules: string[] }} Instance
+ * @typedef {'spam' | 'harassment' | 'hate' | 'sexual' | 'violence' | 'illegal' | 'other'} ReportCategory
+ * @typedef {'post' | 'comment' | 'user'} ReportedKind
+ * @typedef {ReportedKind | 'appeal'} TargetKind
+ * @typedef {{ kind: TargetKind, id: number }} ReportTarget
+ * @typedef {'open' | 'actioned' | 'dismissed'} CaseState
+ * @typedef {'dismiss' | 'remove_content' | 'warn' | 'suspend' | 'ban' | 'overturn'} ModAction
+ * @typedef {{ author: number, authorName: string, text: string, pictureUrls: string[],
+ *   visibility?: Visibility, postId?: number, createtime: number, takenAt: number }} Snapshot
+ * @typedef {{ id: number, target: ReportTarget, category: ReportCategory, comment: string,
+ *   postIds: number[], rules: number[], state: CaseState, outcome?: string | null,
+ *   createdAt: number, updatedAt: number, closedAt?: number | null }} Report
+ * @typedef {{ text: string, at: number, state: 'open' | 'accepted' | 'rejected' }} Appeal
+ * @typedef {{ id: number, action: string, target: ReportTarget, categories: ReportCategory[],
+ *   reason: string | null, snapshot: Snapshot, until?: number, at: number, appeal: Appeal | null,
+ *   appealableUntil?: number, overturnedAt?: number }} Strike
+ * @typedef {{ id: number, reporter: UserCard, category: ReportCategory, comment: string,
+ *   postIds: number[], rules: number[], createdAt: number }} ItemReport
+ * @typedef {{ action: string, moderator: number, note: string, shared?: string | null, at: number }} Closing
+ * @typedef {{ id: number, target: ReportTarget, state: CaseState, categories: ReportCategory[],
+ *   reporterCount: number, closing: Closing | null }} PastItem
+ * @typedef {{ id: number, target: ReportTarget, account: UserCard, state: CaseState,
+ *   reporterCount: number, categories: ReportCategory[], snapshot: Snapshot, openedAt: number,
+ *   reportedAt: number, reports: ItemReport[], reportsCursor?: string, history?: PastItem[],
+ *   closing: Closing | null, held?: { filter: number, reason: string },
+ *   appeal?: { strikeId: number, text: string, action: string, at: number } }} QueueItem
+ * @typedef {{ id: number, status: number }} BulkResult
+ * @typedef {{ id: number, term: string, action: 'reject' | 'hold', reason: string,
+ *   updatedAt: number, updatedBy: number }} ContentFilter
+ * @typedef {{ id?: number, actor: number, action: string, subject: string, note: string,
+ *   at: number }} AuditEntry
  */
 
 /**

@@ -1,13 +1,13 @@
 // @ts-check
-// A user's album: who they are, how we relate, follow or unfollow, and
-// the posts of theirs I may see, page by page.
+// A user's album: who they are, how we relate, follow or unfollow (or
+// report them), and the posts of theirs I may see, page by page.
 
 import { ApiError, call } from '../api.js';
 import { avatar, fill, h } from '../dom.js';
 import { busy } from '../forms.js';
 import { lang, t } from '../i18n.js';
 import { pagedList } from '../lists.js';
-import { postCard, reportError } from '../post_card.js';
+import { postCard, reportError, reportPanel } from '../post_card.js';
 import { current } from '../session.js';
 
 /** @typedef {import('../types.js').Profile} Profile */
@@ -49,6 +49,37 @@ export async function render({ main, title, params }) {
 export function drawProfile(header, profile, options = {}) {
   const self = current()?.me.uid === profile.uid;
   const following = Boolean(profile.following);
+  /** @type {HTMLElement | null} */
+  let panel = null;
+  const report = !self && h('button', {
+    type: 'button',
+    class: 'link-button report-user',
+    'aria-label': t('report.user', { name: profile.nickName }),
+    'aria-expanded': 'false',
+    onclick: () => {
+      if (panel) {
+        closeReport();
+        return;
+      }
+      panel = reportPanel({
+        targetType: 'user',
+        targetId: profile.uid,
+        author: profile,
+        label: t('report.user', { name: profile.nickName }),
+        onClose: closeReport,
+      });
+      header.append(panel);
+      if (report) report.setAttribute('aria-expanded', 'true');
+    },
+  }, t('report.report'));
+  function closeReport() {
+    panel?.remove();
+    panel = null;
+    if (report) {
+      report.setAttribute('aria-expanded', 'false');
+      report.focus();
+    }
+  }
   fill(
     header,
     avatar(profile, 'l'),
@@ -63,7 +94,7 @@ export function drawProfile(header, profile, options = {}) {
         : profile.followedBy && h('p', { class: 'tag' }, t('album.followsYou'))),
       options.albumLink && h('a', { class: 'profile-link', href: `#/u/${profile.uid}` }, t('people.album')),
       // The label is the action ("关注" / "取消关注"), so no aria-pressed.
-      !self && h('button', {
+      !self && h('div', { class: 'row profile-actions' }, h('button', {
         type: 'button',
         class: following ? 'button-quiet follow' : 'button-primary follow',
         onclick: async (/** @type {Event} */ e) => {
@@ -79,6 +110,7 @@ export function drawProfile(header, profile, options = {}) {
             reportError(header, error);
           }
         },
-      }, following ? t('album.unfollow') : t('album.follow'))),
+      }, following ? t('album.unfollow') : t('album.follow')),
+      report)),
   );
 }

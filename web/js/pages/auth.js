@@ -1,7 +1,7 @@
 // @ts-check
 // Signing up and signing in.
 
-import { call, idempotentCreates } from '../api.js';
+import { ApiError, call, idempotentCreates } from '../api.js';
 import { h } from '../dom.js';
 import { field, formAlert, onSubmit } from '../forms.js';
 import { t } from '../i18n.js';
@@ -49,7 +49,18 @@ export function signIn({ main, title }) {
   const username = field({ label: t('auth.username'), name: 'username', autocomplete: 'username', required: true });
   const password = field({ label: t('auth.password'), name: 'password', type: 'password', autocomplete: 'current-password', required: true });
   const form = accountForm([username.wrap, password.wrap], t('auth.signin'), '#/signup', t('auth.toSignup'));
-  onSubmit(form, () => startSession(username.input.value.trim(), password.input.value));
+  onSubmit(form, async () => {
+    try {
+      await startSession(username.input.value.trim(), password.input.value);
+    } catch (error) {
+      // The right password for a suspended or banned account: say so, with
+      // the service's words on until when.
+      if (error instanceof ApiError && error.problem.code === 'account_suspended') {
+        throw new ApiError(error.status, { ...error.problem, field: null, detail: t('auth.suspended', { detail: error.words }) }, null);
+      }
+      throw error;
+    }
+  });
   main.append(form);
 }
 

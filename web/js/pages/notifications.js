@@ -1,6 +1,8 @@
 // @ts-check
-// Likes, comments, replies, follows and mentions, newest first. Opening
-// the page marks what it shows as read, which clears the badge.
+// Likes, comments, replies, follows and mentions, newest first, and what
+// moderation tells me (a report closed, a strike, an appeal decided, a new
+// report for moderators). Opening the page marks what it shows as read,
+// which clears the badge.
 
 import { call } from '../api.js';
 import { avatar, h, webUrl } from '../dom.js';
@@ -37,8 +39,12 @@ export function render({ main, title }) {
   return list.stop;
 }
 
+/** What the service itself says: its actor is no one (uid 0). */
+const FROM_SERVICE = { report_closed: '#/me', strike: '#/me', appeal_closed: '#/me', report_opened: '#/admin' };
+
 /** @param {Notification} n */
 function notificationItem(n) {
+  if (n.kind in FROM_SERVICE) return serviceItem(n, FROM_SERVICE[/** @type {keyof typeof FROM_SERVICE} */ (n.kind)]);
   const target = n.postId ? `#/post/${n.postId}` : `#/u/${n.actor.uid}`;
   const gone = n.kind !== 'follow' && !n.post;
   return h(
@@ -57,5 +63,24 @@ function notificationItem(n) {
     n.post && (webUrl(n.post.pictureUrl)
       ? h('img', { class: 'notification-thumb', src: webUrl(n.post.pictureUrl), alt: '' })
       : h('p', { class: 'notification-snippet' }, n.post.content)),
+  );
+}
+
+/**
+ * @param {Notification} n
+ * @param {string} target where it is shown in full
+ */
+function serviceItem(n, target) {
+  return h(
+    'li',
+    { class: `notification${n.read ? '' : ' unread'}`, 'data-kind': n.kind },
+    h('span', { class: 'avatar avatar-s avatar-service', 'aria-hidden': 'true' }, '⚑'),
+    h('div', { class: 'notification-main' },
+      h('p', {},
+        !n.read && h('span', { class: 'visually-hidden' }, `${t('notif.unread')}: `),
+        h('span', { class: 'user-name' }, t('notif.service')),
+        ' ',
+        h('a', { href: target }, t(`notif.${/** @type {keyof typeof FROM_SERVICE} */ (n.kind)}`))),
+      h('p', { class: 'comment-meta' }, timeText(n.createtime))),
   );
 }
