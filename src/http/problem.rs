@@ -22,6 +22,10 @@ pub struct Problem {
     /// This occurrence: the request's id (also its `X-Request-Id`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instance: Option<String>,
+    /// For `account_suspended`: when the suspension ends (epoch ms), for a
+    /// client to show in its reader's language and zone; absent for a ban.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub until: Option<i64>,
 }
 
 impl AppError {
@@ -111,6 +115,10 @@ impl ResponseError for AppError {
             code,
             field,
             instance: super::request_id::current(),
+            until: match self {
+                AppError::Suspended { until } => *until,
+                _ => None,
+            },
         };
         let mut resp = HttpResponse::build(status);
         resp.content_type("application/problem+json");
