@@ -178,6 +178,23 @@ pub struct PastCase {
     pub closing: Option<ClosingView>,
 }
 
+/// A strike on the item's account, as the item shows it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PastStrike {
+    /// Also the id of the item that recorded it.
+    pub id: i64,
+    pub action: String,
+    pub target: ReportTarget,
+    pub categories: Vec<ReportCategory>,
+    pub at: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub until: Option<i64>,
+    pub appealed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overturned_at: Option<i64>,
+}
+
 /// A queue item: one reported target, every report of it while open.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -206,6 +223,10 @@ pub struct QueueItem {
     /// first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub history: Option<Vec<PastCase>>,
+    /// Set on a single item: the account's strikes, newest first (the
+    /// latest 20), overturned ones marked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strikes: Option<Vec<PastStrike>>,
     pub closing: Option<ClosingView>,
     /// Set when a content filter holds the post: `dismiss` publishes it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -337,6 +358,7 @@ async fn items(
             }),
             reports_cursor: None,
             history: None,
+            strikes: None,
             closing: c.closing.as_ref().map(closing_view),
             held: c.held,
             appeal: c.appeal,
@@ -371,7 +393,7 @@ pub async fn item(
     limit: usize,
 ) -> AppResult<QueueItem> {
     let case = case_for(ctx, moderator, case_id).await?;
-    let (page, earlier) = tokio::try_join!(
+    let (page, earlier, strikes) = tokio::try_join!(
         async {
             Ok::<_, AppError>(
                 ctx.docs
@@ -383,6 +405,13 @@ pub async fn item(
             Ok::<_, AppError>(
                 ctx.docs
                     .cases_page(false, Some(case.account), None, HISTORY_SHOWN + 1)
+                    .await?,
+            )
+        },
+        async {
+            Ok::<_, AppError>(
+                ctx.docs
+                    .strikes_of(case.account, None, HISTORY_SHOWN)
                     .await?,
             )
         },
@@ -409,6 +438,21 @@ pub async fn item(
     let mut item = one.pop().ok_or(AppError::NotFound("queue item"))?;
     item.reports_cursor = next.flatten();
     item.history = Some(history);
+    item.strikes = Some(
+        strikes
+            .into_iter()
+            .map(|s| PastStrike {
+                id: s.id,
+                action: s.action,
+                target: s.target,
+                categories: s.categories,
+                at: s.at,
+                until: s.until,
+                appealed: s.appeal.is_some(),
+                overturned_at: s.overturned_at,
+            })
+            .collect(),
+    );
     Ok(item)
 }
 

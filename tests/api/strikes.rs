@@ -347,6 +347,24 @@ async fn an_appeal_is_a_queue_item_and_overturning_it_withdraws_the_strike() {
     assert_eq!(item["appeal"]["action"], "remove_content");
     assert_eq!(item["snapshot"]["text"], "removed, then restored");
     assert_eq!(item["account"]["uid"], author.uid);
+    // The item itself carries the account's strikes, and its closed items.
+    let (_, one) = app
+        .get(
+            &format!("/api/v1/admin/reports/{}", item["id"]),
+            Some(&m.token),
+        )
+        .await;
+    let mut shown: Vec<(i64, bool)> = one["strikes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["id"].as_i64().unwrap(), s["appealed"].as_bool().unwrap()))
+        .collect();
+    shown.sort_unstable();
+    let mut expected = vec![(removal, true), (warning, true)];
+    expected.sort_unstable();
+    assert_eq!(shown, expected, "{one}");
+    assert_eq!(one["history"].as_array().unwrap().len(), 2, "{one}");
     let (s, v) = act_on(&app, &m, target.clone(), json!({"action": "warn"})).await;
     assert_eq!((s, v["field"].clone()), (422, json!("action")), "{v}");
     let (s, v) = act_on(&app, &m, target, json!({"action": "overturn"})).await;
