@@ -53,6 +53,7 @@ pub static ASSETS: &[Asset] = assets![
     "js/forms.js" => JS,
     "js/lists.js" => JS,
     "js/post_card.js" => JS,
+    "js/report.js" => JS,
     "js/types.js" => JS,
     "js/pages/auth.js" => JS,
     "js/pages/feed.js" => JS,
@@ -63,6 +64,7 @@ pub static ASSETS: &[Asset] = assets![
     "js/pages/notifications.js" => JS,
     "js/pages/me.js" => JS,
     "js/pages/admin.js" => JS,
+    "js/pages/moderation.js" => JS,
 ];
 
 /// Scripts, styles and API calls come from this origin alone; nothing

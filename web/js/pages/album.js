@@ -1,13 +1,15 @@
 // @ts-check
 // A user's album: who they are, how we relate, follow or unfollow (or
-// report them), and the posts of theirs I may see, page by page.
+// report them, in report.js's panel), and the posts of theirs I may see,
+// page by page.
 
 import { ApiError, call } from '../api.js';
 import { avatar, fill, h } from '../dom.js';
 import { busy } from '../forms.js';
 import { lang, t } from '../i18n.js';
 import { pagedList } from '../lists.js';
-import { postCard, reportError, reportPanel } from '../post_card.js';
+import { postCard, showActionError } from '../post_card.js';
+import { reportPanel } from '../report.js';
 import { current } from '../session.js';
 
 /** @typedef {import('../types.js').Profile} Profile */
@@ -107,7 +109,7 @@ export function drawProfile(header, profile, options = {}) {
             const again = header.querySelector('button.follow');
             if (again instanceof HTMLElement) again.focus();
           } catch (error) {
-            reportError(header, error);
+            showActionError(header, error);
           }
         },
       }, following ? t('album.unfollow') : t('album.follow')),
