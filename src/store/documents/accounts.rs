@@ -300,3 +300,58 @@ pub trait AccountDocs: Send + Sync {
     /// Clears the mark: nothing of the account is left to erase.
     async fn erasure_done(&self, uid: i64) -> StoreResult<()>;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A suspension ends by itself: the account is withheld while it lasts
+    /// and whole the moment after, with nothing written; a ban never ends.
+    #[test]
+    fn a_suspension_withholds_the_account_until_it_ends() {
+        let now = 1_000_000;
+        let user = |suspended_until: i64| UserDoc {
+            uid: 7,
+            username: "u7".into(),
+            nick_name: "u".into(),
+            head_img: String::new(),
+            password_hash: String::new(),
+            roles: Vec::new(),
+            created_at: 0,
+            last_active_at: 0,
+            album_window: AlbumWindow::All,
+            credential_gen: 0,
+            suspended_until,
+        };
+        let session = SessionDoc {
+            id: 1,
+            uid: 7,
+            token_hash: String::new(),
+            device: String::new(),
+            created_at: 0,
+            last_seen_at: 0,
+            expires_at: i64::MAX,
+            credential_gen: 0,
+        };
+        for (until, withheld) in [
+            (0, false),
+            (now - 1, false),
+            (now, false),
+            (now + 1, true),
+            (BANNED, true),
+        ] {
+            let u = user(until);
+            assert_eq!(u.is_suspended(now), withheld, "until {until}");
+            assert_eq!(u.is_withheld(now), withheld, "until {until}");
+        }
+        // Sessions are judged at the real time: a ban dishonours them, an
+        // ended suspension does not.
+        assert!(!session.honoured_by(Some(&user(BANNED))));
+        assert!(session.honoured_by(Some(&user(1))));
+        let erased = UserDoc {
+            username: UserDoc::erased_username(7),
+            ..user(0)
+        };
+        assert!(erased.is_withheld(now) && !erased.is_suspended(now));
+    }
+}
