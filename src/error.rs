@@ -23,9 +23,13 @@ pub enum AppError {
     #[error("{0}")]
     Forbidden(&'static str),
     /// 403 `account_suspended`: the right password, for an account a
-    /// moderator suspended (until the given epoch ms) or banned (`None`).
+    /// moderator suspended (until the given epoch ms) or banned (`None`),
+    /// by `strike`, which the account may appeal without signing in.
     #[error("{}", suspended_text(*until))]
-    Suspended { until: Option<i64> },
+    Suspended {
+        until: Option<i64>,
+        strike: Option<i64>,
+    },
     /// 404 `not_found`: also for things the viewer may not see.
     #[error("{0} not found")]
     NotFound(&'static str),

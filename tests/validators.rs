@@ -434,6 +434,15 @@ async fn write_everything(c: &Client) {
         Some(json!({"action": "suspend", "days": 7})),
     )
     .await;
+    // Lifted by an admin: the strike marked lifted.
+    c.call(
+        Method::DELETE,
+        &format!("/api/v1/admin/users/{eve_uid}/suspension"),
+        Some(&admin),
+        &[],
+        None,
+    )
+    .await;
     // A view, written when the app stops.
     c.call(
         Method::GET,

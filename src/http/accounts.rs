@@ -120,7 +120,7 @@ pub async fn register(
 #[utoipa::path(post, path = "/api/v1/sessions", tag = "accounts", request_body = LoginRequest,
     responses((status = 201, body = Session),
         (status = 401, description = "wrong username or password"),
-        (status = 403, description = "the right password for an account a moderator suspended (`account_suspended`: the detail says until when) or banned")))]
+        (status = 403, description = "the right password for an account a moderator suspended (`account_suspended`: `until` says when it ends) or banned; `strikeId` names the strike it may appeal (POST /appeals)")))]
 pub async fn login(
     ctx: web::Data<Context>,
     RequestOrigin(origin): RequestOrigin,

@@ -39,6 +39,7 @@ impl Modify for BearerAuth {
         super::favorites::favorite, super::favorites::unfavorite, super::favorites::list,
         super::shares::share, super::history::history,
         super::reports::file, super::reports::mine, super::strikes::mine, super::strikes::appeal,
+        super::strikes::appeal_while_suspended,
         super::moderation::queue, super::moderation::item, super::moderation::act,
         super::moderation::act_in_bulk, super::moderation::set_role, super::moderation::audit_log,
         super::moderation::lift_suspension,

@@ -26,6 +26,10 @@ pub struct Problem {
     /// client to show in its reader's language and zone; absent for a ban.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub until: Option<i64>,
+    /// For `account_suspended`: the strike that suspends the account, to
+    /// appeal through `POST /appeals` (it cannot sign in to).
+    #[serde(rename = "strikeId", skip_serializing_if = "Option::is_none")]
+    pub strike_id: Option<i64>,
 }
 
 impl AppError {
@@ -116,7 +120,11 @@ impl ResponseError for AppError {
             field,
             instance: super::request_id::current(),
             until: match self {
-                AppError::Suspended { until } => *until,
+                AppError::Suspended { until, .. } => *until,
+                _ => None,
+            },
+            strike_id: match self {
+                AppError::Suspended { strike, .. } => *strike,
                 _ => None,
             },
         };

@@ -51,7 +51,7 @@ pub struct RegisterRequest {
 
 /// A password as a sign-in or a confirmation may send it: any string up to
 /// the longest a password can be (longer ones are refused before hashing).
-fn password_attempt_schema() -> utoipa::openapi::Object {
+pub(crate) fn password_attempt_schema() -> utoipa::openapi::Object {
     crate::domain::StringSchema {
         max: Some(Password::MAX_CHARS),
         ..Default::default()
@@ -401,26 +401,33 @@ async fn insert_user(
     .await
 }
 
-#[tracing::instrument(skip(ctx, req, origin), fields(username = %req.username))]
-pub async fn login(ctx: &Context, req: LoginRequest, origin: &Origin) -> AppResult<Session> {
+/// The account a username and password name, checked as a sign-in is:
+/// the address's and the name's budgets of attempts, the same work and
+/// answer for a name nobody has, a right password forgiven its attempt.
+pub async fn check_password(
+    ctx: &Context,
+    username: &str,
+    password: String,
+    origin: &Origin,
+) -> AppResult<UserDoc> {
     let denied = AppError::Unauthorized("wrong username or password");
     // Bounded before anything is hashed: a megabyte of "password" is refused
     // here, not fed to argon2.
-    Password::check_length(&req.password)?;
+    Password::check_length(&password)?;
     let limits = ctx.settings.rate_limits.as_ref();
     enforce(
         ctx,
         &rate_limits::login_address_budget(limits, origin.addr.as_deref()),
     )
     .await?;
-    let Ok(username) = Username::parse(&req.username) else {
-        dummy_verify(ctx, req.password).await?;
+    let Ok(username) = Username::parse(username) else {
+        dummy_verify(ctx, password).await?;
         return Err(denied);
     };
     // No failure counter for a name nobody has: a flood of made-up names
     // would make one each, and the table they share protects real accounts.
     let Some(user) = ctx.docs.user_by_username(username.as_str()).await? else {
-        dummy_verify(ctx, req.password).await?;
+        dummy_verify(ctx, password).await?;
         return Err(denied);
     };
     enforce(
@@ -428,14 +435,21 @@ pub async fn login(ctx: &Context, req: LoginRequest, origin: &Origin) -> AppResu
         &rate_limits::login_failure_budget(limits, username.as_str()),
     )
     .await?;
-    if !verify_password(ctx, req.password, user.password_hash.clone()).await? {
+    if !verify_password(ctx, password, user.password_hash.clone()).await? {
         return Err(denied);
     }
     forgive_failure(ctx, username.as_str()).await;
+    Ok(user)
+}
+
+#[tracing::instrument(skip(ctx, req, origin), fields(username = %req.username))]
+pub async fn login(ctx: &Context, req: LoginRequest, origin: &Origin) -> AppResult<Session> {
+    let user = check_password(ctx, &req.username, req.password, origin).await?;
     // Said only to whoever knows the password: a stranger learns nothing.
     if user.is_suspended(now_ms()) {
         return Err(AppError::Suspended {
             until: (user.suspended_until != BANNED).then_some(user.suspended_until),
+            strike: super::strikes::holding_strike(ctx, user.uid).await,
         });
     }
     let device = device_name(req.device.as_deref(), origin.user_agent.as_deref());

@@ -84,6 +84,7 @@ pub(super) async fn strike(
         at: case.closing.as_ref().map_or_else(now_ms, |c| c.at),
         appeal: None,
         overturned_at: None,
+        lifted_at: None,
     };
     ctx.docs.insert_strike(&strike).await?;
     notify(
@@ -172,9 +173,13 @@ pub async fn lift_suspension(ctx: &Context, admin: i64, uid: i64) -> AppResult<(
         Some(u) if !u.is_erased() => u,
         _ => return Err(AppError::NotFound("user")),
     };
-    if !user.is_suspended(now_ms()) {
+    let now = now_ms();
+    if !user.is_suspended(now) {
         return Err(AppError::Conflict("the account is not suspended".into()));
     }
+    // Its strikes are marked lifted first, so that no overturn of another
+    // strike later finds one of them still holding the account.
+    ctx.docs.lift_strikes(uid, now).await?;
     set_suspension(ctx, uid, 0).await?;
     super::moderation::audit(
         ctx,
@@ -202,7 +207,7 @@ pub(super) async fn overturn(ctx: &Context, strike: &StrikeDoc) -> AppResult<()>
             .strikes_of(strike.uid, None, STRIKES_CONSIDERED)
             .await?
             .into_iter()
-            .filter(|s| s.id != strike.id && s.overturned_at.is_none())
+            .filter(|s| s.id != strike.id && s.overturned_at.is_none() && s.lifted_at.is_none())
             .filter_map(|s| s.until)
             .filter(|until| *until > now)
             .max()
@@ -219,6 +224,26 @@ pub(super) async fn overturn(ctx: &Context, strike: &StrikeDoc) -> AppResult<()>
     }
     ctx.docs.overturn_strike(strike.id, now).await?;
     Ok(())
+}
+
+/// The standing strike that suspends the account longest, if any: what a
+/// suspended account is told it may appeal.
+pub async fn holding_strike(ctx: &Context, uid: i64) -> Option<i64> {
+    let now = now_ms();
+    let strikes = match ctx.docs.strikes_of(uid, None, STRIKES_CONSIDERED).await {
+        Ok(strikes) => strikes,
+        Err(e) => {
+            tracing::debug!(error = %e, uid, "the suspending strike is not named");
+            return None;
+        }
+    };
+    strikes
+        .into_iter()
+        .filter(|s| {
+            s.overturned_at.is_none() && s.lifted_at.is_none() && s.until.is_some_and(|u| u > now)
+        })
+        .max_by_key(|s| s.until)
+        .map(|s| s.id)
 }
 
 /// The strike an appeal item is about.
@@ -297,6 +322,9 @@ pub struct StrikeView {
     pub appealable_until: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub overturned_at: Option<i64>,
+    /// When an admin lifted the suspension it held.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lifted_at: Option<i64>,
 }
 
 /// Strikes as their account sees them: one batched read of the appeals'
@@ -341,6 +369,7 @@ async fn views(ctx: &Context, strikes: Vec<StrikeDoc>) -> AppResult<Vec<StrikeVi
                     .then_some(deadline),
                 appeal,
                 overturned_at: s.overturned_at,
+                lifted_at: s.lifted_at,
             }
         })
         .collect())
@@ -370,6 +399,44 @@ pub async fn mine(
 
 fn appeal_text_schema() -> utoipa::openapi::Object {
     crate::domain::text_schema(MAX_APPEAL_CHARS, true, false)
+}
+
+/// An appeal by an account that cannot sign in (suspended or banned): its
+/// username and password stand for the session it has not got.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SuspendedAppealRequest {
+    pub username: String,
+    #[schema(schema_with = crate::service::accounts::password_attempt_schema)]
+    pub password: String,
+    /// The strike (the `strikeId` the refused sign-in named).
+    #[serde(deserialize_with = "crate::domain::optional_id")]
+    #[schema(value_type = i64, minimum = 1)]
+    pub strike_id: Option<i64>,
+    #[schema(schema_with = appeal_text_schema)]
+    pub text: String,
+}
+
+/// Appeals a strike of an account that cannot sign in, checked as a
+/// sign-in is (and counted against the same budgets). A signed-in account
+/// appeals through `appeal`.
+pub async fn appeal_while_suspended(
+    ctx: &Context,
+    req: SuspendedAppealRequest,
+    origin: &crate::service::accounts::Origin,
+) -> AppResult<StrikeView> {
+    let strike_id = match req.strike_id {
+        Some(id) if id > 0 => id,
+        _ => return Err(AppError::invalid("strikeId", "must be a positive id")),
+    };
+    let user = super::accounts::check_password(ctx, &req.username, req.password, origin).await?;
+    if !user.is_suspended(now_ms()) {
+        return Err(AppError::unprocessable(
+            "username",
+            "this account may sign in: it appeals from its strikes (POST /me/strikes/{id}/appeal)",
+        ));
+    }
+    appeal(ctx, user.uid, strike_id, AppealRequest { text: req.text }).await
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]

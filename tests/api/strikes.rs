@@ -250,6 +250,7 @@ async fn a_suspended_account_cannot_sign_in_and_its_content_is_gone_until_lifted
     assert_eq!(struck[0]["action"], "suspend");
     let length = struck[0]["until"].as_i64().unwrap() - struck[0]["at"].as_i64().unwrap();
     assert_eq!(length, 3 * DAY_MS, "counted from when the item closed");
+    assert!(struck[0]["liftedAt"].is_i64(), "{:?}", struck[0]);
     // A ban: signing in says so; the audit log has both.
     let body = json!({"targetType": "user", "targetId": author.uid, "category": "spam"});
     assert_eq!(report(&app, &reader, body).await.0, 201);
@@ -274,6 +275,45 @@ async fn a_suspended_account_cannot_sign_in_and_its_content_is_gone_until_lifted
         "{problem}"
     );
     assert!(problem.get("until").is_none(), "{problem}");
+    // Banned, it cannot sign in to appeal: it appeals with its password,
+    // the strike the refusal named.
+    let ban = problem["strikeId"].as_i64().unwrap();
+    let appeal = |password: &str, strike: i64| {
+        let body = json!({"username": "spauthor", "password": password,
+            "strikeId": strike, "text": "我没有发广告"});
+        let app = &app;
+        async move {
+            let (s, v) = app.post("/api/v1/appeals", None, body).await;
+            (s.as_u16(), v)
+        }
+    };
+    assert_eq!(appeal("not-the-password", ban).await.0, 401);
+    let (s, v) = appeal("password-123", ban).await;
+    assert_eq!(s, 201, "{v}");
+    assert_eq!(
+        (v["action"].clone(), v["appeal"]["state"].clone()),
+        (json!("ban"), json!("open"))
+    );
+    assert_eq!(appeal("password-123", ban).await.0, 409);
+    let (s, v) = app
+        .post(
+            "/api/v1/appeals",
+            None,
+            json!({"username": "spreader", "password": "password-123", "strikeId": ban, "text": "x"}),
+        )
+        .await;
+    assert_eq!(
+        (s.as_u16(), v["field"].clone()),
+        (422, json!("username")),
+        "{v}"
+    );
+    // A ban's appeal is an admin's to overturn; then the account is back.
+    let target = json!({"kind": "appeal", "id": ban});
+    let (s, _) = act_on(&app, &m, target.clone(), json!({"action": "overturn"})).await;
+    assert_eq!(s, 403);
+    let (s, v) = act_on(&app, &admin, target, json!({"action": "overturn"})).await;
+    assert_eq!(s, 200, "{v}");
+    app.login("spauthor", "password-123").await;
     let (_, log) = app.get("/api/v1/admin/audit-log", Some(&admin.token)).await;
     let actions: Vec<&str> = log["items"]
         .as_array()

@@ -295,6 +295,10 @@ pub struct StrikeDoc {
         skip_serializing_if = "Option::is_none"
     )]
     pub overturned_at: Option<i64>,
+    /// When an admin lifted the suspension it held, if one did: it holds
+    /// the account no longer, whatever becomes of its other strikes.
+    #[serde(rename = "liftedAt", default, skip_serializing_if = "Option::is_none")]
+    pub lifted_at: Option<i64>,
 }
 
 /// An account's appeal of a strike: at most one per strike.
@@ -461,6 +465,10 @@ pub trait ModerationDocs: Send + Sync {
     /// Marks a strike overturned; false when it was already, or there is
     /// no such strike.
     async fn overturn_strike(&self, strike_id: i64, at: i64) -> StoreResult<bool>;
+
+    /// Marks lifted, at `at`, every strike of the account whose suspension
+    /// lasts past `at` and is not lifted yet.
+    async fn lift_strikes(&self, uid: i64, at: i64) -> StoreResult<()>;
 
     /// Erases (`Snapshot::erase`, and an appeal's text) the snapshots of up
     /// to `limit` closed cases below id `before`, of `account` if given,

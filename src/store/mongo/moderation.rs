@@ -483,6 +483,28 @@ impl ModerationDocs for MongoDocs {
         Ok(erased)
     }
 
+    async fn lift_strikes(&self, uid: i64, at: i64) -> StoreResult<()> {
+        // The ids first (an account has few strikes), then each by id.
+        let ids: Vec<i64> = collect(
+            self.strikes()
+                .find(doc! { "uid": uid, "until": { "$gt": at } })
+                .await
+                .map_err(classify)?,
+        )
+        .await?
+        .into_iter()
+        .filter(|s| s.lifted_at.is_none())
+        .map(|s| s.id)
+        .collect();
+        for id in ids {
+            self.strikes()
+                .update_one(doc! { "_id": id }, doc! { "$set": { "liftedAt": at } })
+                .await
+                .map_err(classify)?;
+        }
+        Ok(())
+    }
+
     async fn delete_strikes_of(&self, uid: i64, limit: usize) -> StoreResult<u64> {
         let ids: Vec<i64> = newest_page(self.strikes(), doc! { "uid": uid }, None, limit)
             .await?

@@ -545,6 +545,30 @@ impl ModerationDocs for EmbeddedDocs {
         .await
     }
 
+    async fn lift_strikes(&self, uid: i64, at: i64) -> StoreResult<()> {
+        self.write(move |txn| {
+            let by_account = txn.open_table(STRIKES_BY_ACCOUNT).map_err(other)?;
+            let mut strikes = txn.open_table(STRIKES).map_err(other)?;
+            for entry in by_account
+                .range((id(uid), 0)..=(id(uid), u64::MAX))
+                .map_err(other)?
+            {
+                let strike_id = entry.map_err(other)?.0.value().1;
+                let Some(mut strike) = get_doc::<StrikeDoc>(&strikes, strike_id)? else {
+                    continue;
+                };
+                if strike.lifted_at.is_none() && strike.until.is_some_and(|u| u > at) {
+                    strike.lifted_at = Some(at);
+                    strikes
+                        .insert(strike_id, encode(&strike)?.as_slice())
+                        .map_err(other)?;
+                }
+            }
+            Ok(())
+        })
+        .await
+    }
+
     async fn delete_strikes_of(&self, uid: i64, limit: usize) -> StoreResult<u64> {
         self.write(move |txn| {
             let mut by_account = txn.open_table(STRIKES_BY_ACCOUNT).map_err(other)?;
