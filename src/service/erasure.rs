@@ -2,8 +2,8 @@
 //! show none of it: its posts (tombstoned, so every read drops them), its
 //! comments and likes (taken out of their posts' sets and counts), its
 //! favorites, shares (taken out of their posts' counts), labels, mutes
-//! and hides, its strikes and the snapshots of what was reported of it
-//! (once the queue item is closed), every follow and block it had (both
+//! and hides, its strikes, what it said in its reports, and the snapshots
+//! of what was reported of it (once the queue item is closed), every follow and block it had (both
 //! sides' sets rebuilt),
 //! and every notification to or by it. Work goes in batches; a request does a
 //! bounded share and the rest continues in the background. The account
@@ -54,6 +54,22 @@ pub async fn erase_traces(ctx: &Context, uid: i64, budget: usize) -> AppResult<b
             break;
         }
         spend!(n as usize);
+    }
+    // What it said in its reports: who reported, and how, stay for their
+    // cases (a moderator still weighs them); its words go.
+    let mut before = None;
+    loop {
+        let page = ctx.docs.reports_by_reporter(uid, before, BATCH).await?;
+        let said: Vec<&crate::store::ReportDoc> =
+            page.iter().filter(|r| !r.comment.is_empty()).collect();
+        for r in &said {
+            ctx.docs.erase_report_comment(r).await?;
+        }
+        spend!(said.len());
+        if page.len() < BATCH {
+            break;
+        }
+        before = page.last().map(|r| r.id);
     }
     loop {
         // What moderators keep of it: the snapshots of its closed queue

@@ -370,6 +370,8 @@ metered! {
         counted fn record_appeal(strike_id: i64, appeal: &StrikeAppeal) -> bool;
         counted fn overturn_strike(strike_id: i64, at: i64) -> bool;
         counted fn lift_strikes(uid: i64, at: i64) -> ();
+        // An erasure's, not a request's round trip.
+        background fn erase_report_comment(report: &ReportDoc) -> ();
         // The retention sweep and an erasure's, not a request's round trips.
         background fn erase_snapshots(account: Option<i64>, before: i64, limit: usize) -> u64;
         background fn delete_strikes_of(uid: i64, limit: usize) -> u64;

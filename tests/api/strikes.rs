@@ -723,3 +723,52 @@ async fn an_action_a_failure_cut_short_is_finished_by_the_sweep() {
         .unwrap()
         .is_empty());
 }
+
+#[tokio::test]
+async fn a_deleted_reporters_words_go_and_their_report_stays() {
+    let app = spawn_app().await;
+    let m = moderator(&app, "wdmod").await;
+    let author = app.user("wdauthor").await;
+    let leaving = app.user("wdleaving").await;
+    let staying = app.user("wdstaying").await;
+    let post = app.text_post(&author, "reported twice").await;
+    for (who, said) in [(&leaving, "我的理由"), (&staying, "另一个理由")] {
+        let body =
+            json!({"targetType": "post", "targetId": post, "category": "spam", "comment": said});
+        assert_eq!(report(&app, who, body).await.0, 201);
+    }
+    let (s, v) = app
+        .call(
+            reqwest::Method::DELETE,
+            "/api/v1/me",
+            Some(&leaving.token),
+            Some(json!({"password": "password-123"})),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 204, "{v}");
+    let comments_by = |item: &Value, uid: i64| -> Vec<String> {
+        item["reports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["reporter"]["uid"] == uid)
+            .map(|r| r["comment"].as_str().unwrap().to_string())
+            .collect()
+    };
+    wait_until("the deleted reporter's words are erased", || async {
+        let items = queue(&app, &m, "").await;
+        comments_by(&items[0], leaving.uid) == [""]
+    })
+    .await;
+    let items = queue(&app, &m, "").await;
+    assert_eq!(items[0]["reporterCount"], 2, "the report still counts");
+    assert_eq!(comments_by(&items[0], staying.uid), ["另一个理由"]);
+    let (_, one) = app
+        .get(
+            &format!("/api/v1/admin/reports/{}", items[0]["id"]),
+            Some(&m.token),
+        )
+        .await;
+    assert_eq!(comments_by(&one, leaving.uid), [""], "{one}");
+    assert_eq!(comments_by(&one, staying.uid), ["另一个理由"], "{one}");
+}

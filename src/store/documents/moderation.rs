@@ -466,6 +466,11 @@ pub trait ModerationDocs: Send + Sync {
     /// no such strike.
     async fn overturn_strike(&self, strike_id: i64, at: i64) -> StoreResult<bool>;
 
+    /// Blanks what a report said (its comment, and the brief its case
+    /// keeps of it): its reporter's account was deleted. Who reported, and
+    /// how, stay for the case.
+    async fn erase_report_comment(&self, report: &ReportDoc) -> StoreResult<()>;
+
     /// Marks lifted, at `at`, every strike of the account whose suspension
     /// lasts past `at` and is not lifted yet.
     async fn lift_strikes(&self, uid: i64, at: i64) -> StoreResult<()>;

@@ -483,6 +483,49 @@ impl ModerationDocs for MongoDocs {
         Ok(erased)
     }
 
+    async fn erase_report_comment(&self, report: &ReportDoc) -> StoreResult<()> {
+        self.reports()
+            .update_one(
+                doc! { "_id": report.id },
+                doc! { "$set": { "comment": "" } },
+            )
+            .await
+            .map_err(classify)?;
+        // The briefs by read and `$set`, as `file_report` writes them.
+        let Some(case) = self
+            .cases()
+            .find_one(doc! { "_id": report.case_id })
+            .await
+            .map_err(classify)?
+        else {
+            return Ok(());
+        };
+        if !case.first_reports.iter().any(|b| b.id == report.id) {
+            return Ok(());
+        }
+        let briefs: Vec<ReportBrief> = case
+            .first_reports
+            .into_iter()
+            .map(|b| ReportBrief {
+                comment: if b.id == report.id {
+                    String::new()
+                } else {
+                    b.comment
+                },
+                ..b
+            })
+            .collect();
+        let briefs = mongodb::bson::to_bson(&briefs).map_err(|e| StoreError::Other(e.into()))?;
+        self.cases()
+            .update_one(
+                doc! { "_id": report.case_id },
+                doc! { "$set": { "firstReports": briefs } },
+            )
+            .await
+            .map_err(classify)?;
+        Ok(())
+    }
+
     async fn lift_strikes(&self, uid: i64, at: i64) -> StoreResult<()> {
         // The ids first (an account has few strikes), then each by id.
         let ids: Vec<i64> = collect(

@@ -545,6 +545,30 @@ impl ModerationDocs for EmbeddedDocs {
         .await
     }
 
+    async fn erase_report_comment(&self, report: &ReportDoc) -> StoreResult<()> {
+        let (report_id, case_id) = (report.id, report.case_id);
+        self.write(move |txn| {
+            let mut reports = txn.open_table(REPORTS).map_err(other)?;
+            if let Some(mut r) = get_doc::<ReportDoc>(&reports, id(report_id))? {
+                r.comment.clear();
+                reports
+                    .insert(id(report_id), encode(&r)?.as_slice())
+                    .map_err(other)?;
+            }
+            let mut cases = txn.open_table(CASES).map_err(other)?;
+            if let Some(mut case) = get_doc::<CaseDoc>(&cases, id(case_id))? {
+                for brief in case.first_reports.iter_mut().filter(|b| b.id == report_id) {
+                    brief.comment.clear();
+                }
+                cases
+                    .insert(id(case_id), encode(&case)?.as_slice())
+                    .map_err(other)?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
     async fn lift_strikes(&self, uid: i64, at: i64) -> StoreResult<()> {
         self.write(move |txn| {
             let by_account = txn.open_table(STRIKES_BY_ACCOUNT).map_err(other)?;
