@@ -10,6 +10,7 @@ import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
+import { dateText } from '../../web/js/time.js';
 
 const BASE = process.env.MOMENTS_BASE_URL;
 const ADMIN_USERNAME = process.env.MOMENTS_ADMIN_USERNAME;
@@ -678,6 +679,7 @@ const AD_TEXT = '限时特价，私信我下单';
 const AD_COMMENT = '加我微信 abc123';
 const NOTE = '广告内容，已移除';
 const APPEAL = '这是我自己做的东西，不是广告';
+const SUSPENSION_APPEAL = '那些私信是老客户问的，不是骚扰';
 const HOLD_TERM = '代购';
 const HELD_TEXT = '代购名牌包，需要的私信';
 let wangUid = 0;
@@ -1028,7 +1030,7 @@ step('a bulk dismiss closes two items at once, and publishes the held post', asy
   assert.ok((await albumTexts(wangUid)).includes(HELD_TEXT), 'published');
 });
 
-step('a suspended account is told why at sign-in, and an admin lifts the suspension', async () => {
+step('a suspended account is told why at sign-in and appeals from there; a moderator finds the appeal, and an admin lifts the suspension', async () => {
   // 王五 signs out here first, so his page asks nothing with a session
   // the suspension is about to end.
   await wang.evaluate(() => localStorage.removeItem('moments.session'));
@@ -1051,12 +1053,55 @@ step('a suspended account is told why at sign-in, and an admin lifts the suspens
 
   await wang.getByLabel('用户名').fill(WANG.username);
   await wang.getByLabel('密码').fill(PASSWORD);
+  const answered = wang.waitForResponse((response) => new URL(response.url()).pathname === '/api/v1/sessions');
   await refused(wang, { method: 'POST', path: '/api/v1/sessions', status: 403 }, () =>
     wang.getByRole('button', { name: '登录' }).click());
-  const alert = wang.locator('.form-error');
+  /** @type {{ code: string, until: number, strikeId: number }} */
+  const problem = await (await answered).json();
+  assert.equal(problem.code, 'account_suspended');
+  assert.ok(problem.until > Date.now() && problem.strikeId > 0, JSON.stringify(problem));
+  // The sign-in form's own alert: the page now holds the appeal's form too.
+  const alert = wang.getByRole('form', { name: '登录' }).locator('.form-error');
   await alert.waitFor();
-  assert.match(await alert.innerText(), /^这个账号现在不能登录：this account is suspended until \d{4}-\d\d-\d\dT/);
+  assert.equal(await alert.innerText(), '这个账号现在不能登录。');
+  // Until when, in the reader's words and zone, and the appeal of the
+  // strike that holds the account, sent with the username and password
+  // just typed: it has no session to appeal from Me.
+  const until = dateText(problem.until, Date.now(), 'zh', 'Asia/Shanghai');
+  const suspended = wang.getByRole('region', { name: `这个账号暂停使用至 ${until}，到时可以再登录。` });
+  await suspended.waitFor();
   await screenshot(wang, 'signin-suspended');
+  const appeal = suspended.getByRole('form', { name: '申诉' });
+  const reason = appeal.getByLabel('申诉理由');
+  // Nothing said: told next to the field, and nothing is sent.
+  await appeal.getByRole('button', { name: '提交申诉' }).click();
+  const blank = wang.locator(`#${await reason.getAttribute('id')}-error`);
+  await blank.waitFor();
+  assert.equal(await blank.innerText(), '请填写申诉理由');
+  assert.equal(await reason.getAttribute('aria-invalid'), 'true');
+  await reason.fill(SUSPENSION_APPEAL);
+  await appeal.getByRole('button', { name: '提交申诉' }).click();
+  await suspended.getByText('申诉已提交，审核员会复核。').waitFor();
+  assert.equal(await appeal.count(), 0, 'the form gives way to the answer');
+  // One appeal per strike: signing in again offers it again, and says so.
+  await refused(wang, { method: 'POST', path: '/api/v1/sessions', status: 403 }, () =>
+    wang.getByRole('button', { name: '登录' }).click());
+  await reason.fill('再申诉一次');
+  await refused(wang, { method: 'POST', path: '/api/v1/appeals', status: 409 }, () =>
+    appeal.getByRole('button', { name: '提交申诉' }).click());
+  const again = appeal.locator('.form-error');
+  await again.waitFor();
+  assert.equal(await again.innerText(), '这次处罚已经申诉过了，请等待审核结果。');
+  assert.ok(await wang.evaluate(() => localStorage.getItem('moments.session') === null), 'still signed out');
+
+  // The appeal is in the moderators' queue, about the suspension.
+  await visit(li, '/admin');
+  await onPage(li, '管理后台');
+  const appealed = queueItem(li, 'appeal', SUSPENSION_APPEAL);
+  await appealed.getByText('对“暂停使用”的申诉：').waitFor();
+  // A suspended account has no card (no name) for the service to give:
+  // the item names it by its uid.
+  await appealed.locator('.queue-account').getByText(`uid ${wangUid}`).waitFor();
 
   await visit(admin, '/admin');
   await onPage(admin, '管理后台');

@@ -107,8 +107,9 @@ export async function call(method, path, options = {}) {
     const retryAfter = Number(res.headers.get('retry-after'));
     // The service no longer knows this browser's session (expired,
     // signed out elsewhere), or there was none: sign in again. A wrong
-    // password at sign-in is a 401 too, shown by its form instead.
-    if (res.status === 401 && !path.startsWith('/sessions')) {
+    // password at sign-in is a 401 too, shown by its form instead, and so
+    // is one in the appeal of an account that cannot sign in (/appeals).
+    if (res.status === 401 && !path.startsWith('/sessions') && path !== '/appeals') {
       forget();
       window.dispatchEvent(new Event(SIGNED_OUT_EVENT));
     }

@@ -5,7 +5,7 @@
 /**
  * @typedef {{ uid: number, nickName: string, headImg: string }} UserCard
  * @typedef {{ type: string, title: string, status: number, detail: string, code: string,
- *   field?: string | null, instance?: string | null }} Problem
+ *   field?: string | null, instance?: string | null, until?: number, strikeId?: number }} Problem
  * @typedef {{ commentId: number, uid: number, nickName: string }} ReplyTo
  * @typedef {{ id: number, postId: number, content: string, createtime: number, author: UserCard,
  *   likeCount: number, commentCount: number, likedByMe: boolean, replyTo?: ReplyTo | null }} Comment

@@ -3,11 +3,13 @@
 
 import { ApiError, call, idempotentCreates } from '../api.js';
 import { h } from '../dom.js';
-import { field, formAlert, onSubmit } from '../forms.js';
-import { t } from '../i18n.js';
+import { field, formAlert, invalid, onSubmit } from '../forms.js';
+import { lang, t } from '../i18n.js';
 import { save } from '../session.js';
+import { dateText, serverNow } from '../time.js';
 
 /** @typedef {import('../main.js').PageContext} PageContext */
+/** @typedef {import('../types.js').Problem} Problem */
 
 /**
  * Opens a session and keeps it with the account it belongs to.
@@ -49,19 +51,85 @@ export function signIn({ main, title }) {
   const username = field({ label: t('auth.username'), name: 'username', autocomplete: 'username', required: true });
   const password = field({ label: t('auth.password'), name: 'password', type: 'password', autocomplete: 'current-password', required: true });
   const form = accountForm([username.wrap, password.wrap], t('auth.signin'), '#/signup', t('auth.toSignup'));
+  /** @type {HTMLElement | null} */
+  let suspended = null;
   onSubmit(form, async () => {
+    suspended?.remove();
+    suspended = null;
+    const name = username.input.value.trim();
+    const secret = password.input.value;
     try {
-      await startSession(username.input.value.trim(), password.input.value);
+      await startSession(name, secret);
     } catch (error) {
-      // The right password for a suspended or banned account: say so, with
-      // the service's words on until when.
+      // The right password for a suspended or banned account: say so, and
+      // below the form until when, in the reader's words and zone, with the
+      // appeal it may make without a session.
       if (error instanceof ApiError && error.problem.code === 'account_suspended') {
-        throw new ApiError(error.status, { ...error.problem, field: null, detail: t('auth.suspended', { detail: error.words }) }, null);
+        suspended = suspendedPanel(error.problem, name, secret);
+        form.after(suspended);
+        throw new ApiError(error.status, { ...error.problem, field: null, detail: t('auth.suspended') }, null);
       }
       throw error;
     }
   });
   main.append(form);
+}
+
+/**
+ * What a suspended or banned account is told at sign-in: until when (in
+ * the reader's language and zone), or that it is banned; and, when the
+ * service names the strike that holds it, the appeal of that strike.
+ * @param {Problem} problem the refused sign-in's
+ * @param {string} username as the sign-in sent it
+ * @param {string} password as the sign-in sent it
+ */
+function suspendedPanel(problem, username, password) {
+  const until = problem.until;
+  return h(
+    'section',
+    { class: 'card suspended', 'aria-labelledby': 'suspended-title' },
+    h('h2', { class: 'section-title', id: 'suspended-title' },
+      until ? t('auth.suspendedUntil', { date: dateText(until, serverNow(), lang()) }) : t('auth.banned')),
+    problem.strikeId && appealForm(problem.strikeId, username, password),
+  );
+}
+
+/**
+ * An account that cannot sign in appeals with its username and password
+ * in place of a session (Me offers the appeal to one that can).
+ * @param {number} strikeId
+ * @param {string} username
+ * @param {string} password
+ */
+function appealForm(strikeId, username, password) {
+  const text = field({
+    label: t('appeal.text'), name: 'text', rows: 3, maxlength: 1000, required: true, hint: t('auth.appealHint'),
+  });
+  const form = h(
+    'form',
+    { class: 'appeal-form', novalidate: true, 'aria-label': t('appeal.summary') },
+    h('p', { class: 'muted' }, t('auth.appealHelp')),
+    formAlert(),
+    text.wrap,
+    h('button', { type: 'submit', class: 'button-primary small' }, t('appeal.submit')),
+  );
+  onSubmit(form, async () => {
+    if (!text.input.value.trim()) throw invalid('text', t('auth.appealRequired'));
+    try {
+      await call('POST', '/appeals', { json: { username, password, strikeId, text: text.input.value } });
+    } catch (error) {
+      // One appeal per strike: this one was made already (here, or from
+      // Me before the suspension).
+      if (error instanceof ApiError && error.status === 409) {
+        throw new ApiError(error.status, { ...error.problem, field: null, detail: t('auth.appealedAlready') }, null);
+      }
+      throw error;
+    }
+    const done = h('p', { class: 'success', role: 'status', tabindex: '-1' }, t('auth.appealSent'));
+    form.replaceWith(done);
+    done.focus();
+  });
+  return form;
 }
 
 /** @param {PageContext} ctx */

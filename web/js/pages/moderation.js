@@ -19,10 +19,20 @@ import { dateText, serverNow } from '../time.js';
 /** @typedef {import('../types.js').ContentFilter} ContentFilter */
 /** @typedef {import('../types.js').AuditEntry} AuditEntry */
 /** @typedef {import('../types.js').BulkResult} BulkResult */
+/** @typedef {import('../types.js').UserCard} UserCard */
 
 /** @param {number} at */
 function date(at) {
   return dateText(at, serverNow(), lang());
+}
+
+/**
+ * The name a card shows. The service gives a suspended, banned or erased
+ * account an empty card; the console says so rather than show no name.
+ * @param {UserCard} card
+ */
+function cardName(card) {
+  return card.nickName || t('queue.withheld');
 }
 
 /** @param {string} action a moderator's action, as the service names it */
@@ -244,7 +254,7 @@ function queueItem(initial, selection) {
       box = h('input', {
         type: 'checkbox',
         class: 'select-item',
-        'aria-label': t('queue.select', { kind, name: item.account.nickName }),
+        'aria-label': t('queue.select', { kind, name: cardName(item.account) }),
         checked: selection.selected.has(item.id),
         onchange: () => {
           if (box?.checked) selection.selected.add(item.id);
@@ -279,7 +289,7 @@ function queueItem(initial, selection) {
         h('span', { class: 'muted fine' }, timeText(item.reportedAt))),
       h('p', { class: 'queue-account' },
         avatar(item.account, 's'),
-        h('a', { class: 'user-name', href: `#/u/${item.account.uid}` }, item.account.nickName),
+        h('a', { class: 'user-name', href: `#/u/${item.account.uid}` }, cardName(item.account)),
         h('span', { class: 'muted fine' }, `uid ${item.account.uid}`)),
       item.categories.length > 0 && h('p', { class: 'categories' },
         item.categories.map((c) => h('span', { class: 'pill category' }, t(`cat.${c}`)))),
@@ -330,7 +340,7 @@ function snapshot(item) {
 function reportLine(r, rules) {
   const cited = r.rules.map((n) => (rules?.[n - 1] ? `${n}. ${rules[n - 1]}` : String(n)));
   return h('li', { class: 'item-report' },
-    h('span', { class: 'user-name' }, r.reporter.nickName),
+    h('span', { class: 'user-name' }, cardName(r.reporter)),
     ` · ${t(`cat.${r.category}`)} · `,
     timeText(r.createdAt),
     r.comment && h('span', { class: 'block quote' }, r.comment),
