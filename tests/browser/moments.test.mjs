@@ -945,6 +945,19 @@ step('the moderator finds the appeal in the queue and overturns the strike', asy
   const item = queueItem(li, 'appeal', APPEAL);
   await item.getByText('对“移除内容”的申诉：').waitFor();
   assert.equal(await item.locator('.snapshot-text').innerText(), AD_TEXT);
+  // The item's detail lists the account's strikes: the removal, appealed
+  // and not (yet) withdrawn.
+  await item.getByRole('button', { name: '全部投诉与账号记录' }).click();
+  const strikes = item.locator('.queue-detail').getByRole('list', { name: '这个账号的违规记录' });
+  const removal = strikes.locator(`li[data-strike-id="${adCaseId}"]`);
+  await removal.waitFor();
+  assert.equal(await strikes.getByRole('listitem').count(), 1);
+  assert.equal(await removal.getAttribute('data-action'), 'remove_content');
+  await removal.getByText('内容被移除', { exact: true }).waitFor();
+  await removal.getByText('已申诉', { exact: true }).waitFor();
+  await removal.getByText('类别：垃圾广告').waitFor();
+  assert.equal(await removal.getByRole('link', { name: '动态' }).getAttribute('href'), `#/post/${adPostId}`);
+  assert.equal(await removal.getByText('已撤销').count(), 0, 'not withdrawn before the overturn');
   await item.getByText('处理', { exact: true }).click();
   const action = item.getByLabel('处理方式');
   assert.deepEqual(await action.locator('option').allTextContents(), ['请选择', '驳回申诉（维持处罚）', '撤销处罚']);

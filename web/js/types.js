@@ -62,9 +62,13 @@
  * @typedef {{ action: string, moderator: number, note: string, shared?: string | null, at: number }} Closing
  * @typedef {{ id: number, target: ReportTarget, state: CaseState, categories: ReportCategory[],
  *   reporterCount: number, closing: Closing | null }} PastItem
+ * @typedef {'remove_content' | 'warn' | 'suspend' | 'ban'} StrikeAction
+ * @typedef {{ id: number, action: StrikeAction, target: ReportTarget, categories: ReportCategory[],
+ *   at: number, until?: number, appealed: boolean, overturnedAt?: number }} PastStrike
  * @typedef {{ id: number, target: ReportTarget, account: UserCard, state: CaseState,
  *   reporterCount: number, categories: ReportCategory[], snapshot: Snapshot, openedAt: number,
  *   reportedAt: number, reports: ItemReport[], reportsCursor?: string, history?: PastItem[],
+ *   strikes?: PastStrike[],
  *   closing: Closing | null, held?: { filter: number, reason: string },
  *   appeal?: { strikeId: number, text: string, action: string, at: number } }} QueueItem
  * @typedef {{ id: number, status: number }} BulkResult

@@ -19,6 +19,7 @@ import { dateText, serverNow } from '../time.js';
 /** @typedef {import('../types.js').ContentFilter} ContentFilter */
 /** @typedef {import('../types.js').AuditEntry} AuditEntry */
 /** @typedef {import('../types.js').BulkResult} BulkResult */
+/** @typedef {import('../types.js').PastStrike} PastStrike */
 /** @typedef {import('../types.js').UserCard} UserCard */
 
 /** @param {number} at */
@@ -46,6 +47,46 @@ function actionWords(action) {
     case 'overturn': return t('action.overturn');
     default: return action;
   }
+}
+
+/**
+ * A strike's action, in the words the Me page's "My strikes" uses.
+ * @param {string} action
+ */
+function strikeWords(action) {
+  switch (action) {
+    case 'remove_content': return t('strike.remove_content');
+    case 'warn': return t('strike.warn');
+    case 'suspend': return t('strike.suspend');
+    case 'ban': return t('strike.ban');
+    default: return action;
+  }
+}
+
+/** The latest time a Date can hold; a ban's `until` (i64::MAX) is past it. */
+const LAST_DATE = 8.64e15;
+
+/**
+ * One of the account's strikes: the action, on what, for what, when,
+ * until when (a suspension's end, or for good), and whether it was
+ * appealed or withdrawn.
+ * @param {PastStrike} s
+ */
+function strikeLine(s) {
+  const kind = t(`target.${s.target.kind}`);
+  const href = s.target.kind === 'post' ? `#/post/${s.target.id}` : s.target.kind === 'user' ? `#/u/${s.target.id}` : null;
+  const forever = s.action === 'ban' || (s.until !== undefined && s.until >= LAST_DATE);
+  const end = forever ? t('queue.permanent') : s.action === 'suspend' && s.until ? t('strike.until', { date: date(s.until) }) : '';
+  return h('li', { class: 'history-item past-strike', 'data-strike-id': String(s.id), 'data-action': s.action },
+    h('p', { class: 'item-head' },
+      h('span', { class: `pill action-${s.action}${s.overturnedAt !== undefined ? ' overturned' : ''}` }, strikeWords(s.action)),
+      s.appealed && h('span', { class: 'pill state-open strike-appealed' }, t('queue.strikeAppealed')),
+      s.overturnedAt !== undefined && h('span', { class: 'pill state-dismissed strike-overturned', title: date(s.overturnedAt) }, t('queue.strikeOverturned')),
+      h('span', { class: 'muted fine' }, timeText(s.at))),
+    h('p', {},
+      href ? h('a', { href }, kind) : kind,
+      s.categories.length > 0 && ` · ${t('strike.categories', { list: s.categories.map((c) => t(`cat.${c}`)).join('、') })}`,
+      end && ` · ${end}`));
 }
 
 /**
@@ -358,8 +399,8 @@ function closingLine(c) {
 }
 
 /**
- * All of an item's reports (page by page) and the account's earlier
- * closed items.
+ * All of an item's reports (page by page), the account's earlier closed
+ * items and its strikes.
  * @param {QueueItem} item
  * @param {HTMLElement} into
  */
@@ -394,6 +435,7 @@ async function loadDetail(item, into) {
     },
   }, t('queue.moreReports'));
   const history = full.history ?? [];
+  const strikes = full.strikes ?? [];
   fill(into,
     h('h3', { class: 'sub-title' }, t('queue.allReports')),
     full.reports.length > 0 ? reports : h('p', { class: 'muted fine' }, t('queue.noReports')),
@@ -410,7 +452,11 @@ async function loadDetail(item, into) {
             ' ',
             p.categories.map((c) => t(`cat.${c}`)).join('、'),
             p.reporterCount > 0 && ` · ${t('queue.reporters', { n: p.reporterCount })}`),
-          p.closing && closingLine(p.closing)))));
+          p.closing && closingLine(p.closing)))),
+    h('h3', { class: 'sub-title' }, t('queue.strikes')),
+    strikes.length === 0
+      ? h('p', { class: 'muted fine' }, t('queue.noStrikes'))
+      : h('ul', { class: 'history strikes', 'aria-label': t('queue.strikes') }, strikes.map(strikeLine)));
 }
 
 /**
