@@ -11,7 +11,7 @@ import { ApiError, call, idempotentCreates } from './api.js';
 import { avatar, fill, h, uniqueId, webUrl } from './dom.js';
 import { busy, field, formAlert, onSubmit } from './forms.js';
 import { lang, t } from './i18n.js';
-import { reportPanel } from './report.js';
+import { reportButton, reportPanel } from './report.js';
 import { current } from './session.js';
 import { relativeTime, serverNow } from './time.js';
 
@@ -341,41 +341,13 @@ export function postCard(initial, options = {}) {
 export function commentItem(comment, post, handlers) {
   const me = current()?.me.uid;
   const mayDelete = me === comment.author.uid || me === post.author.uid;
-  /** @type {HTMLElement | null} */
-  let panel = null;
-  const reportButton = me !== comment.author.uid && h(
-    'button',
-    {
-      type: 'button',
-      class: 'link-button',
-      'aria-label': t('report.comment', { name: comment.author.nickName }),
-      'aria-expanded': 'false',
-      onclick: () => {
-        if (panel) {
-          closeReport();
-          return;
-        }
-        panel = reportPanel({
-          targetType: 'comment',
-          targetId: comment.id,
-          author: comment.author,
-          label: t('report.comment', { name: comment.author.nickName }),
-          onClose: closeReport,
-        });
-        item.append(panel);
-        if (reportButton) reportButton.setAttribute('aria-expanded', 'true');
-      },
-    },
-    t('report.report'),
-  );
-  function closeReport() {
-    panel?.remove();
-    panel = null;
-    if (reportButton) {
-      reportButton.setAttribute('aria-expanded', 'false');
-      reportButton.focus();
-    }
-  }
+  const report = me !== comment.author.uid && reportButton({
+    targetType: 'comment',
+    targetId: comment.id,
+    author: comment.author,
+    label: t('report.comment', { name: comment.author.nickName }),
+    place: (panel) => item.append(panel),
+  });
   const item = h(
     'li',
     { class: 'comment', 'data-comment-id': String(comment.id) },
@@ -426,7 +398,7 @@ export function commentItem(comment, post, handlers) {
           },
           t('post.delete'),
         ),
-      reportButton,
+      report,
     ),
   );
   return item;

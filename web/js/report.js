@@ -2,8 +2,9 @@
 // Reporting a post, a comment or an account: the panel a post card, a
 // comment and the profile page open (a category, an optional comment, the
 // instance's rules to cite), and once filed the one-click block, mute or
-// hide of the author. Also the report categories and the instance's rules,
-// which the moderation console shares.
+// hide of the author. Also the report categories, the instance's rules and
+// the words for a strike's action, which the Me page and the moderation
+// console share.
 
 import { ApiError, call } from './api.js';
 import { fill, h, uniqueId } from './dom.js';
@@ -15,6 +16,61 @@ import { t } from './i18n.js';
 
 /** @type {ReportCategory[]} */
 export const CATEGORIES = ['spam', 'harassment', 'hate', 'sexual', 'violence', 'illegal', 'other'];
+
+/**
+ * A strike's action in the reader's words (the Me page's strikes, the
+ * console's).
+ * @param {string} action
+ */
+export function strikeWords(action) {
+  switch (action) {
+    case 'remove_content': return t('strike.remove_content');
+    case 'warn': return t('strike.warn');
+    case 'suspend': return t('strike.suspend');
+    case 'ban': return t('strike.ban');
+    default: return action;
+  }
+}
+
+/**
+ * A "Report" button that opens the report panel, placed by `place` (and
+ * closes it again): for a comment and a profile, whose panel goes after
+ * them. A post card keeps its panel in its own state, as it is drawn again.
+ * @param {{ targetType: 'comment' | 'user', targetId: number, author: UserCard,
+ *   label: string, className?: string, place: (panel: HTMLElement) => void }} spec
+ */
+export function reportButton(spec) {
+  /** @type {HTMLElement | null} */
+  let panel = null;
+  const button = h('button', {
+    type: 'button',
+    class: spec.className ?? 'link-button',
+    'aria-label': spec.label,
+    'aria-expanded': 'false',
+    onclick: () => {
+      if (panel) {
+        close();
+        return;
+      }
+      panel = reportPanel({
+        targetType: spec.targetType,
+        targetId: spec.targetId,
+        author: spec.author,
+        label: spec.label,
+        onClose: close,
+      });
+      spec.place(panel);
+      button.setAttribute('aria-expanded', 'true');
+    },
+  }, t('report.report'));
+  function close() {
+    panel?.remove();
+    panel = null;
+    button.setAttribute('aria-expanded', 'false');
+    button.focus();
+  }
+  return button;
+}
 
 /** The service's rules a report may cite, read once per page load. */
 /** @type {Promise<string[]> | null} */

@@ -9,7 +9,7 @@ import { busy } from '../forms.js';
 import { lang, t } from '../i18n.js';
 import { pagedList } from '../lists.js';
 import { postCard, showActionError } from '../post_card.js';
-import { reportPanel } from '../report.js';
+import { reportButton } from '../report.js';
 import { current } from '../session.js';
 
 /** @typedef {import('../types.js').Profile} Profile */
@@ -51,37 +51,14 @@ export async function render({ main, title, params }) {
 export function drawProfile(header, profile, options = {}) {
   const self = current()?.me.uid === profile.uid;
   const following = Boolean(profile.following);
-  /** @type {HTMLElement | null} */
-  let panel = null;
-  const report = !self && h('button', {
-    type: 'button',
-    class: 'link-button report-user',
-    'aria-label': t('report.user', { name: profile.nickName }),
-    'aria-expanded': 'false',
-    onclick: () => {
-      if (panel) {
-        closeReport();
-        return;
-      }
-      panel = reportPanel({
-        targetType: 'user',
-        targetId: profile.uid,
-        author: profile,
-        label: t('report.user', { name: profile.nickName }),
-        onClose: closeReport,
-      });
-      header.append(panel);
-      if (report) report.setAttribute('aria-expanded', 'true');
-    },
-  }, t('report.report'));
-  function closeReport() {
-    panel?.remove();
-    panel = null;
-    if (report) {
-      report.setAttribute('aria-expanded', 'false');
-      report.focus();
-    }
-  }
+  const report = !self && reportButton({
+    targetType: 'user',
+    targetId: profile.uid,
+    author: profile,
+    label: t('report.user', { name: profile.nickName }),
+    className: 'link-button report-user',
+    place: (panel) => header.append(panel),
+  });
   fill(
     header,
     avatar(profile, 'l'),

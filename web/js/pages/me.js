@@ -9,6 +9,7 @@ import { busy, field, formAlert, onSubmit } from '../forms.js';
 import { lang, setLang, t } from '../i18n.js';
 import { pagedList } from '../lists.js';
 import { timeText } from '../post_card.js';
+import { strikeWords } from '../report.js';
 import { current, forget, isModerator, updateMe } from '../session.js';
 import { dateText, serverNow } from '../time.js';
 
@@ -117,17 +118,6 @@ function reportItem(r) {
     r.comment && h('p', { class: 'quote' }, t('me.yourComment', { text: r.comment })),
     r.outcome && h('p', { class: 'outcome' }, t('me.outcome', { text: r.outcome })),
   );
-}
-
-/** @param {string} action */
-function strikeWords(action) {
-  switch (action) {
-    case 'remove_content': return t('strike.remove_content');
-    case 'warn': return t('strike.warn');
-    case 'suspend': return t('strike.suspend');
-    case 'ban': return t('strike.ban');
-    default: return action;
-  }
 }
 
 /**

@@ -11,7 +11,7 @@ import { busy, checkField, field, formAlert, invalid, onSubmit, selectField } fr
 import { lang, t } from '../i18n.js';
 import { pagedList } from '../lists.js';
 import { timeText } from '../post_card.js';
-import { CATEGORIES, instanceRules } from '../report.js';
+import { CATEGORIES, instanceRules, strikeWords } from '../report.js';
 import { dateText, serverNow } from '../time.js';
 
 /** @typedef {import('../types.js').QueueItem} QueueItem */
@@ -45,20 +45,6 @@ function actionWords(action) {
     case 'suspend': return t('action.suspend');
     case 'ban': return t('action.ban');
     case 'overturn': return t('action.overturn');
-    default: return action;
-  }
-}
-
-/**
- * A strike's action, in the words the Me page's "My strikes" uses.
- * @param {string} action
- */
-function strikeWords(action) {
-  switch (action) {
-    case 'remove_content': return t('strike.remove_content');
-    case 'warn': return t('strike.warn');
-    case 'suspend': return t('strike.suspend');
-    case 'ban': return t('strike.ban');
     default: return action;
   }
 }
