@@ -934,6 +934,19 @@ pub struct AuditEntry {
     pub at: i64,
 }
 
+impl From<AuditDoc> for AuditEntry {
+    fn from(e: AuditDoc) -> Self {
+        AuditEntry {
+            id: e.id,
+            actor: e.actor,
+            action: e.action,
+            subject: e.subject,
+            note: e.note,
+            at: e.at,
+        }
+    }
+}
+
 /// The audit log, newest first.
 pub async fn audit_log(
     ctx: &Context,
@@ -949,17 +962,7 @@ pub async fn audit_log(
     )
     .await?;
     Ok(Page {
-        items: items
-            .into_iter()
-            .map(|e| AuditEntry {
-                id: e.id,
-                actor: e.actor,
-                action: e.action,
-                subject: e.subject,
-                note: e.note,
-                at: e.at,
-            })
-            .collect(),
+        items: items.into_iter().map(AuditEntry::from).collect(),
         next_cursor,
         server_time: now_ms(),
     })

@@ -121,7 +121,8 @@ async fn remove_content(ctx: &Context, target: ReportTarget) -> AppResult<()> {
 }
 
 /// Holds, removes or restores a post, in the documents and then in the
-/// live body every read judges it by. A post deleted since is left alone.
+/// live body every read judges it by; a restored one is fanned out. A post
+/// deleted since is left alone.
 pub(super) async fn set_post_moderation(
     ctx: &Context,
     post_id: i64,
@@ -141,6 +142,12 @@ pub(super) async fn set_post_moderation(
             )],
         )
         .await;
+    // Published (a hold approved, a removal overturned): pushed to the
+    // timelines a held post was kept out of. Pushing it again where it is
+    // already changes nothing.
+    if body.moderation.is_none() {
+        super::feed::fan_out::spawn_fan_out(ctx, &body);
+    }
     Ok(())
 }
 

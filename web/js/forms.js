@@ -39,15 +39,27 @@ export function field(spec) {
   const input = spec.rows
     ? h('textarea', { ...attrs, rows: spec.rows })
     : h('input', { ...attrs, type: spec.type ?? 'text', step: spec.step });
-  const wrap = h(
+  return { wrap: fieldWrap(id, spec.label, input, spec.hint, hintId), input };
+}
+
+/**
+ * A control with its label before it, its hint and its error slot: what
+ * `field` and `selectField` wrap theirs in.
+ * @param {string} id the control's id
+ * @param {string} label
+ * @param {HTMLElement} input
+ * @param {string | undefined} hint
+ * @param {string | null} hintId
+ */
+function fieldWrap(id, label, input, hint, hintId) {
+  return h(
     'div',
     { class: 'field' },
-    h('label', { for: id }, spec.label),
+    h('label', { for: id }, label),
     input,
-    spec.hint && h('p', { class: 'hint', id: hintId }, spec.hint),
+    hint && h('p', { class: 'hint', id: hintId }, hint),
     h('p', { class: 'field-error', id: `${id}-error`, hidden: true }),
   );
-  return { wrap, input };
 }
 
 /**
@@ -65,15 +77,7 @@ export function selectField(spec) {
     { id, name: spec.name, 'data-field': spec.name, 'aria-describedby': hintId },
     spec.options.map(([value, words]) => h('option', { value, selected: value === (spec.value ?? '') }, words)),
   );
-  const wrap = h(
-    'div',
-    { class: 'field' },
-    h('label', { for: id }, spec.label),
-    input,
-    spec.hint && h('p', { class: 'hint', id: hintId }, spec.hint),
-    h('p', { class: 'field-error', id: `${id}-error`, hidden: true }),
-  );
-  return { wrap, input };
+  return { wrap: fieldWrap(id, spec.label, input, spec.hint, hintId), input };
 }
 
 /**

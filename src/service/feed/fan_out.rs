@@ -24,7 +24,13 @@ pub(crate) const FAN_OUT_PAGE: usize = 10_000;
 /// list when the live store is down), so its owner's next read rebuilds it
 /// with the post: a failure costs a rebuild, never a gap.
 pub fn spawn_fan_out(ctx: &Context, post: &PostBody) {
-    let plan = plan_fan_out(ctx, post.id, post.author_uid, post.visibility);
+    // A post held for a moderator is its author's alone, as on reads: it
+    // reaches the other timelines when it is published.
+    let audience = match post.moderation {
+        Some(_) => Visibility::Private,
+        None => post.visibility,
+    };
+    let plan = plan_fan_out(ctx, post.id, post.author_uid, audience);
     ctx.fan_outs.start(ctx, plan, false);
 }
 
