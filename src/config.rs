@@ -195,6 +195,49 @@ pub struct Settings {
     /// How long a stopping server waits for in-flight requests and fan-outs.
     pub shutdown_timeout_secs: u64,
     pub log_format: LogFormat,
+    /// Live updates (`service::stream`).
+    pub stream: StreamSettings,
+}
+
+/// The bounds and clocks of live updates, each a `MOMENTS_STREAM_*` setting.
+#[derive(Debug, Clone)]
+pub struct StreamSettings {
+    /// Seconds between two heartbeat lines on an idle stream.
+    pub heartbeat_secs: u64,
+    /// The `retry:` a stream gives: how long a client waits to reconnect.
+    pub retry_ms: u64,
+    /// Events each account's log keeps at most.
+    pub log_events: usize,
+    /// Minutes each account's log keeps an event at most.
+    pub log_minutes: u64,
+    /// Streams one account holds open; the oldest is closed past it.
+    pub per_account: usize,
+    /// Streams one instance holds open; more are refused with 503.
+    pub per_instance: usize,
+    /// Events a stream holds for a client that is not reading; a client
+    /// that falls this far behind for long is disconnected.
+    pub send_buffer: usize,
+    /// Seconds a stream lives before it is closed with a `retry:`, so that
+    /// clients spread over instances as they come and go.
+    pub max_secs: u64,
+    /// Seconds a stream ticket stays valid, unused.
+    pub ticket_secs: u64,
+}
+
+impl Default for StreamSettings {
+    fn default() -> Self {
+        Self {
+            heartbeat_secs: 15,
+            retry_ms: 3000,
+            log_events: 1000,
+            log_minutes: 24 * 60,
+            per_account: 5,
+            per_instance: 10_000,
+            send_buffer: 256,
+            max_secs: 3600,
+            ticket_secs: 60,
+        }
+    }
 }
 
 impl Default for Settings {
@@ -235,6 +278,7 @@ impl Default for Settings {
             metrics_listen: None,
             shutdown_timeout_secs: 20,
             log_format: LogFormat::Text,
+            stream: StreamSettings::default(),
         }
     }
 }
@@ -601,6 +645,107 @@ pub const VARIABLES: &[Variable] = &[
         echo: Echo::Plain,
         apply: |d, v| {
             d.settings.moderation_retention_days = whole(v, 1, 3650)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_STREAM_HEARTBEAT_SECS",
+        default: DefaultValue::Literal("15"),
+        allowed: "a whole number of seconds, 1 to 300",
+        meaning: "seconds between two heartbeat lines on an idle live-update stream",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.stream.heartbeat_secs = whole(v, 1, 300)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_STREAM_RETRY_MS",
+        default: DefaultValue::Literal("3000"),
+        allowed: "a whole number of milliseconds, 100 to 600000",
+        meaning: "the retry: a live-update stream gives: how long a client waits to reconnect",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.stream.retry_ms = whole(v, 100, 600_000)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_STREAM_LOG_EVENTS",
+        default: DefaultValue::Literal("1000"),
+        allowed: "a whole number, 10 to 100000",
+        meaning: "events each account's live-update log keeps for a reconnecting client",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.stream.log_events = whole_usize(v, 10, 100_000)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_STREAM_LOG_MINUTES",
+        default: DefaultValue::Literal("1440"),
+        allowed: "a whole number of minutes, 1 to 10080",
+        meaning: "how long each account's live-update log keeps an event",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.stream.log_minutes = whole(v, 1, 10_080)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_STREAM_PER_ACCOUNT",
+        default: DefaultValue::Literal("5"),
+        allowed: "a whole number, 1 to 100",
+        meaning: "live-update streams one account holds open; the oldest is closed when one more opens",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.stream.per_account = whole_usize(v, 1, 100)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_STREAM_PER_INSTANCE",
+        default: DefaultValue::Literal("10000"),
+        allowed: "a whole number, 1 to 1000000",
+        meaning: "live-update streams one instance holds open; more are answered 503 with Retry-After",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.stream.per_instance = whole_usize(v, 1, 1_000_000)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_STREAM_SEND_BUFFER",
+        default: DefaultValue::Literal("256"),
+        allowed: "a whole number of events, 4 to 65536",
+        meaning: "events a live-update stream holds for a client that does not read; one that stays \
+                  that far behind is disconnected, to resume from its last event",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.stream.send_buffer = whole_usize(v, 4, 65_536)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_STREAM_MAX_SECS",
+        default: DefaultValue::Literal("3600"),
+        allowed: "a whole number of seconds, 1 to 86400",
+        meaning: "how long a live-update stream lives before it is closed with a retry:, so that \
+                  clients spread over instances as they come and go",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.stream.max_secs = whole(v, 1, 86_400)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_STREAM_TICKET_SECS",
+        default: DefaultValue::Literal("60"),
+        allowed: "a whole number of seconds, 1 to 600",
+        meaning: "how long a ticket for opening a live-update stream stays valid (it opens one)",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.stream.ticket_secs = whole(v, 1, 600)?;
             Ok(())
         },
     },

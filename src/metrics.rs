@@ -39,6 +39,13 @@ pub const REPAIR_PENDING: &str = "moments_live_repair_pending";
 pub const RATE_LIMIT_REJECTIONS: &str = "moments_rate_limit_rejections_total";
 pub const VIEWS_UNCOUNTED: &str = "moments_views_uncounted_total";
 pub const OLDEST_OPEN_REPORT: &str = "moments_moderation_oldest_open_seconds";
+pub const STREAMS_OPEN: &str = "moments_streams_open";
+pub const STREAM_EVENTS: &str = "moments_stream_events_sent_total";
+pub const STREAM_SLOW_READERS: &str = "moments_stream_slow_readers_dropped_total";
+pub const STREAM_RESUMES: &str = "moments_stream_resumes_total";
+pub const STREAM_RESETS: &str = "moments_stream_resets_total";
+pub const STREAMS_REFUSED: &str = "moments_streams_refused_total";
+pub const STREAM_ANNOUNCE_FAILURES: &str = "moments_stream_announce_failures_total";
 /// The names Prometheus's own clients give these, so stock dashboards work.
 pub const RESIDENT_BYTES: &str = "process_resident_memory_bytes";
 pub const VIRTUAL_BYTES: &str = "process_virtual_memory_bytes";
@@ -89,10 +96,16 @@ pub fn install() -> &'static PrometheusHandle {
             FAN_OUT_MISSED,
             FAN_OUT_FAILURES,
             VIEWS_UNCOUNTED,
+            STREAM_SLOW_READERS,
+            STREAM_RESUMES,
+            STREAM_RESETS,
+            STREAMS_REFUSED,
+            STREAM_ANNOUNCE_FAILURES,
         ] {
             counter!(name).increment(0);
         }
         gauge!(FAN_OUTS_IN_FLIGHT).increment(0.0);
+        gauge!(STREAMS_OPEN).increment(0.0);
         let upkeep = handle.clone();
         let spawned = std::thread::Builder::new()
             .name("metrics-upkeep".into())
@@ -172,6 +185,31 @@ fn describe() {
         OLDEST_OPEN_REPORT,
         ::metrics::Unit::Seconds,
         "Age of the oldest open item in the moderation queue (0 when none): the response window an operator watches"
+    );
+    describe_gauge!(STREAMS_OPEN, "Live-update streams this instance holds open");
+    describe_counter!(
+        STREAM_EVENTS,
+        "Events written to live-update streams, by event name"
+    );
+    describe_counter!(
+        STREAM_SLOW_READERS,
+        "Live-update streams disconnected because their client stopped reading (it resumes from its last event)"
+    );
+    describe_counter!(
+        STREAM_RESUMES,
+        "Live-update streams that resumed after a Last-Event-ID with nothing missed"
+    );
+    describe_counter!(
+        STREAM_RESETS,
+        "reset events sent: a stream could not resume (its id fell out of the log, or the log was lost)"
+    );
+    describe_counter!(
+        STREAMS_REFUSED,
+        "Live-update streams refused with 503 because this instance holds MOMENTS_STREAM_PER_INSTANCE"
+    );
+    describe_counter!(
+        STREAM_ANNOUNCE_FAILURES,
+        "Live updates that could not be logged or announced (the live store failed); the writes stand"
     );
     describe_gauge!(
         RESIDENT_BYTES,
@@ -374,6 +412,39 @@ impl Drop for FanOutInFlight {
     fn drop(&mut self) {
         gauge!(FAN_OUTS_IN_FLIGHT).decrement(1.0);
     }
+}
+
+pub fn stream_opened() {
+    gauge!(STREAMS_OPEN).increment(1.0);
+}
+
+pub fn stream_closed() {
+    gauge!(STREAMS_OPEN).decrement(1.0);
+}
+
+/// An event written to a stream; `event` is one of the documented names.
+pub fn stream_event_sent(event: &'static str) {
+    counter!(STREAM_EVENTS, "event" => event).increment(1);
+}
+
+pub fn stream_slow_reader_dropped() {
+    counter!(STREAM_SLOW_READERS).increment(1);
+}
+
+pub fn stream_resumed() {
+    counter!(STREAM_RESUMES).increment(1);
+}
+
+pub fn stream_reset() {
+    counter!(STREAM_RESETS).increment(1);
+}
+
+pub fn stream_refused() {
+    counter!(STREAMS_REFUSED).increment(1);
+}
+
+pub fn stream_announce_failed() {
+    counter!(STREAM_ANNOUNCE_FAILURES).increment(1);
 }
 
 pub fn fan_out_pushed(timelines: usize) {

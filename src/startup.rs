@@ -253,6 +253,7 @@ impl Application {
             fan_outs: Arc::new(FanOutRegistry::new(tokio::runtime::Handle::current())),
             post_views: Arc::new(PostViews::new(settings.view_buffer)),
             like_arrays_queued: settings.mongodb_uri.is_some() && settings.redis_url.is_some(),
+            streams: Arc::default(),
         };
         if let Some((user, password)) = &settings.admin {
             let uid = accounts::bootstrap_admin(&context, user, password.expose())
@@ -286,6 +287,7 @@ impl Application {
             context.pulled_authors.spawn_poller(live.clone()),
             expiry::spawn(context.clone()),
             crate::service::jobs::queue_age::spawn(context.clone()),
+            crate::service::stream::Hub::spawn(context.clone()).await?,
             PostViews::spawn_flusher(
                 context.clone(),
                 Duration::from_millis(settings.view_flush_ms),
@@ -390,9 +392,14 @@ impl Application {
                 })
                 .default_service(web::to(http::not_found))
         })
-        .on_connect(move |_, extensions| {
+        .on_connect(move |conn, extensions| {
             counted.open.fetch_add(1, Ordering::SeqCst);
             extensions.insert(OpenConnection(counted.clone()));
+            #[cfg(unix)]
+            if let Some(socket) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
+                use std::os::fd::AsRawFd;
+                extensions.insert(http::stream::ConnectionSocket(socket.as_raw_fd()));
+            }
         })
         .listen(listener)?
         // Stopping is ours (`run_until_stopped`): actix's SIGINT stop does
@@ -511,6 +518,15 @@ impl Application {
                 futures_util::future::Either::Right(((), _)) => {
                     let started = Instant::now();
                     let deadline = tokio::time::Instant::now() + timeout;
+                    // Streams never end by themselves: each is closed with
+                    // a last `retry:`, and its connection with it.
+                    let streams = context.streams.open_count();
+                    context.streams.close_all(deadline).await;
+                    tracing::info!(
+                        streams,
+                        left = context.streams.open_count(),
+                        "live-update streams closed"
+                    );
                     let drain = drain_http(
                         &api,
                         metrics_handle.as_ref(),

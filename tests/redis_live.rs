@@ -274,3 +274,49 @@ async fn the_like_array_queue_hands_a_dead_appliers_entries_to_another() {
 fn id_of(name: &str) -> String {
     format!("{name}-{}", next_id())
 }
+
+#[tokio::test]
+async fn event_logs_resume_in_order_and_say_gone_past_their_bounds() {
+    let live = live().await;
+    moments::store::live_checks::event_logs(&live.store, next_id()).await;
+}
+
+#[tokio::test]
+async fn stream_tickets_are_taken_once_and_registers_close_the_oldest() {
+    let live = live().await;
+    moments::store::live_checks::stream_tickets_and_registers(&live.store, next_id()).await;
+}
+
+#[tokio::test]
+async fn the_bus_carries_a_message_to_every_listener() {
+    use moments::store::{BusNote, StreamStore};
+    use std::time::Duration;
+    let a = live().await;
+    // Another instance: its own store on the same Redis and prefix.
+    let b = RedisLive::connect(&redis_url(), &a.prefix, 3600)
+        .await
+        .unwrap();
+    let mut on_a = a.store.bus().await.unwrap();
+    let mut on_b = b.bus().await.unwrap();
+    // The listeners subscribe in the background: publish until both hear.
+    async fn heard(bus: &mut tokio::sync::broadcast::Receiver<BusNote>) -> bool {
+        while let Ok(Ok(note)) = tokio::time::timeout(Duration::from_millis(100), bus.recv()).await
+        {
+            if note == BusNote::Message("hello".into()) {
+                return true;
+            }
+        }
+        false
+    }
+    let (mut a_heard, mut b_heard) = (false, false);
+    for _ in 0..100 {
+        a.store.publish("hello").await.unwrap();
+        a_heard |= heard(&mut on_a).await;
+        b_heard |= heard(&mut on_b).await;
+        if a_heard && b_heard {
+            break;
+        }
+    }
+    assert!(a_heard, "the publisher's own listener heard it");
+    assert!(b_heard, "the other instance's listener heard it");
+}

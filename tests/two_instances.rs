@@ -1084,3 +1084,95 @@ async fn every_change_through_one_instance_outdates_the_copies_the_other_keeps()
         .drop()
         .await;
 }
+
+/// Live updates cross instances: a stream held by one hears of writes made
+/// through the other, and is told what to watch through either.
+#[tokio::test]
+async fn a_stream_on_one_instance_hears_writes_made_through_the_other() {
+    let db = fresh_db("stream");
+    let (a, b) = (Instance::start(&db).await, Instance::start(&db).await);
+    let (reader, reader_token) = a.user("streamreader").await;
+    let (author, author_token) = a.user("streamauthor").await;
+    let (_, fan_token) = a.user("streamfan").await;
+    a.ok(
+        Method::PUT,
+        &format!("/api/v1/users/{author}/follow"),
+        Some(&reader_token),
+        None,
+    )
+    .await;
+    // The reader's stream is on B.
+    let mut stream = support::sse::open(
+        &b.http,
+        &format!("{}/api/v1/stream", b.base),
+        Some(&reader_token),
+        None,
+    )
+    .await
+    .map_err(|e| e.0)
+    .unwrap();
+    let (ready, _) = stream.until("ready", |_| true).await;
+    // A post made through A enters the reader's feed: B's stream says so.
+    let post = a
+        .ok(
+            Method::POST,
+            "/api/v1/posts",
+            Some(&author_token),
+            Some(json!({"category": "TEXT", "content": "from A"})),
+        )
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    stream.until("post.new", |d| d["postId"] == post).await;
+    // Watched through A, for the stream on B.
+    let watching = a
+        .ok(
+            Method::PUT,
+            &format!("/api/v1/stream/{}/watch", ready.data["streamId"]),
+            Some(&reader_token),
+            Some(json!({"posts": [post]})),
+        )
+        .await;
+    assert_eq!(watching, json!({"watching": [post]}));
+    stream
+        .until("post.counts", |d| {
+            d["postId"] == post && d["likeCount"] == 0
+        })
+        .await;
+    a.ok(
+        Method::PUT,
+        &format!("/api/v1/posts/{post}/like"),
+        Some(&fan_token),
+        None,
+    )
+    .await;
+    stream
+        .until("post.counts", |d| {
+            d["postId"] == post && d["likeCount"] == 1
+        })
+        .await;
+    // A notification made through A.
+    let mine = a
+        .ok(
+            Method::POST,
+            "/api/v1/posts",
+            Some(&reader_token),
+            Some(json!({"category": "TEXT", "content": "the reader's"})),
+        )
+        .await["id"]
+        .clone();
+    a.ok(
+        Method::PUT,
+        &format!("/api/v1/posts/{mine}/like"),
+        Some(&author_token),
+        None,
+    )
+    .await;
+    let (n, _) = stream.until("notification", |d| d["kind"] == "like").await;
+    assert_eq!(n.data["actor"]["uid"], author);
+    stream.until("unread", |_| true).await;
+    drop(stream);
+    a.stop().await;
+    b.stop().await;
+    let _ = reader;
+}

@@ -21,6 +21,7 @@ pub mod reports;
 pub mod request_id;
 pub mod shares;
 pub mod social;
+pub mod stream;
 pub mod strikes;
 pub mod web_client;
 
@@ -47,6 +48,7 @@ pub fn api(cfg: &mut web::ServiceConfig) {
             .configure(social::routes)
             .configure(feed::routes)
             .configure(notifications::routes)
+            .configure(stream::routes)
             .configure(admin::routes),
     )
     .configure(ops::routes)

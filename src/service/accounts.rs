@@ -531,6 +531,7 @@ async fn close_sessions(ctx: &Context, uid: i64, sessions: &[SessionDoc]) -> App
     ctx.repair
         .apply_unordered(ctx.live.as_ref(), Owner::User(uid), changes)
         .await;
+    super::stream::events::sessions_ended(ctx, uid);
     Ok(())
 }
 
@@ -545,6 +546,7 @@ async fn close_own_session(ctx: &Context, who: &Authed) -> AppResult<()> {
             vec![LiveChange::Drop(LiveKey::Blob(key))],
         )
         .await;
+    super::stream::events::sessions_ended(ctx, who.uid);
     Ok(())
 }
 
@@ -557,6 +559,21 @@ fn parse_hex_hash(hex: &str) -> Option<TokenHash> {
         *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
     }
     Some(TokenHash(out))
+}
+
+/// Until when the session stays honoured (not signed out, its account's
+/// credentials unchanged), asked of the documents; `None` when it is not.
+pub async fn honoured_until(ctx: &Context, who: &Authed) -> AppResult<Option<i64>> {
+    let (hex, account) = (who.token_hash.hex(), [who.uid]);
+    let (found, user) = tokio::try_join!(
+        ctx.docs.session_by_token_hash(who.uid, &hex),
+        ctx.docs.users_by_ids(&account),
+    )?;
+    Ok(found
+        .filter(|s| {
+            s.id == who.session_id && s.expires_at > now_ms() && s.honoured_by(user.first())
+        })
+        .map(|s| s.expires_at))
 }
 
 /// Signs out the session this request was made with.
@@ -634,6 +651,7 @@ pub(super) async fn credentials_changed(ctx: &Context, uid: i64) {
             vec![LiveChange::Drop(LiveKey::Blob(BlobKey::Card(uid)))],
         )
         .await;
+    super::stream::events::sessions_ended(ctx, uid);
 }
 
 /// Signs out every session of `uid` but `keep`, once they are dishonoured

@@ -113,6 +113,7 @@ pub async fn create_comment(
             }],
         )
         .await;
+    super::stream::events::comment_added(ctx, post_id, id);
     let pres = Presentation {
         now: crate::ids::now_ms(),
         ..*pres
@@ -317,5 +318,6 @@ pub async fn remove_comment(ctx: &Context, comment: &CommentDoc) -> AppResult<()
     ctx.repair
         .apply_unordered(ctx.live.as_ref(), Owner::Post(comment.post_id), changes)
         .await;
+    super::stream::events::counts_changed(ctx, comment.post_id);
     Ok(())
 }

@@ -161,6 +161,9 @@ pub async fn like(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<Like
     }
     if added {
         mirror(ctx, set, LiveChange::LwwAdd(set, uid, id)).await;
+        if kind == LikeKind::Post {
+            super::stream::events::counts_changed(ctx, target_id);
+        }
         if kind == LikeKind::Comment {
             // The like stands whatever this does; a peak left low only
             // ranks the comment lower in the hot order until its next like.
@@ -202,6 +205,9 @@ pub async fn unlike(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<Li
             like_arrays::refresh_later(ctx, target_id).await?;
         }
         mirror(ctx, set, LiveChange::LwwRemove(set, uid, like.id)).await;
+        if kind == LikeKind::Post {
+            super::stream::events::counts_changed(ctx, target_id);
+        }
     }
     settled_state(ctx, r, uid, false).await
 }

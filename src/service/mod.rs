@@ -20,6 +20,7 @@ pub mod read;
 pub mod reports;
 pub mod shares;
 pub mod social;
+pub mod stream;
 pub mod strikes;
 
 use std::sync::Arc;
@@ -72,6 +73,8 @@ pub struct Context {
     /// durable queue. Elsewhere the array is written with the like (MongoDB
     /// alone) or read from the like index (the embedded documents).
     pub like_arrays_queued: bool,
+    /// The live-update streams this instance holds open.
+    pub streams: Arc<stream::Hub>,
 }
 
 /// Runs an insert that takes a generated id, with a fresh id each time the

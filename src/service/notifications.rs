@@ -40,7 +40,7 @@ pub async fn notify(ctx: &Context, event: Event) {
     if event.recipient == event.actor {
         return;
     }
-    let result = async {
+    let result: crate::store::StoreResult<bool> = async {
         // The service itself (uid 0) is nobody to block.
         if event.actor != 0
             && !ctx
@@ -51,7 +51,7 @@ pub async fn notify(ctx: &Context, event: Event) {
         {
             return Ok(false);
         }
-        with_fresh_id(|id| {
+        let (added, id) = with_fresh_id(|id| {
             let n = NotificationDoc {
                 id,
                 uid: event.recipient,
@@ -66,9 +66,18 @@ pub async fn notify(ctx: &Context, event: Event) {
                 dedupe: event.dedupe.clone(),
                 read: false,
             };
-            async move { ctx.docs.insert_notification(&n).await }
+            async move {
+                ctx.docs
+                    .insert_notification(&n)
+                    .await
+                    .map(|added| (added, id))
+            }
         })
-        .await
+        .await?;
+        if added {
+            super::stream::events::notified(ctx, event.recipient, id);
+        }
+        Ok(added)
     }
     .await;
     if let Err(e) = result {
@@ -151,7 +160,7 @@ pub async fn list(
     // see is not quoted.
     let mut loader = Loader::new(ctx);
     let related = loader.load(&[], &Relations::reads(ctx, Some(uid))).await?;
-    let mut relations = Relations::from_loaded(Some(uid), &related);
+    let relations = Relations::from_loaded(Some(uid), &related);
     let rel = &relations;
     let (docs, next_cursor) = fill_page(
         limit,
@@ -166,6 +175,54 @@ pub async fn list(
         |n| n.id,
     )
     .await?;
+    let items = expand(ctx, docs, loader, relations, pres).await?;
+    Ok(Page {
+        items,
+        next_cursor,
+        server_time: pres.now,
+    })
+}
+
+/// One of `uid`'s notifications, expanded as `list` shows it; `None` when
+/// it is gone, expired, or its actor is one `list` would leave out.
+pub async fn one(
+    ctx: &Context,
+    uid: i64,
+    id: i64,
+    pres: &Presentation,
+) -> AppResult<Option<NotificationView>> {
+    let since = pres.now - KEEP_MS;
+    let mut loader = Loader::new(ctx);
+    let reads = Relations::reads(ctx, Some(uid));
+    let (found, related) = tokio::try_join!(
+        async {
+            Ok(ctx
+                .docs
+                .notifications_page(uid, since, Some(id.saturating_add(1)), 1)
+                .await?)
+        },
+        loader.load(&[], &reads),
+    )?;
+    let relations = Relations::from_loaded(Some(uid), &related);
+    let docs: Vec<NotificationDoc> = found.into_iter().filter(|n| n.id == id).collect();
+    let rel = visibility::knowing(ctx, &relations, docs.iter().map(|n| n.actor)).await?;
+    if docs.iter().any(|n| rel.blocked(n.actor)) {
+        loader.finish("notification");
+        return Ok(None);
+    }
+    let relations = rel.into_owned();
+    Ok(expand(ctx, docs, loader, relations, pres).await?.pop())
+}
+
+/// Notifications as the recipient sees them: the actor's card, and the post
+/// and comment they concern where the recipient may still see them.
+async fn expand(
+    ctx: &Context,
+    docs: Vec<NotificationDoc>,
+    mut loader: Loader<'_>,
+    mut relations: Relations,
+    pres: &Presentation,
+) -> AppResult<Vec<NotificationView>> {
     let actors: Vec<i64> = docs.iter().map(|n| n.actor).collect();
     let post_keys: Vec<BlobKey> = docs
         .iter()
@@ -221,7 +278,7 @@ pub async fn list(
     let mut comments = comments;
     // An actor without a card (suspended, or deleted and not yet erased)
     // did nothing anyone sees meanwhile.
-    let items = docs
+    let items: Vec<NotificationView> = docs
         .into_iter()
         .filter(|n| n.actor == 0 || cards.contains_key(&n.actor))
         .map(|n| NotificationView {
@@ -252,11 +309,7 @@ pub async fn list(
             read: n.read,
         })
         .collect();
-    Ok(Page {
-        items,
-        next_cursor,
-        server_time: pres.now,
-    })
+    Ok(items)
 }
 
 /// Unread counts stop here: a badge shows "999+", and counting a backlog
@@ -280,5 +333,6 @@ pub async fn mark_read(ctx: &Context, uid: i64, req: MarkRead, now: i64) -> AppR
     let latest = crate::ids::next_id();
     let up_to = req.up_to.map_or(latest, |u| u.min(latest));
     ctx.docs.mark_notifications_read(uid, up_to).await?;
+    super::stream::events::unread_changed(ctx, uid);
     unread(ctx, uid, now).await
 }

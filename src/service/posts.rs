@@ -316,6 +316,7 @@ pub async fn remove_post(ctx: &Context, body: PostBody) -> AppResult<()> {
             ],
         )
         .await;
+    super::stream::events::post_gone(ctx, id);
     Ok(())
 }
 

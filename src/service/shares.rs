@@ -48,6 +48,7 @@ pub async fn share(
                 vec![LiveChange::LwwAdd(set, id, id)],
             )
             .await;
+        super::stream::events::counts_changed(ctx, post_id);
     }
     let mut loader = Loader::new(ctx);
     let read = SetRead {

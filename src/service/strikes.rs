@@ -147,6 +147,8 @@ pub(super) async fn set_post_moderation(
     // already changes nothing.
     if body.moderation.is_none() {
         super::feed::fan_out::spawn_fan_out(ctx, &body);
+    } else {
+        super::stream::events::post_gone(ctx, post_id);
     }
     Ok(())
 }

@@ -428,7 +428,7 @@ impl LiveChange {
 /// Live, derived state. Losing all of it loses no data and logs nobody out
 /// (sessions are documents; the live store caches them).
 #[async_trait]
-pub trait LiveStore: Send + Sync {
+pub trait LiveStore: crate::store::StreamStore + Send + Sync {
     async fn ping(&self) -> StoreResult<()>;
     async fn read(&self, read: &LiveRead) -> StoreResult<LiveAnswer>;
     async fn fill(&self, fill: &LiveFill) -> StoreResult<()>;

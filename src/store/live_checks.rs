@@ -100,3 +100,144 @@ pub async fn last_writer_wins_sets(live: &dyn LiveStore, post: i64) {
         "stale rebuild"
     );
 }
+
+/// Accounts' event logs (`StreamStore`): nothing kept for an account
+/// without one, every event after an id it holds in order, "gone" for an
+/// id it no longer holds or never made. `uid` must be fresh.
+pub async fn event_logs(live: &dyn LiveStore, uid: i64) {
+    use super::{EventId, LogBounds, LogRead, NewEvent};
+    let bounds = LogBounds {
+        max_events: 10,
+        max_age_ms: 60_000,
+    };
+    let event = |n: usize| NewEvent {
+        uid,
+        kind: "unread".into(),
+        data: format!("{{\"n\":{n}}}"),
+    };
+    assert_eq!(
+        live.append_events(&[event(0)], bounds)
+            .await
+            .expect("append"),
+        Vec::<i64>::new(),
+        "an account that opened no log keeps none"
+    );
+    assert_eq!(
+        live.event_logs_exist(&[uid]).await.expect("exist"),
+        vec![false]
+    );
+    let opened = live.open_event_log(uid, bounds).await.expect("open");
+    assert_eq!(
+        live.open_event_log(uid, bounds).await.expect("open again"),
+        opened,
+        "opening an open log adds nothing"
+    );
+    assert_eq!(
+        live.event_logs_exist(&[uid]).await.expect("exist"),
+        vec![true]
+    );
+    assert_eq!(
+        live.append_events(&[event(1), event(2)], bounds)
+            .await
+            .expect("append"),
+        vec![uid]
+    );
+    let LogRead::After(after) = live.events_after(uid, opened, 100).await.expect("after") else {
+        panic!("the opening id is in the log");
+    };
+    let data: Vec<&str> = after.iter().map(|e| e.data.as_str()).collect();
+    assert_eq!(data, ["{\"n\":1}", "{\"n\":2}"]);
+    assert!(opened < after[0].id && after[0].id < after[1].id);
+    let LogRead::After(rest) = live
+        .events_after(uid, after[0].id, 100)
+        .await
+        .expect("after")
+    else {
+        panic!("a held id resumes");
+    };
+    assert_eq!(rest, after[1..].to_vec(), "only what came after");
+    assert_eq!(
+        live.events_after(uid, after[1].id, 100)
+            .await
+            .expect("after"),
+        LogRead::After(Vec::new()),
+        "nothing after the newest"
+    );
+    let made_up = EventId {
+        ms: after[1].id.ms + 3_600_000,
+        seq: 0,
+    };
+    assert_eq!(
+        live.events_after(uid, made_up, 100).await.expect("after"),
+        LogRead::Gone
+    );
+    // Far past the bound (Redis trims `~`, a node of entries at a time):
+    // the opening id falls out, and says so.
+    let many: Vec<NewEvent> = (3..300).map(event).collect();
+    live.append_events(&many, bounds).await.expect("append");
+    assert_eq!(
+        live.events_after(uid, opened, 100).await.expect("after"),
+        LogRead::Gone
+    );
+    let LogRead::After(page) = live
+        .events_after(uid, after[1].id.next_at(0), 3)
+        .await
+        .expect("after")
+    else {
+        // An id it never made is gone too; read from the newest instead.
+        return;
+    };
+    assert!(page.len() <= 3, "a read takes at most what it asks for");
+}
+
+/// Stream tickets are taken once; the register closes the oldest streams
+/// past the bound and forgets stale ones. `uid` must be fresh.
+pub async fn stream_tickets_and_registers(live: &dyn LiveStore, uid: i64) {
+    let ticket = format!("ticket-{uid}");
+    live.put_stream_ticket(&ticket, "v", 60_000)
+        .await
+        .expect("put");
+    assert_eq!(
+        live.take_stream_ticket(&ticket)
+            .await
+            .expect("take")
+            .as_deref(),
+        Some("v")
+    );
+    assert_eq!(
+        live.take_stream_ticket(&ticket).await.expect("take"),
+        None,
+        "used once"
+    );
+    for stream in 1..=3 {
+        let closed = live
+            .register_stream(uid, stream, 100, 0, 3)
+            .await
+            .expect("register");
+        assert!(closed.is_empty());
+    }
+    assert!(live.stream_registered(uid, 2).await.expect("registered"));
+    assert_eq!(
+        live.register_stream(uid, 4, 100, 0, 3)
+            .await
+            .expect("register"),
+        vec![1]
+    );
+    assert!(!live.stream_registered(uid, 1).await.expect("registered"));
+    // 2 is renewed, 3 and 4 are not: stale by 150.
+    live.renew_streams(&[(uid, 2)], 200).await.expect("renew");
+    assert!(live
+        .register_stream(uid, 5, 200, 150, 3)
+        .await
+        .expect("register")
+        .is_empty());
+    assert_eq!(
+        live.register_stream(uid, 6, 200, 150, 2)
+            .await
+            .expect("register"),
+        vec![2]
+    );
+    live.unregister_stream(uid, 5).await.expect("unregister");
+    assert!(!live.stream_registered(uid, 5).await.expect("registered"));
+    assert!(live.stream_registered(uid, 6).await.expect("registered"));
+}

@@ -422,6 +422,23 @@ metered! {
         background fn purge_expired_idempotency_keys(now: i64, limit: usize) -> u64;
     }
 
+    impl StreamStore for MeteredLive {
+        // A stream's, not a request's: opened, read and renewed by the
+        // streams held open, in the background of every request.
+        background fn open_event_log(uid: i64, bounds: LogBounds) -> EventId;
+        counted fn append_events(events: &[NewEvent], bounds: LogBounds) -> Vec<i64>;
+        background fn events_after(uid: i64, after: EventId, max: usize) -> LogRead;
+        background fn event_logs_exist(uids: &[i64]) -> Vec<bool>;
+        counted fn publish(message: &str) -> ();
+        background fn bus() -> tokio::sync::broadcast::Receiver<BusNote>;
+        counted fn put_stream_ticket(ticket: &str, value: &str, ttl_ms: u64) -> ();
+        background fn take_stream_ticket(ticket: &str) -> Option<String>;
+        background fn register_stream(uid: i64, stream: i64, now_ms: i64, stale_before: i64, max: usize) -> Vec<i64>;
+        background fn renew_streams(streams: &[(i64, i64)], now_ms: i64) -> ();
+        background fn unregister_stream(uid: i64, stream: i64) -> ();
+        counted fn stream_registered(uid: i64, stream: i64) -> bool;
+    }
+
     impl LiveStore for MeteredLive {
         counted fn ping() -> ();
         counted fn read(read: &LiveRead) -> LiveAnswer;

@@ -14,9 +14,11 @@ pub mod mongo;
 pub mod redis;
 
 mod documents;
+mod event_log;
 mod live;
 
 pub use documents::*;
+pub use event_log::*;
 pub use live::*;
 
 use serde::{Deserialize, Deserializer};

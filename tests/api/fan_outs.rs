@@ -185,6 +185,8 @@ struct HeldPushes {
     held: AtomicUsize,
 }
 
+moments::delegate_stream_store!(HeldPushes, inner);
+
 #[async_trait]
 impl LiveStore for HeldPushes {
     async fn ping(&self) -> StoreResult<()> {

@@ -82,6 +82,8 @@ struct FailingUpdates {
     failing_pushes: AtomicBool,
 }
 
+moments::delegate_stream_store!(FailingUpdates, inner);
+
 #[async_trait]
 impl LiveStore for FailingUpdates {
     async fn ping(&self) -> StoreResult<()> {

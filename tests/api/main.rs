@@ -30,6 +30,9 @@ mod reports;
 mod sessions;
 mod shares;
 mod social;
+#[path = "../support/sse.rs"]
+mod sse;
+mod stream;
 mod strikes;
 mod views;
 mod web_client;

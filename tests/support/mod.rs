@@ -3,6 +3,8 @@
 //! started on a backend and followed through its log, with `Api` to call it.
 #![allow(dead_code)]
 
+pub mod sse;
+
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::path::PathBuf;

@@ -11,6 +11,7 @@ use crate::domain::post::Visibility;
 use crate::error::AppResult;
 use crate::ids::{now_ms, DAY_MS};
 use crate::service::read::visibility::{self, PushFilter, Reach};
+use crate::service::stream::events as stream;
 use crate::service::Context;
 use crate::store::{Changes, FanOutDoc, FilterKind, Owner, PostBody, StoreResult};
 
@@ -95,11 +96,15 @@ pub async fn push_remaining(
     }
     let (post_id, author, audience) = (plan.post_id, plan.author, plan.visibility);
     let mut pushed = 0;
+    let bounds = stream::log_bounds(ctx);
     if plan.resume_before.is_none() {
         match ctx.live.push_to_timelines(post_id, &[author], max).await {
             Ok(()) => crate::metrics::fan_out_pushed(1),
             Err(e) => missed(ctx, post_id, vec![author], &e.to_string()),
         }
+        // The author's other devices hear of it too.
+        let told = stream::posts_entered(post_id, author, &[author]);
+        stream::log_now(ctx.live.as_ref(), &told, bounds).await;
         pushed = 1;
         if visibility::reach(audience) == Reach::AuthorOnly {
             return Ok(pushed);
@@ -139,7 +144,14 @@ pub async fn push_remaining(
         let uids = active.clone();
         pushing = Some(Push {
             uids,
-            task: tokio::spawn(async move { live.push_to_timelines(post_id, &active, max).await }),
+            // Its followers' streams hear of it once it is in their
+            // timelines, so a read on `post.new` finds it there.
+            task: tokio::spawn(async move {
+                live.push_to_timelines(post_id, &active, max).await?;
+                let told = stream::posts_entered(post_id, author, &active);
+                stream::log_now(live.as_ref(), &told, bounds).await;
+                Ok(())
+            }),
         });
         match next {
             Some(edge) => before = Some(edge),

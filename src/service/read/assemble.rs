@@ -243,6 +243,17 @@ pub async fn visible_bodies(
     post_ids: &[i64],
     viewer: Viewer,
 ) -> AppResult<HashMap<i64, PostBody>> {
+    visible_bodies_at(ctx, post_ids, viewer, Place::Elsewhere).await
+}
+
+/// `visible_bodies`, of posts shown at `place` (the home feed leaves out
+/// muted authors).
+pub async fn visible_bodies_at(
+    ctx: &Context,
+    post_ids: &[i64],
+    viewer: Viewer,
+    place: Place,
+) -> AppResult<HashMap<i64, PostBody>> {
     let mut loader = Loader::new(ctx);
     let bodies: Vec<BlobKey> = post_ids.iter().map(|p| BlobKey::PostBody(*p)).collect();
     let loaded = loader.load(&bodies, &Relations::reads(ctx, viewer)).await?;
@@ -257,7 +268,7 @@ pub async fn visible_bodies(
         .collect();
     visibility::read_author_rules(&mut loader, &mut rel, parsed.values(), [], false).await?;
     loader.finish("visible_bodies");
-    parsed.retain(|_, body| can_see(body, &rel));
+    parsed.retain(|_, body| visibility::sight_at(body, &rel, place).is_shown());
     Ok(parsed)
 }
 

@@ -549,6 +549,7 @@ pub struct MemoryLive {
     table_versions: [AtomicU64; 2],
     /// (newest sequence number, the newest notes as (number, author)).
     pulled_posted: Mutex<(u64, PulledLog)>,
+    streams: super::event_log::MemoryStreams,
 }
 
 impl MemoryLive {
@@ -572,6 +573,7 @@ impl MemoryLive {
             counters: Mutex::new(Counters::new(counters_per_table)),
             table_versions: [AtomicU64::new(1), AtomicU64::new(1)],
             pulled_posted: Mutex::default(),
+            streams: Default::default(),
         }
     }
 
@@ -583,6 +585,9 @@ impl MemoryLive {
         self.state.write().unwrap_or_else(|p| p.into_inner())
     }
 }
+
+// Live updates' part is kept beside the rest (`event_log`).
+crate::delegate_stream_store!(MemoryLive, streams);
 
 #[async_trait]
 impl LiveStore for MemoryLive {
@@ -768,7 +773,8 @@ impl LiveStore for MemoryLive {
         let mut state = self.state_write();
         let n = state.entries();
         state.drop_cache();
-        Ok(n)
+        // The streams' logs are derived too, as they are on Redis.
+        Ok(n + self.streams.clear_logs())
     }
 
     async fn table_version(&self, table: SharedTable) -> StoreResult<u64> {
@@ -855,6 +861,13 @@ mod tests {
     #[tokio::test]
     async fn last_writer_wins_sets_merge_and_take_any_order() {
         crate::store::live_checks::last_writer_wins_sets(&MemoryLive::new(10_000), 1).await;
+    }
+
+    #[tokio::test]
+    async fn event_logs_tickets_and_registers_behave_as_on_redis() {
+        let live = MemoryLive::new(10_000);
+        crate::store::live_checks::event_logs(&live, 7).await;
+        crate::store::live_checks::stream_tickets_and_registers(&live, 8).await;
     }
 
     #[tokio::test]

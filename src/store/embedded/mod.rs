@@ -1,9 +1,11 @@
 //! The embedded default: documents in a redb file under `MOMENTS_DATA_DIR`,
 //! live state in process. What `moments serve` runs on when no MongoDB or
 //! Redis is configured, so that `cargo run` just works: a real product mode
-//! with the same ports, behaviours and errors as MongoDB + Redis.
+//! with the same ports, behaviours and errors as MongoDB + Redis. The
+//! live state's part in live updates is `event_log`.
 
 pub mod docs;
+pub mod event_log;
 pub mod group_commit;
 pub mod live;
 

@@ -12,6 +12,7 @@
 //! started before a write would store the pre-write state after it.
 
 mod conn;
+mod event_log;
 
 use async_trait::async_trait;
 use futures_util::StreamExt;
@@ -273,6 +274,10 @@ pub struct RedisLive {
     push_permits: Arc<tokio::sync::Semaphore>,
     /// When this instance last renewed each timeline's TTL (ms).
     home_renewed: std::sync::Mutex<crate::hashing::IdMap<i64, i64>>,
+    /// Where to listen on the bus from (`event_log`): the URL connected to.
+    url: String,
+    bus: tokio::sync::broadcast::Sender<crate::store::BusNote>,
+    bus_listening: std::sync::OnceLock<()>,
 }
 
 /// How often an instance renews the TTL of a timeline it keeps reading:
@@ -306,6 +311,9 @@ impl RedisLive {
             ttl_secs,
             push_permits: Arc::new(tokio::sync::Semaphore::new(PUSHES_IN_FLIGHT)),
             home_renewed: std::sync::Mutex::default(),
+            url: url.to_string(),
+            bus: tokio::sync::broadcast::channel(event_log::BUS_CAPACITY).0,
+            bus_listening: std::sync::OnceLock::new(),
         })
     }
 

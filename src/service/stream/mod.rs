@@ -1,0 +1,422 @@
+//! Live updates: `GET /api/v1/stream`, Server-Sent Events of what changed
+//! for the signed-in account, resumable without loss.
+//!
+//! - `events`: what writes tell, and the bus messages between instances;
+//! - `connection`: one open stream, from its log and the bus to its frames;
+//! - `delivery`: what a viewer may be told, asked at delivery;
+//! - `tickets`: single-use tickets for clients that cannot send headers.
+//!
+//! This module is the instance's hub: it holds the streams open here,
+//! bounds them (per instance here, per account through the live store's
+//! register), routes what the bus says to the streams it concerns, renews
+//! their entries in the register, checks that their logs still exist, and
+//! closes them all when the instance stops.
+
+pub mod connection;
+pub mod delivery;
+pub mod events;
+pub mod tickets;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{broadcast::error::RecvError, mpsc};
+
+use crate::error::{AppError, AppResult};
+use crate::service::accounts::Authed;
+use crate::service::Context;
+use crate::store::{BusNote, EventId};
+use events::BusMessage;
+
+/// Posts one stream watches at most (`?watch=`, `PUT /stream/{id}/watch`).
+pub const MAX_WATCHED: usize = 50;
+/// Wakes a stream holds before it only notes that it missed some (and
+/// then reads everything again).
+const WAKES: usize = 64;
+
+/// What the hub asks of a stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Wake {
+    /// Its account's log grew.
+    Log,
+    Counts(i64),
+    Comment(i64, i64),
+    Gone(i64),
+    Watch(Vec<i64>),
+    /// Its account's sessions changed: is its own still honoured?
+    CheckSession,
+    /// Read the log and every watched post's counts again: the bus may have
+    /// lost something (it was lost and heard again, or fell behind).
+    Resync,
+    /// Its log may be gone (the live store lost it).
+    LogMayBeGone,
+    Close(Closing),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Closing {
+    /// One stream too many for its account: this, the oldest, goes.
+    Replaced,
+    /// The instance is stopping.
+    Stopping,
+}
+
+/// A stream as the hub routes to it.
+struct Handle {
+    uid: i64,
+    wakes: mpsc::Sender<Wake>,
+    watched: Vec<i64>,
+    /// Set when a wake could not be queued: the stream reads all again.
+    missed: Arc<AtomicBool>,
+}
+
+#[derive(Default)]
+struct Registry {
+    streams: HashMap<i64, Handle>,
+    by_uid: HashMap<i64, Vec<i64>>,
+    watchers: HashMap<i64, Vec<i64>>,
+}
+
+impl Registry {
+    fn wake(&self, stream: i64, wake: Wake) {
+        if let Some(h) = self.streams.get(&stream) {
+            if h.wakes.try_send(wake).is_err() {
+                h.missed.store(true, Ordering::SeqCst);
+            }
+        }
+    }
+
+    fn wake_account(&self, uid: i64, wake: &Wake) {
+        for s in self.by_uid.get(&uid).into_iter().flatten() {
+            self.wake(*s, wake.clone());
+        }
+    }
+
+    fn wake_watchers(&self, post: i64, wake: &Wake) {
+        for s in self.watchers.get(&post).into_iter().flatten() {
+            self.wake(*s, wake.clone());
+        }
+    }
+
+    fn unwatch(&mut self, stream: i64, posts: &[i64]) {
+        for p in posts {
+            if let Some(w) = self.watchers.get_mut(p) {
+                w.retain(|s| *s != stream);
+                if w.is_empty() {
+                    self.watchers.remove(p);
+                }
+            }
+        }
+    }
+}
+
+/// The streams this instance holds open.
+pub struct Hub {
+    registry: Mutex<Registry>,
+    open: AtomicUsize,
+    /// Set when the instance stops: every stream closes.
+    stopping: tokio::sync::watch::Sender<bool>,
+}
+
+impl Default for Hub {
+    fn default() -> Self {
+        Self {
+            registry: Mutex::default(),
+            open: AtomicUsize::new(0),
+            stopping: tokio::sync::watch::channel(false).0,
+        }
+    }
+}
+
+/// What opening a stream takes, read off the request by the HTTP layer.
+pub struct Opening {
+    pub who: Authed,
+    /// `Last-Event-ID` (or `lastEventId`): where the client got to.
+    pub resume: Option<EventId>,
+    pub watch: Vec<i64>,
+    /// Cuts the client's connection at once (a slow reader), if the HTTP
+    /// layer can.
+    pub cut: Option<Box<dyn FnOnce() + Send>>,
+}
+
+/// An open stream: its id, and its frames as they are to be written.
+pub struct Opened {
+    pub id: i64,
+    pub frames: mpsc::Receiver<Vec<u8>>,
+}
+
+impl Hub {
+    fn registry(&self) -> std::sync::MutexGuard<'_, Registry> {
+        self.registry.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn open_count(&self) -> usize {
+        self.open.load(Ordering::SeqCst)
+    }
+
+    /// Starts routing what the bus says, and the upkeep of the streams
+    /// held here: one task.
+    pub async fn spawn(ctx: Context) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+        let mut bus = ctx
+            .live
+            .bus()
+            .await
+            .map_err(|e| anyhow::anyhow!("listening on the live-update bus: {e}"))?;
+        Ok(tokio::spawn(async move {
+            let hub = ctx.streams.clone();
+            let every = Duration::from_secs(ctx.settings.stream.heartbeat_secs);
+            let mut upkeep = tokio::time::interval(every);
+            upkeep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    note = bus.recv() => match note {
+                        Ok(BusNote::Message(text)) => match serde_json::from_str::<BusMessage>(&text) {
+                            Ok(m) => hub.route(m),
+                            Err(e) => tracing::debug!(error = %e, "an unreadable bus message"),
+                        },
+                        Ok(BusNote::Resubscribed) | Err(RecvError::Lagged(_)) => hub.wake_all(Wake::Resync),
+                        Err(RecvError::Closed) => return,
+                    },
+                    _ = upkeep.tick() => hub.upkeep(&ctx).await,
+                }
+            }
+        }))
+    }
+
+    fn wake_all(&self, wake: Wake) {
+        let registry = self.registry();
+        for id in registry.streams.keys() {
+            registry.wake(*id, wake.clone());
+        }
+    }
+
+    fn route(&self, message: BusMessage) {
+        let registry = self.registry();
+        match message {
+            BusMessage::Logged { uids } => {
+                for uid in uids {
+                    registry.wake_account(uid, &Wake::Log);
+                }
+            }
+            BusMessage::Counts { post } => registry.wake_watchers(post, &Wake::Counts(post)),
+            BusMessage::Comment { post, comment } => {
+                registry.wake_watchers(post, &Wake::Comment(post, comment))
+            }
+            BusMessage::Gone { post } => registry.wake_watchers(post, &Wake::Gone(post)),
+            BusMessage::Sessions { uid } => registry.wake_account(uid, &Wake::CheckSession),
+            BusMessage::Evicted { stream } => registry.wake(stream, Wake::Close(Closing::Replaced)),
+            BusMessage::Watch { stream, uid, posts } => {
+                if registry.streams.get(&stream).is_some_and(|h| h.uid == uid) {
+                    registry.wake(stream, Wake::Watch(posts));
+                }
+            }
+        }
+    }
+
+    /// Renews the register's entries of the streams held here, and has
+    /// those whose logs are gone (the live store lost them) say `reset`.
+    async fn upkeep(&self, ctx: &Context) {
+        let held: Vec<(i64, i64)> = {
+            let registry = self.registry();
+            registry
+                .streams
+                .iter()
+                .map(|(id, h)| (h.uid, *id))
+                .collect()
+        };
+        if held.is_empty() {
+            return;
+        }
+        let now = crate::ids::now_ms();
+        if let Err(e) = ctx.live.renew_streams(&held, now).await {
+            tracing::debug!(error = %e, "could not renew the streams' register");
+        }
+        let mut uids: Vec<i64> = held.iter().map(|(u, _)| *u).collect();
+        uids.sort_unstable();
+        uids.dedup();
+        match ctx.live.event_logs_exist(&uids).await {
+            Ok(exist) => {
+                let registry = self.registry();
+                for (uid, exists) in uids.iter().zip(exist) {
+                    if !exists {
+                        registry.wake_account(*uid, &Wake::LogMayBeGone);
+                    }
+                }
+            }
+            Err(e) => tracing::debug!(error = %e, "could not check the streams' logs"),
+        }
+    }
+
+    /// Opens a stream: 503 past this instance's bound or while it stops;
+    /// the account's oldest stream is closed past the account's.
+    pub async fn open(self: &Arc<Self>, ctx: &Context, opening: Opening) -> AppResult<Opened> {
+        let settings = &ctx.settings.stream;
+        if *self.stopping.borrow() {
+            return Err(AppError::Overloaded("stopping"));
+        }
+        if self.open.fetch_add(1, Ordering::SeqCst) >= settings.per_instance {
+            self.open.fetch_sub(1, Ordering::SeqCst);
+            crate::metrics::stream_refused();
+            return Err(AppError::Overloaded("live-update streams"));
+        }
+        // Given back unless the stream opens.
+        let mut slot = Slot(self.clone(), true);
+        let uid = opening.who.uid;
+        let expires_at = crate::service::accounts::honoured_until(ctx, &opening.who)
+            .await?
+            .ok_or(AppError::Unauthorized("invalid or expired token"))?;
+        let id = crate::ids::next_id();
+        let now = crate::ids::now_ms();
+        let stale = now - 3 * (settings.heartbeat_secs as i64) * 1000;
+        let head = ctx
+            .live
+            .open_event_log(uid, events::log_bounds(ctx))
+            .await?;
+        let replaced = ctx
+            .live
+            .register_stream(uid, id, now, stale, settings.per_account)
+            .await?;
+        for stream in replaced {
+            events::announce(ctx, BusMessage::Evicted { stream });
+        }
+        let (wakes_tx, wakes) = mpsc::channel(WAKES);
+        let (frames_tx, frames) = mpsc::channel(settings.send_buffer);
+        let missed = Arc::new(AtomicBool::new(false));
+        self.registry().streams.insert(
+            id,
+            Handle {
+                uid,
+                wakes: wakes_tx,
+                watched: Vec::new(),
+                missed: missed.clone(),
+            },
+        );
+        self.registry().by_uid.entry(uid).or_default().push(id);
+        slot.1 = false;
+        crate::metrics::stream_opened();
+        let conn = connection::Connection {
+            ctx: ctx.clone(),
+            id,
+            who: opening.who,
+            expires_at,
+            last: head,
+            frames: frames_tx,
+            wakes,
+            missed,
+            watched: Vec::new(),
+            stopping: self.stopping.subscribe(),
+        };
+        let hub = self.clone();
+        let ctx = ctx.clone();
+        let (resume, watch, cut) = (opening.resume, opening.watch, opening.cut);
+        tokio::spawn(async move {
+            let end = conn.run(resume, watch).await;
+            if end == connection::End::Slow {
+                crate::metrics::stream_slow_reader_dropped();
+                if let Some(cut) = cut {
+                    cut();
+                }
+            }
+            hub.forget(id);
+            if let Err(e) = ctx.live.unregister_stream(uid, id).await {
+                tracing::debug!(error = %e, "could not take a closed stream off its register");
+            }
+        });
+        Ok(Opened { id, frames })
+    }
+
+    /// Records which posts a stream now watches.
+    pub(crate) fn watching(&self, stream: i64, posts: &[i64]) {
+        let mut registry = self.registry();
+        let Some(before) = registry
+            .streams
+            .get_mut(&stream)
+            .map(|h| std::mem::replace(&mut h.watched, posts.to_vec()))
+        else {
+            return;
+        };
+        registry.unwatch(stream, &before);
+        for p in posts {
+            registry.watchers.entry(*p).or_default().push(stream);
+        }
+    }
+
+    fn forget(&self, stream: i64) {
+        let mut registry = self.registry();
+        let Some(h) = registry.streams.remove(&stream) else {
+            return;
+        };
+        registry.unwatch(stream, &h.watched);
+        if let Some(s) = registry.by_uid.get_mut(&h.uid) {
+            s.retain(|x| *x != stream);
+            if s.is_empty() {
+                registry.by_uid.remove(&h.uid);
+            }
+        }
+        drop(registry);
+        self.open.fetch_sub(1, Ordering::SeqCst);
+        crate::metrics::stream_closed();
+    }
+
+    /// Refuses new streams and closes those open, each with a last
+    /// `retry:`, so that their clients reconnect elsewhere; waits until
+    /// they are closed or `deadline`.
+    pub async fn close_all(&self, deadline: tokio::time::Instant) {
+        self.stopping.send_replace(true);
+        while self.open_count() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+/// A reserved place among the instance's streams, given back if the
+/// stream fails to open.
+struct Slot(Arc<Hub>, bool);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if self.1 {
+            self.0.open.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Changes which posts a stream watches, wherever it is held: of `posts`,
+/// those the caller may see (the answer), if the stream is the caller's and
+/// open; 404 otherwise.
+pub async fn watch(ctx: &Context, uid: i64, stream: i64, posts: Vec<i64>) -> AppResult<Vec<i64>> {
+    if posts.len() > MAX_WATCHED {
+        return Err(AppError::invalid(
+            "posts",
+            format!("at most {MAX_WATCHED} posts"),
+        ));
+    }
+    if !ctx.live.stream_registered(uid, stream).await? {
+        return Err(AppError::NotFound("stream"));
+    }
+    let posts = dedup(posts);
+    let seen = delivery::visible(
+        ctx,
+        uid,
+        &posts,
+        crate::service::read::visibility::Place::Elsewhere,
+    )
+    .await?;
+    let posts: Vec<i64> = posts.into_iter().filter(|p| seen.contains(p)).collect();
+    events::announce(
+        ctx,
+        BusMessage::Watch {
+            stream,
+            uid,
+            posts: posts.clone(),
+        },
+    );
+    Ok(posts)
+}
+
+pub(crate) fn dedup(posts: Vec<i64>) -> Vec<i64> {
+    let mut seen = std::collections::HashSet::new();
+    posts.into_iter().filter(|p| seen.insert(*p)).collect()
+}

@@ -1,0 +1,637 @@
+//! Live updates (`GET /api/v1/stream`) through real HTTP: each kind of
+//! event, resuming without loss, `reset` when resuming cannot be exact,
+//! visibility at delivery, the bounds, tickets, slow readers, a lost live
+//! store, signing out and stopping.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::helpers::{follow, spawn_app_with, test_settings, TestApp, User};
+use crate::sse::{self, Event, Sse};
+
+fn quick() -> moments::config::Settings {
+    let mut s = test_settings();
+    s.stream.heartbeat_secs = 1;
+    // Budgets have their own tests; these make hundreds of writes.
+    s.rate_limits = None;
+    s
+}
+
+async fn stream(app: &TestApp, user: &User, query: &str, last: Option<&str>) -> Sse {
+    sse::open(
+        &app.client,
+        &format!("{}/api/v1/stream{query}", app.base),
+        Some(&user.token),
+        last,
+    )
+    .await
+    .map_err(|(s, b, _)| format!("{s} {b}"))
+    .expect("a stream")
+}
+
+/// A stream, read up to its `ready`: its id and the events before it.
+async fn opened(
+    app: &TestApp,
+    user: &User,
+    query: &str,
+    last: Option<&str>,
+) -> (Sse, Value, Vec<Event>) {
+    let mut s = stream(app, user, query, last).await;
+    let (ready, before) = s.until("ready", |_| true).await;
+    assert_eq!(s.retries.first(), Some(&3000), "a retry: hint first");
+    (s, ready.data, before)
+}
+
+async fn friends(app: &TestApp, a: &User, b: &User) {
+    follow(app, a, b).await;
+    follow(app, b, a).await;
+}
+
+async fn post(app: &TestApp, user: &User, body: Value) -> i64 {
+    let (s, p) = app.post("/api/v1/posts", Some(&user.token), body).await;
+    assert_eq!(s, StatusCode::CREATED, "{p}");
+    p["id"].as_i64().unwrap()
+}
+
+async fn mark_read(app: &TestApp, user: &User) {
+    let (s, b) = app
+        .post("/api/v1/notifications/read", Some(&user.token), Value::Null)
+        .await;
+    assert_eq!(s, StatusCode::OK, "{b}");
+}
+
+fn is_post(id: i64) -> impl Fn(&Value) -> bool {
+    move |d| d["postId"] == id
+}
+
+/// A counter of the process's metrics (shared by every app in it).
+fn metric(name: &str) -> f64 {
+    moments::metrics::render(0)
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// Waits until `user`'s feed holds `post`: the fan-out reached them.
+async fn in_feed(app: &TestApp, user: &User, post: i64) {
+    crate::helpers::wait_until("the post is in the feed", || async {
+        let (_, feed) = app.get("/api/v1/feed", Some(&user.token)).await;
+        feed["items"]
+            .as_array()
+            .is_some_and(|i| i.iter().any(|p| p["id"] == post))
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn every_kind_of_event_reaches_the_stream() {
+    let app = spawn_app_with(quick()).await;
+    let (a, b) = (app.user("u_sa").await, app.user("u_sb").await);
+    friends(&app, &a, &b).await;
+    let (mut s, ready, _) = opened(&app, &b, "", None).await;
+    let stream_id = ready["streamId"].as_i64().unwrap();
+    assert_eq!(ready["resumed"], false);
+
+    // post.new: a post entered b's home feed.
+    let p = app.text_post(&a, "live").await;
+    let (new, _) = s.until("post.new", is_post(p)).await;
+    assert_eq!(new.data, json!({"postId": p, "authorUid": a.uid}));
+
+    // Watching it: its counts now, then as they move.
+    let (st, w) = app
+        .call(
+            reqwest::Method::PUT,
+            &format!("/api/v1/stream/{stream_id}/watch"),
+            Some(&b.token),
+            Some(json!({"posts": [p, 999_999]})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK, "{w}");
+    assert_eq!(w, json!({"watching": [p]}), "only the posts b may see");
+    let (counts, _) = s.until("post.counts", is_post(p)).await;
+    assert_eq!(
+        counts.data,
+        json!({"postId": p, "likeCount": 0, "commentCount": 0, "shareCount": 0, "likedByMe": false})
+    );
+    let (s2, _) = app
+        .put(&format!("/api/v1/posts/{p}/like"), Some(&a.token))
+        .await;
+    assert_eq!(s2, StatusCode::OK);
+    let (counts, _) = s.until("post.counts", |d| d["likeCount"] == 1).await;
+    assert_eq!(counts.data["postId"], p);
+
+    // comment.new, and the count with it.
+    let c = app.comment(&a, p, "first", None).await;
+    let (comment, _) = s.until("comment.new", is_post(p)).await;
+    assert_eq!(comment.data, json!({"postId": p, "commentId": c["id"]}));
+    s.until("post.counts", |d| d["commentCount"] == 1).await;
+    let (st, _) = app
+        .post(
+            &format!("/api/v1/posts/{p}/shares"),
+            Some(&b.token),
+            json!({"platform": "wechat"}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED);
+    s.until("post.counts", |d| d["shareCount"] == 1).await;
+
+    // notification and unread: a likes b's post (b has read the rest).
+    mark_read(&app, &b).await;
+    s.until("unread", |d| d["unread"] == 0).await;
+    let q = app.text_post(&b, "mine").await;
+    app.put(&format!("/api/v1/posts/{q}/like"), Some(&a.token))
+        .await;
+    let (n, _) = s.until("notification", |d| d["kind"] == "like").await;
+    assert_eq!(n.data["actor"]["uid"], a.uid);
+    assert_eq!(n.data["post"]["id"], q);
+    let (_, list) = app.get("/api/v1/notifications", Some(&b.token)).await;
+    assert_eq!(n.data, list["items"][0], "expanded as the list shows it");
+    let unread = s.expect("unread").await;
+    assert_eq!(unread.data, json!({"unread": 1}));
+    assert_eq!(unread.id, n.id, "the count that notification made");
+    mark_read(&app, &b).await;
+    s.until("unread", |d| d["unread"] == 0).await;
+
+    // post.deleted: a watched post goes.
+    let (st, _) = app
+        .delete(&format!("/api/v1/posts/{p}"), Some(&a.token))
+        .await;
+    assert_eq!(st, StatusCode::NO_CONTENT);
+    let (gone, _) = s.until("post.deleted", is_post(p)).await;
+    assert_eq!(gone.data, json!({"postId": p}));
+}
+
+#[tokio::test]
+async fn a_resume_gets_exactly_the_events_missed_in_order() {
+    let app = spawn_app_with(quick()).await;
+    let (a, b) = (app.user("u_ra").await, app.user("u_rb").await);
+    follow(&app, &b, &a).await;
+    let q = app.text_post(&b, "b's").await;
+    let (s, _, _) = opened(&app, &b, "", None).await;
+    let resume_from = s.last_id.clone().unwrap();
+    drop(s);
+
+    // While b is away: a post, a like of b's post, another post.
+    let p1 = app.text_post(&a, "one").await;
+    in_feed(&app, &b, p1).await;
+    app.put(&format!("/api/v1/posts/{q}/like"), Some(&a.token))
+        .await;
+    let p2 = app.text_post(&a, "two").await;
+    in_feed(&app, &b, p2).await;
+
+    let (mut s, ready, before) = opened(&app, &b, "", Some(&resume_from)).await;
+    assert_eq!(ready["resumed"], true);
+    // Whatever of it the log held when b came back came first, the rest
+    // live; up to a marker, it is exactly this, once each.
+    mark_read(&app, &b).await;
+    let (_, after) = s.until("unread", |d| d["unread"] == 0).await;
+    let got: Vec<(String, Value)> = before
+        .iter()
+        .chain(&after)
+        .map(|e| {
+            let key = match e.name.as_str() {
+                "notification" => e.data["kind"].clone(),
+                _ => e.data.get("postId").cloned().unwrap_or(e.data.clone()),
+            };
+            (e.name.clone(), key)
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("post.new".to_string(), json!(p1)),
+            ("notification".to_string(), json!("like")),
+            ("unread".to_string(), json!({"unread": 1})),
+            ("post.new".to_string(), json!(p2)),
+        ]
+    );
+    let ids: Vec<&str> = before
+        .iter()
+        .chain(&after)
+        .map(|e| e.id.as_deref().unwrap())
+        .collect();
+    let mut sorted = ids.clone();
+    sorted.sort_by_key(|id| moments::store::EventId::parse(id).unwrap());
+    assert_eq!(ids, sorted, "in the log's order");
+    assert!(
+        moments::store::EventId::parse(&resume_from).unwrap()
+            < moments::store::EventId::parse(ids[0]).unwrap()
+    );
+}
+
+#[tokio::test]
+async fn an_id_older_than_the_log_gets_one_reset_then_live_events() {
+    let mut settings = quick();
+    settings.stream.log_events = 10;
+    let app = spawn_app_with(settings).await;
+    let b = app.user("u_lb").await;
+    let (s, _, _) = opened(&app, &b, "", None).await;
+    let old = s.last_id.clone().unwrap();
+    drop(s);
+    // Far more than the log keeps (each marking logs an `unread`).
+    for _ in 0..250 {
+        mark_read(&app, &b).await;
+    }
+    crate::helpers::wait_until("the old id falls out of the log", || async {
+        matches!(
+            app.ctx
+                .live
+                .events_after(b.uid, moments::store::EventId::parse(&old).unwrap(), 1)
+                .await,
+            Ok(moments::store::LogRead::Gone)
+        )
+    })
+    .await;
+    let (mut s, ready, before) = opened(&app, &b, "", Some(&old)).await;
+    assert_eq!(ready["resumed"], false);
+    let resets: Vec<&Event> = before.iter().filter(|e| e.name == "reset").collect();
+    assert_eq!(resets.len(), 1, "one reset: {before:?}");
+    assert_eq!(resets[0].data, json!({"reason": "gone"}));
+    assert_eq!(
+        before.last().unwrap().name,
+        "reset",
+        "and nothing of the log before it"
+    );
+    // Live events go on after it.
+    let q = app.text_post(&b, "after the reset").await;
+    s.until("post.new", is_post(q)).await;
+    // A malformed id is refused, not taken for an unknown one.
+    let refused = sse::open(
+        &app.client,
+        &format!("{}/api/v1/stream", app.base),
+        Some(&b.token),
+        Some("yesterday"),
+    )
+    .await;
+    let (status, body, _) = refused.err().expect("refused");
+    assert_eq!(status, 400);
+    assert_eq!(body["field"], "Last-Event-ID");
+}
+
+#[tokio::test]
+async fn events_obey_visibility_at_delivery() {
+    let app = spawn_app_with(quick()).await;
+    let (a, friend, fan) = (
+        app.user("u_va").await,
+        app.user("u_vf").await,
+        app.user("u_vn").await,
+    );
+    friends(&app, &a, &friend).await;
+    follow(&app, &fan, &a).await;
+    let (mut to_friend, _, _) = opened(&app, &friend, "", None).await;
+    let (mut to_fan, _, _) = opened(&app, &fan, "", None).await;
+
+    // A friends-only post reaches the friend, not the follower: the next
+    // post the follower hears of is the public one after it.
+    let hidden = post(
+        &app,
+        &a,
+        json!({"category": "TEXT", "content": "friends", "visibility": "friends"}),
+    )
+    .await;
+    let public = app.text_post(&a, "everyone").await;
+    let (e, past) = to_fan.until("post.new", |_| true).await;
+    assert_eq!(e.data["postId"], public, "{past:?}");
+    to_friend.until("post.new", is_post(hidden)).await;
+    to_friend.until("post.new", is_post(public)).await;
+
+    // Counts are what each viewer may see: in a friends-only post a
+    // stranger's like is not the friend's to count, but its author's.
+    let stranger = app.user("u_vs").await;
+    friends(&app, &a, &stranger).await;
+    let ready_a = opened(&app, &a, &format!("?watch={hidden}"), None).await;
+    let (mut to_a, _, _) = ready_a;
+    to_a.until("post.counts", is_post(hidden)).await;
+    drop(to_friend);
+    let (mut to_friend, _, _) = opened(&app, &friend, &format!("?watch={hidden}"), None).await;
+    to_friend
+        .until("post.counts", |d| d["likeCount"] == 0)
+        .await;
+    app.put(
+        &format!("/api/v1/posts/{hidden}/like"),
+        Some(&stranger.token),
+    )
+    .await;
+    to_a.until("post.counts", |d| d["likeCount"] == 1).await;
+    app.put(&format!("/api/v1/posts/{hidden}/like"), Some(&friend.token))
+        .await;
+    let (mine, past) = to_friend
+        .until("post.counts", |d| d["likedByMe"] == true)
+        .await;
+    assert_eq!(
+        mine.data["likeCount"], 1,
+        "the stranger's like is not counted: {past:?}"
+    );
+    for e in &past {
+        assert_ne!(
+            e.data["likeCount"], 1,
+            "never the stranger's like: {past:?}"
+        );
+    }
+
+    // A block made while connected: what the blocked one says on a
+    // watched post is no longer delivered.
+    let (st, _) = app
+        .put(
+            &format!("/api/v1/users/{}/block", stranger.uid),
+            Some(&friend.token),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK);
+    app.comment(&stranger, hidden, "from a blocked one", None)
+        .await;
+    let marker = app.comment(&a, hidden, "from the author", None).await;
+    let (e, past) = to_friend.until("comment.new", |_| true).await;
+    assert_eq!(e.data["commentId"], marker["id"], "{past:?}");
+
+    // An audience changed after the post entered the feed: the event is
+    // checked as it is delivered, so a resume no longer tells of it.
+    let (st, label) = app
+        .post(
+            "/api/v1/labels",
+            Some(&a.token),
+            json!({"name": "close", "members": [friend.uid]}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{label}");
+    let resume_from = to_friend.last_id.clone().unwrap();
+    drop(to_friend);
+    let only = post(
+        &app,
+        &a,
+        json!({"category": "TEXT", "content": "only close", "visibility": "only",
+               "audience": {"labels": [label["id"]]}}),
+    )
+    .await;
+    in_feed(&app, &friend, only).await;
+    let (st, _) = app
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/api/v1/labels/{}", label["id"]),
+            Some(&a.token),
+            Some(json!({"members": []})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK);
+    let (mut again, ready, before) = opened(&app, &friend, "", Some(&resume_from)).await;
+    assert_eq!(ready["resumed"], true);
+    mark_read(&app, &friend).await;
+    let (_, after) = again.until("unread", |_| true).await;
+    for e in before.iter().chain(&after) {
+        assert_ne!(
+            e.data.get("postId"),
+            Some(&json!(only)),
+            "no longer for the friend: {e:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_accounts_oldest_stream_is_replaced_past_its_bound() {
+    let mut settings = quick();
+    settings.stream.per_account = 2;
+    let app = spawn_app_with(settings).await;
+    let b = app.user("u_pb").await;
+    let (mut first, _, _) = opened(&app, &b, "", None).await;
+    let (_second, _, _) = opened(&app, &b, "", None).await;
+    let (_third, _, _) = opened(&app, &b, "", None).await;
+    let rest = first.read_to_end().await;
+    let reset = rest.last().expect("a last event");
+    assert_eq!(reset.name, "reset");
+    assert_eq!(reset.data, json!({"reason": "replaced"}));
+}
+
+#[tokio::test]
+async fn an_instance_refuses_streams_past_its_bound_with_503() {
+    let mut settings = quick();
+    settings.stream.per_instance = 2;
+    let app = spawn_app_with(settings).await;
+    let (a, b) = (app.user("u_ia").await, app.user("u_ib").await);
+    let _one = opened(&app, &a, "", None).await;
+    let _two = opened(&app, &b, "", None).await;
+    let refused = sse::open(
+        &app.client,
+        &format!("{}/api/v1/stream", app.base),
+        Some(&a.token),
+        None,
+    )
+    .await;
+    let (status, body, headers) = refused.err().expect("refused");
+    assert_eq!(status, 503);
+    assert_eq!(body["code"], "overloaded");
+    assert!(headers.contains_key("retry-after"));
+}
+
+#[tokio::test]
+async fn a_ticket_opens_one_stream_once_and_expires() {
+    let mut settings = quick();
+    settings.stream.ticket_secs = 1;
+    let app = spawn_app_with(settings).await;
+    let b = app.user("u_tb").await;
+    let url = |t: &str| format!("{}/api/v1/stream?ticket={t}", app.base);
+    let (st, t) = app
+        .post("/api/v1/stream/tickets", Some(&b.token), Value::Null)
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{t}");
+    let ticket = t["ticket"].as_str().unwrap().to_string();
+    assert!(t["expiresAt"].as_i64().unwrap() > moments::ids::now_ms());
+    let mut s = sse::open(&app.client, &url(&ticket), None, None)
+        .await
+        .map_err(|e| e.0)
+        .unwrap();
+    s.until("ready", |_| true).await;
+    let again = sse::open(&app.client, &url(&ticket), None, None).await;
+    assert_eq!(again.err().map(|e| e.0), Some(401), "used once");
+    let (_, t) = app
+        .post("/api/v1/stream/tickets", Some(&b.token), Value::Null)
+        .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let late = sse::open(&app.client, &url(t["ticket"].as_str().unwrap()), None, None).await;
+    assert_eq!(late.err().map(|e| e.0), Some(401), "expired");
+    for bad in ["", "nope"] {
+        let refused = sse::open(&app.client, &url(bad), None, None).await;
+        assert_eq!(refused.err().map(|e| e.0), Some(401));
+    }
+    let anonymous = sse::open(
+        &app.client,
+        &format!("{}/api/v1/stream", app.base),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(anonymous.err().map(|e| e.0), Some(401));
+    // A stream that is not the caller's is not theirs to change.
+    let other = app.user("u_tc").await;
+    let (_, ready, _) = opened(&app, &other, "", None).await;
+    let (st, _) = app
+        .call(
+            reqwest::Method::PUT,
+            &format!("/api/v1/stream/{}/watch", ready["streamId"]),
+            Some(&b.token),
+            Some(json!({"posts": []})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn losing_the_live_store_costs_a_reset_and_nothing_else() {
+    let app = spawn_app_with(quick()).await;
+    let (a, b) = (app.user("u_xa").await, app.user("u_xb").await);
+    follow(&app, &b, &a).await;
+    let (mut s, _, _) = opened(&app, &b, "", None).await;
+    let before = app.text_post(&a, "before").await;
+    s.until("post.new", is_post(before)).await;
+    app.lose_live_state().await;
+    // The stream's upkeep finds its log gone within a heartbeat or two.
+    let (reset, _) = s.until("reset", |_| true).await;
+    assert_eq!(reset.data, json!({"reason": "gone"}));
+    let after = app.text_post(&a, "after").await;
+    s.until("post.new", is_post(after)).await;
+    // The documents are untouched.
+    let (st, _) = app
+        .get(&format!("/api/v1/posts/{before}"), Some(&b.token))
+        .await;
+    assert_eq!(st, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn signing_out_ends_the_sessions_streams() {
+    let app = spawn_app_with(quick()).await;
+    let b = app.user("u_ob").await;
+    let (mut s, _, _) = opened(&app, &b, "", None).await;
+    let (st, _) = app.delete("/api/v1/sessions/current", Some(&b.token)).await;
+    assert!(st.is_success(), "{st}");
+    s.read_to_end().await;
+    let refused = sse::open(
+        &app.client,
+        &format!("{}/api/v1/stream", app.base),
+        Some(&b.token),
+        None,
+    )
+    .await;
+    assert_eq!(refused.err().map(|e| e.0), Some(401));
+}
+
+/// A client that stops reading fills its stream's buffer and is cut off;
+/// reading again, it resumes from the last event it got, missing nothing.
+#[tokio::test]
+async fn a_slow_reader_is_dropped_and_resumes_from_its_last_event() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut settings = quick();
+    settings.stream.send_buffer = 4;
+    let app = spawn_app_with(settings).await;
+    let (a, b) = (app.user("u_ka").await, app.user("u_kb").await);
+    let q = app.text_post(&b, "liked a lot").await;
+    let addr: std::net::SocketAddr = app.base.trim_start_matches("http://").parse().unwrap();
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut conn = socket.connect(addr).await.unwrap();
+    let request = format!(
+        "GET /api/v1/stream HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {}\r\n\r\n",
+        b.token
+    );
+    conn.write_all(request.as_bytes()).await.unwrap();
+    let mut head = vec![0u8; 512];
+    let n = conn.read(&mut head).await.unwrap();
+    assert!(String::from_utf8_lossy(&head[..n]).starts_with("HTTP/1.1 200"));
+    // Not reading: notifications (each some 300 bytes, and an `unread`)
+    // pile up until the stream gives up on this client.
+    let dropped = metric("moments_stream_slow_readers_dropped_total");
+    let mut sent = Vec::new();
+    for i in 0..400 {
+        let liker = app.user(&format!("u_k{i}")).await;
+        app.put(&format!("/api/v1/posts/{q}/like"), Some(&liker.token))
+            .await;
+        sent.push(liker.uid);
+        if i % 20 == 19 && metric("moments_stream_slow_readers_dropped_total") > dropped {
+            break;
+        }
+    }
+    crate::helpers::wait_until("the slow reader is dropped", || async {
+        metric("moments_stream_slow_readers_dropped_total") > dropped
+    })
+    .await;
+    // Reading again: what was written before the cut, then the end.
+    let mut got = Vec::new();
+    conn.read_to_end(&mut got).await.unwrap_or_default();
+    // The body is chunked, one chunk per frame; a cut may leave the last
+    // one short, and it does not count.
+    let body = String::from_utf8_lossy(&got).into_owned();
+    let body = body
+        .split_once("\r\n\r\n")
+        .map_or(body.as_str(), |(_, b)| b);
+    let frames = dechunk(body);
+    let events: Vec<&str> = frames
+        .iter()
+        .filter(|f| f.contains("event: "))
+        .map(String::as_str)
+        .collect();
+    let last_id = events
+        .last()
+        .and_then(|f| f.lines().find_map(|l| l.strip_prefix("id: ")))
+        .expect("some events were written")
+        .to_string();
+    let seen: Vec<i64> = events
+        .iter()
+        .filter(|f| f.contains("event: notification"))
+        .filter_map(|f| f.lines().find_map(|l| l.strip_prefix("data: ")))
+        .map(|d| {
+            serde_json::from_str::<Value>(d).unwrap()["actor"]["uid"]
+                .as_i64()
+                .unwrap()
+        })
+        .collect();
+    assert!(seen.len() < sent.len(), "cut off before the end");
+    // The rest, from the last event it got.
+    let (mut s, ready, before) = opened(&app, &b, "", Some(&last_id)).await;
+    assert_eq!(ready["resumed"], true);
+    let mut resumed: Vec<i64> = before
+        .iter()
+        .filter(|e| e.name == "notification")
+        .map(|e| e.data["actor"]["uid"].as_i64().unwrap())
+        .collect();
+    while resumed.len() + seen.len() < sent.len() {
+        let (e, _) = s.until("notification", |_| true).await;
+        resumed.push(e.data["actor"]["uid"].as_i64().unwrap());
+    }
+    let all: Vec<i64> = seen.iter().chain(&resumed).copied().collect();
+    assert_eq!(all, sent, "every like once, in order");
+    let _ = a;
+}
+
+/// The whole chunks of a chunked HTTP body.
+fn dechunk(mut body: &str) -> Vec<String> {
+    let mut chunks = Vec::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if size == 0 || rest.len() < size + 2 {
+            break;
+        }
+        chunks.push(rest[..size].to_string());
+        body = &rest[size + 2..];
+    }
+    chunks
+}
+
+#[tokio::test]
+async fn stopping_closes_streams_with_a_last_retry() {
+    let settings = quick();
+    let (docs, live) = moments::startup::connect_stores(&settings).await.unwrap();
+    let (app, stopper, running) =
+        crate::helpers::spawn_stoppable_app_on(settings, docs, live).await;
+    let b = app.user("u_sb").await;
+    let (mut s, _, _) = opened(&app, &b, "", None).await;
+    stopper.stop();
+    s.read_to_end().await;
+    assert_eq!(s.retries.len(), 2, "the first retry:, and a last one");
+    assert!(
+        s.retries[1] < 3000,
+        "soon: another instance takes the client"
+    );
+    running.await.unwrap().unwrap();
+}
