@@ -7,12 +7,12 @@ use actix_web::http::Method;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 
-use super::extract::{parse_json_object, path_id, AuthUser, Body};
+use super::extract::{parse_json_object, path_id, query, AuthUser, Body};
 use crate::error::AppError;
 use crate::service::accounts;
 use crate::service::stream::events::names;
 use crate::service::stream::tickets::{self, Ticket};
-use crate::service::stream::{self, Opening, MAX_WATCHED};
+use crate::service::stream::{self, Opening, Resume, MAX_WATCHED};
 use crate::service::Context;
 use crate::store::EventId;
 
@@ -48,8 +48,8 @@ pub struct StreamQuery {
     #[param(max_length = 128)]
     pub ticket: Option<String>,
     /// The posts on the client's screen, comma-separated (at most 50):
-    /// their counts and new comments are sent.
-    #[param(pattern = r"^[1-9][0-9]{0,17}(,[1-9][0-9]{0,17}){0,49}$")]
+    /// their counts and new comments are sent. Empty watches none.
+    #[param(pattern = r"^([1-9][0-9]{0,17}(,[1-9][0-9]{0,17}){0,49})?$")]
     pub watch: Option<String>,
     /// Where to resume, as `Last-Event-ID` (which wins when both are sent):
     /// for a client that opens a new connection itself, which cannot send
@@ -99,19 +99,28 @@ fn watch_list(raw: Option<&str>) -> Result<Vec<i64>, AppError> {
     Ok(ids)
 }
 
-fn resume_from(req: &HttpRequest, query: &StreamQuery) -> Result<Option<EventId>, AppError> {
-    let header = req
-        .headers()
-        .get("last-event-id")
-        .map(|v| v.to_str().unwrap_or("\u{0}"));
-    let (field, raw) = match (header, query.last_event_id.as_deref()) {
-        (Some(h), _) => ("Last-Event-ID", h),
-        (None, Some(q)) => ("lastEventId", q),
-        (None, None) => return Ok(None),
+fn resume_from(req: &HttpRequest, query: &StreamQuery) -> Result<Option<Resume>, AppError> {
+    // The header is the browser's, opaque to it: an id it holds that this
+    // service did not write cannot be resumed from, which a `reset` says.
+    // The parameter is ours, documented by its pattern: a malformed one is
+    // the caller's mistake, refused.
+    let param = match query.last_event_id.as_deref() {
+        None => None,
+        // As its pattern says, exactly: 19 digits a side always fit.
+        Some(raw) => Some(
+            raw.split_once('-')
+                .filter(|(ms, seq)| ms.len() <= 19 && seq.len() <= 19)
+                .and_then(|_| EventId::parse(raw))
+                .ok_or_else(|| {
+                    AppError::invalid("lastEventId", "an event id as the stream sent it (MS-SEQ)")
+                })?,
+        ),
     };
-    EventId::parse(raw.trim())
-        .map(Some)
-        .ok_or_else(|| AppError::invalid(field, "an event id as the stream sent it (MS-SEQ)"))
+    if let Some(header) = req.headers().get("last-event-id") {
+        let id = header.to_str().ok().and_then(|h| EventId::parse(h.trim()));
+        return Ok(Some(id.map_or(Resume::Unplaceable, Resume::After)));
+    }
+    Ok(param.map(Resume::After))
 }
 
 /// What lets the stream cut its client: a copy of the connection's socket,
@@ -142,8 +151,9 @@ fn cutter(_: &HttpRequest) -> Option<Box<dyn FnOnce() + Send>> {
 
 #[utoipa::path(get, path = "/api/v1/stream", tag = "stream",
     params(StreamQuery,
-        ("Last-Event-ID" = Option<String>, Header, pattern = r"^[0-9]{1,19}-[0-9]{1,19}$",
-         description = "the id of the last event received: every event after it follows, or one `reset`")),
+        ("Last-Event-ID" = Option<String>, Header,
+         description = "the id of the last event received: every event after it follows, or, for an id \
+                        the log no longer holds or never wrote, one `reset`")),
     responses(
         (status = 200, content_type = "text/event-stream", body = String,
          description = "Server-Sent Events until the client leaves, its session ends, the stream's lifetime \
@@ -153,12 +163,8 @@ fn cutter(_: &HttpRequest) -> Option<Box<dyn FnOnce() + Send>> {
         (status = 503, description = "this instance holds as many streams as it may; try another or later"),
     ),
     security(("bearer" = []), ()))]
-pub async fn open(
-    ctx: web::Data<Context>,
-    req: HttpRequest,
-    query: web::Query<StreamQuery>,
-) -> Result<HttpResponse, AppError> {
-    let query = query.into_inner();
+pub async fn open(ctx: web::Data<Context>, req: HttpRequest) -> Result<HttpResponse, AppError> {
+    let query: StreamQuery = query(&req)?;
     let watch = watch_list(query.watch.as_deref())?;
     let resume = resume_from(&req, &query)?;
     let who = match query.ticket.as_deref() {

@@ -54,6 +54,7 @@ pub static ASSETS: &[Asset] = assets![
     "js/lists.js" => JS,
     "js/post_card.js" => JS,
     "js/report.js" => JS,
+    "js/live.js" => JS,
     "js/types.js" => JS,
     "js/pages/auth.js" => JS,
     "js/pages/feed.js" => JS,

@@ -257,17 +257,26 @@ async fn an_id_older_than_the_log_gets_one_reset_then_live_events() {
     // Live events go on after it.
     let q = app.text_post(&b, "after the reset").await;
     s.until("post.new", is_post(q)).await;
-    // A malformed id is refused, not taken for an unknown one.
+    // A header this service never wrote can be resumed from no more than
+    // a lost one: one reset, then live events.
+    let (mut s, ready, before) = opened(&app, &b, "", Some("yesterday")).await;
+    assert_eq!(ready["resumed"], false);
+    let names: Vec<&str> = before.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["reset"], "one reset and nothing else: {before:?}");
+    let r = app.text_post(&b, "after a foreign id").await;
+    s.until("post.new", is_post(r)).await;
+    // The parameter is the API's own, with a stated form: a malformed one
+    // is refused.
     let refused = sse::open(
         &app.client,
-        &format!("{}/api/v1/stream", app.base),
+        &format!("{}/api/v1/stream?lastEventId=yesterday", app.base),
         Some(&b.token),
-        Some("yesterday"),
+        None,
     )
     .await;
     let (status, body, _) = refused.err().expect("refused");
     assert_eq!(status, 400);
-    assert_eq!(body["field"], "Last-Event-ID");
+    assert_eq!(body["field"], "lastEventId");
 }
 
 #[tokio::test]

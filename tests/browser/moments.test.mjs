@@ -47,6 +47,14 @@ const consoleErrors = [];
 const allowedRefusals = [];
 /** Every other answer of 400 or more a page got; checked at the end. */
 const unexpectedRefusals = [];
+/**
+ * The API requests each page sent, in order, for what a step must see the
+ * page ask (a stream resumed) or not ask (a count read again).
+ * @type {Map<import('playwright-core').Page, { method: string, url: URL, body: string | null, request: import('playwright-core').Request }[]>}
+ */
+const requestLog = new Map();
+/** Pages a step took offline on purpose: their failed loads are expected. */
+const offline = new Set();
 
 before(async () => {
   browser = await chromium.launch({
@@ -92,7 +100,13 @@ async function phone(locale = 'zh-CN') {
     // judged by the response listener below, which can tell the deliberate
     // ones apart by method, path and status.
     if (/^Failed to load resource: the server responded with a status of \d{3}\b/.test(message.text())) return;
+    if (offline.has(page) && /net::ERR_INTERNET_DISCONNECTED/.test(message.text())) return;
     consoleErrors.push(`${page.url()}: ${message.text()}`);
+  });
+  requestLog.set(page, []);
+  page.on('request', (req) => {
+    const url = new URL(req.url());
+    if (url.pathname.startsWith('/api/v1/')) requestLog.get(page)?.push({ method: req.method(), url, body: req.postData(), request: req });
   });
   page.on('response', (response) => {
     if (response.status() < 400) return;
@@ -272,7 +286,7 @@ function step(name, body) {
     } catch (error) {
       broken = name;
       // What each person's page showed when it failed, for the log.
-      for (const [who, page] of [['wang', wang], ['li', li], ['admin', admin], ['zhao', zhao]]) {
+      for (const [who, page] of [['wang', wang], ['li', li], ['admin', admin], ['zhao', zhao], ['sun', sun]]) {
         if (!page || page.isClosed()) continue;
         const path = join(tmpdir(), `moments-browser-failure-${who}.png`);
         await page.screenshot({ path, fullPage: true }).catch(() => {});
@@ -289,6 +303,7 @@ let broken = false;
 /** @type {import('playwright-core').Page} */ let li;
 /** @type {import('playwright-core').Page} */ let admin;
 /** @type {import('playwright-core').Page} */ let zhao;
+/** @type {import('playwright-core').Page} */ let sun;
 let postId = '';
 
 step('the pages are served with a strict Content-Security-Policy', async () => {
@@ -1147,6 +1162,231 @@ step('the admin reads every moderation action in the audit log', async () => {
   await entries.filter({ hasText: 'report.dismiss' }).nth(1).waitFor();
   assert.equal(await entries.filter({ hasText: 'report.dismiss' }).count(), 2);
   await screenshot(admin, 'admin-audit', audit);
+});
+
+// Live updates. 孙七 keeps her feed open while 周八, whom she follows and
+// who exists only through the API, posts, likes, comments and follows:
+// her page changes as it happens, over the live-update stream, without
+// being reloaded, and after a cut in the network it resumes from the last
+// event it had.
+const SUN = { username: `sunqi_${RUN}`, nick: '孙七' };
+const ZHOU = { username: `zhouba_${RUN}`, nick: '周八' };
+const ZHOU_POSTS = ['周八的第一条', '周八的第二条', '周八的第三条'];
+/** @type {{ uid: number, token: string }} */
+let zhouAccount;
+let zhouPost = 0;
+
+/**
+ * An account made through the API alone, and a session of it.
+ * @param {{ username: string, nick: string }} who
+ */
+async function apiAccount(who) {
+  let res = await request('/api/v1/users', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: who.username, password: PASSWORD, nickName: who.nick }),
+  });
+  const made = await res.text();
+  assert.equal(res.status, 201, made);
+  res = await request('/api/v1/sessions', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: who.username, password: PASSWORD }),
+  });
+  const signedIn = await res.text();
+  assert.equal(res.status, 201, signedIn);
+  return { uid: JSON.parse(made).uid, token: JSON.parse(signedIn).token };
+}
+
+/**
+ * A call of the API with a session made through the API.
+ * @param {{ token: string }} account
+ * @param {string} method
+ * @param {string} path under /api/v1
+ * @param {unknown} [body]
+ */
+function apiAs(account, method, path, body) {
+  return request(`/api/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${account.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+}
+
+/**
+ * Runs `action` (a page load) and waits until the page's new live-update
+ * stream is answered: from then on, whatever happens reaches it.
+ * @param {import('playwright-core').Page} page
+ * @param {() => Promise<void>} action
+ */
+async function withStream(page, action) {
+  const opened = page
+    .waitForResponse((response) => new URL(response.url()).pathname === '/api/v1/stream' && response.status() === 200)
+    .catch((error) => assert.fail(`the page opened no live-update stream: ${error.message}`));
+  await action();
+  await opened;
+}
+
+/**
+ * The requests `page` sent with this method and path.
+ * @param {import('playwright-core').Page} page
+ * @param {string} method
+ * @param {string} path
+ */
+function sent(page, method, path) {
+  return (requestLog.get(page) ?? []).filter((r) => r.method === method && r.url.pathname === path);
+}
+
+/**
+ * Waits until the page's stream watches this post: the post is named in
+ * the stream's `?watch=` or in the last `PUT /stream/{id}/watch`, answered.
+ * @param {import('playwright-core').Page} page
+ * @param {number} post
+ */
+async function watched(page, post) {
+  await eventually(`the live-update stream watches post ${post}`, async () => {
+    const asked = (requestLog.get(page) ?? []).filter(
+      (r) => (r.method === 'GET' && r.url.pathname === '/api/v1/stream') || (r.method === 'PUT' && /^\/api\/v1\/stream\/\d+\/watch$/.test(r.url.pathname)),
+    );
+    const last = asked.at(-1);
+    if (!last) return false;
+    const posts = last.method === 'GET'
+      ? (last.url.searchParams.get('watch') ?? '').split(',').map(Number)
+      : JSON.parse(last.body ?? '{}').posts;
+    if (!posts.includes(post)) return false;
+    return (await last.request.response())?.status() === 200;
+  });
+}
+
+step('a post by someone followed shows as "1 new post" on the open feed; tapping it shows the post', async () => {
+  sun = await phone();
+  await signUp(sun, SUN);
+  zhouAccount = await apiAccount(ZHOU);
+  const { token } = await session(sun);
+  const res = await apiAs({ token }, 'PUT', `/users/${zhouAccount.uid}/follow`);
+  assert.equal(res.status, 200, await res.text());
+  await withStream(sun, () => visit(sun, '/feed'));
+  await onPage(sun, '朋友圈');
+  await sun.getByText('还没有动态').waitFor();
+  const pill = sun.getByRole('button', { name: '有 1 条新动态', exact: true });
+  assert.equal(await pill.count(), 0, 'no pill before anything is posted');
+  const feedReads = sent(sun, 'GET', '/api/v1/feed').length;
+
+  const posted = await apiAs(zhouAccount, 'POST', '/posts', { category: 'TEXT', content: ZHOU_POSTS[0] });
+  const text = await posted.text();
+  assert.equal(posted.status, 201, text);
+  zhouPost = JSON.parse(text).id;
+  await pill.waitFor();
+  // Said politely, and not pushed in under the reader.
+  assert.equal(await pill.evaluate((el) => el.closest('[aria-live]')?.getAttribute('aria-live')), 'polite');
+  assert.equal(await postWith(sun, ZHOU_POSTS[0]).count(), 0, 'the post waits for the tap');
+  assert.equal(sent(sun, 'GET', '/api/v1/feed').length, feedReads, 'the feed was not read again by itself');
+  await screenshot(sun, 'feed-new-posts');
+
+  await pill.click();
+  await postWith(sun, ZHOU_POSTS[0]).waitFor();
+  await pill.waitFor({ state: 'hidden' });
+  assert.equal(
+    await sun.evaluate(() => document.activeElement?.closest('article')?.querySelector('.post-author')?.textContent),
+    ZHOU.nick,
+    'focus is on the new post',
+  );
+});
+
+step('counts on a shown post change as someone else likes and comments; a deleted one says so', async () => {
+  const card = postWith(sun, ZHOU_POSTS[0]);
+  await card.getByRole('button', { name: '赞', exact: true, pressed: false }).waitFor();
+  await watched(sun, zhouPost);
+  const feedReads = sent(sun, 'GET', '/api/v1/feed').length;
+
+  let res = await apiAs(zhouAccount, 'PUT', `/posts/${zhouPost}/like`);
+  assert.equal(res.status, 200, await res.text());
+  await card.getByRole('button', { name: '赞 1', exact: true, pressed: false }).waitFor();
+  // Who liked it comes with the post, read again.
+  await card.locator('.likes-row').getByRole('link', { name: ZHOU.nick }).waitFor();
+
+  res = await apiAs(zhouAccount, 'POST', `/posts/${zhouPost}/comments`, { content: '自己先评论一下' });
+  assert.equal(res.status, 201, await res.text());
+  await card.getByRole('button', { name: '评论 1', exact: true }).waitFor();
+  await card.locator('.comment').filter({ hasText: `${ZHOU.nick}：自己先评论一下` }).waitFor();
+
+  // Her own like from another device: the button turns on here too.
+  const { token } = await session(sun);
+  res = await apiAs({ token }, 'PUT', `/posts/${zhouPost}/like`);
+  assert.equal(res.status, 200, await res.text());
+  await card.getByRole('button', { name: '赞 2', exact: true, pressed: true }).waitFor();
+  await card.locator('.likes-row').getByRole('link', { name: SUN.nick }).waitFor();
+  assert.equal(sent(sun, 'GET', '/api/v1/feed').length, feedReads, 'the feed was not read again');
+
+  res = await apiAs(zhouAccount, 'DELETE', `/posts/${zhouPost}`);
+  assert.equal(res.status, 204, await res.text());
+  const gone = sun.locator(`article[data-post-id="${zhouPost}"]`);
+  await gone.getByText('这条动态已被删除或不可见').waitFor();
+  assert.equal(await gone.getByRole('button').count(), 0, 'nothing left to like or comment on');
+});
+
+step('the unread badge changes as soon as someone follows, and clears when read on another device', async () => {
+  const tab = sun.getByRole('link', { name: '消息', exact: true });
+  await tab.waitFor();
+  assert.equal(await sun.locator('.badge').isHidden(), true);
+  const asked = sent(sun, 'GET', '/api/v1/notifications/unread').length;
+  let res = await apiAs(zhouAccount, 'PUT', `/users/${(await session(sun)).me.uid}/follow`);
+  assert.equal(res.status, 200, await res.text());
+  await sun.getByRole('link', { name: '消息，1 条未读' }).waitFor();
+  assert.equal(await sun.locator('.badge').innerText(), '1');
+
+  const { token } = await session(sun);
+  res = await apiAs({ token }, 'POST', '/notifications/read');
+  assert.equal(res.status, 200, await res.text());
+  await tab.waitFor();
+  await sun.locator('.badge').waitFor({ state: 'hidden' });
+  assert.equal(sent(sun, 'GET', '/api/v1/notifications/unread').length, asked, 'told by the stream, not by asking');
+});
+
+step('after a cut in the network the stream resumes from its last event: what happened meanwhile shows without a reload', async () => {
+  let res = await apiAs(zhouAccount, 'POST', '/posts', { category: 'TEXT', content: ZHOU_POSTS[1] });
+  let text = await res.text();
+  assert.equal(res.status, 201, text);
+  const shown = JSON.parse(text).id;
+  const pill = sun.getByRole('button', { name: '有 1 条新动态', exact: true });
+  await pill.click();
+  const card = postWith(sun, ZHOU_POSTS[1]);
+  await card.getByRole('button', { name: '赞', exact: true, pressed: false }).waitFor();
+  await watched(sun, shown);
+  const streams = sent(sun, 'GET', '/api/v1/stream').length;
+  const feedReads = sent(sun, 'GET', '/api/v1/feed').length;
+
+  offline.add(sun);
+  try {
+    await sun.context().setOffline(true);
+    await sun.waitForFunction(() => !navigator.onLine);
+    // While she is cut off: a like on the post she sees, and a new post.
+    res = await apiAs(zhouAccount, 'PUT', `/posts/${shown}/like`);
+    assert.equal(res.status, 200, await res.text());
+    res = await apiAs(zhouAccount, 'POST', '/posts', { category: 'TEXT', content: ZHOU_POSTS[2] });
+    assert.equal(res.status, 201, await res.text());
+    await feedHolds(sun, ZHOU_POSTS[2], 2);
+    assert.equal(await pill.count(), 0, 'nothing reaches a page that is offline');
+    await sun.context().setOffline(false);
+
+    await pill.waitFor();
+    await card.getByRole('button', { name: '赞 1', exact: true, pressed: false }).waitFor();
+  } finally {
+    await sun.context().setOffline(false);
+    offline.delete(sun);
+  }
+  const opened = sent(sun, 'GET', '/api/v1/stream').slice(streams);
+  assert.ok(opened.length >= 1, 'a new stream was opened');
+  for (const stream of opened) {
+    assert.match(stream.url.searchParams.get('lastEventId') ?? '', /^\d+-\d+$/, `resumed from the last event: ${stream.url.search}`);
+    assert.ok(stream.url.searchParams.get('ticket'), 'with a ticket of its own');
+  }
+  const tickets = opened.map((stream) => stream.url.searchParams.get('ticket'));
+  assert.equal(new Set(tickets).size, tickets.length, 'a ticket is used once');
+  assert.equal(sent(sun, 'GET', '/api/v1/feed').length, feedReads, 'the page was not reloaded');
+
+  await pill.click();
+  await postWith(sun, ZHOU_POSTS[2]).waitFor();
 });
 
 step('no page logged an error', () => {

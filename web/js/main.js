@@ -7,6 +7,7 @@
 import { SIGNED_OUT_EVENT, call } from './api.js';
 import { fill, h } from './dom.js';
 import { LANG_EVENT, lang, setLang, t } from './i18n.js';
+import { REFETCH_EVENT, isLive, onLive, scheduleWatch, startLive, stopLive } from './live.js';
 import { current } from './session.js';
 import { relativeTime, serverNow } from './time.js';
 import * as admin from './pages/admin.js';
@@ -59,6 +60,8 @@ let stopPage = null;
 /** How many routes were drawn: the latest one owns the page. */
 let routes = 0;
 let unread = 0;
+/** Bumped by each `unread` event: a count asked for before one is older than it. */
+let unreadHeard = 0;
 
 function drawChrome() {
   fill(langButton, t('lang.switch'));
@@ -110,6 +113,9 @@ async function route() {
   }
   stopPage?.();
   stopPage = null;
+  // One stream for the tab, whichever page: opened once, kept across pages.
+  if (signedIn) startLive();
+  else stopLive();
   const mine = ++routes;
   nav.hidden = !signedIn;
   for (const tab of nav.querySelectorAll('a[data-tab]')) {
@@ -131,6 +137,8 @@ async function route() {
     return;
   }
   if (typeof stop === 'function') stopPage = stop;
+  // The stream watches the posts this page shows, or none.
+  scheduleWatch();
   // Each new page is announced from its heading, as a new document would be.
   titleEl.focus({ preventScroll: true });
   void refreshUnread();
@@ -139,8 +147,10 @@ async function route() {
 /** The unread badge on the notifications tab. */
 export async function refreshUnread() {
   if (!current()) return;
+  const heard = unreadHeard;
   try {
     const answer = await call('GET', '/notifications/unread');
+    if (heard !== unreadHeard) return;
     unread = answer.unread;
   } catch {
     return;
@@ -181,9 +191,20 @@ function start() {
   drawChrome();
   window.addEventListener('hashchange', () => void route());
   window.addEventListener(SIGNED_OUT_EVENT, () => {
+    stopLive();
     location.hash = '#/signin';
   });
   window.addEventListener('moments:unread-changed', () => void refreshUnread());
+  onLive('unread', (answer) => {
+    unreadHeard += 1;
+    unread = answer.unread;
+    drawBadge();
+  });
+  // A stream that could not resume may have missed an `unread`.
+  window.addEventListener(REFETCH_EVENT, () => void refreshUnread());
+  onLive('ready', ({ resumed }) => {
+    if (!resumed) void refreshUnread();
+  });
   window.addEventListener(LANG_EVENT, () => {
     drawChrome();
     void route();
@@ -194,8 +215,9 @@ function start() {
     if (event.key === 'moments.session') location.reload();
   });
   setInterval(refreshTimes, 30_000);
+  // Only while the stream is down: while it is up, `unread` events say it.
   setInterval(() => {
-    if (document.visibilityState === 'visible') void refreshUnread();
+    if (document.visibilityState === 'visible' && !isLive()) void refreshUnread();
   }, 30_000);
   void route();
 }

@@ -3,7 +3,9 @@
 // author, text, pictures, place, time, device, the like and comment
 // buttons, the names of those who liked it and the latest comments with
 // "A 回复 B". Every action goes through the API and then reads the post
-// again, so what the card shows is what the service holds. Also the
+// again, so what the card shows is what the service holds. While it is
+// shown, the live stream watches the post: its counts change as others
+// like and comment, and a post deleted meanwhile says so. Also the
 // banner on a post of mine that moderation removed or holds. The report
 // panel a post or a comment opens is report.js's.
 
@@ -11,18 +13,21 @@ import { ApiError, call, idempotentCreates } from './api.js';
 import { avatar, fill, h, uniqueId, webUrl } from './dom.js';
 import { busy, field, formAlert, onSubmit } from './forms.js';
 import { lang, t } from './i18n.js';
+import { watchPost } from './live.js';
 import { reportButton, reportPanel } from './report.js';
 import { current } from './session.js';
 import { relativeTime, serverNow } from './time.js';
 
 /** @typedef {import('./types.js').Post} Post */
 /** @typedef {import('./types.js').Comment} Comment */
+/** @typedef {import('./types.js').PostCounts} PostCounts */
 
 /**
  * @typedef {{
  *   detail?: boolean,
  *   onDeleted?: () => void,
  *   onCommented?: () => void,
+ *   onGone?: () => void,
  * }} CardOptions
  */
 
@@ -38,9 +43,12 @@ export function timeText(at) {
   );
 }
 
-/** @param {import('./types.js').UserCard} user */
-function userLink(user) {
-  return h('a', { class: 'user-name', href: `#/u/${user.uid}` }, user.nickName);
+/**
+ * @param {import('./types.js').UserCard} user
+ * @param {string} [key] what focus is found again by when the card is drawn again
+ */
+function userLink(user, key) {
+  return h('a', { class: 'user-name', href: `#/u/${user.uid}`, 'data-key': key }, user.nickName);
 }
 
 /**
@@ -66,6 +74,17 @@ export function postCard(initial, options = {}) {
   /** The comment being written. */
   let draft = '';
 
+  /** Counts the stream sent while an action of this card was under way. */
+  /** @type {PostCounts | null} */
+  let heldCounts = null;
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let heldTimer;
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let rereadTimer;
+  /** Deleted, or no longer mine to see: the card only says so. */
+  let gone = false;
+  const unwatch = watchPost(card, post.id, { counts: liveCounts, deleted: markGone });
+
   /** @param {string} [focusKey] the control to focus once drawn again */
   async function refresh(focusKey) {
     post = await call('GET', `/posts/${post.id}`, { query: { lang: lang() } });
@@ -88,6 +107,88 @@ export function postCard(initial, options = {}) {
     }
   }
 
+  /**
+   * Others liked, commented or shared (or I did, on another device): the
+   * counts change at once, the names and latest comments once read.
+   * @param {PostCounts} counts
+   */
+  function liveCounts(counts) {
+    if (gone) return;
+    // An action under way reads the post when it ends. Counts sent
+    // meanwhile wait for it, the newest kept, and apply after: each event
+    // says how things stood when it was sent, so the last one is right.
+    if (card.querySelector('[aria-busy="true"]')) {
+      heldCounts = counts;
+      clearTimeout(heldTimer);
+      heldTimer = setTimeout(() => {
+        const held = heldCounts;
+        heldCounts = null;
+        if (held) liveCounts(held);
+      }, 250);
+      return;
+    }
+    const moved = counts.likeCount !== post.likeCount || counts.commentCount !== post.commentCount;
+    if (!moved && counts.shareCount === post.shareCount && counts.likedByMe === post.likedByMe) return;
+    post = {
+      ...post,
+      likeCount: counts.likeCount,
+      commentCount: counts.commentCount,
+      shareCount: counts.shareCount,
+      likedByMe: counts.likedByMe,
+    };
+    redraw();
+    if (moved) {
+      clearTimeout(rereadTimer);
+      rereadTimer = setTimeout(() => void reread(), 500);
+    }
+  }
+
+  /** The post again, for who liked it and the latest comments. */
+  async function reread() {
+    if (gone || !card.isConnected || card.querySelector('[aria-busy="true"]')) return;
+    try {
+      post = await call('GET', `/posts/${post.id}`, { query: { lang: lang() } });
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404) markGone();
+      return;
+    }
+    if (!gone) redraw();
+  }
+
+  /**
+   * Draws what the stream changed. Focus in a field (a comment being
+   * written, in the middle of an IME composition perhaps) or on what a
+   * new drawing could not give it back to is left alone: then only the
+   * buttons change, and the rest waits for the card's next drawing.
+   */
+  function redraw() {
+    const active = document.activeElement;
+    const delicate = active instanceof HTMLElement && card.contains(active) &&
+      (active.matches('input, textarea, select') || !active.dataset.key);
+    if (!delicate) {
+      render();
+      return;
+    }
+    card.querySelector('.post-actions')?.replaceWith(actions());
+  }
+
+  /** The stream says the post is gone (deleted, removed, or hidden from me). */
+  function markGone() {
+    if (gone) return;
+    gone = true;
+    unwatch();
+    clearTimeout(heldTimer);
+    clearTimeout(rereadTimer);
+    const hadFocus = card.contains(document.activeElement);
+    const note = h('p', { class: 'post-gone', tabindex: '-1' }, t('post.gone'));
+    card.removeAttribute('aria-labelledby');
+    card.classList.add('gone');
+    fill(card, note);
+    // Focus was in what is no longer there: it stays on the card's place.
+    if (hadFocus) note.focus();
+    options.onGone?.();
+  }
+
   function parts() {
     const me = current()?.me.uid;
     const mine = me === post.author.uid;
@@ -97,7 +198,7 @@ export function postCard(initial, options = {}) {
       h(
         'div',
         { class: 'post-main' },
-        h('h2', { class: 'post-author', id: nameId }, userLink(post.author)),
+        h('h2', { class: 'post-author', id: nameId }, userLink(post.author, 'author')),
         post.moderation && moderationBanner(post.moderation),
         post.content && h('p', { class: 'post-content' }, post.content),
         pictures.length > 0 &&
@@ -120,7 +221,7 @@ export function postCard(initial, options = {}) {
           { class: 'post-meta' },
           options.detail
             ? timeText(post.createtime)
-            : h('a', { href: `#/post/${post.id}`, class: 'post-time', title: t('post.open') }, timeText(post.createtime)),
+            : h('a', { href: `#/post/${post.id}`, class: 'post-time', title: t('post.open'), 'data-key': 'time' }, timeText(post.createtime)),
           post.device && h('span', { class: 'post-device' }, t('post.device', { device: post.device })),
           post.visibility !== 'public' && h('span', { class: 'post-visibility' }, t(`vis.${post.visibility}`)),
           options.detail && post.viewCount > 0 && h('span', { class: 'post-views' }, t('post.views', { n: post.viewCount })),
@@ -136,44 +237,49 @@ export function postCard(initial, options = {}) {
               onclick: toggleReport,
             }, t('report.report')),
         ),
-        h(
-          'div',
-          { class: 'post-actions', role: 'group', 'aria-label': t('post.actions') },
-          h(
-            'button',
-            {
-              type: 'button',
-              class: 'action like',
-              'aria-pressed': String(post.likedByMe),
-              'data-key': 'like',
-              onclick: toggleLike,
-            },
-            h('span', { 'aria-hidden': 'true', class: 'icon' }, post.likedByMe ? '♥' : '♡'),
-            ' ',
-            // The name stays "赞": whether it is on is aria-pressed's to say.
-            t('post.like'),
-            post.likeCount > 0 && h('span', { class: 'count' }, ` ${post.likeCount}`),
-          ),
-          h(
-            'button',
-            {
-              type: 'button',
-              class: 'action comment',
-              'data-key': 'comment',
-              'aria-expanded': String(composerOpen),
-              onclick: () => openComposer(null),
-            },
-            h('span', { 'aria-hidden': 'true', class: 'icon' }, '💬'),
-            ' ',
-            t('post.comment'),
-            post.commentCount > 0 && h('span', { class: 'count' }, ` ${post.commentCount}`),
-          ),
-        ),
+        actions(),
         reportEl,
         social(),
         composerOpen && composer(),
       ),
     ];
+  }
+
+  /** The like and comment buttons, with their counts. */
+  function actions() {
+    return h(
+      'div',
+      { class: 'post-actions', role: 'group', 'aria-label': t('post.actions') },
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'action like',
+          'aria-pressed': String(post.likedByMe),
+          'data-key': 'like',
+          onclick: toggleLike,
+        },
+        h('span', { 'aria-hidden': 'true', class: 'icon' }, post.likedByMe ? '♥' : '♡'),
+        ' ',
+        // The name stays "赞": whether it is on is aria-pressed's to say.
+        t('post.like'),
+        post.likeCount > 0 && h('span', { class: 'count' }, ` ${post.likeCount}`),
+      ),
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'action comment',
+          'data-key': 'comment',
+          'aria-expanded': String(composerOpen),
+          onclick: () => openComposer(null),
+        },
+        h('span', { 'aria-hidden': 'true', class: 'icon' }, '💬'),
+        ' ',
+        t('post.comment'),
+        post.commentCount > 0 && h('span', { class: 'count' }, ` ${post.commentCount}`),
+      ),
+    );
   }
 
   function social() {

@@ -79,6 +79,22 @@
  */
 
 /**
+ * What the live-update stream's events carry (`GET /stream`), by event name.
+ * @typedef {{ postId: number, likeCount: number, commentCount: number, shareCount: number,
+ *   likedByMe: boolean }} PostCounts
+ * @typedef {{
+ *   ready: { streamId: number, resumed: boolean, heartbeatSecs: number },
+ *   'post.new': { postId: number, authorUid: number },
+ *   'post.deleted': { postId: number },
+ *   'post.counts': PostCounts,
+ *   'comment.new': { postId: number, commentId: number },
+ *   notification: Notification,
+ *   unread: { unread: number },
+ *   reset: { reason: 'gone' | 'replaced' },
+ * }} LiveEvents
+ */
+
+/**
  * A page of any list.
  * @template T
  * @typedef {{ items: T[], nextCursor?: string | null, serverTime: number }} Page

@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 
 use super::delivery;
 use super::events::names;
-use super::{Closing, Wake, MAX_WATCHED};
+use super::{Closing, Resume, Wake, MAX_WATCHED};
 use crate::error::AppResult;
 use crate::service::accounts::Authed;
 use crate::service::read::visibility::Place;
@@ -117,7 +117,7 @@ fn frame(id: EventId, event: &str, data: &impl Serialize) -> Vec<u8> {
 }
 
 impl Connection {
-    pub async fn run(mut self, resume: Option<EventId>, watch: Vec<i64>) -> End {
+    pub async fn run(mut self, resume: Option<Resume>, watch: Vec<i64>) -> End {
         match self.serve(resume, watch).await {
             Ok(()) => End::Left,
             Err(end) => end,
@@ -149,14 +149,15 @@ impl Connection {
         Ok(())
     }
 
-    async fn serve(&mut self, resume: Option<EventId>, watch: Vec<i64>) -> Result<(), End> {
+    async fn serve(&mut self, resume: Option<Resume>, watch: Vec<i64>) -> Result<(), End> {
         let retry = format!("retry: {}\n\n", self.settings().retry_ms).into_bytes();
         self.send(retry).await?;
         // The head of the log: where a stream without a resume starts, and
         // so the id a client without any event yet resumes from.
         let head = self.last;
         let resumed = match resume {
-            Some(after) => {
+            Some(Resume::Unplaceable) => false,
+            Some(Resume::After(after)) => {
                 self.last = after;
                 match self.catch_up().await {
                     Ok(true) => true,

@@ -134,11 +134,25 @@ impl Default for Hub {
 pub struct Opening {
     pub who: Authed,
     /// `Last-Event-ID` (or `lastEventId`): where the client got to.
-    pub resume: Option<EventId>,
+    pub resume: Option<Resume>,
     pub watch: Vec<i64>,
     /// Cuts the client's connection at once (a slow reader), if the HTTP
     /// layer can.
     pub cut: Option<Box<dyn FnOnce() + Send>>,
+}
+
+/// Where a reconnecting client says it got to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resume {
+    /// An id this service wrote: every event after it follows, if the log
+    /// still holds them.
+    After(EventId),
+    /// An id no stream of this service wrote (`Last-Event-ID` is opaque to
+    /// a browser, and a proxy or an older service on the same address may
+    /// have set it): nothing can be resumed from it, so it gets a `reset`,
+    /// as an id that fell out of the log does, not a refusal a browser
+    /// would retry forever.
+    Unplaceable,
 }
 
 /// An open stream: its id, and its frames as they are to be written.

@@ -1,11 +1,13 @@
 // @ts-check
 // One post, expanded: the card, then every comment page by page, where
-// the reader comments, replies and deletes.
+// the reader comments, replies and deletes. Comments others write while
+// it is open are added at the top, where the newest are.
 
 import { ApiError, call } from '../api.js';
 import { fill, h } from '../dom.js';
 import { lang, t } from '../i18n.js';
 import { pagedList } from '../lists.js';
+import { REFETCH_EVENT, onLive } from '../live.js';
 import { commentItem, postCard } from '../post_card.js';
 
 /** @param {import('../main.js').PageContext} ctx */
@@ -38,19 +40,50 @@ export async function render({ main, title, params }) {
       },
     }),
   });
+  const section = h('section', { class: 'card comments-section', 'aria-labelledby': 'all-comments' },
+    h('h2', { id: 'all-comments', class: 'section-title', tabindex: '-1' }, t('post.allComments')),
+    comments.root);
   const card = postCard(post, {
     detail: true,
     onCommented: () => void comments.reload(),
     onDeleted: () => {
       location.hash = '#/feed';
     },
+    onGone: () => {
+      stopListening();
+      comments.stop();
+      section.remove();
+    },
   });
   comments.items.classList.add('comments', 'comments-all');
-  main.append(
-    card.el,
-    h('section', { class: 'card comments-section', 'aria-labelledby': 'all-comments' },
-      h('h2', { id: 'all-comments', class: 'section-title', tabindex: '-1' }, t('post.allComments')),
-      comments.root),
-  );
-  return comments.stop;
+  main.append(card.el, section);
+
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let reloadTimer;
+  /** Reads the comments again, unless the reader is at one of them: focus there is not taken away. */
+  function reloadComments() {
+    clearTimeout(reloadTimer);
+    reloadTimer = setTimeout(() => {
+      if (comments.items.contains(document.activeElement)) return;
+      void comments.reload();
+    }, 500);
+  }
+  const stopComments = onLive('comment.new', ({ postId, commentId }) => {
+    if (String(postId) !== id || comments.items.querySelector(`[data-comment-id="${commentId}"]`)) return;
+    reloadComments();
+  });
+  const refetch = () => {
+    void card.refresh().catch(() => {});
+    reloadComments();
+  };
+  window.addEventListener(REFETCH_EVENT, refetch);
+  function stopListening() {
+    clearTimeout(reloadTimer);
+    stopComments();
+    window.removeEventListener(REFETCH_EVENT, refetch);
+  }
+  return () => {
+    stopListening();
+    comments.stop();
+  };
 }
