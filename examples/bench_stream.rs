@@ -2,7 +2,8 @@
 //! SSE server in this same binary that writes the same bytes with no
 //! service behind it: the ceiling.
 //!
-//!   cargo run --release --example bench_stream              # run by scripts/bench-stream.sh
+//!   scripts/bench-stream.sh                          # both phases, stores started
+//!   BENCH_STREAM_ONLY=across scripts/bench-stream.sh # one phase (idle, across)
 //!
 //! The driver (no arguments) starts this binary again as the servers it
 //! measures, so that a server's RSS and CPU are its own, not the clients':
@@ -392,8 +393,15 @@ fn drive() {
         .enable_all()
         .build()
         .unwrap();
+    // BENCH_STREAM_ONLY=idle or =across runs one phase (to profile it).
+    let only = std::env::var("BENCH_STREAM_ONLY").unwrap_or_default();
     rt.block_on(async {
-        idle().await;
+        if only != "across" {
+            idle().await;
+        }
+        if only == "idle" {
+            return;
+        }
         if std::env::var("MOMENTS_MONGODB_URI").is_ok() && std::env::var("MOMENTS_REDIS_URL").is_ok() {
             across_instances().await;
         } else {
