@@ -262,8 +262,14 @@ impl App {
         let running = tokio::spawn(app.run_until_stopped());
         Self {
             base,
+            // Connections idle for less than the server's keep-alive (5 s)
+            // only: this test idles for seconds while nodes come back, and
+            // a pooled connection reused just as the server closes it fails
+            // the request with IncompleteMessage, which is no answer of
+            // the service's.
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(30))
+                .pool_idle_timeout(Duration::from_secs(2))
                 .build()
                 .unwrap(),
             stopper,
