@@ -197,6 +197,8 @@ pub struct Settings {
     pub log_format: LogFormat,
     /// Live updates (`service::stream`).
     pub stream: StreamSettings,
+    /// Data exports (`service::exports`).
+    pub exports: ExportSettings,
 }
 
 /// The bounds and clocks of live updates, each a `MOMENTS_STREAM_*` setting.
@@ -240,6 +242,45 @@ impl Default for StreamSettings {
     }
 }
 
+/// The limits and pace of data exports, each a `MOMENTS_EXPORT_*` setting.
+#[derive(Debug, Clone)]
+pub struct ExportSettings {
+    /// Seconds from one export an account asked for to the next it may
+    /// ask for (a failed one does not count); 0: only one at a time.
+    pub interval_secs: u64,
+    /// Seconds a ready archive (or a failed export's reason) is kept.
+    pub keep_secs: u64,
+    /// Bytes an archive may reach; a bigger one fails, saying so.
+    pub max_bytes: u64,
+    /// Bytes in each stored chunk of an archive.
+    pub chunk_bytes: usize,
+    /// Records read from the stores per batch.
+    pub batch: usize,
+    /// Milliseconds an export pauses between batches, leaving the stores
+    /// to requests.
+    pub pause_ms: u64,
+    /// Exports one instance runs at once.
+    pub jobs: usize,
+    /// Seconds an instance's claim on a running export lasts unrenewed:
+    /// how long a dead instance's export waits to be taken over.
+    pub claim_secs: u64,
+}
+
+impl Default for ExportSettings {
+    fn default() -> Self {
+        Self {
+            interval_secs: 24 * 3600,
+            keep_secs: 7 * 24 * 3600,
+            max_bytes: 64 * 1024 * 1024 * 1024,
+            chunk_bytes: 1024 * 1024,
+            batch: 500,
+            pause_ms: 0,
+            jobs: 1,
+            claim_secs: 30,
+        }
+    }
+}
+
 impl Default for Settings {
     fn default() -> Self {
         Self {
@@ -279,6 +320,7 @@ impl Default for Settings {
             shutdown_timeout_secs: 20,
             log_format: LogFormat::Text,
             stream: StreamSettings::default(),
+            exports: ExportSettings::default(),
         }
     }
 }
@@ -746,6 +788,97 @@ pub const VARIABLES: &[Variable] = &[
         echo: Echo::Plain,
         apply: |d, v| {
             d.settings.stream.ticket_secs = whole(v, 1, 600)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_EXPORT_INTERVAL_SECS",
+        default: DefaultValue::Literal("86400"),
+        allowed: "a whole number of seconds, 0 to 2592000",
+        meaning: "how long after asking for a data export an account may ask for the next (a failed \
+                  one does not count; 0: whenever none is running)",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.exports.interval_secs = whole(v, 0, 30 * 86_400)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_EXPORT_KEEP_SECS",
+        default: DefaultValue::Literal("604800"),
+        allowed: "a whole number of seconds, 60 to 7776000",
+        meaning: "how long a ready data export's archive is kept for download, then deleted",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.exports.keep_secs = whole(v, 60, 90 * 86_400)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_EXPORT_MAX_BYTES",
+        default: DefaultValue::Literal("68719476736"),
+        allowed: "a whole number of bytes, 1048576 to 1099511627776",
+        meaning: "the largest archive a data export may make; a bigger one fails, saying so",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.exports.max_bytes = whole(v, 1 << 20, 1 << 40)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_EXPORT_CHUNK_BYTES",
+        default: DefaultValue::Literal("1048576"),
+        allowed: "a whole number of bytes, 4096 to 8388608",
+        meaning: "bytes in each stored piece of an export's archive: what one store read serves of a \
+                  download",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.exports.chunk_bytes = whole_usize(v, 4096, 8 << 20)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_EXPORT_BATCH",
+        default: DefaultValue::Literal("500"),
+        allowed: "a whole number, 1 to 5000",
+        meaning: "records a data export reads from the stores at a time",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.exports.batch = whole_usize(v, 1, 5000)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_EXPORT_PAUSE_MS",
+        default: DefaultValue::Literal("0"),
+        allowed: "a whole number of milliseconds, 0 to 10000",
+        meaning: "how long a data export pauses between two batches, leaving the stores to requests",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.exports.pause_ms = whole(v, 0, 10_000)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_EXPORT_JOBS",
+        default: DefaultValue::Literal("1"),
+        allowed: "a whole number, 1 to 16",
+        meaning: "data exports one instance runs at once; more wait, queued, for any instance",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.exports.jobs = whole_usize(v, 1, 16)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_EXPORT_CLAIM_SECS",
+        default: DefaultValue::Literal("30"),
+        allowed: "a whole number of seconds, 2 to 600",
+        meaning: "how long a running data export stays its instance's unrenewed: how soon another \
+                  instance takes over the export of one that died",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.exports.claim_secs = whole(v, 2, 600)?;
             Ok(())
         },
     },

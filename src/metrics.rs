@@ -46,6 +46,9 @@ pub const STREAM_RESUMES: &str = "moments_stream_resumes_total";
 pub const STREAM_RESETS: &str = "moments_stream_resets_total";
 pub const STREAMS_REFUSED: &str = "moments_streams_refused_total";
 pub const STREAM_ANNOUNCE_FAILURES: &str = "moments_stream_announce_failures_total";
+pub const EXPORT_RUNS: &str = "moments_export_runs_total";
+pub const EXPORTS_ENDED: &str = "moments_exports_ended_total";
+pub const EXPORT_BYTES: &str = "moments_export_bytes_total";
 /// The names Prometheus's own clients give these, so stock dashboards work.
 pub const RESIDENT_BYTES: &str = "process_resident_memory_bytes";
 pub const VIRTUAL_BYTES: &str = "process_virtual_memory_bytes";
@@ -210,6 +213,16 @@ fn describe() {
     describe_counter!(
         STREAM_ANNOUNCE_FAILURES,
         "Live updates that could not be logged or announced (the live store failed); the writes stand"
+    );
+    describe_counter!(
+        EXPORT_RUNS,
+        "Data export runs started here, by whether it was the export's first (a later one follows a failure or an instance that died)"
+    );
+    describe_counter!(EXPORTS_ENDED, "Data exports ended here, ready or failed");
+    describe_counter!(
+        EXPORT_BYTES,
+        ::metrics::Unit::Bytes,
+        "Bytes of the archives made ready here"
     );
     describe_gauge!(
         RESIDENT_BYTES,
@@ -412,6 +425,18 @@ impl Drop for FanOutInFlight {
     fn drop(&mut self) {
         gauge!(FAN_OUTS_IN_FLIGHT).decrement(1.0);
     }
+}
+
+/// A data export run started; `attempt` 1 is the export's first.
+pub fn export_started(attempt: i64) {
+    let which = if attempt <= 1 { "first" } else { "retry" };
+    counter!(EXPORT_RUNS, "run" => which).increment(1);
+}
+
+/// A data export ended, `state` ready or failed, with its archive's size.
+pub fn export_ended(state: &'static str, bytes: u64) {
+    counter!(EXPORTS_ENDED, "state" => state).increment(1);
+    counter!(EXPORT_BYTES).increment(bytes);
 }
 
 pub fn stream_opened() {

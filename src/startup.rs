@@ -254,6 +254,7 @@ impl Application {
             post_views: Arc::new(PostViews::new(settings.view_buffer)),
             like_arrays_queued: settings.mongodb_uri.is_some() && settings.redis_url.is_some(),
             streams: Arc::default(),
+            exports: Arc::default(),
         };
         if let Some((user, password)) = &settings.admin {
             let uid = accounts::bootstrap_admin(&context, user, password.expose())
@@ -288,6 +289,7 @@ impl Application {
             expiry::spawn(context.clone()),
             crate::service::jobs::queue_age::spawn(context.clone()),
             crate::service::stream::Hub::spawn(context.clone()).await?,
+            crate::service::exports::Exports::spawn(context.clone()),
             PostViews::spawn_flusher(
                 context.clone(),
                 Duration::from_millis(settings.view_flush_ms),
@@ -549,6 +551,10 @@ impl Application {
             lost = fan_outs.lost,
             "fan-outs finished or saved"
         );
+
+        let step = Instant::now();
+        let exports = context.exports.hand_over(&context).await;
+        tracing::info!(took_ms = millis(step), exports, "data exports handed over");
 
         let step = Instant::now();
         for t in &tasks {

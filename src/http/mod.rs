@@ -4,6 +4,7 @@
 pub mod accounts;
 pub mod admin;
 pub mod comments;
+pub mod exports;
 pub mod extract;
 pub mod favorites;
 pub mod feed;
@@ -49,6 +50,7 @@ pub fn api(cfg: &mut web::ServiceConfig) {
             .configure(feed::routes)
             .configure(notifications::routes)
             .configure(stream::routes)
+            .configure(exports::routes)
             .configure(admin::routes),
     )
     .configure(ops::routes)

@@ -33,6 +33,8 @@ impl Modify for BearerAuth {
         super::social::following, super::social::friends, super::feed::feed,
         super::notifications::list, super::notifications::unread, super::notifications::mark_read,
         super::stream::open, super::stream::ticket, super::stream::watch,
+        super::exports::start, super::exports::list, super::exports::get, super::exports::link,
+        super::exports::download,
         super::posts::create, super::posts::get, super::posts::delete, super::posts::album,
         super::comments::create, super::comments::list, super::comments::replies, super::comments::delete,
         super::likes::like_post, super::likes::unlike_post, super::likes::like_comment,

@@ -594,27 +594,38 @@ pub async fn logout(ctx: &Context, who: &Authed) -> AppResult<()> {
 /// The caller's signed-in devices, newest first: those its account still
 /// honours.
 pub async fn list_sessions(ctx: &Context, who: &Authed, now: i64) -> AppResult<Page<SessionView>> {
-    let me = [who.uid];
-    let (sessions, user) = tokio::try_join!(
-        ctx.docs.sessions_of_user(who.uid, MAX_SESSIONS),
-        ctx.docs.users_by_ids(&me),
-    )?;
     Ok(Page {
-        items: sessions
-            .into_iter()
-            .filter(|s| s.expires_at > now && s.honoured_by(user.first()))
-            .map(|s| SessionView {
-                id: s.id,
-                current: s.id == who.session_id,
-                device: s.device,
-                created_at: s.created_at,
-                last_seen_at: s.last_seen_at,
-                expires_at: s.expires_at,
-            })
-            .collect(),
+        items: sessions_of(ctx, who.uid, Some(who.session_id), now).await?,
         next_cursor: None,
         server_time: now,
     })
+}
+
+/// An account's signed-in devices that it still honours at `now`, newest
+/// first; `current` marks the asking session, if one asks.
+pub async fn sessions_of(
+    ctx: &Context,
+    uid: i64,
+    current: Option<i64>,
+    now: i64,
+) -> AppResult<Vec<SessionView>> {
+    let me = [uid];
+    let (sessions, user) = tokio::try_join!(
+        ctx.docs.sessions_of_user(uid, MAX_SESSIONS),
+        ctx.docs.users_by_ids(&me),
+    )?;
+    Ok(sessions
+        .into_iter()
+        .filter(|s| s.expires_at > now && s.honoured_by(user.first()))
+        .map(|s| SessionView {
+            id: s.id,
+            current: Some(s.id) == current,
+            device: s.device,
+            created_at: s.created_at,
+            last_seen_at: s.last_seen_at,
+            expires_at: s.expires_at,
+        })
+        .collect())
 }
 
 /// Signs out one of the caller's sessions; 404 for one that is not theirs.

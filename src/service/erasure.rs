@@ -3,7 +3,8 @@
 //! comments and likes (taken out of their posts' sets and counts), its
 //! favorites, shares (taken out of their posts' counts), labels, mutes
 //! and hides, its strikes, what it said in its reports, and the snapshots
-//! of what was reported of it (once the queue item is closed), every follow and block it had (both
+//! of what was reported of it (once the queue item is closed), its data
+//! exports and their archives, every follow and block it had (both
 //! sides' sets rebuilt),
 //! and every notification to or by it. Work goes in batches; a request does a
 //! bounded share and the rest continues in the background. The account
@@ -27,6 +28,8 @@ pub async fn erase_traces(ctx: &Context, uid: i64, budget: usize) -> AppResult<b
             }
         };
     }
+    // Its archives first: they hold everything else.
+    super::exports::erase_of(ctx, uid).await?;
     loop {
         let ids = ctx.docs.post_ids_by_author(uid, None, BATCH).await?;
         if ids.is_empty() {
@@ -38,7 +41,7 @@ pub async fn erase_traces(ctx: &Context, uid: i64, budget: usize) -> AppResult<b
         spend!(ids.len());
     }
     loop {
-        let mine = ctx.docs.comments_by_author(uid, BATCH).await?;
+        let mine = ctx.docs.comments_by_author(uid, None, BATCH).await?;
         if mine.is_empty() {
             break;
         }
@@ -93,7 +96,7 @@ pub async fn erase_traces(ctx: &Context, uid: i64, budget: usize) -> AppResult<b
     }
     loop {
         // Its shares, taken out of their posts' counts.
-        let shares = ctx.docs.shares_by_user(uid, BATCH).await?;
+        let shares = ctx.docs.shares_by_user(uid, None, BATCH).await?;
         if shares.is_empty() {
             break;
         }

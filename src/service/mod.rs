@@ -5,6 +5,7 @@ pub mod comments;
 pub mod content_filters;
 pub mod device_names;
 pub mod erasure;
+pub mod exports;
 pub mod favorites;
 pub mod feed;
 pub mod idempotency;
@@ -75,6 +76,8 @@ pub struct Context {
     pub like_arrays_queued: bool,
     /// The live-update streams this instance holds open.
     pub streams: Arc<stream::Hub>,
+    /// The data exports this instance runs.
+    pub exports: Arc<exports::Exports>,
 }
 
 /// Runs an insert that takes a generated id, with a fresh id each time the

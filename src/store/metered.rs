@@ -249,7 +249,7 @@ metered! {
     }
 
     impl CommentDocs for MeteredDocs {
-        counted fn comments_by_author(uid: i64, limit: usize) -> Vec<CommentDoc>;
+        counted fn comments_by_author(uid: i64, before: Option<i64>, limit: usize) -> Vec<CommentDoc>;
         counted fn raise_likes_peak(post_id: i64, comment_id: i64) -> ();
         counted fn hot_comments_page(post_id: i64, after: Option<(i64, i64)>, limit: usize) -> Vec<CommentDoc>;
         counted fn insert_comment(comment: &CommentDoc, cap: usize) -> ();
@@ -335,6 +335,23 @@ metered! {
         background fn delete_fan_out(post_id: i64) -> ();
     }
 
+    // Starting, listing and downloading are requests'; the job's own
+    // calls (claims, progress, chunks written) and the sweep are not.
+    impl ExportDocs for MeteredDocs {
+        counted fn insert_export(export: &ExportDoc, newest_seen: Option<i64>) -> bool;
+        counted fn exports_of(uid: i64, limit: usize) -> Vec<ExportDoc>;
+        counted fn export_by_id(uid: i64, id: i64) -> Option<ExportDoc>;
+        background fn claim_exports(now: i64, until: i64, limit: usize) -> Vec<ExportDoc>;
+        background fn renew_export(uid: i64, id: i64, attempt: i64, until: i64, done: i64, known: i64) -> bool;
+        background fn put_export_chunk(id: i64, attempt: i64, n: i64, data: &[u8]) -> ();
+        counted fn export_chunk(id: i64, attempt: i64, n: i64) -> Option<Vec<u8>>;
+        background fn finish_export(uid: i64, id: i64, attempt: i64, outcome: &ExportOutcome) -> bool;
+        background fn delete_export_attempt(id: i64, attempt: i64) -> ();
+        counted fn set_export_link(uid: i64, id: i64, hash: &str, expires_at: i64) -> bool;
+        counted fn delete_export(uid: i64, id: i64) -> ();
+        background fn expired_exports(now: i64, limit: usize) -> Vec<(i64, i64)>;
+    }
+
     // Failed live updates and the repair task: not a request's round trips
     // (a write whose live step failed waits for its save, but the save is
     // the exception, not the request's cost).
@@ -402,7 +419,7 @@ metered! {
     impl ShareDocs for MeteredDocs {
         counted fn insert_share(share: &ShareDoc) -> bool;
         batch(post_ids) fn share_ids_of_posts(post_ids: &[i64]) -> Vec<(i64, i64)>;
-        background fn shares_by_user(uid: i64, limit: usize) -> Vec<ShareDoc>;
+        background fn shares_by_user(uid: i64, before: Option<i64>, limit: usize) -> Vec<ShareDoc>;
         background fn delete_share(share: &ShareDoc) -> bool;
     }
 

@@ -11,6 +11,7 @@ mod authorization;
 mod blocks;
 mod comments;
 mod devices;
+mod exports;
 mod fan_outs;
 mod feed;
 mod full_pages;

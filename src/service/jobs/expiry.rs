@@ -79,6 +79,9 @@ pub fn spawn(ctx: crate::service::Context) -> tokio::task::JoinHandle<()> {
             {
                 tracing::warn!(error = %e, "could not finish closed moderation items");
             }
+            if let Err(e) = crate::service::exports::delete_expired(&ctx).await {
+                tracing::warn!(error = %e, "could not delete expired data exports");
+            }
             if let Err(e) = crate::service::erasure::resume_unfinished(&ctx).await {
                 tracing::warn!(error = %e, "could not resume erasing deleted accounts");
             }

@@ -67,9 +67,15 @@ impl CommentDoc {
 /// Comments and replies. Part of `DocStore`.
 #[async_trait]
 pub trait CommentDocs: Send + Sync {
-    /// Up to `limit` of a user's live comments, newest first (for erasing
-    /// an account: each call sees what the last did not delete).
-    async fn comments_by_author(&self, uid: i64, limit: usize) -> StoreResult<Vec<CommentDoc>>;
+    /// Up to `limit` of a user's live comments below `before`, newest
+    /// first (erasing an account asks for the newest again and again, as
+    /// each call sees what the last did not delete; an export pages).
+    async fn comments_by_author(
+        &self,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<CommentDoc>>;
 
     /// Inserts the comment and records its id first in the post's
     /// `comments_postid`, keeping the newest `cap`.

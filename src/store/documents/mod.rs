@@ -7,6 +7,7 @@
 mod accounts;
 mod comments;
 mod device_models;
+mod exports;
 mod fan_outs;
 mod favorites;
 mod idempotency;
@@ -23,6 +24,7 @@ mod views;
 pub use accounts::*;
 pub use comments::*;
 pub use device_models::*;
+pub use exports::*;
 pub use fan_outs::*;
 pub use favorites::*;
 pub use idempotency::*;
@@ -42,7 +44,7 @@ use crate::store::StoreResult;
 
 /// The documents: the truth, one port per aggregate (accounts, posts,
 /// the social graph, notifications, device models, idempotency keys,
-/// unfinished fan-outs, stale live keys) and the store-wide operations here. Every method is
+/// unfinished fan-outs, stale live keys, data exports) and the store-wide operations here. Every method is
 /// one store round trip, and every batch method takes all the ids of a page
 /// at once, so a page of N items costs a constant number of calls.
 #[async_trait]
@@ -60,6 +62,7 @@ pub trait DocStore:
     + ShareDocs
     + ViewDocs
     + FanOutDocs
+    + ExportDocs
     + LiveRepairDocs
     + ModerationDocs
     + Send

@@ -30,8 +30,14 @@ pub trait ShareDocs: Send + Sync {
     /// `(post_id, share_id)` of every share of these posts.
     async fn share_ids_of_posts(&self, post_ids: &[i64]) -> StoreResult<Vec<(i64, i64)>>;
 
-    /// Up to `limit` of a user's shares (erasing an account).
-    async fn shares_by_user(&self, uid: i64, limit: usize) -> StoreResult<Vec<ShareDoc>>;
+    /// Up to `limit` of a user's shares below `before`, newest first
+    /// (erasing an account, an export).
+    async fn shares_by_user(
+        &self,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<ShareDoc>>;
 
     /// True when this call deleted it.
     async fn delete_share(&self, share: &ShareDoc) -> StoreResult<bool>;

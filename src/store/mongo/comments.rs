@@ -175,9 +175,14 @@ impl CommentDocs for MongoDocs {
             .collect())
     }
 
-    async fn comments_by_author(&self, uid: i64, limit: usize) -> StoreResult<Vec<CommentDoc>> {
+    async fn comments_by_author(
+        &self,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<CommentDoc>> {
         let filter = doc! { "author_uid": uid, "deleted": false };
-        newest_page(self.comments(), filter, None, limit).await
+        newest_page(self.comments(), filter, before, limit).await
     }
 }
 

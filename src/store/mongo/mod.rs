@@ -1,7 +1,7 @@
 //! The MongoDB adapter of `DocStore`, on the official driver: the
 //! store-wide operations and shared helpers here, one file per aggregate
 //! port (`accounts`, `posts`, `comments`, `likes`, `social`,
-//! `notifications`, `fan_outs`, `live_repairs`, `device_models`,
+//! `notifications`, `fan_outs`, `exports`, `live_repairs`, `device_models`,
 //! `favorites`, `labels`, `shares`, `views`, `idempotency`, `moderation`),
 //! beside the claims of saved work (`claims`), the validators and indexes
 //! (`schemas`) and the shard keys (`shard_keys`). A test holds this list
@@ -16,6 +16,7 @@ mod accounts;
 mod claims;
 mod comments;
 mod device_models;
+mod exports;
 mod fan_outs;
 mod favorites;
 mod idempotency;

@@ -12,7 +12,7 @@ use super::classify;
 use crate::store::{StoreError, StoreResult};
 
 /// Compiled in, so the binary never depends on where it was started from.
-pub const SCHEMAS: [(&str, &str); 26] = [
+pub const SCHEMAS: [(&str, &str); 28] = [
     ("users", include_str!("../../../schemas/users.json")),
     ("posts", include_str!("../../../schemas/posts.json")),
     ("comments", include_str!("../../../schemas/comments.json")),
@@ -63,6 +63,11 @@ pub const SCHEMAS: [(&str, &str); 26] = [
         include_str!("../../../schemas/content_filters.json"),
     ),
     ("strikes", include_str!("../../../schemas/strikes.json")),
+    ("exports", include_str!("../../../schemas/exports.json")),
+    (
+        "export_chunks",
+        include_str!("../../../schemas/export_chunks.json"),
+    ),
 ];
 
 #[derive(Deserialize)]

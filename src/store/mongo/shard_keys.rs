@@ -38,6 +38,8 @@ pub const SCATTER: &[(&str, &[&str], &str)] = &[
     ("users", &["erasing"], "resuming account erasures"),
     ("users", &["roles"], "the moderators and admins a new report is told to: a handful, indexed"),
     ("posts", &["deleted"], "the repair tools' totals"),
+    ("exports", &["claimedUntil", "state"], "the export job's claims, every second, on an index of the unfinished ones"),
+    ("exports", &["expiresAt"], "the expiry sweep of exports"),
     ("posts", &["_id", "deleted"], "the repair tools' full scan"),
     // Deliberate, on the request path.
     (
@@ -90,6 +92,8 @@ pub const SCATTER: &[(&str, &[&str], &str)] = &[
         &["uid"],
         "erasing an account: its shares (shares are sharded by post, which counting them reads by)",
     ),
+    ("shares", &["_id", "uid"], "a data export's next page of the account's shares"),
+    ("comments", &["_id", "author_uid", "deleted"], "a data export's next page of the account's comments"),
     (
         "filters",
         &["$or"],

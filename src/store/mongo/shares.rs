@@ -22,15 +22,13 @@ impl ShareDocs for MongoDocs {
         ids_by_post(&self.db, "shares", doc! { "postId": { "$in": post_ids } }).await
     }
 
-    async fn shares_by_user(&self, uid: i64, limit: usize) -> StoreResult<Vec<ShareDoc>> {
-        collect(
-            self.shares()
-                .find(doc! { "uid": uid })
-                .limit(limit as i64)
-                .await
-                .map_err(classify)?,
-        )
-        .await
+    async fn shares_by_user(
+        &self,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<ShareDoc>> {
+        newest_page(self.shares(), doc! { "uid": uid }, before, limit).await
     }
 
     async fn delete_share(&self, share: &ShareDoc) -> StoreResult<bool> {

@@ -220,10 +220,15 @@ impl CommentDocs for EmbeddedDocs {
         .await
     }
 
-    async fn comments_by_author(&self, uid: i64, limit: usize) -> StoreResult<Vec<CommentDoc>> {
+    async fn comments_by_author(
+        &self,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<CommentDoc>> {
         self.read(move |txn| {
             let index = txn.open_table(COMMENTS_BY_AUTHOR).map_err(other)?;
-            let ids: Vec<i64> = newest_below(&index, id(uid), None, limit)?
+            let ids: Vec<i64> = newest_below(&index, id(uid), before, limit)?
                 .into_iter()
                 .map(|c| c as i64)
                 .collect();

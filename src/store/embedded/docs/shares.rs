@@ -61,12 +61,18 @@ impl ShareDocs for EmbeddedDocs {
         .await
     }
 
-    async fn shares_by_user(&self, uid: i64, limit: usize) -> StoreResult<Vec<ShareDoc>> {
+    async fn shares_by_user(
+        &self,
+        uid: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<ShareDoc>> {
         self.read(move |txn| {
             let by_user = txn.open_table(SHARES_BY_USER).map_err(other)?;
-            let mut ids = all_under(&by_user, id(uid))?;
-            ids.truncate(limit);
-            let ids: Vec<i64> = ids.into_iter().map(|i| i as i64).collect();
+            let ids: Vec<i64> = newest_below(&by_user, id(uid), before, limit)?
+                .into_iter()
+                .map(|i| i as i64)
+                .collect();
             docs_by_ids(txn, SHARES, &ids)
         })
         .await

@@ -1,0 +1,807 @@
+//! Writing one archive: every file of it in turn, each read from the
+//! stores in batches and compressed into the zip as it goes, the zip's
+//! bytes cut into chunks and stored as they fill. Nothing holds more than
+//! a batch of records and a chunk of bytes, however big the archive
+//! (`Sink::peak` is how a test counts that).
+//!
+//! The files are the account's own data only: other people appear by uid
+//! and username, never by anything they wrote or chose (a nickname, an
+//! avatar, a comment on one of the account's posts).
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::sync::{Arc, Mutex};
+
+use flate2::write::DeflateEncoder;
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::job::Run;
+use crate::domain::cursor::Cursor;
+use crate::error::{AppError, AppResult};
+use crate::service::{accounts, posts, reports, Context, Presentation};
+use crate::store::{FilterKind, LikeKind, StoreError};
+
+pub const README: &str = include_str!("README.txt");
+pub const INDEX_HTML: &str = include_str!("index.html");
+
+/// The files, in the order they are written, with the words README.txt
+/// and the web client say about them.
+pub const FILES: &[&str] = &[
+    "README.txt",
+    "index.html",
+    "profile.json",
+    "posts.json",
+    "album.js",
+    "comments.json",
+    "likes.json",
+    "favorites.json",
+    "shares.json",
+    "history.json",
+    "following.csv",
+    "blocks.csv",
+    "mutes.csv",
+    "hidden.csv",
+    "labels.json",
+    "sessions.json",
+    "reports.json",
+];
+
+/// Why a run stopped before the end.
+#[derive(Debug, thiserror::Error)]
+pub enum Stop {
+    /// The export is no longer this run's (taken over, or deleted).
+    #[error("the export was taken over or deleted")]
+    Lost,
+    /// The archive would pass `MOMENTS_EXPORT_MAX_BYTES`.
+    #[error("the archive would be larger than {0} bytes")]
+    TooLarge(u64),
+    #[error(transparent)]
+    Failed(#[from] AppError),
+}
+
+impl From<StoreError> for Stop {
+    fn from(e: StoreError) -> Self {
+        Stop::Failed(e.into())
+    }
+}
+
+/// The zip's bytes on their way to the store: written by the zip writer,
+/// taken a chunk at a time by the job. Shared, because the writer owns its
+/// output while the job must drain it between batches.
+#[derive(Clone)]
+pub struct Sink(Arc<Mutex<SinkState>>);
+
+struct SinkState {
+    buf: Vec<u8>,
+    written: u64,
+    max: u64,
+    sha: Sha256,
+    /// The most bytes held at once.
+    peak: usize,
+    /// Whether a write was refused for passing `max`.
+    refused: bool,
+}
+
+impl Sink {
+    pub fn new(max: u64) -> Self {
+        Sink(Arc::new(Mutex::new(SinkState {
+            buf: Vec::new(),
+            written: 0,
+            max,
+            sha: Sha256::new(),
+            peak: 0,
+            refused: false,
+        })))
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, SinkState> {
+        // A panic while holding it leaves bytes that are still bytes.
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whole chunks of `size` bytes held, taken out; with `last`, what is
+    /// left too.
+    pub fn take_chunks(&self, size: usize, last: bool) -> Vec<Vec<u8>> {
+        let mut s = self.state();
+        let mut out = Vec::new();
+        while s.buf.len() >= size {
+            let rest = s.buf.split_off(size);
+            out.push(std::mem::replace(&mut s.buf, rest));
+        }
+        if last && !s.buf.is_empty() {
+            out.push(std::mem::take(&mut s.buf));
+        }
+        out
+    }
+
+    pub fn written(&self) -> u64 {
+        self.state().written
+    }
+
+    pub fn peak(&self) -> usize {
+        self.state().peak
+    }
+
+    fn refused(&self) -> bool {
+        self.state().refused
+    }
+
+    pub fn sha256_hex(&self) -> String {
+        let digest = self.state().sha.clone().finalize();
+        digest.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+impl Write for Sink {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let mut s = self.state();
+        if s.written + bytes.len() as u64 > s.max {
+            s.refused = true;
+            return Err(io::Error::other("the archive passed its size limit"));
+        }
+        s.buf.extend_from_slice(bytes);
+        s.written += bytes.len() as u64;
+        s.sha.update(bytes);
+        s.peak = s.peak.max(s.buf.len());
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+type Zip = rawzip::ZipArchiveWriter<Sink>;
+
+/// One file of the zip being written: deflated, its size and CRC in a
+/// data descriptor after it, as a writer that cannot seek back must.
+struct Entry<'z> {
+    data: rawzip::ZipDataWriter<DeflateEncoder<rawzip::ZipEntryWriter<'z, Sink>>>,
+}
+
+impl<'z> Entry<'z> {
+    fn open(zip: &'z mut Zip, name: &str, at: i64) -> io::Result<Self> {
+        let (entry, config) = zip
+            .new_file(name)
+            .compression_method(rawzip::CompressionMethod::Deflate)
+            .last_modified(rawzip::time::UtcDateTime::from_unix(at / 1000))
+            .unix_permissions(0o644)
+            .start()
+            .map_err(io::Error::other)?;
+        let encoder = DeflateEncoder::new(entry, flate2::Compression::new(6));
+        Ok(Entry {
+            data: config.wrap(encoder),
+        })
+    }
+
+    fn put(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.data.write_all(bytes)
+    }
+
+    fn close(self) -> io::Result<()> {
+        let (encoder, out) = self.data.finish().map_err(io::Error::other)?;
+        let entry = encoder.finish()?;
+        entry.finish(out).map_err(io::Error::other)?;
+        Ok(())
+    }
+}
+
+/// A JSON array written one record per line, as its records come.
+struct JsonLines<'z> {
+    entry: Entry<'z>,
+    first: bool,
+}
+
+impl<'z> JsonLines<'z> {
+    fn open(zip: &'z mut Zip, name: &str, at: i64) -> io::Result<Self> {
+        let mut entry = Entry::open(zip, name, at)?;
+        entry.put(b"[")?;
+        Ok(JsonLines { entry, first: true })
+    }
+
+    fn record(&mut self, record: &impl Serialize) -> io::Result<()> {
+        let bytes = serde_json::to_vec(record).map_err(io::Error::other)?;
+        self.raw(&bytes)
+    }
+
+    fn raw(&mut self, json: &[u8]) -> io::Result<()> {
+        self.entry.put(if self.first { b"\n" } else { b",\n" })?;
+        self.first = false;
+        self.entry.put(json)
+    }
+
+    fn close(mut self) -> io::Result<()> {
+        self.entry.put(b"\n]\n")?;
+        self.entry.close()
+    }
+}
+
+/// A write of the zip that failed; `write` tells the sink's refusal
+/// (`TooLarge`) from the rest.
+fn io_stop(e: io::Error) -> Stop {
+    Stop::Failed(AppError::Internal(anyhow::anyhow!(
+        "writing the archive: {e}"
+    )))
+}
+
+/// Someone the archive names: by uid and username, nothing more.
+#[derive(Debug, Clone, Serialize)]
+pub struct Person {
+    pub uid: i64,
+    pub username: Option<String>,
+}
+
+/// Usernames of `uids`, one read for all of them; an erased account has
+/// none.
+async fn usernames(ctx: &Context, uids: &[i64]) -> AppResult<HashMap<i64, String>> {
+    let mut wanted = uids.to_vec();
+    wanted.sort_unstable();
+    wanted.dedup();
+    Ok(ctx
+        .docs
+        .users_by_ids(&wanted)
+        .await?
+        .into_iter()
+        .filter(|u| !u.is_erased())
+        .map(|u| (u.uid, u.username))
+        .collect())
+}
+
+fn person(names: &HashMap<i64, String>, uid: i64) -> Person {
+    Person {
+        uid,
+        username: names.get(&uid).cloned(),
+    }
+}
+
+/// A post as the archive keeps it: what the author's own album shows of
+/// it, without anything of other people's (the latest comments and likers
+/// are theirs; the counts stay).
+fn archived_post(
+    post: &Value,
+    labels: &HashMap<i64, String>,
+    names: &HashMap<i64, String>,
+) -> Value {
+    let field = |name: &str| post.get(name).cloned().unwrap_or(Value::Null);
+    let audience = post.get("audience").filter(|a| !a.is_null()).map(|a| {
+        let ids = |key: &str| -> Vec<i64> {
+            a.get(key)
+                .and_then(Value::as_array)
+                .map(|v| v.iter().filter_map(Value::as_i64).collect())
+                .unwrap_or_default()
+        };
+        serde_json::json!({
+            "labels": ids("labels")
+                .into_iter()
+                .map(|id| serde_json::json!({ "id": id, "name": labels.get(&id) }))
+                .collect::<Vec<_>>(),
+            "users": ids("uids")
+                .into_iter()
+                .map(|uid| person(names, uid))
+                .collect::<Vec<_>>(),
+        })
+    });
+    serde_json::json!({
+        "id": field("id"),
+        "createdAt": field("createtime"),
+        "category": field("category"),
+        "content": field("content"),
+        "pictureUrls": field("pictureUrls"),
+        "device": { "model": field("deviceModel"), "name": field("device") },
+        "place": field("geo"),
+        "visibility": field("visibility"),
+        "audience": audience,
+        "moderation": field("moderation"),
+        "likeCount": field("likeCount"),
+        "commentCount": field("commentCount"),
+        "shareCount": field("shareCount"),
+        "viewCount": field("viewCount"),
+    })
+}
+
+/// The uids an audience names, for one batch's username read.
+fn audience_uids(post: &Value) -> Vec<i64> {
+    post.get("audience")
+        .and_then(|a| a.get("uids"))
+        .and_then(Value::as_array)
+        .map(|v| v.iter().filter_map(Value::as_i64).collect())
+        .unwrap_or_default()
+}
+
+/// A local spill of the posts' records, read back into album.js: the
+/// album page needs them as a script (a page opened from a file may not
+/// read the JSON beside it), and reading the stores twice would cost more
+/// than a file on this instance's disk. Removed when dropped.
+struct Spill {
+    path: std::path::PathBuf,
+    file: io::BufWriter<std::fs::File>,
+}
+
+impl Spill {
+    fn create(export: i64, attempt: i64) -> io::Result<Self> {
+        let path = std::env::temp_dir().join(format!(
+            "moments-export-{export}-{attempt}-{}.json",
+            std::process::id()
+        ));
+        let file = io::BufWriter::new(std::fs::File::create(&path)?);
+        Ok(Spill { path, file })
+    }
+}
+
+impl Drop for Spill {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Stores the sink's whole chunks (all that is left, with `last`), and
+/// gives up when the run lost its export.
+async fn store_chunks(ctx: &Context, run: &Run, sink: &Sink, last: bool) -> Result<(), Stop> {
+    for chunk in sink.take_chunks(run.chunk_bytes, last) {
+        if run.lost() {
+            return Err(Stop::Lost);
+        }
+        ctx.docs
+            .put_export_chunk(run.export.id, run.export.attempt, run.next_chunk(), &chunk)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Between two batches: the chunks filled so far go to the store, and the
+/// pause the settings ask for is taken.
+async fn between_batches(ctx: &Context, run: &Run, sink: &Sink) -> Result<(), Stop> {
+    store_chunks(ctx, run, sink, false).await?;
+    if run.lost() {
+        return Err(Stop::Lost);
+    }
+    let pause = ctx.settings.exports.pause_ms;
+    if pause > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+    }
+    Ok(())
+}
+
+/// A CSV of people, in the format import reads (`Account address` first,
+/// as Mastodon's exports have it).
+fn people_csv(rows: &[(Person, i64)]) -> Result<Vec<u8>, Stop> {
+    let mut out = csv::Writer::from_writer(Vec::new());
+    let failed = |e: csv::Error| Stop::Failed(AppError::Internal(e.into()));
+    out.write_record(["Account address", "uid", "since"])
+        .map_err(failed)?;
+    for (p, since) in rows {
+        out.write_record([
+            p.username.clone().unwrap_or_default(),
+            p.uid.to_string(),
+            crate::domain::time_text::utc_text(*since),
+        ])
+        .map_err(failed)?;
+    }
+    out.into_inner()
+        .map_err(|e| Stop::Failed(AppError::Internal(anyhow::anyhow!("{e}"))))
+}
+
+/// Writes the whole archive of `run`'s account; its size once the last
+/// chunk is stored.
+pub async fn write(ctx: &Context, run: &Run) -> Result<u64, Stop> {
+    let uid = run.export.uid;
+    let at = run.export.created_at;
+    let batch = ctx.settings.exports.batch;
+    let sink = Sink::new(ctx.settings.exports.max_bytes);
+    run.watch_sink(&sink);
+    let mut zip: Zip = rawzip::ZipArchiveWriter::new(sink.clone());
+    let written = match write_files(ctx, run, &mut zip, &sink, uid, at, batch).await {
+        Ok(()) => zip
+            .finish()
+            .map(|_| ())
+            .map_err(|e| io_stop(io::Error::other(e))),
+        Err(e) => Err(e),
+    };
+    match written {
+        Err(_) if sink.refused() => Err(Stop::TooLarge(ctx.settings.exports.max_bytes)),
+        Err(e) => Err(e),
+        Ok(()) => {
+            store_chunks(ctx, run, &sink, true).await?;
+            Ok(sink.written())
+        }
+    }
+}
+
+async fn write_files(
+    ctx: &Context,
+    run: &Run,
+    zip: &mut Zip,
+    sink: &Sink,
+    uid: i64,
+    at: i64,
+    batch: usize,
+) -> Result<(), Stop> {
+    let whole = |zip: &mut Zip, name: &str, bytes: &[u8]| -> Result<(), Stop> {
+        let mut e = Entry::open(zip, name, at).map_err(io_stop)?;
+        e.put(bytes).map_err(io_stop)?;
+        e.close().map_err(io_stop)
+    };
+    let pretty = |v: &dyn erased::Json| -> Result<Vec<u8>, Stop> {
+        v.pretty()
+            .map_err(|e| Stop::Failed(AppError::Internal(e.into())))
+    };
+    whole(zip, "README.txt", README.as_bytes())?;
+    whole(zip, "index.html", INDEX_HTML.as_bytes())?;
+
+    let me = accounts::me(ctx, uid).await?;
+    let profile = pretty(&me)?;
+    whole(zip, "profile.json", &profile)?;
+    run.add(1, 1);
+
+    // posts.json, and the same records spilled for album.js.
+    let labels: HashMap<i64, String> = ctx
+        .docs
+        .labels_of(uid, crate::domain::label::MAX_LABELS)
+        .await?
+        .into_iter()
+        .map(|l| (l.id, l.name))
+        .collect();
+    let mut spill = Spill::create(run.export.id, run.export.attempt).map_err(io_stop)?;
+    let pres = Presentation {
+        lang: None,
+        tz: Default::default(),
+        now: crate::ids::now_ms(),
+    };
+    {
+        let mut posts_json = JsonLines::open(zip, "posts.json", at).map_err(io_stop)?;
+        let mut cursor: Option<Cursor> = None;
+        let mut first = true;
+        loop {
+            let page = posts::album(ctx, uid, Some(uid), cursor, batch, &pres).await?;
+            run.add(0, page.items.len() as i64);
+            let values: Vec<Value> = page
+                .items
+                .iter()
+                .map(|p| p.to_bytes().map_err(|e| AppError::Internal(e.into())))
+                .map(|b| {
+                    b.and_then(|b| {
+                        serde_json::from_slice(&b).map_err(|e| AppError::Internal(e.into()))
+                    })
+                })
+                .collect::<AppResult<_>>()?;
+            let named: Vec<i64> = values.iter().flat_map(audience_uids).collect();
+            let names = usernames(ctx, &named).await?;
+            for v in &values {
+                let record = serde_json::to_vec(&archived_post(v, &labels, &names))
+                    .map_err(|e| Stop::Failed(AppError::Internal(e.into())))?;
+                posts_json.raw(&record).map_err(io_stop)?;
+                spill
+                    .file
+                    .write_all(if first { b"\n" } else { b",\n" })
+                    .and_then(|()| spill.file.write_all(&record))
+                    .map_err(io_stop)?;
+                first = false;
+                run.add(1, 0);
+            }
+            between_batches(ctx, run, sink).await?;
+            match page.next_cursor.as_deref().map(Cursor::parse) {
+                Some(Ok(c)) => cursor = Some(c),
+                _ => break,
+            }
+        }
+        posts_json.close().map_err(io_stop)?;
+    }
+    {
+        spill.file.flush().map_err(io_stop)?;
+        let mut album = Entry::open(zip, "album.js", at).map_err(io_stop)?;
+        album
+            .put(b"// The album index.html shows: profile.json and posts.json as a script,\n// because a page opened from a file may not read the files beside it.\nwindow.momentsArchive = {\"profile\": ")
+            .map_err(io_stop)?;
+        album.put(&profile).map_err(io_stop)?;
+        album.put(b",\n\"posts\": [").map_err(io_stop)?;
+        let mut read = io::BufReader::new(std::fs::File::open(&spill.path).map_err(io_stop)?);
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = io::Read::read(&mut read, &mut buf).map_err(io_stop)?;
+            if n == 0 {
+                break;
+            }
+            album.put(&buf[..n]).map_err(io_stop)?;
+            store_chunks(ctx, run, sink, false).await?;
+        }
+        album.put(b"\n]};\n").map_err(io_stop)?;
+        album.close().map_err(io_stop)?;
+    }
+    drop(spill);
+
+    // comments.json: the account's comments, with their post and whom
+    // they answer.
+    {
+        let mut out = JsonLines::open(zip, "comments.json", at).map_err(io_stop)?;
+        let mut before = None;
+        loop {
+            let page = ctx.docs.comments_by_author(uid, before, batch).await?;
+            run.add(0, page.len() as i64);
+            let post_ids: Vec<i64> = page.iter().map(|c| c.post_id).collect();
+            let mut post_ids_unique = post_ids.clone();
+            post_ids_unique.sort_unstable();
+            post_ids_unique.dedup();
+            let authors: HashMap<i64, i64> = ctx
+                .docs
+                .posts_by_ids(&post_ids_unique)
+                .await?
+                .into_iter()
+                .map(|p| (p.id, p.author_uid))
+                .collect();
+            let mut people: Vec<i64> = authors.values().copied().collect();
+            people.extend(page.iter().filter_map(|c| c.reply_to.map(|r| r.uid)));
+            let names = usernames(ctx, &people).await?;
+            for c in &page {
+                out.record(&serde_json::json!({
+                    "id": c.id,
+                    "postId": c.post_id,
+                    "postAuthor": authors.get(&c.post_id).map(|a| person(&names, *a)),
+                    "content": c.content,
+                    "createdAt": c.createtime,
+                    "replyTo": c.reply_to.map(|r| serde_json::json!({
+                        "commentId": r.comment_id,
+                        "author": person(&names, r.uid),
+                    })),
+                    "threadId": c.thread_id,
+                }))
+                .map_err(io_stop)?;
+                run.add(1, 0);
+            }
+            between_batches(ctx, run, sink).await?;
+            if page.len() < batch {
+                break;
+            }
+            before = page.last().map(|c| c.id);
+        }
+        out.close().map_err(io_stop)?;
+    }
+
+    // likes.json
+    {
+        let mut out = JsonLines::open(zip, "likes.json", at).map_err(io_stop)?;
+        let mut before = None;
+        loop {
+            let page = ctx.docs.likes_by_user(uid, before, batch).await?;
+            run.add(0, page.len() as i64);
+            for l in &page {
+                let target = match l.kind {
+                    LikeKind::Post => "postId",
+                    LikeKind::Comment => "commentId",
+                };
+                let mut record = serde_json::json!({
+                    "id": l.id,
+                    "kind": l.kind.as_str(),
+                    "createdAt": l.create_time,
+                });
+                record[target] = l.target_id.into();
+                out.record(&record).map_err(io_stop)?;
+                run.add(1, 0);
+            }
+            between_batches(ctx, run, sink).await?;
+            if page.len() < batch {
+                break;
+            }
+            before = page.last().map(|l| l.id);
+        }
+        out.close().map_err(io_stop)?;
+    }
+
+    // favorites.json
+    {
+        let mut out = JsonLines::open(zip, "favorites.json", at).map_err(io_stop)?;
+        let mut before = None;
+        loop {
+            let page = ctx.docs.favorites_page(uid, before, batch).await?;
+            run.add(0, page.len() as i64);
+            for f in &page {
+                out.record(&serde_json::json!({
+                    "id": f.id, "postId": f.post_id, "createdAt": f.created_at,
+                }))
+                .map_err(io_stop)?;
+                run.add(1, 0);
+            }
+            between_batches(ctx, run, sink).await?;
+            if page.len() < batch {
+                break;
+            }
+            before = page.last().map(|f| f.id);
+        }
+        out.close().map_err(io_stop)?;
+    }
+
+    // shares.json
+    {
+        let mut out = JsonLines::open(zip, "shares.json", at).map_err(io_stop)?;
+        let mut before = None;
+        loop {
+            let page = ctx.docs.shares_by_user(uid, before, batch).await?;
+            run.add(0, page.len() as i64);
+            for s in &page {
+                out.record(&serde_json::json!({
+                    "id": s.id, "postId": s.post_id, "platform": s.platform, "createdAt": s.created_at,
+                }))
+                .map_err(io_stop)?;
+                run.add(1, 0);
+            }
+            between_batches(ctx, run, sink).await?;
+            if page.len() < batch {
+                break;
+            }
+            before = page.last().map(|s| s.id);
+        }
+        out.close().map_err(io_stop)?;
+    }
+
+    // history.json: the views the account's history still keeps.
+    {
+        let mut out = JsonLines::open(zip, "history.json", at).map_err(io_stop)?;
+        let since = crate::ids::now_ms() - crate::service::jobs::post_views::HISTORY_MS;
+        let mut before = None;
+        loop {
+            let page = ctx.docs.views_page(uid, since, before, batch).await?;
+            run.add(0, page.len() as i64);
+            for v in &page {
+                out.record(&serde_json::json!({
+                    "id": v.id, "postId": v.post_id, "viewedAt": v.created_at,
+                }))
+                .map_err(io_stop)?;
+                run.add(1, 0);
+            }
+            between_batches(ctx, run, sink).await?;
+            if page.len() < batch {
+                break;
+            }
+            before = page.last().map(|v| v.id);
+        }
+        out.close().map_err(io_stop)?;
+    }
+
+    // following.csv: bounded by MOMENTS_MAX_FOLLOWING.
+    {
+        let mut rows: Vec<(i64, i64)> = Vec::new();
+        let mut before = None;
+        loop {
+            let page = ctx.docs.following_page(uid, before, batch).await?;
+            rows.extend(page.iter().map(|f| (f.followee, f.created_at)));
+            if page.len() < batch {
+                break;
+            }
+            before = page.last().map(|f| f.id);
+        }
+        write_people(ctx, run, zip, "following.csv", at, &rows).await?;
+    }
+    // blocks.csv: bounded by MOMENTS_MAX_BLOCKS.
+    {
+        let rows: Vec<(i64, i64)> = ctx
+            .docs
+            .blocks_by(&[uid])
+            .await?
+            .into_iter()
+            .map(|b| (b.blocked, b.created_at))
+            .collect();
+        write_people(ctx, run, zip, "blocks.csv", at, &rows).await?;
+    }
+    for (kind, name) in [
+        (FilterKind::Mute, "mutes.csv"),
+        (FilterKind::Hide, "hidden.csv"),
+    ] {
+        let mut rows: Vec<(i64, i64)> = Vec::new();
+        let mut before = None;
+        loop {
+            let page = ctx.docs.filters_page(kind, uid, before, batch).await?;
+            rows.extend(page.iter().map(|f| (f.other, f.created_at)));
+            if page.len() < batch {
+                break;
+            }
+            before = page.last().map(|f| f.id);
+        }
+        write_people(ctx, run, zip, name, at, &rows).await?;
+    }
+    between_batches(ctx, run, sink).await?;
+
+    // labels.json: bounded by MAX_LABELS, each by its member cap.
+    {
+        let labels = ctx
+            .docs
+            .labels_of(uid, crate::domain::label::MAX_LABELS)
+            .await?;
+        let members: Vec<i64> = labels.iter().flat_map(|l| l.members.clone()).collect();
+        let names = usernames(ctx, &members).await?;
+        let records: Vec<Value> = labels
+            .iter()
+            .map(|l| {
+                serde_json::json!({
+                    "id": l.id,
+                    "name": l.name,
+                    "members": l.members.iter().map(|m| person(&names, *m)).collect::<Vec<_>>(),
+                    "createdAt": l.created_at,
+                    "updatedAt": l.updated_at,
+                })
+            })
+            .collect();
+        run.add(records.len() as i64, records.len() as i64);
+        let bytes = pretty(&records)?;
+        whole(zip, "labels.json", &bytes)?;
+    }
+    // sessions.json: the devices signed in, no token or hash of one.
+    {
+        let sessions = accounts::sessions_of(ctx, uid, None, crate::ids::now_ms()).await?;
+        let records: Vec<Value> = sessions
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "id": s.id, "device": s.device, "createdAt": s.created_at,
+                    "lastSeenAt": s.last_seen_at, "expiresAt": s.expires_at,
+                })
+            })
+            .collect();
+        run.add(records.len() as i64, records.len() as i64);
+        let bytes = pretty(&records)?;
+        whole(zip, "sessions.json", &bytes)?;
+    }
+    // reports.json, where the account made any.
+    {
+        let per_page = batch.min(100);
+        let mut page = reports::mine(ctx, uid, None, per_page).await?;
+        if !page.items.is_empty() {
+            let mut out = JsonLines::open(zip, "reports.json", at).map_err(io_stop)?;
+            loop {
+                run.add(0, page.items.len() as i64);
+                for r in &page.items {
+                    out.record(r).map_err(io_stop)?;
+                    run.add(1, 0);
+                }
+                between_batches(ctx, run, sink).await?;
+                let Some(Ok(cursor)) = page.next_cursor.as_deref().map(Cursor::parse) else {
+                    break;
+                };
+                page = reports::mine(ctx, uid, Some(cursor), per_page).await?;
+                if page.items.is_empty() {
+                    break;
+                }
+            }
+            out.close().map_err(io_stop)?;
+        }
+    }
+    Ok(())
+}
+
+/// One of the CSVs of people: usernames read in one batch per call (the
+/// lists are capped by their settings).
+async fn write_people(
+    ctx: &Context,
+    run: &Run,
+    zip: &mut Zip,
+    name: &str,
+    at: i64,
+    rows: &[(i64, i64)],
+) -> Result<(), Stop> {
+    run.add(0, rows.len() as i64);
+    let mut people = Vec::with_capacity(rows.len());
+    for part in rows.chunks(1000) {
+        let uids: Vec<i64> = part.iter().map(|(u, _)| *u).collect();
+        let names = usernames(ctx, &uids).await?;
+        people.extend(part.iter().map(|(u, since)| (person(&names, *u), *since)));
+    }
+    let bytes = people_csv(&people)?;
+    let mut e = Entry::open(zip, name, at).map_err(io_stop)?;
+    e.put(&bytes).map_err(io_stop)?;
+    e.close().map_err(io_stop)?;
+    run.add(rows.len() as i64, 0);
+    Ok(())
+}
+
+/// Pretty JSON of any serializable value, behind one object-safe trait
+/// so a closure can take any of them.
+mod erased {
+    pub trait Json {
+        fn pretty(&self) -> serde_json::Result<Vec<u8>>;
+    }
+    impl<T: serde::Serialize> Json for T {
+        fn pretty(&self) -> serde_json::Result<Vec<u8>> {
+            serde_json::to_vec_pretty(self)
+        }
+    }
+}
