@@ -10,7 +10,9 @@
 //! timelines outlive the process and a dropped fan-out would show as a
 //! missing post (scripts/test.sh starts those servers; without them that
 //! test fails saying so, like tests/conformance.rs). And SIGINT, which
-//! stops as gracefully, and a second signal, which stops at once.
+//! stops as gracefully, and a second signal, which stops at once. And
+//! what no signal announces: an instance killed mid-export, whose export
+//! the next instance takes over and finishes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -365,4 +367,110 @@ fn a_second_signal_stops_at_once() {
     let mut answer = Vec::new();
     let _ = held.read_to_end(&mut answer);
     assert!(answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
+}
+
+/// An export whose instance is killed (`kill -9`, no hand-over) while it
+/// writes is taken over by the next instance once its claim lapses, as a
+/// new attempt, and ends ready with every record: on the embedded default
+/// the next instance is a restart on the same directory; on MongoDB and
+/// Redis another process.
+async fn a_killed_instances_export_is_taken_over(backend: Backend, tag: &str) {
+    let dir = DataDir::new(tag);
+    // Slow enough to be killed mid-run; a claim that lapses in 2 s.
+    let env = [
+        ("MOMENTS_EXPORT_BATCH", "2"),
+        ("MOMENTS_EXPORT_PAUSE_MS", "100"),
+        ("MOMENTS_EXPORT_CLAIM_SECS", "2"),
+    ];
+    let mut first = Server::start(&backend, &dir, &env);
+    let api = Api::new(first.port);
+    let (_, token) = api.user("exported").await;
+    const POSTS: usize = 60;
+    for i in 0..POSTS {
+        api.ok(
+            reqwest::Method::POST,
+            "/posts",
+            Some(&token),
+            Some(json!({"category": "TEXT", "content": format!("post {i}")})),
+        )
+        .await;
+    }
+    let started = api
+        .ok(
+            reqwest::Method::POST,
+            "/me/exports",
+            Some(&token),
+            Some(json!({})),
+        )
+        .await;
+    let path = format!("/me/exports/{}", started["id"]);
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let e = api
+            .ok(reqwest::Method::GET, &path, Some(&token), None)
+            .await;
+        assert_ne!(
+            e["state"], "ready",
+            "finished before it could be killed: {e}"
+        );
+        if e["state"] == "running" && e["progress"]["done"].as_i64().unwrap() > 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never seen running: {e}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+
+    let mut second = Server::start(&backend, &dir, &env);
+    let api = Api::new(second.port);
+    let ready = second.read_until(|f| f["message"] == "data export ready");
+    let ready = message(&ready).unwrap();
+    assert_eq!(ready["attempt"], 2, "a second attempt: {ready}");
+    let e = api
+        .ok(reqwest::Method::GET, &path, Some(&token), None)
+        .await;
+    assert_eq!(e["state"], "ready", "{e}");
+    let bytes = api
+        .client
+        .get(format!("{}{path}/download", api.base))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert_eq!(bytes.len() as i64, e["size"].as_i64().unwrap());
+    let archive = rawzip::ZipArchive::from_slice(&bytes[..]).expect("a zip");
+    let mut posts = None;
+    for entry in archive.entries() {
+        let entry = entry.unwrap();
+        if entry.file_path().as_bytes() == b"posts.json" {
+            let found = archive.get_entry(entry.wayfinder()).unwrap();
+            let mut json = Vec::new();
+            std::io::Read::read_to_end(
+                &mut flate2::read::DeflateDecoder::new(found.data()),
+                &mut json,
+            )
+            .unwrap();
+            posts = Some(serde_json::from_slice::<Value>(&json).unwrap());
+        }
+    }
+    let posts = posts.expect("posts.json in the archive");
+    assert_eq!(posts.as_array().unwrap().len(), POSTS);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_instances_export_is_taken_over_on_the_embedded_default() {
+    a_killed_instances_export_is_taken_over(Backend::Embedded, "export-killed-embedded").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_instances_export_is_taken_over_on_mongodb_and_redis() {
+    a_killed_instances_export_is_taken_over(
+        Backend::stores("export_killed"),
+        "export-killed-stores",
+    )
+    .await;
 }

@@ -64,6 +64,7 @@ pub static ASSETS: &[Asset] = assets![
     "js/pages/people.js" => JS,
     "js/pages/notifications.js" => JS,
     "js/pages/me.js" => JS,
+    "js/pages/data.js" => JS,
     "js/pages/admin.js" => JS,
     "js/pages/moderation.js" => JS,
 ];

@@ -6,9 +6,11 @@
 // reader would, so an unlabelled control fails the step that needs it.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
 import { dateText } from '../../web/js/time.js';
 
@@ -577,7 +579,7 @@ step('someone without the admin role gets no console', async () => {
   // The console's link would be in this menu, drawn with the album's.
   const menu = li.getByRole('navigation', { name: '我', exact: true });
   await menu.getByRole('link', { name: '我的相册' }).waitFor();
-  assert.deepEqual(await menu.getByRole('link').allTextContents(), ['我的相册']);
+  assert.deepEqual(await menu.getByRole('link').allTextContents(), ['我的相册', '下载我的数据']);
 });
 
 step('the feed loads its next pages by cursor as it scrolls', async () => {
@@ -1387,6 +1389,54 @@ step('after a cut in the network the stream resumes from its last event: what ha
 
   await pill.click();
   await postWith(sun, ZHOU_POSTS[2]).waitFor();
+});
+
+step('Me → Download my data shows the export\'s progress, then downloads it; its index.html shows the posts offline', async () => {
+  const { token, me } = await session(wang);
+  await visit(wang, '/me');
+  await wang.getByRole('link', { name: /下载我的数据|Download my data/ }).click();
+  await wang.getByRole('button', { name: /开始导出|Start an export/ }).click();
+  // The export shows as queued or running, with the button to start
+  // another disabled, until its download appears.
+  const exportItem = wang.locator('li.export').first();
+  await exportItem.waitFor();
+  const download = wang.getByRole('button', { name: /下载（|Download \(/ });
+  await download.waitFor({ timeout: 30_000 });
+  const [file] = await Promise.all([wang.waitForEvent('download'), download.click()]);
+  const dir = mkdtempSync(join(tmpdir(), 'moments-archive-'));
+  try {
+    const zip = join(dir, 'archive.zip');
+    await file.saveAs(zip);
+    execFileSync('python3', ['-m', 'zipfile', '-e', zip, join(dir, 'archive')]);
+    const res = await request(`/api/v1/users/${me.uid}/posts?limit=100`, { headers: { authorization: `Bearer ${token}` } });
+    assert.equal(res.status, 200);
+    const mine = (await res.json()).items.map((/** @type {{ content: string }} */ p) => p.content);
+    assert.ok(mine.length > 0, 'the account has posts to show');
+    // Offline, and every request the page makes recorded: it may make
+    // none but for the files beside it.
+    const context = await browser.newContext({ offline: true, viewport: PHONE });
+    try {
+      const album = await context.newPage();
+      /** @type {string[]} */
+      const fetched = [];
+      album.on('request', (r) => fetched.push(r.url()));
+      /** @type {string[]} */
+      const errors = [];
+      album.on('pageerror', (e) => errors.push(e.message));
+      album.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+      await album.goto(pathToFileURL(join(dir, 'archive', 'index.html')).href);
+      await album.locator('article').first().waitFor();
+      const shown = await album.locator('article .text').allTextContents();
+      assert.deepEqual(shown, mine.slice(0, 100));
+      assert.match(await album.locator('#name').innerText(), new RegExp(me.username));
+      assert.deepEqual(fetched.filter((u) => !u.startsWith('file:')), [], 'nothing but the files beside it');
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 step('no page logged an error', () => {

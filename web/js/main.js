@@ -14,6 +14,7 @@ import * as admin from './pages/admin.js';
 import * as album from './pages/album.js';
 import * as auth from './pages/auth.js';
 import * as compose from './pages/compose.js';
+import * as data from './pages/data.js';
 import * as feed from './pages/feed.js';
 import * as me from './pages/me.js';
 import * as notifications from './pages/notifications.js';
@@ -39,6 +40,7 @@ const ROUTES = [
   { pattern: /^\/people$/, page: people.render, tab: 'people' },
   { pattern: /^\/notifications$/, page: notifications.render, tab: 'notifications' },
   { pattern: /^\/me$/, page: me.render, tab: 'me' },
+  { pattern: /^\/me\/data$/, page: data.render, tab: 'me' },
   { pattern: /^\/admin$/, page: admin.render, tab: 'me' },
 ];
 

@@ -76,6 +76,10 @@
  *   updatedAt: number, updatedBy: number }} ContentFilter
  * @typedef {{ id?: number, actor: number, action: string, subject: string, note: string,
  *   at: number }} AuditEntry
+ * @typedef {{ id: number, state: 'queued' | 'running' | 'ready' | 'failed', createdAt: number,
+ *   startedAt?: number | null, finishedAt?: number | null, expiresAt?: number | null,
+ *   progress: { done: number, known: number }, size?: number | null, error?: string | null,
+ *   download?: string | null }} DataExport
  */
 
 /**

@@ -1,5 +1,5 @@
 // @ts-check
-// Me: my album, the language, the console for moderators and admins, my
+// Me: my album, my data (download it), the language, the console for moderators and admins, my
 // reports and what became of them, my strikes (with an appeal while one
 // may be made), signing out.
 
@@ -45,6 +45,7 @@ export function render({ main, title }) {
   const menu = h('nav', { class: 'card menu', 'aria-label': t('me.title') });
   const drawMenu = () => fill(menu,
     h('a', { href: `#/u/${me.uid}` }, t('me.album')),
+    h('a', { href: '#/me/data' }, t('me.data')),
     isModerator() && h('a', { href: '#/admin' }, t('me.admin')));
   drawMenu();
   // An admin may have given this account a role since it signed in.
