@@ -74,6 +74,7 @@ pub fn document() -> &'static str {
         require_something_to_post(&mut doc);
         link_created_to_their_uses(&mut doc);
         describe_event_stream(&mut doc);
+        describe_archive_download(&mut doc);
         serde_json::to_string_pretty(&doc).unwrap_or_else(|_| "{}".to_string())
     })
 }
@@ -259,6 +260,38 @@ fn link_created_to_their_uses(doc: &mut serde_json::Value) {
 /// its data's schema, whose `data` is a string of JSON. The derive can
 /// say neither. Its `Last-Event-ID` header, optional, is a string when
 /// sent, never `null`.
+/// The archive download's bodies are bytes (a zip, or the range asked
+/// for), with the headers a resuming client reads.
+fn describe_archive_download(doc: &mut serde_json::Value) {
+    use serde_json::json;
+    let op = format!(
+        "/paths/{}/get/responses",
+        escape_pointer("/api/v1/me/exports/{id}/download")
+    );
+    let header =
+        |description: &str| json!({ "description": description, "schema": { "type": "string" } });
+    for status in ["200", "206"] {
+        let Some(response) = doc.pointer_mut(&format!("{op}/{status}")) else {
+            continue;
+        };
+        response["content"] = json!({ "application/zip": {
+            "schema": { "type": "string", "format": "binary" } } });
+        let headers = response
+            .as_object_mut()
+            .map(|r| r.entry("headers").or_insert_with(|| json!({})));
+        if let Some(headers) = headers {
+            headers["ETag"] =
+                header("the archive's SHA-256, quoted: the If-Range a resumed download sends");
+            headers["Accept-Ranges"] = header("bytes");
+            headers["Content-Length"] = json!({ "description": "bytes in this answer",
+                "schema": { "type": "integer", "minimum": 0 } });
+            if status == "206" {
+                headers["Content-Range"] = header("bytes FIRST-LAST/SIZE");
+            }
+        }
+    }
+}
+
 fn describe_event_stream(doc: &mut serde_json::Value) {
     use serde_json::json;
     let events: Vec<serde_json::Value> = super::stream::EVENTS

@@ -193,7 +193,7 @@ async fn run_one(ctx: &Context, export: ExportDoc) {
     crate::metrics::export_started(export.attempt);
     let heartbeat = spawn_heartbeat(ctx.clone(), run.clone());
     let started = std::time::Instant::now();
-    let written = archive::write(ctx, &run).await;
+    let written = crate::service::read::loader::bulk(archive::write(ctx, &run)).await;
     heartbeat.abort();
     if let Some(sink) = run.sink() {
         ctx.exports
