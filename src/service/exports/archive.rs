@@ -513,190 +513,160 @@ async fn write_files(
 
     // comments.json: the account's comments, with their post and whom
     // they answer.
-    {
-        let mut out = JsonLines::open(zip, "comments.json", at).map_err(io_stop)?;
-        let mut before = None;
-        loop {
-            let page = ctx.docs.comments_by_author(uid, before, batch).await?;
-            run.add(0, page.len() as i64);
-            let post_ids: Vec<i64> = page.iter().map(|c| c.post_id).collect();
-            let mut post_ids_unique = post_ids.clone();
-            post_ids_unique.sort_unstable();
-            post_ids_unique.dedup();
-            let authors: HashMap<i64, i64> = ctx
-                .docs
-                .posts_by_ids(&post_ids_unique)
-                .await?
-                .into_iter()
-                .map(|p| (p.id, p.author_uid))
-                .collect();
-            let mut people: Vec<i64> = authors.values().copied().collect();
-            people.extend(page.iter().filter_map(|c| c.reply_to.map(|r| r.uid)));
-            let names = usernames(ctx, &people).await?;
-            for c in &page {
-                out.record(&serde_json::json!({
-                    "id": c.id,
-                    "postId": c.post_id,
-                    "postAuthor": authors.get(&c.post_id).map(|a| person(&names, *a)),
-                    "content": c.content,
-                    "createdAt": c.createtime,
-                    "replyTo": c.reply_to.map(|r| serde_json::json!({
-                        "commentId": r.comment_id,
-                        "author": person(&names, r.uid),
-                    })),
-                    "threadId": c.thread_id,
-                }))
-                .map_err(io_stop)?;
-                run.add(1, 0);
-            }
-            between_batches(ctx, run, sink).await?;
-            if page.len() < batch {
-                break;
-            }
-            before = page.last().map(|c| c.id);
-        }
-        out.close().map_err(io_stop)?;
-    }
-
-    // likes.json
-    {
-        let mut out = JsonLines::open(zip, "likes.json", at).map_err(io_stop)?;
-        let mut before = None;
-        loop {
-            let page = ctx.docs.likes_by_user(uid, before, batch).await?;
-            run.add(0, page.len() as i64);
-            for l in &page {
-                let target = match l.kind {
-                    LikeKind::Post => "postId",
-                    LikeKind::Comment => "commentId",
-                };
-                let mut record = serde_json::json!({
-                    "id": l.id,
-                    "kind": l.kind.as_str(),
-                    "createdAt": l.create_time,
-                });
-                record[target] = l.target_id.into();
-                out.record(&record).map_err(io_stop)?;
-                run.add(1, 0);
-            }
-            between_batches(ctx, run, sink).await?;
-            if page.len() < batch {
-                break;
-            }
-            before = page.last().map(|l| l.id);
-        }
-        out.close().map_err(io_stop)?;
-    }
-
-    // favorites.json
-    {
-        let mut out = JsonLines::open(zip, "favorites.json", at).map_err(io_stop)?;
-        let mut before = None;
-        loop {
-            let page = ctx.docs.favorites_page(uid, before, batch).await?;
-            run.add(0, page.len() as i64);
-            for f in &page {
-                out.record(&serde_json::json!({
-                    "id": f.id, "postId": f.post_id, "createdAt": f.created_at,
-                }))
-                .map_err(io_stop)?;
-                run.add(1, 0);
-            }
-            between_batches(ctx, run, sink).await?;
-            if page.len() < batch {
-                break;
-            }
-            before = page.last().map(|f| f.id);
-        }
-        out.close().map_err(io_stop)?;
-    }
-
-    // shares.json
-    {
-        let mut out = JsonLines::open(zip, "shares.json", at).map_err(io_stop)?;
-        let mut before = None;
-        loop {
-            let page = ctx.docs.shares_by_user(uid, before, batch).await?;
-            run.add(0, page.len() as i64);
-            for s in &page {
-                out.record(&serde_json::json!({
-                    "id": s.id, "postId": s.post_id, "platform": s.platform, "createdAt": s.created_at,
-                }))
-                .map_err(io_stop)?;
-                run.add(1, 0);
-            }
-            between_batches(ctx, run, sink).await?;
-            if page.len() < batch {
-                break;
-            }
-            before = page.last().map(|s| s.id);
-        }
-        out.close().map_err(io_stop)?;
-    }
-
+    let pages = Pages {
+        ctx,
+        run,
+        sink,
+        at,
+        batch,
+    };
+    pages
+        .json_file(
+            zip,
+            "comments.json",
+            |before, n| ctx.docs.comments_by_author(uid, before, n),
+            |c| c.id,
+            |page| async move {
+                let mut post_ids: Vec<i64> = page.iter().map(|c| c.post_id).collect();
+                post_ids.sort_unstable();
+                post_ids.dedup();
+                let authors: HashMap<i64, i64> = ctx
+                    .docs
+                    .posts_by_ids(&post_ids)
+                    .await?
+                    .into_iter()
+                    .map(|p| (p.id, p.author_uid))
+                    .collect();
+                let mut people: Vec<i64> = authors.values().copied().collect();
+                people.extend(page.iter().filter_map(|c| c.reply_to.map(|r| r.uid)));
+                let names = usernames(ctx, &people).await?;
+                Ok(page
+                    .iter()
+                    .map(|c| {
+                        serde_json::json!({
+                            "id": c.id,
+                            "postId": c.post_id,
+                            "postAuthor": authors.get(&c.post_id).map(|a| person(&names, *a)),
+                            "content": c.content,
+                            "createdAt": c.createtime,
+                            "replyTo": c.reply_to.map(|r| serde_json::json!({
+                                "commentId": r.comment_id,
+                                "author": person(&names, r.uid),
+                            })),
+                            "threadId": c.thread_id,
+                        })
+                    })
+                    .collect())
+            },
+        )
+        .await?;
+    pages
+        .json_file(
+            zip,
+            "likes.json",
+            |before, n| ctx.docs.likes_by_user(uid, before, n),
+            |l| l.id,
+            |page| async move {
+                Ok(page
+                    .iter()
+                    .map(|l| {
+                        let target = match l.kind {
+                            LikeKind::Post => "postId",
+                            LikeKind::Comment => "commentId",
+                        };
+                        let mut record = serde_json::json!({
+                            "id": l.id,
+                            "kind": l.kind.as_str(),
+                            "createdAt": l.create_time,
+                        });
+                        record[target] = l.target_id.into();
+                        record
+                    })
+                    .collect())
+            },
+        )
+        .await?;
+    pages
+        .json_file(
+            zip,
+            "favorites.json",
+            |before, n| ctx.docs.favorites_page(uid, before, n),
+            |f| f.id,
+            |page| async move {
+                Ok(page
+                    .iter()
+                    .map(|f| serde_json::json!({ "id": f.id, "postId": f.post_id, "createdAt": f.created_at }))
+                    .collect())
+            },
+        )
+        .await?;
+    pages
+        .json_file(
+            zip,
+            "shares.json",
+            |before, n| ctx.docs.shares_by_user(uid, before, n),
+            |s| s.id,
+            |page| async move {
+                Ok(page
+                    .iter()
+                    .map(|s| {
+                        serde_json::json!({
+                            "id": s.id, "postId": s.post_id, "platform": s.platform, "createdAt": s.created_at,
+                        })
+                    })
+                    .collect())
+            },
+        )
+        .await?;
     // history.json: the views the account's history still keeps.
-    {
-        let mut out = JsonLines::open(zip, "history.json", at).map_err(io_stop)?;
-        let since = crate::ids::now_ms() - crate::service::jobs::post_views::HISTORY_MS;
-        let mut before = None;
-        loop {
-            let page = ctx.docs.views_page(uid, since, before, batch).await?;
-            run.add(0, page.len() as i64);
-            for v in &page {
-                out.record(&serde_json::json!({
-                    "id": v.id, "postId": v.post_id, "viewedAt": v.created_at,
-                }))
-                .map_err(io_stop)?;
-                run.add(1, 0);
-            }
-            between_batches(ctx, run, sink).await?;
-            if page.len() < batch {
-                break;
-            }
-            before = page.last().map(|v| v.id);
-        }
-        out.close().map_err(io_stop)?;
-    }
+    let since = crate::ids::now_ms() - crate::service::jobs::post_views::HISTORY_MS;
+    pages
+        .json_file(
+            zip,
+            "history.json",
+            |before, n| ctx.docs.views_page(uid, since, before, n),
+            |v| v.id,
+            |page| async move {
+                Ok(page
+                    .iter()
+                    .map(|v| serde_json::json!({ "id": v.id, "postId": v.post_id, "viewedAt": v.created_at }))
+                    .collect())
+            },
+        )
+        .await?;
 
-    // following.csv: bounded by MOMENTS_MAX_FOLLOWING.
-    {
-        let mut rows: Vec<(i64, i64)> = Vec::new();
-        let mut before = None;
-        loop {
-            let page = ctx.docs.following_page(uid, before, batch).await?;
-            rows.extend(page.iter().map(|f| (f.followee, f.created_at)));
-            if page.len() < batch {
-                break;
-            }
-            before = page.last().map(|f| f.id);
-        }
-        write_people(ctx, run, zip, "following.csv", at, &rows).await?;
-    }
-    // blocks.csv: bounded by MOMENTS_MAX_BLOCKS.
-    {
-        let rows: Vec<(i64, i64)> = ctx
-            .docs
-            .blocks_by(&[uid])
-            .await?
-            .into_iter()
-            .map(|b| (b.blocked, b.created_at))
-            .collect();
-        write_people(ctx, run, zip, "blocks.csv", at, &rows).await?;
-    }
+    // The CSVs of people: each list is capped by its setting
+    // (MOMENTS_MAX_FOLLOWING, MOMENTS_MAX_BLOCKS), so read whole.
+    let following = all_pages(
+        batch,
+        |before, n| ctx.docs.following_page(uid, before, n),
+        |f| f.id,
+    )
+    .await?;
+    let rows: Vec<(i64, i64)> = following
+        .iter()
+        .map(|f| (f.followee, f.created_at))
+        .collect();
+    write_people(ctx, run, zip, "following.csv", at, &rows).await?;
+    let rows: Vec<(i64, i64)> = ctx
+        .docs
+        .blocks_by(&[uid])
+        .await?
+        .into_iter()
+        .map(|b| (b.blocked, b.created_at))
+        .collect();
+    write_people(ctx, run, zip, "blocks.csv", at, &rows).await?;
     for (kind, name) in [
         (FilterKind::Mute, "mutes.csv"),
         (FilterKind::Hide, "hidden.csv"),
     ] {
-        let mut rows: Vec<(i64, i64)> = Vec::new();
-        let mut before = None;
-        loop {
-            let page = ctx.docs.filters_page(kind, uid, before, batch).await?;
-            rows.extend(page.iter().map(|f| (f.other, f.created_at)));
-            if page.len() < batch {
-                break;
-            }
-            before = page.last().map(|f| f.id);
-        }
+        let set = all_pages(
+            batch,
+            |before, n| ctx.docs.filters_page(kind, uid, before, n),
+            |f| f.id,
+        )
+        .await?;
+        let rows: Vec<(i64, i64)> = set.iter().map(|f| (f.other, f.created_at)).collect();
         write_people(ctx, run, zip, name, at, &rows).await?;
     }
     between_batches(ctx, run, sink).await?;
@@ -766,6 +736,77 @@ async fn write_files(
         }
     }
     Ok(())
+}
+
+/// What paging a kind of record into the archive needs.
+struct Pages<'a> {
+    ctx: &'a Context,
+    run: &'a Run,
+    sink: &'a Sink,
+    at: i64,
+    batch: usize,
+}
+
+impl Pages<'_> {
+    /// A JSON file of records read a batch at a time below a keyset cursor
+    /// (`read(before, n)`, newest first), each batch turned into records by
+    /// `records` (which may read what they name), the chunks that filled
+    /// stored between batches.
+    async fn json_file<T, R, RF, M, MF>(
+        &self,
+        zip: &mut Zip,
+        name: &str,
+        mut read: R,
+        id_of: impl Fn(&T) -> i64,
+        mut records: M,
+    ) -> Result<(), Stop>
+    where
+        R: FnMut(Option<i64>, usize) -> RF,
+        RF: std::future::Future<Output = crate::store::StoreResult<Vec<T>>>,
+        M: FnMut(Vec<T>) -> MF,
+        MF: std::future::Future<Output = AppResult<Vec<Value>>>,
+    {
+        let mut out = JsonLines::open(zip, name, self.at).map_err(io_stop)?;
+        let mut before = None;
+        loop {
+            let page = read(before, self.batch).await?;
+            let (n, next) = (page.len(), page.last().map(&id_of));
+            self.run.add(0, n as i64);
+            for record in records(page).await? {
+                out.record(&record).map_err(io_stop)?;
+                self.run.add(1, 0);
+            }
+            between_batches(self.ctx, self.run, self.sink).await?;
+            if n < self.batch {
+                break;
+            }
+            before = next;
+        }
+        out.close().map_err(io_stop)
+    }
+}
+
+/// Every record of a list capped by a setting, read a batch at a time.
+async fn all_pages<T, R, RF>(
+    batch: usize,
+    mut read: R,
+    id_of: impl Fn(&T) -> i64,
+) -> Result<Vec<T>, Stop>
+where
+    R: FnMut(Option<i64>, usize) -> RF,
+    RF: std::future::Future<Output = crate::store::StoreResult<Vec<T>>>,
+{
+    let mut all = Vec::new();
+    let mut before = None;
+    loop {
+        let page = read(before, batch).await?;
+        let (n, next) = (page.len(), page.last().map(&id_of));
+        all.extend(page);
+        if n < batch {
+            return Ok(all);
+        }
+        before = next;
+    }
 }
 
 /// One of the CSVs of people: usernames read in one batch per call (the
