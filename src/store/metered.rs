@@ -343,11 +343,11 @@ metered! {
         counted fn export_by_id(uid: i64, id: i64) -> Option<ExportDoc>;
         background fn claim_exports(now: i64, until: i64, limit: usize) -> Vec<ExportDoc>;
         background fn renew_export(uid: i64, id: i64, attempt: i64, until: i64, done: i64, known: i64) -> bool;
-        background fn put_export_chunk(id: i64, attempt: i64, n: i64, data: &[u8]) -> ();
+        background fn put_export_chunk(uid: i64, id: i64, attempt: i64, n: i64, data: &[u8]) -> bool;
         counted fn export_chunk(id: i64, attempt: i64, n: i64) -> Option<Vec<u8>>;
         background fn finish_export(uid: i64, id: i64, attempt: i64, outcome: &ExportOutcome) -> bool;
         background fn delete_export_attempt(id: i64, attempt: i64) -> ();
-        counted fn set_export_link(uid: i64, id: i64, hash: &str, expires_at: i64) -> bool;
+        counted fn set_export_link(uid: i64, id: i64, hash: &str, expires_at: i64, credential_gen: i64) -> bool;
         counted fn delete_export(uid: i64, id: i64) -> ();
         background fn expired_exports(now: i64, limit: usize) -> Vec<(i64, i64)>;
     }

@@ -514,10 +514,23 @@ async fn one_export_runs_at_a_time_and_one_a_day_and_a_failed_one_frees_the_acco
         409,
         "conflict",
     );
-    let (s, next) = app
-        .post("/api/v1/me/exports", Some(&me.token), json!({}))
+    // A failure frees the account; three in a day hold it.
+    for _ in 0..2 {
+        let again = export(&app, &me).await;
+        assert_eq!(again["state"], "failed", "{again}");
+    }
+    let (s, headers, body) = app
+        .call_with(
+            Method::POST,
+            "/api/v1/me/exports",
+            Some(&me.token),
+            &[],
+            Some(json!({})),
+        )
         .await;
-    assert_eq!(s.as_u16(), 202, "a failed export frees the account: {next}");
+    assert_eq!(s.as_u16(), 429, "{body}");
+    let retry: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((86_000..=86_400).contains(&retry), "Retry-After {retry}");
     // Nobody reads another's exports.
     let stranger = app.user("exstranger").await;
     assert_problem(
@@ -634,6 +647,36 @@ async fn a_download_resumes_by_range_from_any_chunk_and_a_link_opens_it_without_
     assert_eq!(s.as_u16(), 201);
     let resp = app.client.get(&url).send().await.unwrap();
     assert_eq!(resp.status().as_u16(), 401, "a replaced link opens nothing");
+    // Signing out everywhere ends the links too.
+    let (s, link) = app
+        .post(
+            &format!("/api/v1/me/exports/{}/link", done["id"]),
+            Some(&me.token),
+            json!({}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 201, "{link}");
+    let url = format!("{}{}", app.base, link["url"].as_str().unwrap());
+    assert_eq!(
+        app.client.get(&url).send().await.unwrap().status().as_u16(),
+        200
+    );
+    assert_eq!(
+        app.delete("/api/v1/sessions", Some(&me.token))
+            .await
+            .0
+            .as_u16(),
+        204
+    );
+    assert_eq!(
+        app.client.get(&url).send().await.unwrap().status().as_u16(),
+        401,
+        "a link outlives no sign-out"
+    );
+    let me = User {
+        uid: me.uid,
+        token: app.login("exranges", "password-123").await,
+    };
     let stranger = app.user("exrangestranger").await;
     assert_problem(
         &app.get(&path, Some(&stranger.token)).await,
@@ -641,6 +684,7 @@ async fn a_download_resumes_by_range_from_any_chunk_and_a_link_opens_it_without_
         "not_found",
     );
     assert_problem(&app.get(&path, None).await, 401, "unauthorized");
+    assert_eq!(app.get(&path, Some(&me.token)).await.0.as_u16(), 200);
     let forged = format!("{}{path}?key={}-{}", app.base, me.uid, "ab".repeat(24));
     assert_eq!(
         app.client

@@ -25,12 +25,14 @@ use crate::store::{FilterKind, LikeKind, StoreError};
 
 pub const README: &str = include_str!("README.txt");
 pub const INDEX_HTML: &str = include_str!("index.html");
+pub const VIEW_JS: &str = include_str!("view.js");
 
 /// The files, in the order they are written, with the words README.txt
 /// and the web client say about them.
 pub const FILES: &[&str] = &[
     "README.txt",
     "index.html",
+    "view.js",
     "profile.json",
     "posts.json",
     "album.js",
@@ -313,26 +315,36 @@ fn audience_uids(post: &Value) -> Vec<i64> {
 /// A local spill of the posts' records, read back into album.js: the
 /// album page needs them as a script (a page opened from a file may not
 /// read the JSON beside it), and reading the stores twice would cost more
-/// than a file on this instance's disk. Removed when dropped.
+/// than a file on this instance's disk. The file is unlinked as soon as
+/// it is made, so nothing of it outlives the run, even a `kill -9`; made
+/// new under a random name, so no link planted in the temp directory is
+/// followed.
 struct Spill {
-    path: std::path::PathBuf,
     file: io::BufWriter<std::fs::File>,
 }
 
 impl Spill {
-    fn create(export: i64, attempt: i64) -> io::Result<Self> {
-        let path = std::env::temp_dir().join(format!(
-            "moments-export-{export}-{attempt}-{}.json",
-            std::process::id()
-        ));
-        let file = io::BufWriter::new(std::fs::File::create(&path)?);
-        Ok(Spill { path, file })
+    fn create() -> io::Result<Self> {
+        let mut raw = [0u8; 12];
+        getrandom::getrandom(&mut raw).map_err(io::Error::other)?;
+        let name: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+        let path = std::env::temp_dir().join(format!("moments-export-{name}"));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        std::fs::remove_file(&path)?;
+        Ok(Spill {
+            file: io::BufWriter::new(file),
+        })
     }
-}
 
-impl Drop for Spill {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+    /// What was written, from the start.
+    fn reader(self) -> io::Result<io::BufReader<std::fs::File>> {
+        let mut file = self.file.into_inner().map_err(|e| e.into_error())?;
+        io::Seek::seek(&mut file, io::SeekFrom::Start(0))?;
+        Ok(io::BufReader::new(file))
     }
 }
 
@@ -343,9 +355,14 @@ async fn store_chunks(ctx: &Context, run: &Run, sink: &Sink, last: bool) -> Resu
         if run.lost() {
             return Err(Stop::Lost);
         }
-        ctx.docs
-            .put_export_chunk(run.export.id, run.export.attempt, run.next_chunk(), &chunk)
-            .await?;
+        let e = &run.export;
+        if !ctx
+            .docs
+            .put_export_chunk(e.uid, e.id, e.attempt, run.next_chunk(), &chunk)
+            .await?
+        {
+            return Err(Stop::Lost);
+        }
     }
     Ok(())
 }
@@ -364,6 +381,17 @@ async fn between_batches(ctx: &Context, run: &Run, sink: &Sink) -> Result<(), St
     Ok(())
 }
 
+/// A cell a spreadsheet will not run as a formula: one that starts with
+/// `=`, `+`, `-`, `@` or a tab gets a `'` in front (OWASP's advice), which
+/// import takes off again.
+pub fn spreadsheet_safe(cell: &str) -> String {
+    if cell.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{cell}")
+    } else {
+        cell.to_string()
+    }
+}
+
 /// A CSV of people, in the format import reads (`Account address` first,
 /// as Mastodon's exports have it).
 fn people_csv(rows: &[(Person, i64)]) -> Result<Vec<u8>, Stop> {
@@ -373,7 +401,7 @@ fn people_csv(rows: &[(Person, i64)]) -> Result<Vec<u8>, Stop> {
         .map_err(failed)?;
     for (p, since) in rows {
         out.write_record([
-            p.username.clone().unwrap_or_default(),
+            spreadsheet_safe(p.username.as_deref().unwrap_or_default()),
             p.uid.to_string(),
             crate::domain::time_text::utc_text(*since),
         ])
@@ -429,6 +457,7 @@ async fn write_files(
     };
     whole(zip, "README.txt", README.as_bytes())?;
     whole(zip, "index.html", INDEX_HTML.as_bytes())?;
+    whole(zip, "view.js", VIEW_JS.as_bytes())?;
 
     let me = accounts::me(ctx, uid).await?;
     let profile = pretty(&me)?;
@@ -443,7 +472,7 @@ async fn write_files(
         .into_iter()
         .map(|l| (l.id, l.name))
         .collect();
-    let mut spill = Spill::create(run.export.id, run.export.attempt).map_err(io_stop)?;
+    let mut spill = Spill::create().map_err(io_stop)?;
     let pres = Presentation {
         lang: None,
         tz: Default::default(),
@@ -489,14 +518,13 @@ async fn write_files(
         posts_json.close().map_err(io_stop)?;
     }
     {
-        spill.file.flush().map_err(io_stop)?;
+        let mut read = spill.reader().map_err(io_stop)?;
         let mut album = Entry::open(zip, "album.js", at).map_err(io_stop)?;
         album
             .put(b"// The album index.html shows: profile.json and posts.json as a script,\n// because a page opened from a file may not read the files beside it.\nwindow.momentsArchive = {\"profile\": ")
             .map_err(io_stop)?;
         album.put(&profile).map_err(io_stop)?;
         album.put(b",\n\"posts\": [").map_err(io_stop)?;
-        let mut read = io::BufReader::new(std::fs::File::open(&spill.path).map_err(io_stop)?);
         let mut buf = vec![0u8; 64 * 1024];
         loop {
             let n = io::Read::read(&mut read, &mut buf).map_err(io_stop)?;
@@ -509,7 +537,6 @@ async fn write_files(
         album.put(b"\n]};\n").map_err(io_stop)?;
         album.close().map_err(io_stop)?;
     }
-    drop(spill);
 
     // comments.json: the account's comments, with their post and whom
     // they answer.
@@ -843,6 +870,27 @@ mod erased {
     impl<T: serde::Serialize> Json for T {
         fn pretty(&self) -> serde_json::Result<Vec<u8>> {
             serde_json::to_vec_pretty(self)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spreadsheet_safe;
+
+    #[test]
+    fn a_cell_a_spreadsheet_would_run_gets_a_quote_in_front() {
+        for (cell, written) in [
+            ("wangwu", "wangwu"),
+            ("-1-1", "'-1-1"),
+            ("=cmd", "'=cmd"),
+            ("+86", "'+86"),
+            ("@home", "'@home"),
+            ("\tx", "'\tx"),
+            ("a-b", "a-b"),
+            ("", ""),
+        ] {
+            assert_eq!(spreadsheet_safe(cell), written, "{cell:?}");
         }
     }
 }

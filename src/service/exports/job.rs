@@ -26,6 +26,19 @@ const POLL: Duration = Duration::from_secs(1);
 /// the next attempt.
 const RETRY_AFTER_MS: i64 = 5_000;
 
+/// The longest one run may take: an archive of MOMENTS_EXPORT_MAX_BYTES
+/// (64 GiB) at the 15 MB/s measured takes about 75 minutes.
+const RUN_DEADLINE: Duration = Duration::from_secs(4 * 3600);
+
+/// Aborts its task when dropped, however the scope that holds it ends.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// One run of one export on this instance.
 pub struct Run {
     pub export: ExportDoc,
@@ -184,17 +197,49 @@ async fn run_one(ctx: &Context, export: ExportDoc) {
         finish(ctx, &export, &outcome).await;
         return;
     }
-    let run = Arc::new(Run::new(export.clone(), ctx.settings.exports.chunk_bytes));
+    // The chunk size the export was started with, which its downloads
+    // read by: instances of another setting (a rolling deploy) agree.
+    let chunk_bytes = usize::try_from(export.chunk_bytes)
+        .ok()
+        .filter(|b| *b > 0)
+        .unwrap_or(ctx.settings.exports.chunk_bytes);
+    let run = Arc::new(Run::new(export.clone(), chunk_bytes));
     ctx.exports
         .running
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .insert(export.id, run.clone());
     crate::metrics::export_started(export.attempt);
-    let heartbeat = spawn_heartbeat(ctx.clone(), run.clone());
+    let heartbeat = AbortOnDrop(spawn_heartbeat(ctx.clone(), run.clone()));
     let started = std::time::Instant::now();
-    let written = crate::service::read::loader::bulk(archive::write(ctx, &run)).await;
-    heartbeat.abort();
+    // In a task of its own, so that a panic ends the run (and its
+    // heartbeat, whose claim then lapses) instead of renewing it forever;
+    // and under a deadline, so that a store call that never answers
+    // cannot either.
+    let writing = {
+        let (ctx, run) = (ctx.clone(), run.clone());
+        tokio::spawn(
+            async move { crate::service::read::loader::bulk(archive::write(&ctx, &run)).await },
+        )
+    };
+    let mut writing = AbortOnDrop(writing);
+    let written = match tokio::time::timeout(RUN_DEADLINE, &mut writing.0).await {
+        Ok(Ok(written)) => written,
+        Ok(Err(panicked)) => Err(Stop::Failed(crate::error::AppError::Internal(
+            anyhow::anyhow!("the archive writer stopped: {panicked}"),
+        ))),
+        Err(_) => {
+            run.lose();
+            Err(Stop::Failed(crate::error::AppError::Internal(
+                anyhow::anyhow!(
+                    "the run passed its deadline of {} s",
+                    RUN_DEADLINE.as_secs()
+                ),
+            )))
+        }
+    };
+    drop(writing);
+    drop(heartbeat);
     if let Some(sink) = run.sink() {
         ctx.exports
             .peak_buffered
@@ -258,10 +303,10 @@ async fn run_one(ctx: &Context, export: ExportDoc) {
                     tracing::debug!(export = e.id, error = %err, "could not schedule the next attempt; it follows the claim's lapse");
                 }
             } else {
+                // The cause is in the log above; the account is told what
+                // it can do, not the store's words.
                 let outcome = ExportOutcome::Failed {
-                    error: format!(
-                        "the export failed {MAX_ATTEMPTS} times, the last time with: {err}"
-                    ),
+                    error: format!("the export failed {MAX_ATTEMPTS} times; ask for a new one"),
                     expires_at: now_ms() + keep_ms,
                 };
                 finish(ctx, e, &outcome).await;

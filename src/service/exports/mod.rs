@@ -26,6 +26,9 @@ pub use job::Exports;
 /// new one starts).
 pub const KEPT_PER_ACCOUNT: usize = 10;
 
+/// Failed exports an account may follow with another within the interval.
+pub const FAILED_PER_INTERVAL: usize = 3;
+
 /// How long a download link opens its archive.
 pub const LINK_MS: i64 = 60 * 60 * 1000;
 
@@ -130,6 +133,23 @@ pub async fn start(ctx: &Context, uid: i64) -> AppResult<ExportView> {
                 });
             }
         }
+        // A failure frees the account, but not without end: each failed
+        // run wrote up to an archive's worth and threw it away.
+        let failed: Vec<&ExportDoc> = mine
+            .iter()
+            .filter(|e| e.state == ExportState::Failed && e.created_at + interval_ms > now)
+            .collect();
+        if interval_ms > 0 && failed.len() >= FAILED_PER_INTERVAL {
+            let next = failed
+                .iter()
+                .map(|e| e.created_at + interval_ms)
+                .min()
+                .unwrap_or(now);
+            return Err(AppError::RateLimited {
+                what: "failed data exports",
+                retry_after_secs: ((next - now).max(1) as u64).div_ceil(1000),
+            });
+        }
         // Room for the new one: the oldest beyond the bound go.
         for old in mine.iter().skip(KEPT_PER_ACCOUNT - 1) {
             ctx.docs.delete_export(uid, old.id).await?;
@@ -153,6 +173,7 @@ pub async fn start(ctx: &Context, uid: i64) -> AppResult<ExportView> {
             chunk_bytes: ctx.settings.exports.chunk_bytes as i64,
             link_hash: None,
             link_expires_at: 0,
+            link_gen: 0,
         };
         match ctx.docs.insert_export(&export, newest_seen).await? {
             true => {
@@ -228,11 +249,22 @@ pub async fn archive_by_link(ctx: &Context, id: i64, key: &str) -> AppResult<Rea
     if secret.len() != 48 || !secret.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(REFUSED);
     }
-    let e = ctx.docs.export_by_id(uid, id).await?.ok_or(REFUSED)?;
+    let owner = [uid];
+    let (found, user) = tokio::try_join!(
+        ctx.docs.export_by_id(uid, id),
+        ctx.docs.users_by_ids(&owner)
+    )?;
+    let e = found.ok_or(REFUSED)?;
     let now = now_ms();
     let hash = crate::service::accounts::token_hash(key).hex();
     if e.link_hash.as_deref() != Some(hash.as_str()) || e.link_expires_at <= now {
         return Err(REFUSED);
+    }
+    // What ends the account's sessions ends its links: a new password,
+    // signing out everywhere, a suspension.
+    match user.first() {
+        Some(u) if !u.is_withheld(now) && u.credential_gen == e.link_gen => {}
+        _ => return Err(REFUSED),
     }
     ready(e, now)
 }
@@ -240,13 +272,23 @@ pub async fn archive_by_link(ctx: &Context, id: i64, key: &str) -> AppResult<Rea
 /// A fresh download link for a ready archive, replacing the last one.
 pub async fn link(ctx: &Context, uid: i64, id: i64) -> AppResult<DownloadLink> {
     archive_of(ctx, uid, id).await?;
+    let credential_gen = ctx
+        .docs
+        .users_by_ids(&[uid])
+        .await?
+        .first()
+        .map_or(0, |u| u.credential_gen);
     let mut raw = [0u8; 24];
     getrandom::getrandom(&mut raw).map_err(|e| AppError::Internal(anyhow::anyhow!("{e}")))?;
     let secret: String = raw.iter().map(|b| format!("{b:02x}")).collect();
     let key = format!("{uid}-{secret}");
     let expires_at = now_ms() + LINK_MS;
     let hash = crate::service::accounts::token_hash(&key).hex();
-    if !ctx.docs.set_export_link(uid, id, &hash, expires_at).await? {
+    if !ctx
+        .docs
+        .set_export_link(uid, id, &hash, expires_at, credential_gen)
+        .await?
+    {
         return Err(AppError::NotFound("export"));
     }
     Ok(DownloadLink {

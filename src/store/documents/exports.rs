@@ -71,6 +71,10 @@ pub struct ExportDoc {
     pub link_hash: Option<String>,
     #[serde(rename = "linkExpiresAt", default)]
     pub link_expires_at: i64,
+    /// The account's `credentialGen` when the link was made: a new
+    /// password or signing out everywhere raises it, and ends the link.
+    #[serde(rename = "linkGen", default)]
+    pub link_gen: i64,
 }
 
 /// How a run ended.
@@ -128,9 +132,17 @@ pub trait ExportDocs: Send + Sync {
         known: i64,
     ) -> StoreResult<bool>;
 
-    /// Stores chunk `n` of the run's archive (again, if a retry).
-    async fn put_export_chunk(&self, id: i64, attempt: i64, n: i64, data: &[u8])
-        -> StoreResult<()>;
+    /// Stores chunk `n` of the run's archive (again, if a retry), if the
+    /// run is still the export's: false when it is not (taken over, or the
+    /// export deleted with its account), and nothing is stored.
+    async fn put_export_chunk(
+        &self,
+        uid: i64,
+        id: i64,
+        attempt: i64,
+        n: i64,
+        data: &[u8],
+    ) -> StoreResult<bool>;
 
     /// Chunk `n` of the archive written by `attempt`.
     async fn export_chunk(&self, id: i64, attempt: i64, n: i64) -> StoreResult<Option<Vec<u8>>>;
@@ -158,6 +170,7 @@ pub trait ExportDocs: Send + Sync {
         id: i64,
         hash: &str,
         expires_at: i64,
+        credential_gen: i64,
     ) -> StoreResult<bool>;
 
     /// Deletes the export and its archive.

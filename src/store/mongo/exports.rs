@@ -133,19 +133,26 @@ impl ExportDocs for MongoDocs {
         until: i64,
         limit: usize,
     ) -> StoreResult<Vec<ExportDoc>> {
+        // More than there is room for, longest unclaimed first: one whose
+        // claim a dead instance left half made is skipped, not retried
+        // ahead of every other export for the hour its name is kept.
         let free = collect(
             self.exports()
                 .find(doc! {
                     "state": { "$in": ["queued", "running"] },
                     "claimedUntil": { "$lt": now },
                 })
-                .limit(limit as i64)
+                .sort(doc! { "claimedUntil": 1, "_id": 1 })
+                .limit((limit * 4) as i64)
                 .await
                 .map_err(classify)?,
         )
         .await?;
-        let mut claimed = Vec::with_capacity(free.len());
+        let mut claimed = Vec::with_capacity(limit);
         for e in free {
+            if claimed.len() >= limit {
+                break;
+            }
             // One claimer per attempt: the next run is attempt + 1.
             let name = format!("export_run:{}:{}", e.id, e.attempt);
             if !self.claim(name.clone(), now).await? {
@@ -208,11 +215,27 @@ impl ExportDocs for MongoDocs {
 
     async fn put_export_chunk(
         &self,
+        uid: i64,
         export: i64,
         attempt: i64,
         n: i64,
         data: &[u8],
-    ) -> StoreResult<()> {
+    ) -> StoreResult<bool> {
+        // Still this run's: a chunk written after the export was deleted
+        // (its account erased) or taken over would be found by nothing.
+        // A run that loses its export between this read and the write
+        // leaves one chunk, which its own cleanup deletes.
+        let running = self
+            .exports()
+            .clone_with_type::<Document>()
+            .find_one(doc! { "_id": export, "uid": uid, "attempt": attempt, "state": "running" })
+            .projection(doc! { "_id": 1 })
+            .await
+            .map_err(classify)?
+            .is_some();
+        if !running {
+            return Ok(false);
+        }
         let bytes = Bson::Binary(Binary {
             subtype: mongodb::bson::spec::BinarySubtype::Generic,
             bytes: data.to_vec(),
@@ -225,7 +248,7 @@ impl ExportDocs for MongoDocs {
             .upsert(true)
             .await
             .map_err(classify)?;
-        Ok(())
+        Ok(true)
     }
 
     async fn export_chunk(
@@ -313,12 +336,13 @@ impl ExportDocs for MongoDocs {
         id: i64,
         hash: &str,
         expires_at: i64,
+        credential_gen: i64,
     ) -> StoreResult<bool> {
         let r = self
             .exports()
             .update_one(
                 doc! { "_id": id, "uid": uid },
-                doc! { "$set": { "linkHash": hash, "linkExpiresAt": expires_at } },
+                doc! { "$set": { "linkHash": hash, "linkExpiresAt": expires_at, "linkGen": credential_gen } },
             )
             .await
             .map_err(classify)?;

@@ -210,18 +210,24 @@ impl ExportDocs for EmbeddedDocs {
 
     async fn put_export_chunk(
         &self,
+        uid: i64,
         export: i64,
         attempt: i64,
         n: i64,
         data: &[u8],
-    ) -> StoreResult<()> {
+    ) -> StoreResult<bool> {
         let data = data.to_vec();
         self.write(move |txn| {
+            let running = stored(txn, uid, export)?
+                .is_some_and(|e| e.attempt == attempt && e.state == ExportState::Running);
+            if !running {
+                return Ok(false);
+            }
             txn.open_table(EXPORT_CHUNKS)
                 .map_err(other)?
                 .insert((id(export), id(attempt), id(n)), data.as_slice())
                 .map_err(other)?;
-            Ok(())
+            Ok(true)
         })
         .await
     }
@@ -316,6 +322,7 @@ impl ExportDocs for EmbeddedDocs {
         export: i64,
         hash: &str,
         expires_at: i64,
+        credential_gen: i64,
     ) -> StoreResult<bool> {
         let hash = hash.to_string();
         self.write(move |txn| {
@@ -327,6 +334,7 @@ impl ExportDocs for EmbeddedDocs {
                 &ExportDoc {
                     link_hash: Some(hash.clone()),
                     link_expires_at: expires_at,
+                    link_gen: credential_gen,
                     ..e
                 },
             )?;
