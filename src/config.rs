@@ -96,6 +96,10 @@ pub struct RateLimits {
     /// Reports filed per account: enough for anyone reporting in good
     /// faith, too few to bury the moderators.
     pub reports: Rate,
+    /// Rows of imported lists (previews and imports alike) per account:
+    /// each names someone by username, so this bounds how many names an
+    /// account can try, as `user_lookups` does for one at a time.
+    pub import_rows: Rate,
 }
 
 impl Default for RateLimits {
@@ -110,6 +114,7 @@ impl Default for RateLimits {
             reads_per_ip: Rate::new(6000, 60),
             user_lookups: Rate::new(30, 60),
             reports: Rate::new(50, 24 * 3600),
+            import_rows: Rate::new(20_000, 24 * 3600),
         }
     }
 }
@@ -1062,6 +1067,18 @@ pub const VARIABLES: &[Variable] = &[
         echo: Echo::Plain,
         apply: |d, v| {
             d.rates.reports = rate(v)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_RATE_IMPORT_ROWS",
+        default: DefaultValue::Literal("20000/1d"),
+        allowed: RATE,
+        meaning: "rows of imported lists of people per account (previews and imports alike; each names \
+                  someone)",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.rates.import_rows = rate(v)?;
             Ok(())
         },
     },

@@ -255,6 +255,7 @@ impl Application {
             like_arrays_queued: settings.mongodb_uri.is_some() && settings.redis_url.is_some(),
             streams: Arc::default(),
             exports: Arc::default(),
+            imports: Arc::default(),
         };
         if let Some((user, password)) = &settings.admin {
             let uid = accounts::bootstrap_admin(&context, user, password.expose())
@@ -290,6 +291,7 @@ impl Application {
             crate::service::jobs::queue_age::spawn(context.clone()),
             crate::service::stream::Hub::spawn(context.clone()).await?,
             crate::service::exports::Exports::spawn(context.clone()),
+            crate::service::imports::Imports::spawn(context.clone()),
             PostViews::spawn_flusher(
                 context.clone(),
                 Duration::from_millis(settings.view_flush_ms),
@@ -553,6 +555,7 @@ impl Application {
         );
 
         let step = Instant::now();
+        context.imports.stop();
         let exports = context.exports.hand_over(&context).await;
         tracing::info!(took_ms = millis(step), exports, "data exports handed over");
 

@@ -8,6 +8,7 @@ pub mod cursor;
 pub mod device;
 pub mod instance;
 pub mod label;
+pub mod people_csv;
 pub mod post;
 pub mod report;
 pub mod share;

@@ -10,6 +10,7 @@ pub mod favorites;
 pub mod feed;
 pub mod history;
 pub mod idempotency;
+pub mod imports;
 pub mod labels;
 pub mod likes;
 pub mod moderation;
@@ -51,6 +52,7 @@ pub fn api(cfg: &mut web::ServiceConfig) {
             .configure(notifications::routes)
             .configure(stream::routes)
             .configure(exports::routes)
+            .configure(imports::routes)
             .configure(admin::routes),
     )
     .configure(ops::routes)

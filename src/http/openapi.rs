@@ -35,6 +35,7 @@ impl Modify for BearerAuth {
         super::stream::open, super::stream::ticket, super::stream::watch,
         super::exports::start, super::exports::list, super::exports::get, super::exports::link,
         super::exports::download,
+        super::imports::preview, super::imports::start, super::imports::list, super::imports::get,
         super::posts::create, super::posts::get, super::posts::delete, super::posts::album,
         super::comments::create, super::comments::list, super::comments::replies, super::comments::delete,
         super::likes::like_post, super::likes::unlike_post, super::likes::like_comment,

@@ -1093,6 +1093,25 @@ async fn me_doc(ctx: &Context, uid: i64) -> AppResult<UserDoc> {
         .ok_or(AppError::Unauthorized("account no longer exists"))
 }
 
+/// Usernames of `uids`, one read for all of them; an erased account has
+/// none.
+pub async fn usernames_of(
+    ctx: &Context,
+    uids: &[i64],
+) -> AppResult<std::collections::HashMap<i64, String>> {
+    let mut wanted = uids.to_vec();
+    wanted.sort_unstable();
+    wanted.dedup();
+    Ok(ctx
+        .docs
+        .users_by_ids(&wanted)
+        .await?
+        .into_iter()
+        .filter(|u| !u.is_erased())
+        .map(|u| (u.uid, u.username))
+        .collect())
+}
+
 pub async fn me(ctx: &Context, uid: i64) -> AppResult<Me> {
     me_doc(ctx, uid).await.map(Me::from)
 }

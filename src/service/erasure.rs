@@ -30,6 +30,7 @@ pub async fn erase_traces(ctx: &Context, uid: i64, budget: usize) -> AppResult<b
     }
     // Its archives first: they hold everything else.
     super::exports::erase_of(ctx, uid).await?;
+    ctx.docs.delete_imports_of(uid, 0).await?;
     loop {
         let ids = ctx.docs.post_ids_by_author(uid, None, BATCH).await?;
         if ids.is_empty() {

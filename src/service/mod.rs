@@ -9,6 +9,7 @@ pub mod exports;
 pub mod favorites;
 pub mod feed;
 pub mod idempotency;
+pub mod imports;
 pub mod jobs;
 pub mod labels;
 pub mod likes;
@@ -78,6 +79,8 @@ pub struct Context {
     pub streams: Arc<stream::Hub>,
     /// The data exports this instance runs.
     pub exports: Arc<exports::Exports>,
+    /// The imports this instance applies.
+    pub imports: Arc<imports::Imports>,
 }
 
 /// Runs an insert that takes a generated id, with a fresh id each time the

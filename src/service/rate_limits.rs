@@ -198,6 +198,23 @@ pub fn user_lookup_budgets(limits: Option<&RateLimits>, uid: i64) -> Vec<Budget>
 }
 
 /// Reports filed, per account, on their own budget.
+/// What an import of `rows` rows costs the account.
+pub fn import_row_budgets(limits: Option<&RateLimits>, uid: i64, rows: usize) -> Vec<Budget> {
+    limits
+        .map(|l| {
+            budget(
+                "import_rows",
+                &format!("u:{uid}"),
+                l.import_rows,
+                i64::try_from(rows).unwrap_or(i64::MAX),
+                "imported rows",
+                "import_rows",
+            )
+        })
+        .into_iter()
+        .collect()
+}
+
 pub fn report_budgets(limits: Option<&RateLimits>, uid: i64) -> Vec<Budget> {
     limits
         .map(|l| {

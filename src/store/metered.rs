@@ -213,6 +213,7 @@ metered! {
         counted fn insert_user(user: &UserDoc) -> ();
         counted fn user_by_username(username: &str) -> Option<UserDoc>;
         batch(uids) fn users_by_ids(uids: &[i64]) -> Vec<UserDoc>;
+        batch(usernames) fn users_by_usernames(usernames: &[String]) -> Vec<UserDoc>;
         counted fn set_roles(uid: i64, roles: &[String]) -> bool;
         counted fn set_suspension(uid: i64, until: i64) -> bool;
         counted fn extend_suspension(uid: i64, until: i64) -> ();
@@ -350,6 +351,18 @@ metered! {
         counted fn set_export_link(uid: i64, id: i64, hash: &str, expires_at: i64, credential_gen: i64) -> bool;
         counted fn delete_export(uid: i64, id: i64) -> ();
         background fn expired_exports(now: i64, limit: usize) -> Vec<(i64, i64)>;
+    }
+
+    // Starting and following an import are requests'; the job's calls
+    // are not.
+    impl ImportDocs for MeteredDocs {
+        counted fn insert_import(import: &ImportDoc, newest_seen: Option<i64>) -> bool;
+        counted fn imports_of(uid: i64, limit: usize) -> Vec<ImportDoc>;
+        counted fn import_by_id(uid: i64, id: i64) -> Option<ImportDoc>;
+        background fn claim_imports(now: i64, until: i64, limit: usize) -> Vec<ImportDoc>;
+        background fn renew_import(uid: i64, id: i64, attempt: i64, until: i64, done: i64, skipped: i64) -> bool;
+        background fn finish_import(uid: i64, id: i64, attempt: i64, state: ImportState, error: Option<&str>, at: i64) -> bool;
+        counted fn delete_imports_of(uid: i64, keep: usize) -> u64;
     }
 
     // Failed live updates and the repair task: not a request's round trips

@@ -21,7 +21,7 @@ async fn friends(app: &TestApp, a: &User, b: &User) {
 }
 
 /// Starts an export and waits for it to end; the export as it ended.
-async fn export(app: &TestApp, who: &User) -> Value {
+pub(crate) async fn export(app: &TestApp, who: &User) -> Value {
     let (s, started) = app
         .post("/api/v1/me/exports", Some(&who.token), json!({}))
         .await;
@@ -40,7 +40,7 @@ async fn export(app: &TestApp, who: &User) -> Value {
 }
 
 /// Downloads the whole archive with the owner's token.
-async fn download(app: &TestApp, who: &User, export: &Value) -> Vec<u8> {
+pub(crate) async fn download(app: &TestApp, who: &User, export: &Value) -> Vec<u8> {
     let url = format!("{}/api/v1/me/exports/{}/download", app.base, export["id"]);
     let resp = app
         .client
@@ -57,7 +57,7 @@ async fn download(app: &TestApp, who: &User, export: &Value) -> Vec<u8> {
 }
 
 /// The archive's files by name, inflated.
-fn unzip(bytes: &[u8]) -> BTreeMap<String, Vec<u8>> {
+pub(crate) fn unzip(bytes: &[u8]) -> BTreeMap<String, Vec<u8>> {
     let archive = rawzip::ZipArchive::from_slice(bytes).expect("a zip");
     let mut files = BTreeMap::new();
     for entry in archive.entries() {
@@ -758,6 +758,17 @@ async fn deleting_the_account_deletes_its_archives() {
         .await
         .unwrap()
         .is_some());
+    // An import of the account's goes with it too.
+    app.user("exgonemuted").await;
+    let (s, import) = app
+        .post(
+            "/api/v1/me/imports",
+            Some(&me.token),
+            json!({"kind": "mutes", "mode": "merge", "csv": "exgonemuted\n"}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 202, "{import}");
+    assert_eq!(app.ctx.docs.imports_of(me.uid, 10).await.unwrap().len(), 1);
     let (s, body) = app
         .call(
             Method::DELETE,
@@ -774,6 +785,13 @@ async fn deleting_the_account_deletes_its_archives() {
             .await
             .unwrap()
             .is_empty()
+            && app
+                .ctx
+                .docs
+                .imports_of(me.uid, 10)
+                .await
+                .unwrap()
+                .is_empty()
             && app
                 .ctx
                 .docs

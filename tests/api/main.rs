@@ -17,6 +17,7 @@ mod feed;
 mod full_pages;
 mod helpers;
 mod idempotency;
+mod imports;
 mod instances;
 mod likes;
 mod live_state;

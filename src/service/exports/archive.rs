@@ -235,22 +235,6 @@ pub struct Person {
     pub username: Option<String>,
 }
 
-/// Usernames of `uids`, one read for all of them; an erased account has
-/// none.
-async fn usernames(ctx: &Context, uids: &[i64]) -> AppResult<HashMap<i64, String>> {
-    let mut wanted = uids.to_vec();
-    wanted.sort_unstable();
-    wanted.dedup();
-    Ok(ctx
-        .docs
-        .users_by_ids(&wanted)
-        .await?
-        .into_iter()
-        .filter(|u| !u.is_erased())
-        .map(|u| (u.uid, u.username))
-        .collect())
-}
-
 fn person(names: &HashMap<i64, String>, uid: i64) -> Person {
     Person {
         uid,
@@ -496,7 +480,7 @@ async fn write_files(
                 })
                 .collect::<AppResult<_>>()?;
             let named: Vec<i64> = values.iter().flat_map(audience_uids).collect();
-            let names = usernames(ctx, &named).await?;
+            let names = accounts::usernames_of(ctx, &named).await?;
             for v in &values {
                 let record = serde_json::to_vec(&archived_post(v, &labels, &names))
                     .map_err(|e| Stop::Failed(AppError::Internal(e.into())))?;
@@ -566,7 +550,7 @@ async fn write_files(
                     .collect();
                 let mut people: Vec<i64> = authors.values().copied().collect();
                 people.extend(page.iter().filter_map(|c| c.reply_to.map(|r| r.uid)));
-                let names = usernames(ctx, &people).await?;
+                let names = accounts::usernames_of(ctx, &people).await?;
                 Ok(page
                     .iter()
                     .map(|c| {
@@ -705,7 +689,7 @@ async fn write_files(
             .labels_of(uid, crate::domain::label::MAX_LABELS)
             .await?;
         let members: Vec<i64> = labels.iter().flat_map(|l| l.members.clone()).collect();
-        let names = usernames(ctx, &members).await?;
+        let names = accounts::usernames_of(ctx, &members).await?;
         let records: Vec<Value> = labels
             .iter()
             .map(|l| {
@@ -850,7 +834,7 @@ async fn write_people(
     let mut people = Vec::with_capacity(rows.len());
     for part in rows.chunks(1000) {
         let uids: Vec<i64> = part.iter().map(|(u, _)| *u).collect();
-        let names = usernames(ctx, &uids).await?;
+        let names = accounts::usernames_of(ctx, &uids).await?;
         people.extend(part.iter().map(|(u, since)| (person(&names, *u), *since)));
     }
     let bytes = people_csv(&people)?;

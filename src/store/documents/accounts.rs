@@ -216,6 +216,9 @@ pub trait AccountDocs: Send + Sync {
 
     async fn users_by_ids(&self, uids: &[i64]) -> StoreResult<Vec<UserDoc>>;
 
+    /// Users by (normalised) username, one round trip for all of them.
+    async fn users_by_usernames(&self, usernames: &[String]) -> StoreResult<Vec<UserDoc>>;
+
     /// Sets an account's roles; false when there is no such account.
     async fn set_roles(&self, uid: i64, roles: &[String]) -> StoreResult<bool>;
 

@@ -11,6 +11,7 @@ mod exports;
 mod fan_outs;
 mod favorites;
 mod idempotency;
+mod imports;
 mod labels;
 mod likes;
 mod live_repairs;
@@ -28,6 +29,7 @@ pub use exports::*;
 pub use fan_outs::*;
 pub use favorites::*;
 pub use idempotency::*;
+pub use imports::*;
 pub use labels::*;
 pub use likes::*;
 pub use live_repairs::*;
@@ -44,7 +46,7 @@ use crate::store::StoreResult;
 
 /// The documents: the truth, one port per aggregate (accounts, posts,
 /// the social graph, notifications, device models, idempotency keys,
-/// unfinished fan-outs, stale live keys, data exports) and the store-wide operations here. Every method is
+/// unfinished fan-outs, stale live keys, data exports and imports) and the store-wide operations here. Every method is
 /// one store round trip, and every batch method takes all the ids of a page
 /// at once, so a page of N items costs a constant number of calls.
 #[async_trait]
@@ -63,6 +65,7 @@ pub trait DocStore:
     + ViewDocs
     + FanOutDocs
     + ExportDocs
+    + ImportDocs
     + LiveRepairDocs
     + ModerationDocs
     + Send

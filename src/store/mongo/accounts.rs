@@ -24,6 +24,19 @@ impl AccountDocs for MongoDocs {
         by_ids(self.users(), uids).await
     }
 
+    async fn users_by_usernames(&self, usernames: &[String]) -> StoreResult<Vec<UserDoc>> {
+        if usernames.is_empty() {
+            return Ok(Vec::new());
+        }
+        collect(
+            self.users()
+                .find(doc! { "username": { "$in": usernames } })
+                .await
+                .map_err(classify)?,
+        )
+        .await
+    }
+
     async fn update_profile(
         &self,
         uid: i64,

@@ -1,7 +1,7 @@
 //! The MongoDB adapter of `DocStore`, on the official driver: the
 //! store-wide operations and shared helpers here, one file per aggregate
 //! port (`accounts`, `posts`, `comments`, `likes`, `social`,
-//! `notifications`, `fan_outs`, `exports`, `live_repairs`, `device_models`,
+//! `notifications`, `fan_outs`, `exports`, `imports`, `live_repairs`, `device_models`,
 //! `favorites`, `labels`, `shares`, `views`, `idempotency`, `moderation`),
 //! beside the claims of saved work (`claims`), the validators and indexes
 //! (`schemas`) and the shard keys (`shard_keys`). A test holds this list
@@ -20,6 +20,7 @@ mod exports;
 mod fan_outs;
 mod favorites;
 mod idempotency;
+mod imports;
 mod labels;
 mod likes;
 mod live_repairs;

@@ -12,7 +12,7 @@ use super::classify;
 use crate::store::{StoreError, StoreResult};
 
 /// Compiled in, so the binary never depends on where it was started from.
-pub const SCHEMAS: [(&str, &str); 28] = [
+pub const SCHEMAS: [(&str, &str); 29] = [
     ("users", include_str!("../../../schemas/users.json")),
     ("posts", include_str!("../../../schemas/posts.json")),
     ("comments", include_str!("../../../schemas/comments.json")),
@@ -64,6 +64,7 @@ pub const SCHEMAS: [(&str, &str); 28] = [
     ),
     ("strikes", include_str!("../../../schemas/strikes.json")),
     ("exports", include_str!("../../../schemas/exports.json")),
+    ("imports", include_str!("../../../schemas/imports.json")),
     (
         "export_chunks",
         include_str!("../../../schemas/export_chunks.json"),

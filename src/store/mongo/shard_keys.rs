@@ -40,6 +40,7 @@ pub const SCATTER: &[(&str, &[&str], &str)] = &[
     ("posts", &["deleted"], "the repair tools' totals"),
     ("exports", &["claimedUntil", "state"], "the export job's claims, every second, on an index of the unfinished ones"),
     ("exports", &["expiresAt"], "the expiry sweep of exports"),
+    ("imports", &["claimedUntil", "state"], "the import job's claims, every second, on an index of the unfinished ones"),
     ("posts", &["_id", "deleted"], "the repair tools' full scan"),
     // Deliberate, on the request path.
     (
@@ -98,6 +99,11 @@ pub const SCATTER: &[(&str, &[&str], &str)] = &[
         "filters",
         &["$or"],
         "erasing an account: the mutes and hides set by or on it",
+    ),
+    (
+        "filters",
+        &["_id"],
+        "erasing an account: deleting by id the mutes and hides found set by or on it (their setters are many)",
     ),
     (
         "comments",

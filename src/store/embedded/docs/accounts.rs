@@ -64,6 +64,21 @@ impl AccountDocs for EmbeddedDocs {
         self.read(move |txn| docs_by_ids(txn, USERS, &uids)).await
     }
 
+    async fn users_by_usernames(&self, usernames: &[String]) -> StoreResult<Vec<UserDoc>> {
+        let usernames = usernames.to_vec();
+        self.read(move |txn| {
+            let names = txn.open_table(USERNAMES).map_err(other)?;
+            let mut uids = Vec::with_capacity(usernames.len());
+            for name in &usernames {
+                if let Some(uid) = names.get(name.as_str()).map_err(other)? {
+                    uids.push(uid.value() as i64);
+                }
+            }
+            docs_by_ids(txn, USERS, &uids)
+        })
+        .await
+    }
+
     async fn update_profile(
         &self,
         uid: i64,

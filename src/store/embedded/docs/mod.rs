@@ -1,6 +1,6 @@
 //! `DocStore` on redb: the tables, helpers and store-wide operations here,
 //! one file per aggregate port (`accounts`, `posts`, `comments`, `likes`,
-//! `social`, `notifications`, `fan_outs`, `exports`, `live_repairs`, `device_models`,
+//! `social`, `notifications`, `fan_outs`, `exports`, `imports`, `live_repairs`, `device_models`,
 //! `favorites`, `labels`, `shares`, `views`, `idempotency`, `moderation`;
 //! a test holds this list to the folder).
 //!
@@ -16,6 +16,7 @@ mod exports;
 mod fan_outs;
 mod favorites;
 mod idempotency;
+mod imports;
 mod labels;
 mod likes;
 mod live_repairs;
@@ -511,6 +512,7 @@ impl DocStore for EmbeddedDocs {
             txn.open_table(ERASING).map_err(other)?;
             txn.open_table(FAN_OUTS).map_err(other)?;
             exports::open_tables(txn)?;
+            imports::open_tables(txn)?;
             txn.open_table(LIVE_REPAIRS).map_err(other)?;
             // Notifications from before the id index: indexed once.
             let mut by_id = txn.open_table(NOTIFICATION_IDS).map_err(other)?;

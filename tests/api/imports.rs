@@ -1,0 +1,313 @@
+//! Imports of lists of people: Mastodon's CSV and our own, a preview that
+//! names every row it cannot use, an import that applies exactly the plan
+//! previewed (or nothing), idempotent on retry, within the caps, each step
+//! as if done by hand.
+
+use std::collections::BTreeSet;
+
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::helpers::{
+    assert_problem, every_item, follow, spawn_app, spawn_app_with, test_settings, wait_until,
+    TestApp, User,
+};
+
+/// The uids of a list of users.
+fn uids(items: &[Value]) -> BTreeSet<i64> {
+    items.iter().map(|u| u["uid"].as_i64().unwrap()).collect()
+}
+
+async fn following(app: &TestApp, who: &User) -> BTreeSet<i64> {
+    uids(
+        &every_item(
+            app,
+            &format!("/api/v1/users/{}/following", who.uid),
+            Some(&who.token),
+            50,
+        )
+        .await,
+    )
+}
+
+/// Applies an import and waits for it to end; the import as it ended.
+async fn apply(app: &TestApp, who: &User, body: Value) -> Value {
+    let (s, started) = app.post("/api/v1/me/imports", Some(&who.token), body).await;
+    assert!(s.as_u16() == 202 || s.as_u16() == 200, "{started}");
+    let path = format!("/api/v1/me/imports/{}", started["id"]);
+    wait_until("the import ends", || async {
+        let i = app.get(&path, Some(&who.token)).await.1;
+        i["state"] == "done" || i["state"] == "failed"
+    })
+    .await;
+    app.get(&path, Some(&who.token)).await.1
+}
+
+#[tokio::test]
+async fn a_mastodon_list_is_previewed_row_by_row_and_applied_as_previewed() {
+    let app = spawn_app().await;
+    let me = app.user("importer").await;
+    let (a, b, c) = (
+        app.user("imp_a").await,
+        app.user("imp_b").await,
+        app.user("imp_c").await,
+    );
+    let blocker = app.user("imp_blocker").await;
+    assert_eq!(
+        app.put(
+            &format!("/api/v1/users/{}/block", me.uid),
+            Some(&blocker.token)
+        )
+        .await
+        .0
+        .as_u16(),
+        200
+    );
+    follow(&app, &me, &c).await;
+    let csv = "Account address,Show boosts,Notify on new posts,Languages\n\
+               imp_a@127.0.0.1,true,false,\n\
+               Imp_B,true,false,zh\n\
+               imp_c@127.0.0.1,true,false,\n\
+               nobody_here@127.0.0.1,true,false,\n\
+               someone@mastodon.social,true,false,\n\
+               importer@127.0.0.1,true,false,\n\
+               imp_blocker,true,false,\n\
+               imp_a,true,false,\n\
+               not a name!,true,false,\n";
+    let body = json!({"kind": "following", "mode": "merge", "csv": csv});
+    let (s, preview) = app
+        .post("/api/v1/me/imports/preview", Some(&me.token), body.clone())
+        .await;
+    assert_eq!(s.as_u16(), 200, "{preview}");
+    assert_eq!(
+        uids(preview["add"].as_array().unwrap()),
+        BTreeSet::from([a.uid, b.uid])
+    );
+    assert_eq!(preview["add"][0]["username"], "imp_a");
+    assert_eq!(preview["remove"], json!([]));
+    assert_eq!(preview["unchanged"], 1);
+    let rejected: Vec<(u64, String)> = preview["rejected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["line"].as_u64().unwrap(),
+                r["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rejected,
+        vec![
+            (5, "no such user here".to_string()),
+            (
+                6,
+                "an account of another service (mastodon.social)".to_string()
+            ),
+            (7, "yourself".to_string()),
+            (8, "a block stands between you".to_string()),
+            (9, "listed already, on line 2".to_string()),
+            (10, "not a username".to_string()),
+        ]
+    );
+    // The preview wrote nothing.
+    assert_eq!(following(&app, &me).await, BTreeSet::from([c.uid]));
+
+    // Applied as previewed: what the preview said, no more.
+    let mut with_plan = body.clone();
+    with_plan["planId"] = preview["planId"].clone();
+    let done = apply(&app, &me, with_plan.clone()).await;
+    assert_eq!(done["state"], "done", "{done}");
+    assert_eq!(done["planId"], preview["planId"]);
+    assert_eq!(done["progress"], json!({"done": 2, "total": 2}));
+    assert_eq!(
+        following(&app, &me).await,
+        BTreeSet::from([a.uid, b.uid, c.uid])
+    );
+    // As by hand: the followed are told.
+    let (_, told) = app.get("/api/v1/notifications", Some(&a.token)).await;
+    assert_eq!(told["items"][0]["kind"], "follow", "{told}");
+    assert_eq!(told["items"][0]["actor"]["uid"], me.uid);
+
+    // A retry of the same import is that import, not a second one.
+    let (s, again) = app
+        .post("/api/v1/me/imports", Some(&me.token), with_plan.clone())
+        .await;
+    assert_eq!(s.as_u16(), 200, "{again}");
+    assert_eq!(again["id"], done["id"]);
+    // A plan that changed since its preview applies nothing.
+    let (s, changed) = app
+        .post(
+            "/api/v1/me/imports",
+            Some(&me.token),
+            json!({"kind": "following", "mode": "overwrite", "csv": csv, "planId": preview["planId"]}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 409, "{changed}");
+    assert_eq!(
+        following(&app, &me).await,
+        BTreeSet::from([a.uid, b.uid, c.uid])
+    );
+}
+
+#[tokio::test]
+async fn overwrite_makes_the_list_what_the_csv_says_within_its_cap() {
+    let mut settings = test_settings();
+    settings.max_following = 2;
+    let app = spawn_app_with(settings).await;
+    let me = app.user("overwriter").await;
+    let (a, b, c) = (
+        app.user("ow_a").await,
+        app.user("ow_b").await,
+        app.user("ow_c").await,
+    );
+    follow(&app, &me, &a).await;
+    // Ours, as an export writes it: b and c listed, a not.
+    let csv =
+        "Account address,uid,since\now_b,1,2026-12-01T00:00:00Z\now_c,2,2026-12-01T00:00:00Z\n";
+    let body = json!({"kind": "following", "mode": "overwrite", "csv": csv});
+    let (_, preview) = app
+        .post("/api/v1/me/imports/preview", Some(&me.token), body.clone())
+        .await;
+    assert_eq!(
+        uids(preview["remove"].as_array().unwrap()),
+        BTreeSet::from([a.uid])
+    );
+    assert_eq!(
+        uids(preview["add"].as_array().unwrap()),
+        BTreeSet::from([b.uid, c.uid])
+    );
+    let done = apply(&app, &me, body).await;
+    assert_eq!(done["state"], "done", "{done}");
+    assert_eq!(following(&app, &me).await, BTreeSet::from([b.uid, c.uid]));
+
+    // Merging a third past the cap of 2: named, not added.
+    let d = app.user("ow_d").await;
+    let (_, preview) = app
+        .post(
+            "/api/v1/me/imports/preview",
+            Some(&me.token),
+            json!({"kind": "following", "mode": "merge", "csv": "ow_d\n"}),
+        )
+        .await;
+    assert_eq!(preview["add"], json!([]));
+    assert_eq!(
+        preview["rejected"][0]["reason"],
+        "over the cap of 2 on this list"
+    );
+    assert!(!following(&app, &me).await.contains(&d.uid));
+}
+
+#[tokio::test]
+async fn blocks_mutes_and_hides_are_imported_and_bad_lists_change_nothing() {
+    let app = spawn_app().await;
+    let me = app.user("listmaker").await;
+    let fan = app.user("lm_fan").await;
+    let (x, y) = (app.user("lm_x").await, app.user("lm_y").await);
+    follow(&app, &fan, &me).await;
+    let blocks = apply(
+        &app,
+        &me,
+        json!({"kind": "blocks", "mode": "merge", "csv": "lm_x\n"}),
+    )
+    .await;
+    assert_eq!(blocks["state"], "done", "{blocks}");
+    let (_, rel) = app
+        .get(&format!("/api/v1/users/{}", x.uid), Some(&me.token))
+        .await;
+    assert_eq!(rel["blocking"], true, "{rel}");
+    let mutes = apply(
+        &app,
+        &me,
+        json!({"kind": "mutes", "mode": "merge", "csv": "lm_y\n"}),
+    )
+    .await;
+    assert_eq!(mutes["state"], "done");
+    let muted = every_item(&app, "/api/v1/me/muted", Some(&me.token), 10).await;
+    assert_eq!(uids(&muted), BTreeSet::from([y.uid]));
+    // Only a follower can be hidden from: the fan is, y is named.
+    let (_, preview) = app
+        .post(
+            "/api/v1/me/imports/preview",
+            Some(&me.token),
+            json!({"kind": "hidden", "mode": "merge", "csv": "lm_fan\nlm_y\n"}),
+        )
+        .await;
+    assert_eq!(
+        uids(preview["add"].as_array().unwrap()),
+        BTreeSet::from([fan.uid])
+    );
+    assert_eq!(preview["rejected"][0]["line"], 2);
+    let hides = apply(
+        &app,
+        &me,
+        json!({"kind": "hidden", "mode": "merge", "csv": "lm_fan\nlm_y\n"}),
+    )
+    .await;
+    assert_eq!(hides["state"], "done");
+    let hidden = every_item(&app, "/api/v1/me/hidden", Some(&me.token), 10).await;
+    assert_eq!(uids(&hidden), BTreeSet::from([fan.uid]));
+
+    // Bad input changes nothing and says what is wrong.
+    assert_problem(
+        &app.post(
+            "/api/v1/me/imports/preview",
+            Some(&me.token),
+            json!({"kind": "friends", "mode": "merge", "csv": ""}),
+        )
+        .await,
+        400,
+        "invalid_input",
+    );
+    let big = "a".repeat(people_csv_max() + 10);
+    let (s, _, _) = app
+        .call_with(
+            Method::POST,
+            "/api/v1/me/imports/preview",
+            Some(&me.token),
+            &[],
+            Some(json!({"kind": "mutes", "mode": "merge", "csv": big})),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 413);
+    let (_, list) = app.get("/api/v1/me/imports", Some(&me.token)).await;
+    assert_eq!(list["items"].as_array().unwrap().len(), 3);
+    let stranger = app.user("lm_stranger").await;
+    assert_problem(
+        &app.get(
+            &format!("/api/v1/me/imports/{}", hides["id"]),
+            Some(&stranger.token),
+        )
+        .await,
+        404,
+        "not_found",
+    );
+}
+
+fn people_csv_max() -> usize {
+    moments::domain::people_csv::MAX_BYTES
+}
+
+#[tokio::test]
+async fn the_following_list_an_export_writes_imports_into_another_account() {
+    let app = spawn_app().await;
+    let old = app.user("rt_old").await;
+    let new = app.user("rt_new").await;
+    let (x, y) = (app.user("rt_x").await, app.user("rt_y").await);
+    follow(&app, &old, &x).await;
+    follow(&app, &old, &y).await;
+    let done = crate::exports::export(&app, &old).await;
+    assert_eq!(done["state"], "ready", "{done}");
+    let files = crate::exports::unzip(&crate::exports::download(&app, &old, &done).await);
+    let csv = String::from_utf8(files["following.csv"].clone()).unwrap();
+    let body = json!({"kind": "following", "mode": "merge", "csv": csv});
+    let (_, preview) = app
+        .post("/api/v1/me/imports/preview", Some(&new.token), body.clone())
+        .await;
+    assert_eq!(preview["rejected"], json!([]), "{preview}");
+    let imported = apply(&app, &new, body).await;
+    assert_eq!(imported["state"], "done", "{imported}");
+    assert_eq!(following(&app, &new).await, following(&app, &old).await);
+    assert_eq!(following(&app, &new).await, BTreeSet::from([x.uid, y.uid]));
+}
