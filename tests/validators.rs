@@ -478,6 +478,44 @@ async fn write_everything(c: &Client) {
         Some(json!({"oldPassword": "cat-password-1", "newPassword": "cat-password-2"})),
     )
     .await;
+    // A data export, ready with its archive and a download link, and an
+    // import applied: both written by their jobs, waited for here.
+    let export = c
+        .call(
+            Method::POST,
+            "/api/v1/me/exports",
+            Some(&ann),
+            &[],
+            Some(json!({})),
+        )
+        .await;
+    let import = c
+        .call(
+            Method::POST,
+            "/api/v1/me/imports",
+            Some(&ann),
+            &[],
+            Some(json!({"kind": "mutes", "mode": "merge", "csv": "bob\ncat\n"})),
+        )
+        .await;
+    for (path, done) in [
+        (format!("/api/v1/me/exports/{}", export["id"]), "ready"),
+        (format!("/api/v1/me/imports/{}", import["id"]), "done"),
+    ] {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while c.call(Method::GET, &path, Some(&ann), &[], None).await["state"] != done {
+            assert!(std::time::Instant::now() < deadline, "{path} never {done}");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+    c.call(
+        Method::POST,
+        &format!("/api/v1/me/exports/{}/link", export["id"]),
+        Some(&ann),
+        &[],
+        Some(json!({})),
+    )
+    .await;
     // Account deletion rewrites the user (erased name, mark) and erases
     // its traces.
     let (_, dan) = c.user("dan").await;
@@ -515,6 +553,7 @@ fn kind_of(v: &Bson) -> &'static str {
         Bson::Boolean(_) => "bool",
         Bson::DateTime(_) => "date",
         Bson::Null => "null",
+        Bson::Binary(_) => "binData",
         _ => "other",
     }
 }
