@@ -7,7 +7,9 @@ use super::extract::{parse_json_object, read_body, AdminUser, Body};
 use crate::domain::device::DeviceModelRequest;
 use crate::error::AppError;
 use crate::ids::now_ms;
-use crate::service::device_names::{self, DeviceModelView, ImportFormat, ImportPreview, ImportRow};
+use crate::service::device_names::{
+    self, DeviceModelView, DeviceModelsPreview, ImportFormat, ImportRow,
+};
 use crate::service::jobs::live_tools::{self, CheckReport, RebuildReport};
 use crate::service::read::responses::Page;
 use crate::service::Context;
@@ -176,7 +178,7 @@ pub async fn import(
 #[utoipa::path(post, path = "/api/v1/admin/device-models/import/preview", tag = "admin",
     request_body(description = "an import as `POST /admin/device-models/import` takes it; nothing is written",
         content((ImportRows = "application/json"), (ImportCsv = "text/csv"))),
-    responses((status = 200, body = ImportPreview, description = "what the import would add and change")),
+    responses((status = 200, body = DeviceModelsPreview, description = "what the import would add and change")),
     security(("bearer" = [])))]
 pub async fn preview_import(
     ctx: web::Data<Context>,

@@ -335,3 +335,57 @@ fn describe_event_stream(doc: &mut serde_json::Value) {
 fn escape_pointer(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                rust_files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+
+    /// utoipa keys components by the type's bare name, and a second type of
+    /// the same name silently replaces the first: every operation naming
+    /// either is then documented with one of them (two `ImportPreview`s did
+    /// this, and the contract check caught it only by chance).
+    #[test]
+    fn every_schema_has_a_name_of_its_own() {
+        let derive = regex::Regex::new(
+            r"derive\([^)]*ToSchema[^)]*\)\]((?:\s*(?:#\[[^\]]*\]|//[^\n]*))*)\s*pub (?:struct|enum) (\w+)",
+        )
+        .unwrap();
+        let renamed = regex::Regex::new(r"\bas\s*=\s*([\w:]+)").unwrap();
+        let mut files = Vec::new();
+        rust_files(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+            &mut files,
+        );
+        let mut owners: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap();
+            for m in derive.captures_iter(&text) {
+                let name = renamed
+                    .captures(&m[1])
+                    .map_or(m[2].to_string(), |r| r[1].to_string());
+                owners
+                    .entry(name)
+                    .or_default()
+                    .push(file.display().to_string());
+            }
+        }
+        assert!(
+            owners.len() > 50,
+            "found only {} schemas: is the scan still right?",
+            owners.len()
+        );
+        let shared: Vec<_> = owners.iter().filter(|(_, files)| files.len() > 1).collect();
+        assert!(shared.is_empty(), "schemas of one name: {shared:?}");
+    }
+}

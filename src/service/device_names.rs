@@ -290,7 +290,7 @@ pub struct ChangedModel {
 /// What an import would do to the table, without doing it.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ImportPreview {
+pub struct DeviceModelsPreview {
     /// Models not in the table yet, by model.
     pub added: Vec<AddedModel>,
     /// Models whose names or brand would change, by model.
@@ -301,7 +301,10 @@ pub struct ImportPreview {
 
 /// Compares a parsed import with the table: the same rows `import` would
 /// write, so applying right after a preview does what it showed.
-pub async fn preview_import(ctx: &Context, models: Vec<DeviceModel>) -> AppResult<ImportPreview> {
+pub async fn preview_import(
+    ctx: &Context,
+    models: Vec<DeviceModel>,
+) -> AppResult<DeviceModelsPreview> {
     let table: HashMap<String, DeviceModelDoc> = ctx
         .docs
         .device_models()
@@ -309,7 +312,7 @@ pub async fn preview_import(ctx: &Context, models: Vec<DeviceModel>) -> AppResul
         .into_iter()
         .map(|d| (d.key.clone(), d))
         .collect();
-    let mut preview = ImportPreview {
+    let mut preview = DeviceModelsPreview {
         added: Vec::new(),
         changed: Vec::new(),
         unchanged: 0,

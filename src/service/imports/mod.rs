@@ -26,6 +26,9 @@ pub use job::Imports;
 /// Imports an account keeps (the newest).
 pub const KEPT_PER_ACCOUNT: usize = 20;
 
+/// The longest `planId` a request may carry (the schema's bound).
+const PLAN_ID_MAX: usize = 64;
+
 /// Usernames looked up per store read.
 const LOOKUP_BATCH: usize = 1000;
 
@@ -43,7 +46,7 @@ pub struct ImportRequest {
     /// another now (the list or the account changed), 409 and nothing is
     /// done. Without it, whatever the plan is now is applied.
     #[serde(default)]
-    #[schema(max_length = 64)]
+    #[schema(max_length = 64)] // PLAN_ID_MAX
     pub plan_id: Option<String>,
 }
 
@@ -185,6 +188,11 @@ pub async fn plan(
         return Err(AppError::PayloadTooLarge {
             limit: people_csv::MAX_BYTES,
         });
+    }
+    // A plan id is ours (32 hex digits): anything longer names no plan, and
+    // the preview refuses it as the import would, rather than echo it.
+    if req.plan_id.as_ref().is_some_and(|p| p.len() > PLAN_ID_MAX) {
+        return Err(AppError::invalid("planId", "not a plan id"));
     }
     let rows = people_csv::read(&req.csv, host)?;
     rate_limits::enforce(
