@@ -22,7 +22,30 @@ pub struct Row {
     /// The address as written (trimmed).
     pub value: String,
     /// The username it names, or why it names nobody here.
-    pub username: Result<Username, String>,
+    pub username: Result<Username, RowProblem>,
+}
+
+/// Why an import cannot use a row, as a code a client words in its own
+/// language (the API gives an English sentence beside it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RowProblem {
+    /// Not the shape of a username.
+    NotAUsername,
+    /// `user@host` with a host other than this service's.
+    OtherService,
+    /// A username no account here has.
+    NoSuchUser,
+    /// The importer's own name.
+    Yourself,
+    /// Someone an earlier row named already.
+    ListedTwice,
+    /// One of the two blocks the other.
+    BlockBetween,
+    /// Hiding from someone who does not follow the importer.
+    NotAFollower,
+    /// Past the cap of the list.
+    OverCap,
 }
 
 /// The rows of `csv` that name someone (blank lines and the header left
@@ -84,23 +107,23 @@ pub fn read(csv: &str, host: &str) -> Result<Vec<Row>, AppError> {
 }
 
 /// The username an address names here.
-fn username_of(address: &str, host: &str) -> Result<Username, String> {
+fn username_of(address: &str, host: &str) -> Result<Username, RowProblem> {
     // An export writes a cell a spreadsheet would run with a ' in front.
     let address = address.strip_prefix('\'').unwrap_or(address);
     let address = address.strip_prefix('@').unwrap_or(address);
     let name = match address.split_once('@') {
         None => address,
         Some((name, their)) if their.eq_ignore_ascii_case(host) => name,
-        Some((_, their)) => return Err(format!("an account of another service ({their})")),
+        Some(_) => return Err(RowProblem::OtherService),
     };
-    Username::parse(name).map_err(|_| "not a username".to_string())
+    Username::parse(name).map_err(|_| RowProblem::NotAUsername)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn names(rows: &[Row]) -> Vec<(usize, Result<String, String>)> {
+    fn names(rows: &[Row]) -> Vec<(usize, Result<String, RowProblem>)> {
         rows.iter()
             .map(|r| {
                 (
@@ -108,7 +131,7 @@ mod tests {
                     r.username
                         .as_ref()
                         .map(|u| u.as_str().to_string())
-                        .map_err(Clone::clone),
+                        .map_err(|p| *p),
                 )
             })
             .collect()
@@ -128,10 +151,7 @@ mod tests {
             vec![
                 (2, Ok("wangwu".into())),
                 (3, Ok("lisi".into())),
-                (
-                    4,
-                    Err("an account of another service (mastodon.social)".into())
-                ),
+                (4, Err(RowProblem::OtherService)),
             ]
         );
         let ours = read(ours, host).unwrap();
@@ -139,7 +159,10 @@ mod tests {
         assert_eq!(ours[1].value, "'-odd");
         assert_eq!(
             names(&read(blocked, host).unwrap()),
-            vec![(1, Ok("zhaoliu".into())), (3, Err("not a username".into()))]
+            vec![
+                (1, Ok("zhaoliu".into())),
+                (3, Err(RowProblem::NotAUsername))
+            ]
         );
     }
 

@@ -86,29 +86,31 @@ async fn a_mastodon_list_is_previewed_row_by_row_and_applied_as_previewed() {
     assert_eq!(preview["add"][0]["username"], "imp_a");
     assert_eq!(preview["remove"], json!([]));
     assert_eq!(preview["unchanged"], 1);
-    let rejected: Vec<(u64, String)> = preview["rejected"]
+    let rejected: Vec<(u64, &str, &str)> = preview["rejected"]
         .as_array()
         .unwrap()
         .iter()
         .map(|r| {
             (
                 r["line"].as_u64().unwrap(),
-                r["reason"].as_str().unwrap().to_string(),
+                r["problem"].as_str().unwrap(),
+                r["reason"].as_str().unwrap(),
             )
         })
         .collect();
     assert_eq!(
         rejected,
         vec![
-            (5, "no such user here".to_string()),
+            (5, "no_such_user", "no such user here"),
             (
                 6,
-                "an account of another service (mastodon.social)".to_string()
+                "other_service",
+                "an account of another service (mastodon.social)"
             ),
-            (7, "yourself".to_string()),
-            (8, "a block stands between you".to_string()),
-            (9, "listed already, on line 2".to_string()),
-            (10, "not a username".to_string()),
+            (7, "yourself", "yourself"),
+            (8, "block_between", "a block stands between you"),
+            (9, "listed_twice", "listed already, on line 2"),
+            (10, "not_a_username", "not a username"),
         ]
     );
     // The preview wrote nothing.
@@ -196,6 +198,7 @@ async fn overwrite_makes_the_list_what_the_csv_says_within_its_cap() {
         preview["rejected"][0]["reason"],
         "over the cap of 2 on this list"
     );
+    assert_eq!(preview["rejected"][0]["problem"], "over_cap");
     assert!(!following(&app, &me).await.contains(&d.uid));
 }
 
@@ -239,6 +242,7 @@ async fn blocks_mutes_and_hides_are_imported_and_bad_lists_change_nothing() {
         BTreeSet::from([fan.uid])
     );
     assert_eq!(preview["rejected"][0]["line"], 2);
+    assert_eq!(preview["rejected"][0]["problem"], "not_a_follower");
     let hides = apply(
         &app,
         &me,

@@ -1439,6 +1439,65 @@ step('Me → Download my data shows the export\'s progress, then downloads it; i
   }
 });
 
+step('My data → Import previews a Mastodon list row by row, says when it went stale, and applies exactly the preview', async () => {
+  const { token } = await session(wang);
+  const sunUid = (await session(sun)).me.uid;
+  const muted = async () => {
+    const res = await request('/api/v1/me/muted?limit=100', { headers: { authorization: `Bearer ${token}` } });
+    assert.equal(res.status, 200);
+    return new Set((await res.json()).items.map((/** @type {{ uid: number }} */ u) => u.uid));
+  };
+  const before = await muted();
+  assert.ok(!before.has(sunUid) && !before.has(zhouAccount.uid), 'neither is muted yet');
+  const host = new URL(BASE ?? '').hostname;
+  // Mastodon's muted_accounts.csv, with rows it cannot use.
+  const csv = 'Account address,Hide notifications\n' +
+    `${SUN.username}@${host},true\n` +
+    `${ZHOU.username},true\n` +
+    `nobody_${RUN},true\n` +
+    'someone@mastodon.social,true\n' +
+    `${WANG.username}@${host},true\n`;
+  await visit(wang, '/me/data');
+  const section = wang.locator('section', { has: wang.getByRole('heading', { name: '导入名单' }) });
+  await section.getByLabel('名单').selectOption('mutes');
+  await section.getByLabel('选择 CSV 文件').setInputFiles({ name: 'muted_accounts.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) });
+  // The file is read into the form as it is chosen.
+  await wang.waitForFunction(() => (document.querySelector('textarea[name="csv"]')?.value ?? '').length > 0);
+  assert.equal(await section.getByLabel('或粘贴 CSV').inputValue(), csv, 'the file is read into the form');
+  await section.getByRole('button', { name: '预览' }).click();
+  const summary = section.locator('.import-summary');
+  await summary.waitFor();
+  assert.deepEqual(await summary.locator('li').allTextContents(),
+    ['将添加 2 人', '将移除 0 人', '已在名单中 0 人', '无法导入 3 行']);
+  const rows = section.locator('table.rejected-rows tbody tr');
+  assert.deepEqual(await rows.evaluateAll((trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent))), [
+    ['4', `nobody_${RUN}`, '本站没有这个用户'],
+    ['5', 'someone@mastodon.social', '其他网站的账号'],
+    ['6', `${WANG.username}@${host}`, '是你自己'],
+  ]);
+  await section.getByText('将添加 2 人', { exact: true }).and(section.locator('summary')).click();
+  assert.deepEqual(await section.locator('.import-people.adds li').allTextContents(), [SUN.username, ZHOU.username]);
+  await screenshot(wang, 'import-preview', section);
+
+  // Muted by hand since the preview: the plan is another now, so the
+  // import is refused and the preview shown anew.
+  const res = await request(`/api/v1/users/${sunUid}/mute`, { method: 'PUT', headers: { authorization: `Bearer ${token}` } });
+  assert.equal(res.status, 200, await res.text());
+  await refused(wang, { method: 'POST', path: '/api/v1/me/imports', status: 409 }, () =>
+    section.getByRole('button', { name: '导入', exact: true }).click());
+  await section.getByText('名单或你的账号在预览之后有了变化，请重新预览。').waitFor();
+  assert.deepEqual(await summary.locator('li').allTextContents(),
+    ['将添加 1 人', '将移除 0 人', '已在名单中 1 人', '无法导入 3 行']);
+
+  await section.getByRole('button', { name: '导入', exact: true }).click();
+  const done = section.locator('li.import[data-state="done"]').first();
+  await done.waitFor({ timeout: 30_000 });
+  assert.match(await done.innerText(), /不看他们的朋友圈（合并）[\s\S]*已完成 1 项/);
+  assert.equal(await section.locator('.import-preview').isHidden(), true, 'the applied preview is put away');
+  const after = await muted();
+  assert.deepEqual([...after].filter((uid) => !before.has(uid)).sort(), [sunUid, zhouAccount.uid].sort());
+});
+
 step('no page logged an error', () => {
   assert.deepEqual(consoleErrors, []);
 });

@@ -34,7 +34,7 @@
  *   updatedBy: number }} DeviceModel
  * @typedef {{ displayName: DisplayName, brand: string }} ModelNames
  * @typedef {{ added: { model: string, after: ModelNames }[],
- *   changed: { model: string, before: ModelNames, after: ModelNames }[], unchanged: number }} ImportPreview
+ *   changed: { model: string, before: ModelNames, after: ModelNames }[], unchanged: number }} DeviceModelsPreview
  * @typedef {{ posts: number, users: number, absent: number, mismatches: string[] }} CheckReport
  * @typedef {{ posts: number, users: number }} RebuildReport
  */
@@ -80,6 +80,17 @@
  *   startedAt?: number | null, finishedAt?: number | null, expiresAt?: number | null,
  *   progress: { done: number, known: number }, size?: number | null, error?: string | null,
  *   download?: string | null }} DataExport
+ * @typedef {'following' | 'blocks' | 'mutes' | 'hidden'} ListKind
+ * @typedef {'merge' | 'overwrite'} ImportMode
+ * @typedef {'not_a_username' | 'other_service' | 'no_such_user' | 'yourself' | 'listed_twice'
+ *   | 'block_between' | 'not_a_follower' | 'over_cap'} RowProblem
+ * @typedef {{ uid: number, username: string }} Named
+ * @typedef {{ kind: ListKind, mode: ImportMode, planId: string, add: Named[], remove: Named[],
+ *   unchanged: number, rejected: { line: number, value: string, problem: RowProblem,
+ *   reason: string }[] }} ImportPreview
+ * @typedef {{ id: number, kind: ListKind, mode: ImportMode, planId: string,
+ *   state: 'queued' | 'running' | 'done' | 'failed', progress: { done: number, total: number },
+ *   skipped: number, createdAt: number, finishedAt?: number | null, error?: string | null }} DataImport
  */
 
 /**

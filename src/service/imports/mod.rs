@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::domain::people_csv;
+use crate::domain::people_csv::{self, RowProblem};
 use crate::error::{AppError, AppResult};
 use crate::ids::now_ms;
 use crate::service::read::responses::Page;
@@ -63,6 +63,8 @@ pub struct RejectedRow {
     /// Its line in the CSV, from 1.
     pub line: usize,
     pub value: String,
+    pub problem: RowProblem,
+    /// The problem in an English sentence.
     pub reason: String,
 }
 
@@ -234,42 +236,58 @@ pub async fn plan(
     let mut rejected = Vec::new();
     let mut first_line: HashMap<i64, usize> = HashMap::new();
     let mut listed: HashSet<i64> = HashSet::new();
-    let mut new: Vec<(usize, String, Named)> = Vec::new();
+    let mut new: Vec<(&people_csv::Row, Named)> = Vec::new();
     let mut unchanged = 0;
+    let cap = cap(ctx, req.kind);
     for row in &rows {
-        let reject = |reason: String| RejectedRow {
-            line: row.line,
-            value: row.value.clone(),
-            reason,
+        let mut reject = |problem, reason: String| {
+            rejected.push(RejectedRow {
+                line: row.line,
+                value: row.value.clone(),
+                problem,
+                reason,
+            })
         };
         let name = match &row.username {
             Ok(name) => name,
-            Err(reason) => {
-                rejected.push(reject(reason.clone()));
+            Err(problem @ RowProblem::OtherService) => {
+                let their = row.value.rsplit_once('@').map_or("", |(_, h)| h);
+                reject(*problem, format!("an account of another service ({their})"));
+                continue;
+            }
+            Err(problem) => {
+                reject(*problem, "not a username".into());
                 continue;
             }
         };
         let Some(user) = by_name.get(name.as_str()) else {
-            rejected.push(reject("no such user here".into()));
+            reject(RowProblem::NoSuchUser, "no such user here".into());
             continue;
         };
         if user.uid == uid {
-            rejected.push(reject("yourself".into()));
+            reject(RowProblem::Yourself, "yourself".into());
             continue;
         }
         if let Some(line) = first_line.get(&user.uid) {
-            rejected.push(reject(format!("listed already, on line {line}")));
+            reject(
+                RowProblem::ListedTwice,
+                format!("listed already, on line {line}"),
+            );
             continue;
         }
         first_line.insert(user.uid, row.line);
         if across_block.contains(&user.uid) {
-            rejected.push(reject("a block stands between you".into()));
+            reject(
+                RowProblem::BlockBetween,
+                "a block stands between you".into(),
+            );
             continue;
         }
         if req.kind == ImportKind::Hidden && !followers.contains(&user.uid) {
-            rejected.push(reject(
+            reject(
+                RowProblem::NotAFollower,
                 "does not follow you: only a follower can be hidden from".into(),
-            ));
+            );
             continue;
         }
         listed.insert(user.uid);
@@ -277,8 +295,7 @@ pub async fn plan(
             unchanged += 1;
         } else {
             new.push((
-                row.line,
-                row.value.clone(),
+                row,
                 Named {
                     uid: user.uid,
                     username: user.username.clone(),
@@ -296,16 +313,17 @@ pub async fn plan(
     };
     // Within the cap: what stays, then the new ones in the list's order.
     let staying = on_list.len() - remove_uids.len();
-    let room = cap(ctx, req.kind).saturating_sub(staying);
+    let room = cap.saturating_sub(staying);
     let mut add = Vec::new();
-    for (line, value, who) in new {
+    for (row, who) in new {
         if add.len() < room {
             add.push(who);
         } else {
             rejected.push(RejectedRow {
-                line,
-                value,
-                reason: format!("over the cap of {} on this list", cap(ctx, req.kind)),
+                line: row.line,
+                value: row.value.clone(),
+                problem: RowProblem::OverCap,
+                reason: format!("over the cap of {cap} on this list"),
             });
         }
     }

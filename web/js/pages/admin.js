@@ -241,7 +241,7 @@ function importSection(tableChanged) {
 
   onSubmit(form, async () => {
     const body = text.input.value;
-    /** @type {import('../types.js').ImportPreview} */
+    /** @type {import('../types.js').DeviceModelsPreview} */
     const preview = await send('/admin/device-models/import/preview', body);
     previewed = body;
     drawPreview(result, preview);
@@ -281,7 +281,7 @@ function rowError(error) {
   return new ApiError(error.status, { ...error.problem, field: 'body', detail: `${where}${detail}` }, error.retryAfter);
 }
 
-/** @param {HTMLElement} into @param {import('../types.js').ImportPreview} preview */
+/** @param {HTMLElement} into @param {import('../types.js').DeviceModelsPreview} preview */
 function drawPreview(into, preview) {
   /** @param {ModelNames} n */
   const names = (n) => `${n.displayName.zh} / ${n.displayName.en}${n.brand ? ` · ${n.brand}` : ''}`;
