@@ -204,6 +204,8 @@ pub struct Settings {
     pub stream: StreamSettings,
     /// Data exports (`service::exports`).
     pub exports: ExportSettings,
+    /// Imports of lists of people (`service::imports`).
+    pub imports: ImportSettings,
 }
 
 /// The bounds and clocks of live updates, each a `MOMENTS_STREAM_*` setting.
@@ -286,6 +288,30 @@ impl Default for ExportSettings {
     }
 }
 
+/// The pace of imports of lists of people, each a `MOMENTS_IMPORT_*`
+/// setting.
+#[derive(Debug, Clone)]
+pub struct ImportSettings {
+    /// Milliseconds an import pauses between two steps, leaving the stores
+    /// (and a follow's timeline work) to requests.
+    pub pause_ms: u64,
+    /// Imports one instance applies at once.
+    pub jobs: usize,
+    /// Seconds an instance's claim on a running import lasts unrenewed:
+    /// how long a dead instance's import waits to be taken over.
+    pub claim_secs: u64,
+}
+
+impl Default for ImportSettings {
+    fn default() -> Self {
+        Self {
+            pause_ms: 0,
+            jobs: 2,
+            claim_secs: 30,
+        }
+    }
+}
+
 impl Default for Settings {
     fn default() -> Self {
         Self {
@@ -326,6 +352,7 @@ impl Default for Settings {
             log_format: LogFormat::Text,
             stream: StreamSettings::default(),
             exports: ExportSettings::default(),
+            imports: ImportSettings::default(),
         }
     }
 }
@@ -884,6 +911,42 @@ pub const VARIABLES: &[Variable] = &[
         echo: Echo::Plain,
         apply: |d, v| {
             d.settings.exports.claim_secs = whole(v, 2, 600)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_IMPORT_PAUSE_MS",
+        default: DefaultValue::Literal("0"),
+        allowed: "a whole number of milliseconds, 0 to 10000",
+        meaning: "how long an import of a list of people pauses between two steps (a follow, a \
+                  block…), leaving the stores to requests",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.imports.pause_ms = whole(v, 0, 10_000)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_IMPORT_JOBS",
+        default: DefaultValue::Literal("2"),
+        allowed: "a whole number, 1 to 16",
+        meaning: "imports of lists of people one instance applies at once; more wait, queued, for \
+                  any instance",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.imports.jobs = whole_usize(v, 1, 16)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_IMPORT_CLAIM_SECS",
+        default: DefaultValue::Literal("30"),
+        allowed: "a whole number of seconds, 2 to 600",
+        meaning: "how long a running import stays its instance's unrenewed: how soon another \
+                  instance takes over the import of one that died",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.imports.claim_secs = whole(v, 2, 600)?;
             Ok(())
         },
     },

@@ -522,6 +522,9 @@ impl Application {
                 futures_util::future::Either::Right(((), _)) => {
                     let started = Instant::now();
                     let deadline = tokio::time::Instant::now() + timeout;
+                    // An import's steps are background writes no request
+                    // waits for: they stop now, not after the drain.
+                    context.imports.stop();
                     // Streams never end by themselves: each is closed with
                     // a last `retry:`, and its connection with it.
                     let streams = context.streams.open_count();
@@ -555,9 +558,17 @@ impl Application {
         );
 
         let step = Instant::now();
-        context.imports.stop();
-        let exports = context.exports.hand_over(&context).await;
-        tracing::info!(took_ms = millis(step), exports, "data exports handed over");
+        let (imports, exports) = futures_util::future::join(
+            context.imports.hand_over(),
+            context.exports.hand_over(&context),
+        )
+        .await;
+        tracing::info!(
+            took_ms = millis(step),
+            exports,
+            imports,
+            "data exports and imports handed over"
+        );
 
         let step = Instant::now();
         for t in &tasks {

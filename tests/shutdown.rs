@@ -12,7 +12,8 @@
 //! test fails saying so, like tests/conformance.rs). And SIGINT, which
 //! stops as gracefully, and a second signal, which stops at once. And
 //! what no signal announces: an instance killed mid-export, whose export
-//! the next instance takes over and finishes.
+//! the next instance takes over and finishes, and one killed mid-import,
+//! whose import the next goes on with from its last recorded step.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -471,6 +472,149 @@ async fn a_killed_instances_export_is_taken_over_on_mongodb_and_redis() {
     a_killed_instances_export_is_taken_over(
         Backend::stores("export_killed"),
         "export-killed-stores",
+    )
+    .await;
+}
+
+/// How an instance running an import ends.
+#[derive(Clone, Copy, PartialEq)]
+enum Ending {
+    /// `kill -9`: its import is taken over once its claim (2 s) lapses.
+    Killed,
+    /// SIGTERM: it hands its import over as it stops, so the next instance
+    /// goes on at once though the claim would hold for 10 minutes.
+    Stopped,
+}
+
+/// An import whose instance ends while it follows people one by one is
+/// taken over, goes on from its last recorded step as a second attempt,
+/// and ends done with every follow made once: the list followed is exactly
+/// the CSV's.
+async fn an_import_is_taken_over(backend: Backend, tag: &str, ending: Ending) {
+    let dir = DataDir::new(tag);
+    // Slow enough to be stopped mid-run.
+    let claim = match ending {
+        Ending::Killed => "2",
+        Ending::Stopped => "600",
+    };
+    let env = [
+        ("MOMENTS_IMPORT_PAUSE_MS", "100"),
+        ("MOMENTS_IMPORT_CLAIM_SECS", claim),
+    ];
+    let mut first = Server::start(&backend, &dir, &env);
+    let api = Api::new(first.port);
+    let (uid, token) = api.user("importer").await;
+    const PEOPLE: usize = 30;
+    let mut wanted = std::collections::BTreeSet::new();
+    let mut csv = String::from("Account address,Show boosts\n");
+    for i in 0..PEOPLE {
+        let name = format!("followed_{i}");
+        wanted.insert(api.user(&name).await.0);
+        csv.push_str(&format!("{name},true\n"));
+    }
+    let started = api
+        .ok(
+            reqwest::Method::POST,
+            "/me/imports",
+            Some(&token),
+            Some(json!({"kind": "following", "mode": "merge", "csv": csv})),
+        )
+        .await;
+    let path = format!("/me/imports/{}", started["id"]);
+    let deadline = Instant::now() + WAIT;
+    let done_before_kill = loop {
+        let i = api
+            .ok(reqwest::Method::GET, &path, Some(&token), None)
+            .await;
+        assert_ne!(
+            i["state"], "done",
+            "finished before it could be killed: {i}"
+        );
+        let done = i["progress"]["done"].as_i64().unwrap();
+        if i["state"] == "running" && done > 0 {
+            break done;
+        }
+        assert!(Instant::now() < deadline, "never seen running: {i}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    match ending {
+        Ending::Killed => {
+            first.child.kill().unwrap();
+            first.child.wait().unwrap();
+        }
+        Ending::Stopped => {
+            first.terminate();
+            assert!(first.exit_within(EXIT_SLACK).success());
+            let handed = first
+                .logged("data exports and imports handed over")
+                .expect("the hand-over logged");
+            assert_eq!(handed["imports"], 1, "{handed}");
+        }
+    }
+
+    let mut second = Server::start(&backend, &dir, &env);
+    let api = Api::new(second.port);
+    let done = second.read_until(|f| f["message"] == "import done");
+    let done = message(&done).unwrap();
+    assert_eq!(done["attempt"], 2, "a second attempt: {done}");
+    let i = api
+        .ok(reqwest::Method::GET, &path, Some(&token), None)
+        .await;
+    assert_eq!(i["state"], "done", "{i}");
+    assert_eq!(i["progress"]["done"], PEOPLE as i64, "{i}");
+    assert_eq!(i["progress"]["total"], PEOPLE as i64, "{i}");
+    assert_eq!(i["skipped"], 0, "{i}");
+    assert!(done_before_kill < PEOPLE as i64);
+    let page = api
+        .ok(
+            reqwest::Method::GET,
+            &format!("/users/{uid}/following?limit=100"),
+            Some(&token),
+            None,
+        )
+        .await;
+    let following: std::collections::BTreeSet<i64> = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["uid"].as_i64().unwrap())
+        .collect();
+    assert_eq!(following, wanted);
+    let me = api
+        .ok(
+            reqwest::Method::GET,
+            &format!("/users/{uid}"),
+            Some(&token),
+            None,
+        )
+        .await;
+    assert_eq!(
+        me["followingCount"], PEOPLE as i64,
+        "each follow made once: {me}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_instances_import_is_taken_over_on_the_embedded_default() {
+    an_import_is_taken_over(Backend::Embedded, "import-killed-embedded", Ending::Killed).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_instances_import_is_taken_over_on_mongodb_and_redis() {
+    an_import_is_taken_over(
+        Backend::stores("import_killed"),
+        "import-killed-stores",
+        Ending::Killed,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_instance_hands_its_import_over_on_mongodb_and_redis() {
+    an_import_is_taken_over(
+        Backend::stores("import_stopped"),
+        "import-stopped-stores",
+        Ending::Stopped,
     )
     .await;
 }

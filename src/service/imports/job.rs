@@ -6,7 +6,9 @@
 //! that exists is a follow), so a run taken over may redo the step it was
 //! cut in. A step the account may no longer take (someone blocked it
 //! since the preview) is skipped and counted; a store failure ends the run
-//! for the next attempt to go on from, up to `MAX_ATTEMPTS`.
+//! for the next attempt to go on from, up to `MAX_ATTEMPTS`. A stopping
+//! instance hands its runs over at their last recorded step; a dead one's
+//! are taken over once their claims lapse (`MOMENTS_IMPORT_CLAIM_SECS`).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -19,16 +21,43 @@ use crate::store::{FilterKind, ImportDoc, ImportKind, ImportState};
 /// Runs of one import before it is failed for good.
 pub const MAX_ATTEMPTS: i64 = 5;
 
-/// Imports one instance applies at once.
-const JOBS: usize = 2;
-
 const POLL: Duration = Duration::from_secs(1);
 
-/// How long an instance's claim on a running import lasts unrenewed.
-const CLAIM_MS: i64 = 30_000;
+/// How long a stopping instance waits for its runs to hand over.
+const HAND_OVER_WAIT: Duration = Duration::from_secs(3);
 
-/// How often a run records its progress (and renews its claim).
-const RENEW_EVERY: Duration = Duration::from_secs(2);
+/// How long a run that stopped on a store waits before any instance tries
+/// the next attempt.
+const RETRY_AFTER_MS: i64 = 5_000;
+
+/// How long an instance's claim on a running import lasts unrenewed.
+fn claim_ms(ctx: &Context) -> i64 {
+    ctx.settings.imports.claim_secs as i64 * 1000
+}
+
+/// How often a run records its progress and renews its claim: well within
+/// the claim, so a busy instance never loses a live run.
+fn renew_every(ctx: &Context) -> Duration {
+    Duration::from_millis((claim_ms(ctx) / 4).clamp(250, 2_000) as u64)
+}
+
+/// Counts a run on this instance for as long as it lives, however it ends
+/// (a panicking step included), so the instance's room is never lost.
+struct Running<'a>(&'a Imports);
+
+impl<'a> Running<'a> {
+    fn new(imports: &'a Imports) -> Self {
+        imports.running.fetch_add(1, Ordering::Relaxed);
+        Running(imports)
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.running.fetch_sub(1, Ordering::Relaxed);
+        self.0.wake();
+    }
+}
 
 /// This instance's import runs.
 #[derive(Default)]
@@ -36,6 +65,8 @@ pub struct Imports {
     wake: tokio::sync::Notify,
     running: AtomicUsize,
     stopping: AtomicBool,
+    /// Runs there were when stopping began.
+    stopped_runs: AtomicUsize,
 }
 
 impl Imports {
@@ -50,20 +81,23 @@ impl Imports {
                 if ctx.imports.stopping.load(Ordering::Relaxed) {
                     return;
                 }
-                let room = JOBS.saturating_sub(ctx.imports.running.load(Ordering::Relaxed));
+                let jobs = ctx.settings.imports.jobs;
+                let room = jobs.saturating_sub(ctx.imports.running.load(Ordering::Relaxed));
                 if room == 0 {
                     continue;
                 }
                 let now = now_ms();
-                match ctx.docs.claim_imports(now, now + CLAIM_MS, room).await {
+                match ctx
+                    .docs
+                    .claim_imports(now, now + claim_ms(&ctx), room)
+                    .await
+                {
                     Ok(claimed) => {
                         for import in claimed {
                             let ctx = ctx.clone();
-                            ctx.imports.running.fetch_add(1, Ordering::Relaxed);
                             tokio::spawn(async move {
+                                let _running = Running::new(&ctx.imports);
                                 run(&ctx, import).await;
-                                ctx.imports.running.fetch_sub(1, Ordering::Relaxed);
-                                ctx.imports.wake();
                             });
                         }
                     }
@@ -73,10 +107,27 @@ impl Imports {
         })
     }
 
-    /// Stopping: runs stop at their next step, their claims lapse, and
-    /// another instance goes on from their last recorded step.
+    /// Stopping, as soon as the instance is asked to: runs stop at their
+    /// next step and hand their imports over (their claims made lapsed),
+    /// for another instance to go on from their last recorded step at once.
     pub fn stop(&self) {
-        self.stopping.store(true, Ordering::Relaxed);
+        if !self.stopping.swap(true, Ordering::Relaxed) {
+            self.stopped_runs
+                .store(self.running.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+    }
+
+    /// Stops, and waits up to `HAND_OVER_WAIT` for the runs to hand over (a
+    /// step is one follow or block); a run still in its step then is taken
+    /// over once its claim lapses. Answers the runs there were when the
+    /// instance began to stop.
+    pub async fn hand_over(&self) -> usize {
+        self.stop();
+        let deadline = Instant::now() + HAND_OVER_WAIT;
+        while self.running.load(Ordering::Relaxed) > 0 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        self.stopped_runs.load(Ordering::Relaxed)
     }
 }
 
@@ -138,6 +189,14 @@ async fn run(ctx: &Context, import: ImportDoc) {
         .copied()
     {
         if ctx.imports.stopping.load(Ordering::Relaxed) {
+            // A claim that lapsed already: any instance may go on at once.
+            if let Err(e) = ctx
+                .docs
+                .renew_import(uid, id, attempt, 0, done, skipped)
+                .await
+            {
+                tracing::warn!(import = id, error = %e, "could not hand an import over; it is taken over once its claim lapses");
+            }
             return;
         }
         match step(ctx, import.kind, add, uid, them).await {
@@ -146,7 +205,7 @@ async fn run(ctx: &Context, import: ImportDoc) {
                 tracing::warn!(import = id, attempt, error = %e, "an import stopped on a store; the next attempt goes on");
                 let _ = ctx
                     .docs
-                    .renew_import(uid, id, attempt, now_ms() + 5_000, done, skipped)
+                    .renew_import(uid, id, attempt, now_ms() + RETRY_AFTER_MS, done, skipped)
                     .await;
                 return;
             }
@@ -154,7 +213,7 @@ async fn run(ctx: &Context, import: ImportDoc) {
                 tracing::error!(import = id, attempt, error = %e, "an import step failed");
                 let _ = ctx
                     .docs
-                    .renew_import(uid, id, attempt, now_ms() + 5_000, done, skipped)
+                    .renew_import(uid, id, attempt, now_ms() + RETRY_AFTER_MS, done, skipped)
                     .await;
                 return;
             }
@@ -163,11 +222,14 @@ async fn run(ctx: &Context, import: ImportDoc) {
             Err(_) => skipped += 1,
         }
         done += 1;
-        if renewed.elapsed() >= RENEW_EVERY {
+        if ctx.settings.imports.pause_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(ctx.settings.imports.pause_ms)).await;
+        }
+        if renewed.elapsed() >= renew_every(ctx) {
             renewed = Instant::now();
             match ctx
                 .docs
-                .renew_import(uid, id, attempt, now_ms() + CLAIM_MS, done, skipped)
+                .renew_import(uid, id, attempt, now_ms() + claim_ms(ctx), done, skipped)
                 .await
             {
                 Ok(true) => {}
@@ -180,12 +242,19 @@ async fn run(ctx: &Context, import: ImportDoc) {
     }
     match ctx
         .docs
-        .renew_import(uid, id, attempt, now_ms() + CLAIM_MS, done, skipped)
+        .renew_import(uid, id, attempt, now_ms() + claim_ms(ctx), done, skipped)
         .await
     {
         Ok(true) => {
             finish(ImportState::Done, None).await;
-            tracing::info!(import = id, uid, steps = done, skipped, "import done");
+            tracing::info!(
+                import = id,
+                uid,
+                attempt,
+                steps = done,
+                skipped,
+                "import done"
+            );
         }
         Ok(false) => {}
         Err(e) => {
