@@ -289,6 +289,7 @@ metered! {
         counted fn followers_page(uid: i64, before: Option<i64>, limit: usize) -> Vec<FollowDoc>;
         counted fn following_page(uid: i64, before: Option<i64>, limit: usize) -> Vec<FollowDoc>;
         counted fn follow_counts(uid: i64) -> (u64, u64);
+        counted fn recount_follows(uid: i64) -> ();
         batch(others) fn follow_edges(uid: i64, others: &[i64]) -> (Vec<i64>, Vec<i64>);
         counted fn insert_block(block: &BlockDoc) -> bool;
         counted fn delete_block(blocker: i64, blocked: i64) -> bool;

@@ -181,6 +181,20 @@ async fn run(ctx: &Context, import: ImportDoc) {
         .map(|u| (false, *u))
         .chain(import.add.iter().map(|u| (true, *u)))
         .collect();
+    // A run taken over may come after one that died mid-step, with a
+    // follow or block written but its counters not yet moved: redone, the
+    // step finds it written and moves nothing. So the counters of everyone
+    // a dead run may have reached are counted again first (edges are the
+    // record).
+    if import.attempt > 1 && matches!(import.kind, ImportKind::Following | ImportKind::Blocks) {
+        let reached = usize::try_from(import.done).unwrap_or(0);
+        let accounts = steps.iter().skip(reached).map(|(_, them)| *them);
+        for account in std::iter::once(uid).chain(accounts) {
+            if let Err(e) = ctx.docs.recount_follows(account).await {
+                tracing::warn!(import = id, account, error = %e, "could not count follows again");
+            }
+        }
+    }
     let (mut done, mut skipped) = (import.done, import.skipped);
     let mut renewed = Instant::now();
     while let Some((add, them)) = usize::try_from(done)

@@ -77,6 +77,34 @@ pub struct ExportDoc {
     pub link_gen: i64,
 }
 
+impl super::AccountJob for ExportDoc {
+    const KIND: &'static str = "export";
+    fn id(&self) -> i64 {
+        self.id
+    }
+    fn uid(&self) -> i64 {
+        self.uid
+    }
+    fn attempt(&self) -> i64 {
+        self.attempt
+    }
+    fn claimed_until(&self) -> i64 {
+        self.claimed_until
+    }
+    /// A run writes the archive from the start: its progress starts again.
+    fn claimed(self, now: i64, until: i64) -> Self {
+        ExportDoc {
+            state: ExportState::Running,
+            started_at: Some(now),
+            attempt: self.attempt + 1,
+            claimed_until: until,
+            done: 0,
+            known: 0,
+            ..self
+        }
+    }
+}
+
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ExportOutcome {

@@ -69,6 +69,31 @@ pub struct ImportDoc {
     pub claimed_until: i64,
 }
 
+impl super::AccountJob for ImportDoc {
+    const KIND: &'static str = "import";
+    fn id(&self) -> i64 {
+        self.id
+    }
+    fn uid(&self) -> i64 {
+        self.uid
+    }
+    fn attempt(&self) -> i64 {
+        self.attempt
+    }
+    fn claimed_until(&self) -> i64 {
+        self.claimed_until
+    }
+    /// A run goes on from the steps done.
+    fn claimed(self, _now: i64, until: i64) -> Self {
+        ImportDoc {
+            state: ImportState::Running,
+            attempt: self.attempt + 1,
+            claimed_until: until,
+            ..self
+        }
+    }
+}
+
 /// Imports. Part of `DocStore`.
 #[async_trait]
 pub trait ImportDocs: Send + Sync {

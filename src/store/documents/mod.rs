@@ -4,6 +4,7 @@
 //! tools). MongoDB and the embedded store implement each in a file of the
 //! same name.
 
+mod account_jobs;
 mod accounts;
 mod comments;
 mod device_models;
@@ -22,6 +23,7 @@ mod shares;
 mod social;
 mod views;
 
+pub use account_jobs::*;
 pub use accounts::*;
 pub use comments::*;
 pub use device_models::*;

@@ -79,6 +79,12 @@ pub trait SocialDocs: Send + Sync {
     /// (followers, following) of `uid`.
     async fn follow_counts(&self, uid: i64) -> StoreResult<(u64, u64)>;
 
+    /// Counts `uid`'s follow edges again and keeps the counts. Where the
+    /// counters move after the edge rather than with it (MongoDB, with no
+    /// transaction here), an instance that dies between the two leaves them
+    /// one off; a run that takes over such work puts them right with this.
+    async fn recount_follows(&self, uid: i64) -> StoreResult<()>;
+
     /// Of `others`: those `uid` follows, and those who follow `uid`.
     async fn follow_edges(&self, uid: i64, others: &[i64]) -> StoreResult<(Vec<i64>, Vec<i64>)>;
 

@@ -8,28 +8,14 @@
 //! (TESTING.md).
 
 use super::*;
-use crate::store::{ExportDoc, ExportDocs, ExportOutcome, ExportState};
+use crate::store::{ExportDoc, ExportDocs, ExportOutcome};
 use mongodb::bson::{Binary, Bson};
-
-/// How long the claim that decides a start race is kept: the racers hold
-/// their read for moments, and an export deleted since must not refuse
-/// the next start for long.
-const START_CLAIM_KEPT_MS: i64 = 60_000;
 
 /// Chunk ids deleted per call: a 4 GiB archive is 4,096 of them.
 const DELETE_BATCH: usize = 500;
 
 fn chunk_id(export: i64, attempt: i64, n: i64) -> String {
     format!("{export}.{attempt}.{n}")
-}
-
-fn state_name(s: ExportState) -> &'static str {
-    match s {
-        ExportState::Queued => "queued",
-        ExportState::Running => "running",
-        ExportState::Ready => "ready",
-        ExportState::Failed => "failed",
-    }
 }
 
 #[derive(Deserialize)]
@@ -98,33 +84,16 @@ impl ExportDocs for MongoDocs {
         export: &ExportDoc,
         newest_seen: Option<i64>,
     ) -> StoreResult<bool> {
-        // Of starts that read the same newest export, one wins this name;
-        // the next start reads a newer one, and so another name.
-        let name = format!("export_start:{}:{}", export.uid, newest_seen.unwrap_or(0));
-        if !self
-            .claim_kept(name.clone(), crate::ids::now_ms(), START_CLAIM_KEPT_MS)
-            .await?
-        {
-            return Ok(false);
-        }
-        match insert_new(&self.exports(), export, "export").await {
-            Ok(()) => Ok(true),
-            Err(e) => {
-                self.unclaim(name).await;
-                Err(e)
-            }
-        }
+        self.insert_account_job(&self.exports(), export, newest_seen)
+            .await
     }
 
     async fn exports_of(&self, uid: i64, limit: usize) -> StoreResult<Vec<ExportDoc>> {
-        newest_page(self.exports(), doc! { "uid": uid }, None, limit).await
+        account_jobs::account_jobs_of(self.exports(), uid, limit).await
     }
 
     async fn export_by_id(&self, uid: i64, id: i64) -> StoreResult<Option<ExportDoc>> {
-        self.exports()
-            .find_one(doc! { "_id": id, "uid": uid })
-            .await
-            .map_err(classify)
+        account_jobs::account_job(&self.exports(), uid, id).await
     }
 
     async fn claim_exports(
@@ -133,64 +102,8 @@ impl ExportDocs for MongoDocs {
         until: i64,
         limit: usize,
     ) -> StoreResult<Vec<ExportDoc>> {
-        // More than there is room for, longest unclaimed first: one whose
-        // claim a dead instance left half made is skipped, not retried
-        // ahead of every other export for the hour its name is kept.
-        let free = collect(
-            self.exports()
-                .find(doc! {
-                    "state": { "$in": ["queued", "running"] },
-                    "claimedUntil": { "$lt": now },
-                })
-                .sort(doc! { "claimedUntil": 1, "_id": 1 })
-                .limit((limit * 4) as i64)
-                .await
-                .map_err(classify)?,
-        )
-        .await?;
-        let mut claimed = Vec::with_capacity(limit);
-        for e in free {
-            if claimed.len() >= limit {
-                break;
-            }
-            // One claimer per attempt: the next run is attempt + 1.
-            let name = format!("export_run:{}:{}", e.id, e.attempt);
-            if !self.claim(name.clone(), now).await? {
-                continue;
-            }
-            let run = ExportDoc {
-                state: ExportState::Running,
-                started_at: Some(now),
-                attempt: e.attempt + 1,
-                claimed_until: until,
-                done: 0,
-                known: 0,
-                ..e.clone()
-            };
-            let taken = self
-                .exports()
-                .update_one(
-                    doc! { "_id": e.id, "uid": e.uid, "attempt": e.attempt, "claimedUntil": e.claimed_until },
-                    doc! { "$set": {
-                        "state": state_name(ExportState::Running),
-                        "startedAt": now,
-                        "attempt": run.attempt,
-                        "claimedUntil": until,
-                        "done": 0_i64,
-                        "known": 0_i64,
-                    } },
-                )
-                .await;
-            match taken {
-                Ok(r) if r.matched_count == 1 => claimed.push(run),
-                Ok(_) => self.unclaim(name).await,
-                Err(e) => {
-                    self.unclaim(name).await;
-                    return Err(classify(e));
-                }
-            }
-        }
-        Ok(claimed)
+        self.claim_account_jobs(&self.exports(), now, until, limit)
+            .await
     }
 
     async fn renew_export(

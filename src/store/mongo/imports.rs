@@ -3,9 +3,6 @@
 use super::*;
 use crate::store::{ImportDoc, ImportDocs, ImportState};
 
-/// How long the claim that decides a start race is kept (as exports').
-const START_CLAIM_KEPT_MS: i64 = 60_000;
-
 fn state_name(s: ImportState) -> &'static str {
     match s {
         ImportState::Queued => "queued",
@@ -28,31 +25,16 @@ impl ImportDocs for MongoDocs {
         import: &ImportDoc,
         newest_seen: Option<i64>,
     ) -> StoreResult<bool> {
-        let name = format!("import_start:{}:{}", import.uid, newest_seen.unwrap_or(0));
-        if !self
-            .claim_kept(name.clone(), crate::ids::now_ms(), START_CLAIM_KEPT_MS)
-            .await?
-        {
-            return Ok(false);
-        }
-        match insert_new(&self.imports(), import, "import").await {
-            Ok(()) => Ok(true),
-            Err(e) => {
-                self.unclaim(name).await;
-                Err(e)
-            }
-        }
+        self.insert_account_job(&self.imports(), import, newest_seen)
+            .await
     }
 
     async fn imports_of(&self, uid: i64, limit: usize) -> StoreResult<Vec<ImportDoc>> {
-        newest_page(self.imports(), doc! { "uid": uid }, None, limit).await
+        account_jobs::account_jobs_of(self.imports(), uid, limit).await
     }
 
     async fn import_by_id(&self, uid: i64, id: i64) -> StoreResult<Option<ImportDoc>> {
-        self.imports()
-            .find_one(doc! { "_id": id, "uid": uid })
-            .await
-            .map_err(classify)
+        account_jobs::account_job(&self.imports(), uid, id).await
     }
 
     async fn claim_imports(
@@ -61,53 +43,8 @@ impl ImportDocs for MongoDocs {
         until: i64,
         limit: usize,
     ) -> StoreResult<Vec<ImportDoc>> {
-        let free = collect(
-            self.imports()
-                .find(doc! {
-                    "state": { "$in": ["queued", "running"] },
-                    "claimedUntil": { "$lt": now },
-                })
-                .sort(doc! { "claimedUntil": 1, "_id": 1 })
-                .limit((limit * 4) as i64)
-                .await
-                .map_err(classify)?,
-        )
-        .await?;
-        let mut claimed = Vec::with_capacity(limit);
-        for i in free {
-            if claimed.len() >= limit {
-                break;
-            }
-            let name = format!("import_run:{}:{}", i.id, i.attempt);
-            if !self.claim(name.clone(), now).await? {
-                continue;
-            }
-            let taken = self
-                .imports()
-                .update_one(
-                    doc! { "_id": i.id, "uid": i.uid, "attempt": i.attempt, "claimedUntil": i.claimed_until },
-                    doc! { "$set": {
-                        "state": state_name(ImportState::Running),
-                        "attempt": i.attempt + 1,
-                        "claimedUntil": until,
-                    } },
-                )
-                .await;
-            match taken {
-                Ok(r) if r.matched_count == 1 => claimed.push(ImportDoc {
-                    state: ImportState::Running,
-                    attempt: i.attempt + 1,
-                    claimed_until: until,
-                    ..i
-                }),
-                Ok(_) => self.unclaim(name).await,
-                Err(e) => {
-                    self.unclaim(name).await;
-                    return Err(classify(e));
-                }
-            }
-        }
-        Ok(claimed)
+        self.claim_account_jobs(&self.imports(), now, until, limit)
+            .await
     }
 
     async fn renew_import(

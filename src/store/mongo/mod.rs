@@ -3,7 +3,8 @@
 //! port (`accounts`, `posts`, `comments`, `likes`, `social`,
 //! `notifications`, `fan_outs`, `exports`, `imports`, `live_repairs`, `device_models`,
 //! `favorites`, `labels`, `shares`, `views`, `idempotency`, `moderation`),
-//! beside the claims of saved work (`claims`), the validators and indexes
+//! beside what exports and imports share (`account_jobs`), the claims of
+//! saved work (`claims`), the validators and indexes
 //! (`schemas`) and the shard keys (`shard_keys`). A test holds this list
 //! to the folder.
 //!
@@ -12,6 +13,7 @@
 //! sorts are on `_id` (16-digit ids, so text order is number order), joins
 //! happen in the service. That is also the shard-friendly subset.
 
+mod account_jobs;
 mod accounts;
 mod claims;
 mod comments;

@@ -78,6 +78,10 @@ impl SocialDocs for MongoDocs {
         self.backfill_follow_counts(uid).await
     }
 
+    async fn recount_follows(&self, uid: i64) -> StoreResult<()> {
+        self.backfill_follow_counts(uid).await.map(|_| ())
+    }
+
     async fn follow_edges(&self, uid: i64, others: &[i64]) -> StoreResult<(Vec<i64>, Vec<i64>)> {
         if others.is_empty() {
             return Ok((Vec::new(), Vec::new()));

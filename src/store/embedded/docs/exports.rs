@@ -2,15 +2,16 @@
 //! unfinished ones apart for the job's claims, and archives as chunks
 //! keyed by (export, attempt, n) in a table of the same file.
 
+use super::account_jobs::JobTables;
 use super::*;
 use crate::store::{ExportDoc, ExportDocs, ExportOutcome, ExportState};
 
-/// Export id → the export (`ExportDoc` JSON).
-const EXPORTS: TableDefinition<u64, &[u8]> = TableDefinition::new("exports");
-/// (uid, export id) of every export.
-const EXPORTS_BY_USER: TableDefinition<(u64, u64), ()> = TableDefinition::new("exports_by_user");
-/// Export id → uid of the queued and running ones: what the job claims from.
-const EXPORTS_UNFINISHED: TableDefinition<u64, u64> = TableDefinition::new("exports_unfinished");
+/// The exports by id, by account, and the unfinished ones.
+const TABLES: JobTables = JobTables {
+    docs: TableDefinition::new("exports"),
+    by_user: TableDefinition::new("exports_by_user"),
+    unfinished: TableDefinition::new("exports_unfinished"),
+};
 /// (expires at, export id) → uid of the ready and failed ones, for the sweep.
 const EXPORT_EXPIRY: TableDefinition<(i64, u64), u64> = TableDefinition::new("exports_by_expiry");
 /// (export id, attempt, n) → chunk n of that attempt's archive.
@@ -18,9 +19,7 @@ const EXPORT_CHUNKS: TableDefinition<(u64, u64, u64), &[u8]> =
     TableDefinition::new("export_chunks");
 
 pub(super) fn open_tables(txn: &WriteTransaction) -> StoreResult<()> {
-    txn.open_table(EXPORTS).map_err(other)?;
-    txn.open_table(EXPORTS_BY_USER).map_err(other)?;
-    txn.open_table(EXPORTS_UNFINISHED).map_err(other)?;
+    TABLES.open(txn)?;
     txn.open_table(EXPORT_EXPIRY).map_err(other)?;
     txn.open_table(EXPORT_CHUNKS).map_err(other)?;
     Ok(())
@@ -28,17 +27,11 @@ pub(super) fn open_tables(txn: &WriteTransaction) -> StoreResult<()> {
 
 /// The export as stored, if it is `uid`'s.
 fn stored(txn: &WriteTransaction, uid: i64, export: i64) -> StoreResult<Option<ExportDoc>> {
-    let table = txn.open_table(EXPORTS).map_err(other)?;
-    let found: Option<ExportDoc> = get_doc(&table, id(export))?;
-    Ok(found.filter(|e| e.uid == uid))
+    TABLES.stored(txn, uid, export)
 }
 
 fn put(txn: &WriteTransaction, e: &ExportDoc) -> StoreResult<()> {
-    txn.open_table(EXPORTS)
-        .map_err(other)?
-        .insert(id(e.id), encode(e)?.as_slice())
-        .map_err(other)?;
-    Ok(())
+    TABLES.put(txn, e)
 }
 
 /// Removes the chunks of `export` for which `doomed(attempt)` holds.
@@ -71,49 +64,15 @@ impl ExportDocs for EmbeddedDocs {
         export: &ExportDoc,
         newest_seen: Option<i64>,
     ) -> StoreResult<bool> {
-        let e = export.clone();
-        self.write(move |txn| {
-            let mut by_user = txn.open_table(EXPORTS_BY_USER).map_err(other)?;
-            let newest = by_user
-                .range((id(e.uid), 0)..=(id(e.uid), u64::MAX))
-                .map_err(other)?
-                .next_back()
-                .transpose()
-                .map_err(other)?
-                .map(|(k, _)| k.value().1 as i64);
-            if newest != newest_seen {
-                return Ok(false);
-            }
-            by_user.insert((id(e.uid), id(e.id)), ()).map_err(other)?;
-            txn.open_table(EXPORTS_UNFINISHED)
-                .map_err(other)?
-                .insert(id(e.id), id(e.uid))
-                .map_err(other)?;
-            put(txn, &e)?;
-            Ok(true)
-        })
-        .await
+        self.insert_account_job(TABLES, export, newest_seen).await
     }
 
     async fn exports_of(&self, uid: i64, limit: usize) -> StoreResult<Vec<ExportDoc>> {
-        self.read(move |txn| {
-            let by_user = txn.open_table(EXPORTS_BY_USER).map_err(other)?;
-            let ids: Vec<i64> = newest_below(&by_user, id(uid), None, limit)?
-                .into_iter()
-                .map(|i| i as i64)
-                .collect();
-            docs_by_ids(txn, EXPORTS, &ids)
-        })
-        .await
+        self.account_jobs_of(TABLES, uid, limit).await
     }
 
     async fn export_by_id(&self, uid: i64, export: i64) -> StoreResult<Option<ExportDoc>> {
-        self.read(move |txn| {
-            let table = txn.open_table(EXPORTS).map_err(other)?;
-            let found: Option<ExportDoc> = get_doc(&table, id(export))?;
-            Ok(found.filter(|e| e.uid == uid))
-        })
-        .await
+        self.account_job(TABLES, uid, export).await
     }
 
     async fn claim_exports(
@@ -122,60 +81,7 @@ impl ExportDocs for EmbeddedDocs {
         until: i64,
         limit: usize,
     ) -> StoreResult<Vec<ExportDoc>> {
-        // Read first: the job polls every second, and there is almost
-        // never anything to claim, which is no reason for a commit's fsync.
-        let any_free = self
-            .read(move |txn| {
-                let unfinished = txn.open_table(EXPORTS_UNFINISHED).map_err(other)?;
-                let table = txn.open_table(EXPORTS).map_err(other)?;
-                for entry in unfinished.iter().map_err(other)? {
-                    let key = entry.map_err(other)?.0.value();
-                    let e: Option<ExportDoc> = get_doc(&table, key)?;
-                    if e.is_some_and(|e| e.claimed_until < now) {
-                        return Ok(true);
-                    }
-                }
-                Ok(false)
-            })
-            .await?;
-        if !any_free {
-            return Ok(Vec::new());
-        }
-        // One write transaction: no other claim runs in between.
-        self.write(move |txn| {
-            let unfinished = txn.open_table(EXPORTS_UNFINISHED).map_err(other)?;
-            let mut free = Vec::new();
-            {
-                let table = txn.open_table(EXPORTS).map_err(other)?;
-                for entry in unfinished.iter().map_err(other)? {
-                    if free.len() >= limit {
-                        break;
-                    }
-                    let key = entry.map_err(other)?.0.value();
-                    let e: Option<ExportDoc> = get_doc(&table, key)?;
-                    if let Some(e) = e.filter(|e| e.claimed_until < now) {
-                        free.push(e);
-                    }
-                }
-            }
-            let claimed: Vec<ExportDoc> = free
-                .into_iter()
-                .map(|e| ExportDoc {
-                    state: ExportState::Running,
-                    started_at: Some(now),
-                    attempt: e.attempt + 1,
-                    claimed_until: until,
-                    done: 0,
-                    known: 0,
-                    ..e
-                })
-                .collect();
-            for e in &claimed {
-                put(txn, e)?;
-            }
-            Ok(claimed)
-        })
-        .await
+        self.claim_account_jobs(TABLES, now, until, limit).await
     }
 
     async fn renew_export(
@@ -297,7 +203,7 @@ impl ExportDocs for EmbeddedDocs {
                 ),
             };
             remove_chunks(txn, export, |a| Some(a as i64) != kept)?;
-            txn.open_table(EXPORTS_UNFINISHED)
+            txn.open_table(TABLES.unfinished)
                 .map_err(other)?
                 .remove(id(export))
                 .map_err(other)?;
@@ -349,11 +255,11 @@ impl ExportDocs for EmbeddedDocs {
                 return Ok(());
             };
             remove_chunks(txn, export, |_| true)?;
-            txn.open_table(EXPORTS_BY_USER)
+            txn.open_table(TABLES.by_user)
                 .map_err(other)?
                 .remove((id(uid), id(export)))
                 .map_err(other)?;
-            txn.open_table(EXPORTS_UNFINISHED)
+            txn.open_table(TABLES.unfinished)
                 .map_err(other)?
                 .remove(id(export))
                 .map_err(other)?;
@@ -363,7 +269,7 @@ impl ExportDocs for EmbeddedDocs {
                     .remove((at, id(export)))
                     .map_err(other)?;
             }
-            txn.open_table(EXPORTS)
+            txn.open_table(TABLES.docs)
                 .map_err(other)?
                 .remove(id(export))
                 .map_err(other)?;

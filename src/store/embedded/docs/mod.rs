@@ -1,14 +1,16 @@
 //! `DocStore` on redb: the tables, helpers and store-wide operations here,
 //! one file per aggregate port (`accounts`, `posts`, `comments`, `likes`,
 //! `social`, `notifications`, `fan_outs`, `exports`, `imports`, `live_repairs`, `device_models`,
-//! `favorites`, `labels`, `shares`, `views`, `idempotency`, `moderation`;
-//! a test holds this list to the folder).
+//! `favorites`, `labels`, `shares`, `views`, `idempotency`, `moderation`,
+//! and `account_jobs`, what exports and imports share; a test holds this
+//! list to the folder).
 //!
 //! Documents are JSON values keyed by id; secondary indexes are tables of
 //! composite keys kept in the same transaction as the document, so a crash never leaves one without the other. Every write
 //! transaction commits with redb's default durability (fsync before commit
 //! returns): what was acknowledged survives `kill -9`.
 
+mod account_jobs;
 mod accounts;
 mod comments;
 mod device_models;

@@ -71,6 +71,12 @@ impl SocialDocs for EmbeddedDocs {
             .await
     }
 
+    /// Edges and counters are written in one transaction: they cannot
+    /// disagree.
+    async fn recount_follows(&self, _uid: i64) -> StoreResult<()> {
+        Ok(())
+    }
+
     async fn follow_counts(&self, uid: i64) -> StoreResult<(u64, u64)> {
         self.read(move |txn| {
             let counts = txn.open_table(FOLLOW_COUNTS).map_err(other)?;
