@@ -189,10 +189,11 @@ function importSection() {
     fill(previewBox, [
       h('h3', { class: 'section-title' }, t('data.previewTitle')),
       h('ul', { class: 'import-summary', role: 'status' },
-        h('li', { class: 'adds' }, t('data.willAdd', { n: preview.add.length })),
-        h('li', { class: 'removes' }, t('data.willRemove', { n: preview.remove.length })),
-        h('li', { class: 'unchanged' }, t('data.unchanged', { n: preview.unchanged })),
-        h('li', { class: 'rejects' }, t('data.rejected', { n: preview.rejected.length }))),
+        // Coloured only where there is something to see.
+        h('li', { class: preview.add.length ? 'adds' : 'muted' }, t('data.willAdd', { n: preview.add.length })),
+        h('li', { class: preview.remove.length ? 'removes' : 'muted' }, t('data.willRemove', { n: preview.remove.length })),
+        h('li', { class: 'muted' }, t('data.unchanged', { n: preview.unchanged })),
+        h('li', { class: preview.rejected.length ? 'rejects' : 'muted' }, t('data.rejected', { n: preview.rejected.length }))),
       people(t('data.willAdd', { n: preview.add.length }), preview.add, 'adds'),
       people(t('data.willRemove', { n: preview.remove.length }), preview.remove, 'removes'),
       preview.rejected.length
