@@ -52,6 +52,14 @@ async fn a_mastodon_list_is_previewed_row_by_row_and_applied_as_previewed() {
         app.user("imp_b").await,
         app.user("imp_c").await,
     );
+    let (s, posted) = app
+        .post(
+            "/api/v1/posts",
+            Some(&a.token),
+            json!({"category": "TEXT", "content": "imp_a was here first"}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 201, "{posted}");
     let blocker = app.user("imp_blocker").await;
     assert_eq!(
         app.put(
@@ -127,10 +135,18 @@ async fn a_mastodon_list_is_previewed_row_by_row_and_applied_as_previewed() {
         following(&app, &me).await,
         BTreeSet::from([a.uid, b.uid, c.uid])
     );
-    // As by hand: the followed are told.
+    // As by hand: the followed are told, and their posts reach the feed.
     let (_, told) = app.get("/api/v1/notifications", Some(&a.token)).await;
     assert_eq!(told["items"][0]["kind"], "follow", "{told}");
     assert_eq!(told["items"][0]["actor"]["uid"], me.uid);
+    let (_, feed) = app.get("/api/v1/feed?limit=50", Some(&me.token)).await;
+    let authors: BTreeSet<i64> = feed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["author"]["uid"].as_i64().unwrap())
+        .collect();
+    assert!(authors.contains(&a.uid), "{feed}");
 
     // A retry of the same import is that import, not a second one.
     let (s, again) = app
