@@ -24,7 +24,11 @@
 //!    like sent to instance A, until `post.counts` with the new count
 //!    reaches each stream (needs MOMENTS_MONGODB_URI and MOMENTS_REDIS_URL);
 //! 3. post.new: the author of 2. posts; until the last of its 1,000
-//!    followers' streams has `post.new`.
+//!    followers' streams has `post.new`. With
+//!    `BENCH_STREAM_SILENT_FOLLOWERS=N` the author has N more followers,
+//!    none of them connected: past `MOMENTS_PULLED_AUTHOR_FOLLOWERS`
+//!    (10,000) it is a pulled author, whose post is pushed into no
+//!    timeline and is told to the streams of the followers with logs.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
@@ -118,6 +122,19 @@ async fn seed(ctx: &moments::service::Context, users: usize, follow: bool) -> Va
     if follow {
         for chunk in uids.chunks(64) {
             join_all(chunk.iter().map(|fan| social::follow(ctx, *fan, author))).await;
+        }
+        let silent: usize = std::env::var("BENCH_STREAM_SILENT_FOLLOWERS")
+            .map(|n| n.parse().unwrap())
+            .unwrap_or(0);
+        let silent: Vec<i64> = (0..silent).map(|_| next_id()).collect();
+        for chunk in silent.chunks(64) {
+            join_all(chunk.iter().map(|uid| async move {
+                let mut doc = support::user(*uid);
+                doc.username = format!("s{uid}");
+                ctx.docs.insert_user(&doc).await.unwrap();
+                social::follow(ctx, *uid, author).await.unwrap();
+            }))
+            .await;
         }
     }
     let post = posts::create_post(
@@ -736,7 +753,12 @@ async fn across_instances() {
         None,
     );
     row(
-        &format!("post at A → `post.new` at B ({POSTS} posts, {n} followers)"),
+        &match std::env::var("BENCH_STREAM_SILENT_FOLLOWERS") {
+            Ok(silent) => format!(
+                "post at A → `post.new` at B ({POSTS} posts, {n} connected of {n} + {silent} followers)"
+            ),
+            Err(_) => format!("post at A → `post.new` at B ({POSTS} posts, {n} followers)"),
+        },
         &mut post_deliveries,
         &mut post_last,
         None,

@@ -56,8 +56,11 @@ impl fmt::Display for EventId {
 }
 
 /// How much of each account's log is kept: the newest `max_events`, and
-/// none older than `max_age_ms`. A log no event or stream touched for
-/// `max_age_ms` goes altogether.
+/// none older than `max_age_ms`. A log goes altogether `max_age_ms` after
+/// its account last held a stream open (opened one, or kept one, at each
+/// heartbeat); events appended meanwhile do not keep it, so that the
+/// register of accounts with logs (`logged_accounts`) and the logs
+/// themselves end together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogBounds {
     pub max_events: usize,
@@ -111,7 +114,8 @@ pub enum BusNote {
 #[async_trait]
 pub trait StreamStore: Send + Sync {
     /// Makes `uid`'s log if it has none (holding one `LOG_OPENED` entry),
-    /// keeps it `bounds.max_age_ms` longer, and returns its newest id.
+    /// keeps it (and its place among `logged_accounts`) `bounds.max_age_ms`
+    /// longer, and returns its newest id.
     async fn open_event_log(&self, uid: i64, bounds: LogBounds) -> StoreResult<EventId>;
 
     /// Appends each event to its account's log, where the account has one
@@ -122,8 +126,18 @@ pub trait StreamStore: Send + Sync {
     /// The events after `after` in `uid`'s log, at most `max` of them.
     async fn events_after(&self, uid: i64, after: EventId, max: usize) -> StoreResult<LogRead>;
 
-    /// Whether each of these accounts has a log.
-    async fn event_logs_exist(&self, uids: &[i64]) -> StoreResult<Vec<bool>>;
+    /// Keeps each of these accounts' logs, where it has one, as
+    /// `open_event_log` does (it holds a stream open); whether each has one.
+    async fn keep_event_logs(&self, uids: &[i64], bounds: LogBounds) -> StoreResult<Vec<bool>>;
+
+    /// How many accounts have a log, about (some may have just expired).
+    async fn logged_account_count(&self) -> StoreResult<u64>;
+
+    /// A page of the accounts that have a log, from `cursor` (0 to start):
+    /// about `count` of them, and the cursor of the next page (0 after the
+    /// last). Every account that has a log from the first page to the last
+    /// is in some page; one may be in more than one (Redis's `ZSCAN`).
+    async fn logged_accounts(&self, cursor: u64, count: usize) -> StoreResult<(Vec<i64>, u64)>;
 
     /// Sends `message` to every instance's bus, this one's included.
     async fn publish(&self, message: &str) -> StoreResult<()>;
@@ -189,8 +203,22 @@ macro_rules! delegate_stream_store {
             ) -> $crate::store::StoreResult<$crate::store::LogRead> {
                 self.$field.events_after(uid, after, max).await
             }
-            async fn event_logs_exist(&self, uids: &[i64]) -> $crate::store::StoreResult<Vec<bool>> {
-                self.$field.event_logs_exist(uids).await
+            async fn keep_event_logs(
+                &self,
+                uids: &[i64],
+                bounds: $crate::store::LogBounds,
+            ) -> $crate::store::StoreResult<Vec<bool>> {
+                self.$field.keep_event_logs(uids, bounds).await
+            }
+            async fn logged_account_count(&self) -> $crate::store::StoreResult<u64> {
+                self.$field.logged_account_count().await
+            }
+            async fn logged_accounts(
+                &self,
+                cursor: u64,
+                count: usize,
+            ) -> $crate::store::StoreResult<(Vec<i64>, u64)> {
+                self.$field.logged_accounts(cursor, count).await
             }
             async fn publish(&self, message: &str) -> $crate::store::StoreResult<()> {
                 self.$field.publish(message).await

@@ -123,7 +123,7 @@ pub async fn event_logs(live: &dyn LiveStore, uid: i64) {
         "an account that opened no log keeps none"
     );
     assert_eq!(
-        live.event_logs_exist(&[uid]).await.expect("exist"),
+        live.keep_event_logs(&[uid], bounds).await.expect("keep"),
         vec![false]
     );
     let opened = live.open_event_log(uid, bounds).await.expect("open");
@@ -133,9 +133,29 @@ pub async fn event_logs(live: &dyn LiveStore, uid: i64) {
         "opening an open log adds nothing"
     );
     assert_eq!(
-        live.event_logs_exist(&[uid]).await.expect("exist"),
+        live.keep_event_logs(&[uid], bounds).await.expect("keep"),
         vec![true]
     );
+    // The accounts with logs, paged through (the store may hold others'),
+    // name it and not an account without one.
+    let never = -uid;
+    assert_eq!(
+        live.keep_event_logs(&[never], bounds).await.expect("keep"),
+        vec![false],
+        "keeping makes no log"
+    );
+    assert!(live.logged_account_count().await.expect("count") >= 1);
+    let (mut listed, mut cursor) = (Vec::new(), 0);
+    loop {
+        let (page, next) = live.logged_accounts(cursor, 2).await.expect("page");
+        listed.extend(page);
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+    }
+    assert!(listed.contains(&uid), "{uid} has a log: {listed:?}");
+    assert!(!listed.contains(&never), "{never} has none");
     assert_eq!(
         live.append_events(&[event(1), event(2)], bounds)
             .await

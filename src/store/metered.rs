@@ -305,6 +305,7 @@ metered! {
         batch(blockers) fn blocks_by(blockers: &[i64]) -> Vec<BlockDoc>;
         counted fn blockers_of(uid: i64, limit: usize) -> Vec<BlockDoc>;
         batch(others) fn blockers_among(uid: i64, others: &[i64]) -> Vec<i64>;
+        batch(others) fn followers_among(uid: i64, others: &[i64]) -> Vec<i64>;
         background fn blocks_involving(uid: i64, limit: usize) -> Vec<BlockDoc>;
         counted fn insert_filter(filter: &FilterDoc) -> bool;
         counted fn delete_filter(kind: FilterKind, uid: i64, other: i64) -> bool;
@@ -459,7 +460,10 @@ metered! {
         background fn open_event_log(uid: i64, bounds: LogBounds) -> EventId;
         counted fn append_events(events: &[NewEvent], bounds: LogBounds) -> Vec<i64>;
         background fn events_after(uid: i64, after: EventId, max: usize) -> LogRead;
-        background fn event_logs_exist(uids: &[i64]) -> Vec<bool>;
+        background fn keep_event_logs(uids: &[i64], bounds: LogBounds) -> Vec<bool>;
+        // A pulled author's fan-out's, in the background.
+        background fn logged_account_count() -> u64;
+        background fn logged_accounts(cursor: u64, count: usize) -> (Vec<i64>, u64);
         counted fn publish(message: &str) -> ();
         background fn bus() -> tokio::sync::broadcast::Receiver<BusNote>;
         counted fn put_stream_ticket(ticket: &str, value: &str, ttl_ms: u64) -> ();

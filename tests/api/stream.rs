@@ -163,6 +163,75 @@ async fn every_kind_of_event_reaches_the_stream() {
     assert_eq!(gone.data, json!({"postId": p}));
 }
 
+/// A pulled author's post is pushed into no timeline, yet it enters each
+/// follower's home feed as they read, so their streams hear of it as they
+/// would of a pushed one: found through the accounts with event logs while
+/// they are fewer than the followers, through the followers once they are
+/// not; friends-only to friends alone either way, nobody else told.
+#[tokio::test]
+async fn a_pulled_authors_post_reaches_its_followers_streams() {
+    let mut settings = quick();
+    settings.pulled_author_followers = 2;
+    let app = spawn_app_with(settings).await;
+    let a = app.user("u_pa").await;
+    let (friend, fan) = (app.user("u_pf").await, app.user("u_pn").await);
+    friends(&app, &a, &friend).await;
+    follow(&app, &fan, &a).await;
+    for name in ["u_pq1", "u_pq2", "u_pq3"] {
+        follow(&app, &app.user(name).await, &a).await;
+    }
+    let (mut to_friend, _, _) = opened(&app, &friend, "", None).await;
+    let (mut to_fan, _, _) = opened(&app, &fan, "", None).await;
+    let mut strangers = Vec::new();
+    for name in ["u_ps1", "u_ps2", "u_ps3"] {
+        strangers.push(app.user(name).await);
+    }
+    let (mut to_stranger, _, _) = opened(&app, &strangers[0], "", None).await;
+
+    // Three accounts with logs, one of them no follower, beside five
+    // followers: the logs are walked.
+    let first = app.text_post(&a, "pulled, the logs walked").await;
+    to_friend.until("post.new", is_post(first)).await;
+    let (e, _) = to_fan.until("post.new", is_post(first)).await;
+    assert_eq!(e.data, json!({"postId": first, "authorUid": a.uid}));
+    in_feed(&app, &fan, first).await;
+    let only_friends = post(
+        &app,
+        &a,
+        json!({"category": "TEXT", "content": "friends", "visibility": "friends"}),
+    )
+    .await;
+    to_friend.until("post.new", is_post(only_friends)).await;
+    // The stranger is told of its own post, and of none before it: had the
+    // walk told it of the author's, that would have come first.
+    let theirs = app.text_post(&strangers[0], "mine").await;
+    let (_, past) = to_stranger.until("post.new", is_post(theirs)).await;
+    assert!(
+        !past.iter().any(|e| e.name == "post.new"),
+        "a stranger was told of a pulled author's post: {past:?}"
+    );
+
+    // Six accounts with logs beside five followers: the followers are
+    // walked.
+    let mut held = Vec::new();
+    for user in &strangers[1..] {
+        held.push(opened(&app, user, "", None).await.0);
+    }
+    let second = app.text_post(&a, "pulled, the followers walked").await;
+    to_friend.until("post.new", is_post(second)).await;
+    let (_, past) = to_fan.until("post.new", is_post(second)).await;
+    assert!(
+        !past.iter().any(|e| e.name == "post.new"),
+        "the friends-only post reached a follower who is no friend: {past:?}"
+    );
+    let again = app.text_post(&strangers[0], "mine again").await;
+    let (_, past) = to_stranger.until("post.new", is_post(again)).await;
+    assert!(
+        !past.iter().any(|e| e.name == "post.new"),
+        "a stranger was told of a pulled author's post: {past:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_resume_gets_exactly_the_events_missed_in_order() {
     let app = spawn_app_with(quick()).await;

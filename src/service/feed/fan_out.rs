@@ -115,6 +115,9 @@ pub async fn push_remaining(
             if let Err(e) = ctx.live.note_pulled_author_posted(author, post_id).await {
                 tracing::warn!(error = %e, author, "could not announce a pulled author's post; other instances show it within their copies' 5 s");
             }
+            if let Err(e) = tell_pulled_followers(ctx, plan, followers, page).await {
+                tracing::warn!(error = %e, post_id, "could not tell every follower's stream of a pulled author's post; their next feed read shows it");
+            }
             return Ok(pushed);
         }
     }
@@ -133,12 +136,8 @@ pub async fn push_remaining(
                 reached(edge);
             }
         }
-        let (mut active, next) = read?;
-        if visibility::reach(audience) == Reach::Friends && !active.is_empty() {
-            // Friends are the followers the author follows back.
-            active = ctx.docs.follow_edges(author, &active).await?.0;
-        }
-        active.retain(|uid| filter.admits(*uid));
+        let (active, next) = read?;
+        let active = who_it_reaches(ctx, plan, &filter, active, Known::Followers).await?;
         pushed += active.len();
         let live = ctx.live.clone();
         let uids = active.clone();
@@ -162,6 +161,118 @@ pub async fn push_remaining(
         last.settle(ctx, post_id).await;
     }
     Ok(pushed)
+}
+
+/// Whether a fan-out's candidates are known to follow its author.
+#[derive(PartialEq, Eq)]
+enum Known {
+    Followers,
+    /// Any accounts (a pulled author's fan-out walking the accounts with
+    /// event logs): those who do not follow the author go too.
+    Anyone,
+}
+
+/// Of `uids`, those the post reaches: followers (asked, unless `known`),
+/// only friends for a friends-only post (followers the author follows
+/// back), and none the push filter leaves out.
+async fn who_it_reaches(
+    ctx: &Context,
+    plan: &FanOutDoc,
+    filter: &PushFilter,
+    mut uids: Vec<i64>,
+    known: Known,
+) -> AppResult<Vec<i64>> {
+    if known == Known::Anyone && !uids.is_empty() {
+        let following: HashSet<i64> = ctx
+            .docs
+            .followers_among(plan.author, &uids)
+            .await?
+            .into_iter()
+            .collect();
+        uids.retain(|u| following.contains(u));
+    }
+    if visibility::reach(plan.visibility) == Reach::Friends && !uids.is_empty() {
+        // Friends are the followers the author follows back.
+        let followed: HashSet<i64> = ctx
+            .docs
+            .follow_edges(plan.author, &uids)
+            .await?
+            .0
+            .into_iter()
+            .collect();
+        uids.retain(|u| followed.contains(u));
+    }
+    uids.retain(|u| filter.admits(*u));
+    Ok(uids)
+}
+
+/// Accounts with event logs asked about per page, walking them for a
+/// pulled author's post.
+const LOGGED_PAGE: usize = 1_000;
+
+/// A pulled author's post goes into no timeline, yet it enters each
+/// follower's home feed all the same (merged in as they read), so the
+/// streams that a push would have told are told: those of the followers
+/// with an event log (who held a stream lately), which are few beside a
+/// pulled author's followers. Whichever side is smaller is walked: the
+/// accounts with logs, each page asked which follow the author; or the
+/// active followers, whose events are kept only where a log exists. Not
+/// saved for another instance if this one stops: a stream it did not reach
+/// shows the post on its next feed read. Returns how many were told.
+async fn tell_pulled_followers(
+    ctx: &Context,
+    plan: &FanOutDoc,
+    followers: u64,
+    page: usize,
+) -> AppResult<usize> {
+    let filter = push_filter(ctx, plan).await?;
+    let bounds = stream::log_bounds(ctx);
+    let (post, author) = (plan.post_id, plan.author);
+    let mut told = 0;
+    if ctx.live.logged_account_count().await? < followers {
+        // A page of the register may repeat an account an earlier one named.
+        let mut seen = HashSet::new();
+        let mut cursor = 0;
+        loop {
+            let (logged, next) = ctx
+                .live
+                .logged_accounts(cursor, page.min(LOGGED_PAGE))
+                .await?;
+            let fresh: Vec<i64> = logged
+                .into_iter()
+                .filter(|u| *u != author && seen.insert(*u))
+                .collect();
+            let reach = who_it_reaches(ctx, plan, &filter, fresh, Known::Anyone).await?;
+            stream::log_now(
+                ctx.live.as_ref(),
+                &stream::posts_entered(post, author, &reach),
+                bounds,
+            )
+            .await;
+            told += reach.len();
+            if next == 0 {
+                return Ok(told);
+            }
+            cursor = next;
+        }
+    }
+    let mut before = None;
+    loop {
+        let (active, next) =
+            active_followers_page(ctx, author, plan.active_since, before, page).await?;
+        let reach = who_it_reaches(ctx, plan, &filter, active, Known::Followers).await?;
+        stream::log_now(
+            ctx.live.as_ref(),
+            &stream::posts_entered(post, author, &reach),
+            bounds,
+        )
+        .await;
+        told += reach.len();
+        match next {
+            Some(edge) => before = Some(edge),
+            None => return Ok(told),
+        }
+    }
 }
 
 /// Whom, of those `reach` names, the fan-out leaves out: those the author

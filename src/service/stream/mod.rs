@@ -9,7 +9,7 @@
 //! This module is the instance's hub: it holds the streams open here,
 //! bounds them (per instance here, per account through the live store's
 //! register), routes what the bus says to the streams it concerns, renews
-//! their entries in the register, checks that their logs still exist, and
+//! their entries in the register, keeps their logs (or finds them lost), and
 //! closes them all when the instance stops.
 
 pub mod connection;
@@ -229,8 +229,9 @@ impl Hub {
         }
     }
 
-    /// Renews the register's entries of the streams held here, and has
-    /// those whose logs are gone (the live store lost them) say `reset`.
+    /// Renews the register's entries of the streams held here, keeps their
+    /// accounts' logs, and has those whose logs are gone (the live store
+    /// lost them) say `reset`.
     async fn upkeep(&self, ctx: &Context) {
         let held: Vec<(i64, i64)> = {
             let registry = self.registry();
@@ -250,7 +251,11 @@ impl Hub {
         let mut uids: Vec<i64> = held.iter().map(|(u, _)| *u).collect();
         uids.sort_unstable();
         uids.dedup();
-        match ctx.live.event_logs_exist(&uids).await {
+        match ctx
+            .live
+            .keep_event_logs(&uids, events::log_bounds(ctx))
+            .await
+        {
             Ok(exist) => {
                 let registry = self.registry();
                 for (uid, exists) in uids.iter().zip(exist) {

@@ -88,6 +88,10 @@ pub trait SocialDocs: Send + Sync {
     /// Of `others`: those `uid` follows, and those who follow `uid`.
     async fn follow_edges(&self, uid: i64, others: &[i64]) -> StoreResult<(Vec<i64>, Vec<i64>)>;
 
+    /// Of `others`: those who follow `uid` (the second half of
+    /// `follow_edges`, in one plain query where it takes an `$or`).
+    async fn followers_among(&self, uid: i64, others: &[i64]) -> StoreResult<Vec<i64>>;
+
     /// `Ok(false)` when the block exists already.
     async fn insert_block(&self, block: &BlockDoc) -> StoreResult<bool>;
 

@@ -152,7 +152,6 @@ impl StreamStore for MemoryStreams {
                 now,
             ));
             log.trim(bounds, now);
-            log.expires_at = now + bounds.max_age_ms;
             if !grew.contains(&e.uid) {
                 grew.push(e.uid);
             }
@@ -180,10 +179,48 @@ impl StreamStore for MemoryStreams {
         ))
     }
 
-    async fn event_logs_exist(&self, uids: &[i64]) -> StoreResult<Vec<bool>> {
+    async fn keep_event_logs(&self, uids: &[i64], bounds: LogBounds) -> StoreResult<Vec<bool>> {
         let now = now();
         let mut logs = lock(&self.logs);
-        Ok(uids.iter().map(|u| logs.live(*u, now).is_some()).collect())
+        Ok(uids
+            .iter()
+            .map(|u| match logs.live(*u, now) {
+                Some(log) => {
+                    log.expires_at = now + bounds.max_age_ms;
+                    true
+                }
+                None => false,
+            })
+            .collect())
+    }
+
+    async fn logged_account_count(&self) -> StoreResult<u64> {
+        Ok(lock(&self.logs).by_uid.len() as u64)
+    }
+
+    /// The cursor is the page's first uid plus one, pages in uid order, so
+    /// an account is in one page at most.
+    async fn logged_accounts(&self, cursor: u64, count: usize) -> StoreResult<(Vec<i64>, u64)> {
+        let now = now();
+        let logs = lock(&self.logs);
+        let from = cursor.saturating_sub(1) as i64;
+        let mut after: Vec<i64> = logs
+            .by_uid
+            .iter()
+            .filter(|(uid, log)| (cursor == 0 || **uid >= from) && log.expires_at > now)
+            .map(|(uid, _)| *uid)
+            .collect();
+        let count = count.max(1);
+        if after.len() <= count {
+            after.sort_unstable();
+            return Ok((after, 0));
+        }
+        // The `count` smallest, without sorting every one.
+        after.select_nth_unstable(count);
+        let next = after[count];
+        after.truncate(count);
+        after.sort_unstable();
+        Ok((after, next as u64 + 1))
     }
 
     async fn publish(&self, message: &str) -> StoreResult<()> {
@@ -329,8 +366,28 @@ mod tests {
         };
         assert_eq!(s.events_after(1, made_up, 10).await.unwrap(), LogRead::Gone);
         assert_eq!(
-            s.event_logs_exist(&[1, 2]).await.unwrap(),
+            s.keep_event_logs(&[1, 2], BOUNDS).await.unwrap(),
             vec![true, false]
         );
+    }
+
+    #[tokio::test]
+    async fn logged_accounts_page_through_every_account_once() {
+        let s = MemoryStreams::default();
+        for uid in (1..=25).rev() {
+            s.open_event_log(uid, BOUNDS).await.unwrap();
+        }
+        assert_eq!(s.logged_account_count().await.unwrap(), 25);
+        let (mut seen, mut cursor) = (Vec::new(), 0);
+        loop {
+            let (page, next) = s.logged_accounts(cursor, 10).await.unwrap();
+            assert!(page.len() <= 10);
+            seen.extend(page);
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        assert_eq!(seen, (1..=25).collect::<Vec<_>>());
     }
 }

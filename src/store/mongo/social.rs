@@ -103,6 +103,15 @@ impl SocialDocs for MongoDocs {
         Ok(out)
     }
 
+    async fn followers_among(&self, uid: i64, others: &[i64]) -> StoreResult<Vec<i64>> {
+        if others.is_empty() {
+            return Ok(Vec::new());
+        }
+        let filter = doc! { "followee": uid, "follower": { "$in": others } };
+        let edges = collect(self.follows().find(filter).await.map_err(classify)?).await?;
+        Ok(edges.into_iter().map(|e| e.follower).collect())
+    }
+
     async fn insert_block(&self, block: &BlockDoc) -> StoreResult<bool> {
         insert_unless_duplicate(&self.blocks(), block).await
     }

@@ -4,7 +4,8 @@
 //! is one pub/sub channel (on a Redis Cluster a PUBLISH reaches every
 //! node, so listening on any one node hears all); tickets are keys taken
 //! with GETDEL; the register of an account's streams is a zset beside its
-//! log.
+//! log; the accounts that have logs are one zset (`stream:logged`, scored
+//! by when each log expires), which a pulled author's fan-out walks.
 //!
 //! Whether a log still holds what came after an id needs no sequence of our
 //! own: the id is in the log, or it is the newest one trimmed away (Redis
@@ -59,7 +60,6 @@ local oldest = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - tonum
 if oldest > 0 then
   redis.call('XTRIM', KEYS[1], 'MINID', '~', string.format('%d', oldest))
 end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return id
 "#;
 
@@ -109,6 +109,28 @@ impl RedisLive {
 
     fn register_key(&self, uid: i64) -> String {
         format!("{}{{u:{uid}}}:streams", self.prefix)
+    }
+
+    fn logged_key(&self) -> String {
+        format!("{}stream:logged", self.prefix)
+    }
+
+    /// Adds to `batch`, replies ignored: these accounts' logs are kept
+    /// until `bounds` from now, in the register of accounts with logs too,
+    /// from which the expired are dropped.
+    fn keep_logged(&self, batch: &mut Batch, uids: &[i64], bounds: LogBounds) {
+        let now = crate::ids::now_ms().max(0) as u64;
+        let key = self.logged_key();
+        let add = batch.cmd("ZADD", &key);
+        for uid in uids {
+            add.arg(now + bounds.max_age_ms).arg(*uid);
+        }
+        batch.ignore();
+        batch
+            .cmd("ZREMRANGEBYSCORE", &key)
+            .arg("-inf")
+            .arg(format!("({now}"));
+        batch.ignore();
     }
 
     fn ticket_key(&self, ticket: &str) -> String {
@@ -257,6 +279,7 @@ impl StreamStore for RedisLive {
             .eval(OPEN, &[&self.log_key(uid)])
             .arg(bounds.max_age_ms)
             .arg(LOG_OPENED);
+        self.keep_logged(&mut batch, &[uid], bounds);
         let replies = self.conn.run(batch).await?;
         parse_id(replies.first().unwrap_or(&Value::Nil))
     }
@@ -297,19 +320,64 @@ impl StreamStore for RedisLive {
         }
     }
 
-    async fn event_logs_exist(&self, uids: &[i64]) -> StoreResult<Vec<bool>> {
+    async fn keep_event_logs(&self, uids: &[i64], bounds: LogBounds) -> StoreResult<Vec<bool>> {
         if uids.is_empty() {
             return Ok(Vec::new());
         }
         let mut batch = Batch::new().repeatable();
         for uid in uids {
-            batch.cmd("EXISTS", &self.log_key(*uid));
+            batch
+                .cmd("PEXPIRE", &self.log_key(*uid))
+                .arg(bounds.max_age_ms);
         }
         let replies = self.conn.run(batch).await?;
-        Ok(replies
+        let kept: Vec<bool> = replies
             .iter()
             .map(|v| matches!(v, Value::Int(n) if *n > 0))
-            .collect())
+            .collect();
+        let logged: Vec<i64> = uids
+            .iter()
+            .zip(&kept)
+            .filter(|(_, k)| **k)
+            .map(|(u, _)| *u)
+            .collect();
+        if !logged.is_empty() {
+            let mut batch = Batch::new().repeatable();
+            self.keep_logged(&mut batch, &logged, bounds);
+            self.conn.run(batch).await?;
+        }
+        Ok(kept)
+    }
+
+    async fn logged_account_count(&self) -> StoreResult<u64> {
+        let mut card = redis::cmd("ZCARD");
+        card.arg(self.logged_key());
+        self.conn.query::<u64>(&card).await
+    }
+
+    async fn logged_accounts(&self, cursor: u64, count: usize) -> StoreResult<(Vec<i64>, u64)> {
+        let mut scan = redis::cmd("ZSCAN");
+        scan.arg(self.logged_key())
+            .arg(cursor)
+            .arg("COUNT")
+            .arg(count.max(1));
+        let (next, pairs): (String, Vec<String>) = self.conn.query(&scan).await?;
+        let now = crate::ids::now_ms() as f64;
+        // Member, then score (when its log expires): an expired one is left
+        // out until an open or a heartbeat drops it.
+        let uids = pairs
+            .chunks(2)
+            .filter(|p| {
+                p.get(1)
+                    .and_then(|s| s.parse::<f64>().ok())
+                    .is_some_and(|expires| expires > now)
+            })
+            .filter_map(|p| p[0].parse().ok())
+            .collect();
+        let next = next
+            .parse()
+            .map_err(|_| StoreError::Other(anyhow::anyhow!("not a ZSCAN cursor: {next}")))?;
+        Ok((uids, next))
     }
 
     async fn publish(&self, message: &str) -> StoreResult<()> {

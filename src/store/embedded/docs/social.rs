@@ -107,6 +107,21 @@ impl SocialDocs for EmbeddedDocs {
         .await
     }
 
+    async fn followers_among(&self, uid: i64, others: &[i64]) -> StoreResult<Vec<i64>> {
+        let others = others.to_vec();
+        self.read(move |txn| {
+            let pairs = txn.open_table(FOLLOW_PAIRS).map_err(other)?;
+            let mut out = Vec::new();
+            for o in others {
+                if pairs.get((id(o), id(uid))).map_err(other)?.is_some() {
+                    out.push(o);
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
     async fn insert_block(&self, block: &BlockDoc) -> StoreResult<bool> {
         let b = block.clone();
         self.write(move |txn| {
