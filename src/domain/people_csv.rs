@@ -40,7 +40,8 @@ pub enum RowProblem {
     Yourself,
     /// Someone an earlier row named already.
     ListedTwice,
-    /// One of the two blocks the other.
+    /// The importer blocks them (one who blocks the importer is
+    /// `NoSuchUser` to it, as their profile is).
     BlockBetween,
     /// Hiding from someone who does not follow the importer.
     NotAFollower,
@@ -51,6 +52,9 @@ pub enum RowProblem {
 /// The rows of `csv` that name someone (blank lines and the header left
 /// out), with `host` this service's host name.
 pub fn read(csv: &str, host: &str) -> Result<Vec<Row>, AppError> {
+    // A spreadsheet saving "CSV UTF-8" starts the file with a byte-order
+    // mark, which would otherwise hide the header.
+    let csv = csv.strip_prefix('\u{feff}').unwrap_or(csv);
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
@@ -163,6 +167,15 @@ mod tests {
                 (1, Ok("zhaoliu".into())),
                 (3, Err(RowProblem::NotAUsername))
             ]
+        );
+    }
+
+    #[test]
+    fn a_byte_order_mark_hides_no_header() {
+        let csv = "\u{feff}Account address,Show boosts\nwangwu@h,true\n";
+        assert_eq!(
+            names(&read(csv, "h").unwrap()),
+            vec![(2, Ok("wangwu".into()))]
         );
     }
 

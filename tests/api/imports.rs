@@ -71,6 +71,17 @@ async fn a_mastodon_list_is_previewed_row_by_row_and_applied_as_previewed() {
         .as_u16(),
         200
     );
+    let blocked = app.user("imp_blocked").await;
+    assert_eq!(
+        app.put(
+            &format!("/api/v1/users/{}/block", blocked.uid),
+            Some(&me.token)
+        )
+        .await
+        .0
+        .as_u16(),
+        200
+    );
     follow(&app, &me, &c).await;
     let csv = "Account address,Show boosts,Notify on new posts,Languages\n\
                imp_a@127.0.0.1,true,false,\n\
@@ -80,6 +91,7 @@ async fn a_mastodon_list_is_previewed_row_by_row_and_applied_as_previewed() {
                someone@mastodon.social,true,false,\n\
                importer@127.0.0.1,true,false,\n\
                imp_blocker,true,false,\n\
+               imp_blocked,true,false,\n\
                imp_a,true,false,\n\
                not a name!,true,false,\n";
     let body = json!({"kind": "following", "mode": "merge", "csv": csv});
@@ -116,9 +128,12 @@ async fn a_mastodon_list_is_previewed_row_by_row_and_applied_as_previewed() {
                 "an account of another service (mastodon.social)"
             ),
             (7, "yourself", "yourself"),
-            (8, "block_between", "a block stands between you"),
-            (9, "listed_twice", "listed already, on line 2"),
-            (10, "not_a_username", "not a username"),
+            // Who blocked the importer is no one here, to the importer, as
+            // their profile is; whom it blocks is named.
+            (8, "no_such_user", "no such user here"),
+            (9, "block_between", "a block stands between you"),
+            (10, "listed_twice", "listed already, on line 2"),
+            (11, "not_a_username", "not a username"),
         ]
     );
     // The preview wrote nothing.
@@ -163,6 +178,34 @@ async fn a_mastodon_list_is_previewed_row_by_row_and_applied_as_previewed() {
         )
         .await;
     assert_eq!(s.as_u16(), 409, "{changed}");
+    assert_eq!(
+        following(&app, &me).await,
+        BTreeSet::from([a.uid, b.uid, c.uid])
+    );
+
+    // The same list imported again after its follows were undone by hand
+    // is a new import, not the old one answered again.
+    for who in [&a, &b] {
+        let (s, _) = app
+            .delete(
+                &format!("/api/v1/users/{}/follow", who.uid),
+                Some(&me.token),
+            )
+            .await;
+        assert_eq!(s.as_u16(), 200);
+    }
+    let (_, preview) = app
+        .post("/api/v1/me/imports/preview", Some(&me.token), body.clone())
+        .await;
+    assert_eq!(
+        uids(preview["add"].as_array().unwrap()),
+        BTreeSet::from([a.uid, b.uid])
+    );
+    let mut again = body.clone();
+    again["planId"] = preview["planId"].clone();
+    let redone = apply(&app, &me, again).await;
+    assert_ne!(redone["id"], done["id"], "{redone}");
+    assert_eq!(redone["progress"], json!({"done": 2, "total": 2}));
     assert_eq!(
         following(&app, &me).await,
         BTreeSet::from([a.uid, b.uid, c.uid])
@@ -268,6 +311,24 @@ async fn blocks_mutes_and_hides_are_imported_and_bad_lists_change_nothing() {
     assert_eq!(hides["state"], "done");
     let hidden = every_item(&app, "/api/v1/me/hidden", Some(&me.token), 10).await;
     assert_eq!(uids(&hidden), BTreeSet::from([fan.uid]));
+    // Overwritten with a list naming the fan, who stopped following since:
+    // the fan stays hidden, not taken off for what would keep them off now.
+    let (s, _) = app
+        .delete(
+            &format!("/api/v1/users/{}/follow", me.uid),
+            Some(&fan.token),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 200);
+    let (_, preview) = app
+        .post(
+            "/api/v1/me/imports/preview",
+            Some(&me.token),
+            json!({"kind": "hidden", "mode": "overwrite", "csv": "lm_fan\n"}),
+        )
+        .await;
+    assert_eq!(preview["remove"], json!([]), "{preview}");
+    assert_eq!(preview["unchanged"], 1, "{preview}");
 
     // Bad input changes nothing and says what is wrong.
     assert_problem(
@@ -330,4 +391,67 @@ async fn the_following_list_an_export_writes_imports_into_another_account() {
     assert_eq!(imported["state"], "done", "{imported}");
     assert_eq!(following(&app, &new).await, following(&app, &old).await);
     assert_eq!(following(&app, &new).await, BTreeSet::from([x.uid, y.uid]));
+}
+
+/// An account suspended while its import runs takes no more of its steps,
+/// as it could take none by hand; the import says why it ended.
+#[tokio::test]
+async fn an_import_ends_when_its_account_is_suspended() {
+    let mut settings = test_settings();
+    settings.imports.pause_ms = 100;
+    // Renewed, and the account checked, every 250 ms.
+    settings.imports.claim_secs = 1;
+    let app = spawn_app_with(settings).await;
+    let me = app.user("suspendee").await;
+    let mut csv = String::new();
+    for i in 0..60 {
+        app.user(&format!("sus_{i}")).await;
+        csv.push_str(&format!("sus_{i}\n"));
+    }
+    let (s, started) = app
+        .post(
+            "/api/v1/me/imports",
+            Some(&me.token),
+            json!({"kind": "mutes", "mode": "merge", "csv": csv}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 202, "{started}");
+    let id = started["id"].as_i64().unwrap();
+    let reporter = app.user("sus_reporter").await;
+    let body = json!({"targetType": "user", "targetId": me.uid, "category": "spam"});
+    assert_eq!(crate::reports::report(&app, &reporter, body).await.0, 201);
+    let m = crate::reports::moderator(&app, "sus_mod").await;
+    let (s, v) = crate::strikes::act_on(
+        &app,
+        &m,
+        json!({"kind": "user", "id": me.uid}),
+        json!({"action": "suspend", "days": 1}),
+    )
+    .await;
+    assert_eq!(s, 200, "{v}");
+    // Its sessions are gone with the suspension: the documents tell.
+    let ended = || async {
+        app.ctx
+            .docs
+            .import_by_id(me.uid, id)
+            .await
+            .unwrap()
+            .expect("the import")
+    };
+    wait_until("the import ends", || async {
+        ended().await.state == moments::store::ImportState::Failed
+    })
+    .await;
+    let import = ended().await;
+    assert!(import.done < 60, "every step was taken: {import:?}");
+    assert!(
+        import
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("suspended")),
+        "{import:?}"
+    );
+    let steps_then = import.done;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(ended().await.done, steps_then, "no step after it ended");
 }

@@ -10,7 +10,7 @@ use crate::helpers::{assert_problem, follow, spawn_app, wait_until, whole_feed, 
 use crate::reports::{moderator, queue, report};
 
 /// Closes the one open queue item about `target` with `body`.
-async fn act_on(app: &TestApp, m: &User, target: Value, body: Value) -> (u16, Value) {
+pub(crate) async fn act_on(app: &TestApp, m: &User, target: Value, body: Value) -> (u16, Value) {
     let items = queue(app, m, "").await;
     let item = items
         .iter()

@@ -196,6 +196,22 @@ async fn run(ctx: &Context, import: ImportDoc) {
         }
     }
     let (mut done, mut skipped) = (import.done, import.skipped);
+    // Checked now and at each renewal: an account suspended or deleted
+    // since takes no more steps, as it could take none by hand.
+    let withheld = || async {
+        match ctx.docs.users_by_ids(&[uid]).await {
+            Ok(found) => !found.iter().any(|u| !u.is_withheld(now_ms())),
+            Err(_) => false,
+        }
+    };
+    if withheld().await {
+        finish(
+            ImportState::Failed,
+            Some("the account was suspended or deleted".into()),
+        )
+        .await;
+        return;
+    }
     let mut renewed = Instant::now();
     while let Some((add, them)) = usize::try_from(done)
         .ok()
@@ -251,6 +267,16 @@ async fn run(ctx: &Context, import: ImportDoc) {
                 Err(e) => {
                     tracing::debug!(import = id, error = %e, "could not record an import's progress")
                 }
+            }
+            if withheld().await {
+                finish(
+                    ImportState::Failed,
+                    Some(format!(
+                        "the account was suspended or deleted; {done} of its steps were done"
+                    )),
+                )
+                .await;
+                return;
             }
         }
     }

@@ -223,10 +223,14 @@ pub async fn plan(
     // Who may not be on this list: anyone across a block (but for a block
     // list), and for hides anyone who does not follow the account.
     let mut across_block: HashSet<i64> = HashSet::new();
+    // Who blocked the account is theirs to know: to it they are no one
+    // here, as their profile is, unless it has them on the list already.
+    let mut blocking_me: HashSet<i64> = HashSet::new();
     let mut followers: HashSet<i64> = HashSet::new();
     for part in named.chunks(LOOKUP_BATCH) {
         if req.kind != ImportKind::Blocks {
             across_block.extend(ctx.docs.blocks_between(uid, part).await?);
+            blocking_me.extend(ctx.docs.blockers_among(uid, part).await?);
         }
         if req.kind == ImportKind::Hidden {
             followers.extend(ctx.docs.follow_edges(uid, part).await?.1);
@@ -260,7 +264,10 @@ pub async fn plan(
                 continue;
             }
         };
-        let Some(user) = by_name.get(name.as_str()) else {
+        let Some(user) = by_name
+            .get(name.as_str())
+            .filter(|u| !blocking_me.contains(&u.uid) || on_list.contains(&u.uid))
+        else {
             reject(RowProblem::NoSuchUser, "no such user here".into());
             continue;
         };
@@ -276,6 +283,14 @@ pub async fn plan(
             continue;
         }
         first_line.insert(user.uid, row.line);
+        // On the list already: it stays, whatever would keep it off now (a
+        // block made since, a follower gone), or an overwrite would take
+        // off someone the list names.
+        if on_list.contains(&user.uid) {
+            listed.insert(user.uid);
+            unchanged += 1;
+            continue;
+        }
         if across_block.contains(&user.uid) {
             reject(
                 RowProblem::BlockBetween,
@@ -291,17 +306,13 @@ pub async fn plan(
             continue;
         }
         listed.insert(user.uid);
-        if on_list.contains(&user.uid) {
-            unchanged += 1;
-        } else {
-            new.push((
-                row,
-                Named {
-                    uid: user.uid,
-                    username: user.username.clone(),
-                },
-            ));
-        }
+        new.push((
+            row,
+            Named {
+                uid: user.uid,
+                username: user.username.clone(),
+            },
+        ));
     }
     let remove_uids: Vec<i64> = match req.mode {
         ImportMode::Merge => Vec::new(),
@@ -336,7 +347,8 @@ pub async fn plan(
             username: names.get(u).cloned().unwrap_or_default(),
         })
         .collect();
-    let plan_id = plan_id(uid, req.kind, req.mode, &add, &remove);
+    let newest_import = ctx.docs.imports_of(uid, 1).await?.first().map(|i| i.id);
+    let plan_id = plan_id(uid, newest_import, req.kind, req.mode, &add, &remove);
     Ok(ImportPreview {
         kind: req.kind,
         mode: req.mode,
@@ -348,17 +360,21 @@ pub async fn plan(
     })
 }
 
-/// What names a plan: the account, the kind and mode, and whom it adds
-/// and removes, in order.
+/// What names a plan: the account, the kind and mode, whom it adds and
+/// removes, in order, and the account's newest import when it was made. So
+/// a plan is applied once: the same list previewed again after an import
+/// (whose follows were undone by hand since, say) is a new plan, not a
+/// retry of the import that applied it.
 fn plan_id(
     uid: i64,
+    newest_import: Option<i64>,
     kind: ImportKind,
     mode: ImportMode,
     add: &[Named],
     remove: &[Named],
 ) -> String {
     let mut h = Sha256::new();
-    h.update(format!("{uid}|{kind:?}|{mode:?}|add").as_bytes());
+    h.update(format!("{uid}|{newest_import:?}|{kind:?}|{mode:?}|add").as_bytes());
     for a in add {
         h.update(format!(",{}", a.uid).as_bytes());
     }
