@@ -226,8 +226,7 @@ async fn tell_pulled_followers(
     page: usize,
 ) -> AppResult<usize> {
     let filter = push_filter(ctx, plan).await?;
-    let bounds = stream::log_bounds(ctx);
-    let (post, author) = (plan.post_id, plan.author);
+    let author = plan.author;
     let mut told = 0;
     if ctx.live.logged_account_count().await? < followers {
         // A page of the register may repeat an account an earlier one named.
@@ -242,14 +241,7 @@ async fn tell_pulled_followers(
                 .into_iter()
                 .filter(|u| *u != author && seen.insert(*u))
                 .collect();
-            let reach = who_it_reaches(ctx, plan, &filter, fresh, Known::Anyone).await?;
-            stream::log_now(
-                ctx.live.as_ref(),
-                &stream::posts_entered(post, author, &reach),
-                bounds,
-            )
-            .await;
-            told += reach.len();
+            told += tell_those_reached(ctx, plan, &filter, fresh, Known::Anyone).await?;
             if next == 0 {
                 return Ok(told);
             }
@@ -260,19 +252,26 @@ async fn tell_pulled_followers(
     loop {
         let (active, next) =
             active_followers_page(ctx, author, plan.active_since, before, page).await?;
-        let reach = who_it_reaches(ctx, plan, &filter, active, Known::Followers).await?;
-        stream::log_now(
-            ctx.live.as_ref(),
-            &stream::posts_entered(post, author, &reach),
-            bounds,
-        )
-        .await;
-        told += reach.len();
+        told += tell_those_reached(ctx, plan, &filter, active, Known::Followers).await?;
         match next {
             Some(edge) => before = Some(edge),
             None => return Ok(told),
         }
     }
+}
+
+/// Logs `post.new` for those of `uids` the post reaches; how many.
+async fn tell_those_reached(
+    ctx: &Context,
+    plan: &FanOutDoc,
+    filter: &PushFilter,
+    uids: Vec<i64>,
+    known: Known,
+) -> AppResult<usize> {
+    let reach = who_it_reaches(ctx, plan, filter, uids, known).await?;
+    let told = stream::posts_entered(plan.post_id, plan.author, &reach);
+    stream::log_now(ctx.live.as_ref(), &told, stream::log_bounds(ctx)).await;
+    Ok(reach.len())
 }
 
 /// Whom, of those `reach` names, the fan-out leaves out: those the author
