@@ -132,8 +132,10 @@ pub struct ContentFilterSpec {
 impl ContentFilterSpec {
     pub fn parse(req: ContentFilterRequest) -> Result<Self, AppError> {
         let term = parse_text("term", &req.term, MAX_TERM_CHARS, true)?;
+        // Well-formed, so 422: no schema can say "a letter or digit once
+        // normalised".
         if normalize(&term).is_empty() {
-            return Err(AppError::invalid(
+            return Err(AppError::unprocessable(
                 "term",
                 "must have a letter or digit: spaces, punctuation and invisible characters are ignored when matching",
             ));
@@ -327,6 +329,6 @@ mod tests {
             action: FilterAction::Reject,
             reason: "r".into(),
         });
-        assert!(matches!(refused, Err(AppError::InvalidInput { field, .. }) if field == "term"));
+        assert!(matches!(refused, Err(AppError::Unprocessable { field, .. }) if field == "term"));
     }
 }

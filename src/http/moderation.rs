@@ -247,6 +247,7 @@ pub async fn filters(
     responses(
         (status = 201, body = ContentFilterView, description = "in force on every instance within MOMENTS_DEVICE_REFRESH_MS, on this one at once"),
         (status = 409, description = "there are 10,000 filters already"),
+        (status = 422, description = "a term with no letter or digit once spaces, punctuation and invisible characters are left out"),
     ),
     security(("bearer" = [])))]
 pub async fn create_filter(
@@ -259,7 +260,8 @@ pub async fn create_filter(
 
 #[utoipa::path(put, path = "/api/v1/admin/filters/{id}", tag = "moderation",
     params(("id" = i64, Path, minimum = 1)), request_body = ContentFilterRequest,
-    responses((status = 200, body = ContentFilterView), (status = 404, description = "no such filter")),
+    responses((status = 200, body = ContentFilterView), (status = 404, description = "no such filter"),
+        (status = 422, description = "a term with no letter or digit once spaces, punctuation and invisible characters are left out")),
     security(("bearer" = [])))]
 pub async fn update_filter(
     ctx: web::Data<Context>,

@@ -679,24 +679,36 @@ async fn content_filters_refuse_posts_comments_nicknames_and_labels_evasions_inc
         )
         .await;
     assert_eq!(s.as_u16(), 403);
-    for (body, field) in [
+    for (body, status, field) in [
         (
             json!({"term": " .\u{200B} ", "action": "reject", "reason": "r"}),
+            422,
+            "term",
+        ),
+        (
+            json!({"term": ")~", "action": "reject", "reason": "r"}),
+            422,
             "term",
         ),
         (
             json!({"term": "x", "action": "hide", "reason": "r"}),
+            400,
             "action",
         ),
         (
             json!({"term": "x", "action": "reject", "reason": ""}),
+            400,
             "reason",
         ),
     ] {
         let (s, v) = app
             .post("/api/v1/admin/filters", Some(&m.token), body)
             .await;
-        assert_eq!((s.as_u16(), v["field"].clone()), (400, json!(field)), "{v}");
+        assert_eq!(
+            (s.as_u16(), v["field"].clone()),
+            (status, json!(field)),
+            "{v}"
+        );
     }
     let (s, filter) = app
         .post(
