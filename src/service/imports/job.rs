@@ -199,8 +199,10 @@ async fn run(ctx: &Context, import: ImportDoc) {
     // Checked now and at each renewal: an account suspended or deleted
     // since takes no more steps, as it could take none by hand.
     let withheld = || async {
+        // Gone (no document) or withheld; a store that cannot say lets the
+        // step itself fail or succeed as it would.
         match ctx.docs.users_by_ids(&[uid]).await {
-            Ok(found) => !found.iter().any(|u| !u.is_withheld(now_ms())),
+            Ok(found) => found.first().is_none_or(|u| u.is_withheld(now_ms())),
             Err(_) => false,
         }
     };
