@@ -16,7 +16,7 @@ fn name_schema() -> utoipa::openapi::Object {
     text_schema(MAX_NAME_CHARS, true, false)
 }
 fn contact_schema() -> utoipa::openapi::Object {
-    text_schema(MAX_CONTACT_CHARS, true, false)
+    text_schema(MAX_CONTACT_CHARS, true, true)
 }
 fn rules_schema() -> utoipa::openapi::Array {
     utoipa::openapi::ArrayBuilder::new()
@@ -32,9 +32,12 @@ pub struct InstanceInfo {
     /// The service's name, as users see it.
     #[schema(schema_with = name_schema)]
     pub name: String,
-    /// An e-mail address or URL where whoever runs the service answers.
+    /// An e-mail address or URL where whoever runs the service answers;
+    /// absent (or null) until an admin sets one, which a client should
+    /// say it does not know rather than show an empty string.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(schema_with = contact_schema)]
-    pub contact: String,
+    pub contact: Option<String>,
     /// The rules, numbered from 1 in this order: a report cites them by
     /// number.
     #[serde(default)]
@@ -46,7 +49,7 @@ impl Default for InstanceInfo {
     fn default() -> Self {
         InstanceInfo {
             name: "moments".into(),
-            contact: String::new(),
+            contact: None,
             rules: Vec::new(),
         }
     }
@@ -55,7 +58,11 @@ impl Default for InstanceInfo {
 impl InstanceInfo {
     pub fn parse(req: InstanceInfo) -> Result<Self, AppError> {
         let name = parse_text("name", &req.name, MAX_NAME_CHARS, true)?;
-        let contact = parse_text("contact", &req.contact, MAX_CONTACT_CHARS, true)?;
+        let contact = req
+            .contact
+            .as_deref()
+            .map(|c| parse_text("contact", c, MAX_CONTACT_CHARS, true))
+            .transpose()?;
         if req.rules.len() > MAX_RULES {
             return Err(AppError::invalid(
                 "rules",

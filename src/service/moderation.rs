@@ -891,7 +891,8 @@ pub async fn instance(ctx: &Context) -> AppResult<InstanceInfo> {
     Ok(match ctx.docs.instance_info().await? {
         Some(doc) => InstanceInfo {
             name: doc.name,
-            contact: doc.contact,
+            // Stored as "" while unset: the document keeps one shape.
+            contact: Some(doc.contact).filter(|c| !c.is_empty()),
             rules: doc.rules,
         },
         None => InstanceInfo::default(),
@@ -909,7 +910,7 @@ pub async fn set_instance(
     let doc = InstanceDoc {
         id: InstanceDoc::ID.into(),
         name: info.name.clone(),
-        contact: info.contact.clone(),
+        contact: info.contact.clone().unwrap_or_default(),
         rules: info.rules.clone(),
         updated_at: now_ms(),
     };

@@ -464,7 +464,9 @@ async fn the_instance_publishes_its_contact_and_rules_which_reports_cite() {
     let app = spawn_app().await;
     let (s, v) = app.get("/api/v1/instance", None).await;
     assert_eq!(s.as_u16(), 200, "{v}");
-    assert_eq!(v, json!({"name": "moments", "contact": "", "rules": []}));
+    // No contact until an admin sets one: absent, not an empty string
+    // the published schema (non-blank) would refuse.
+    assert_eq!(v, json!({"name": "moments", "rules": []}));
     let admin = app.admin().await;
     let user = app.user("inuser").await;
     let info = json!({"name": "朋友圈", "contact": "mailto:abuse@example.com",
@@ -498,6 +500,20 @@ async fn the_instance_publishes_its_contact_and_rules_which_reports_cite() {
     assert_eq!(s, 200, "{v}");
     let (_, v) = app.get("/api/v1/instance", None).await;
     assert_eq!(v, info);
+    // A contact set can be taken back (null, or left out): absent again.
+    for unset in [
+        json!({"name": "朋友圈", "contact": null, "rules": ["不发广告", "不骚扰他人"]}),
+        json!({"name": "朋友圈", "rules": ["不发广告", "不骚扰他人"]}),
+    ] {
+        let (s, v) = put(&admin, unset.clone()).await;
+        assert_eq!(s, 200, "{v}");
+        let (_, v) = app.get("/api/v1/instance", None).await;
+        assert_eq!(
+            v,
+            json!({"name": "朋友圈", "rules": ["不发广告", "不骚扰他人"]})
+        );
+        put(&admin, info.clone()).await;
+    }
     // A report cites the rules by number, only those there are.
     let author = app.user("inauthor").await;
     let post = app.text_post(&author, "ad").await;

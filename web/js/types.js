@@ -41,7 +41,7 @@
 
 /**
  * Reports, strikes and the moderation queue.
- * @typedef {{ name: string, contact: string, rules: string[] }} Instance
+ * @typedef {{ name: string, contact?: string, rules: string[] }} Instance
  * @typedef {'spam' | 'harassment' | 'hate' | 'sexual' | 'violence' | 'illegal' | 'other'} ReportCategory
  * @typedef {'post' | 'comment' | 'user'} ReportedKind
  * @typedef {ReportedKind | 'appeal'} TargetKind
