@@ -24,5 +24,5 @@ if [ "$backend" = embedded ]; then
 fi
 (cd tests/browser && MOMENTS_BASE_URL="$BASE" MOMENTS_ADMIN_USERNAME="$ADMIN_USERNAME" \
   MOMENTS_ADMIN_PASSWORD="$ADMIN_PASSWORD" MOMENTS_SCREENSHOTS_DIR="$shots" \
-  node --test --test-concurrency=1 .)
+  node --test --test-concurrency=1 ./*.test.mjs)
 SUITE_PASSED=1

@@ -1,7 +1,7 @@
 //! Publishing, reading, deleting and listing posts.
 
 use super::notifications::{notify, Event};
-use super::read::assemble::{assemble_posts, assemble_visible, visible_post};
+use super::read::assemble::{assemble_posts, assemble_visible, load_cards, visible_post};
 use super::read::loader::to_json;
 use super::read::paging::fill_page;
 use super::read::post_json::PostJson;
@@ -193,22 +193,29 @@ async fn check_mentions(
         ));
     }
     let author_only = [author];
-    let (users, (followed_by_author, following_author), blocked, hides) = tokio::try_join!(
-        ctx.docs.users_by_ids(mentioned),
-        ctx.docs.follow_edges(author, mentioned),
-        ctx.docs.blocks_between(author, mentioned),
-        ctx.docs.filters_set_by(FilterKind::Hide, &author_only),
-    )?;
+    let store_reads = async {
+        Ok::<_, AppError>(tokio::try_join!(
+            ctx.docs.follow_edges(author, mentioned),
+            ctx.docs.blocks_between(author, mentioned),
+            ctx.docs.blockers_among(author, mentioned),
+            ctx.docs.filters_set_by(FilterKind::Hide, &author_only),
+        )?)
+    };
+    let (cards, ((followed_by_author, following_author), blocked, blockers, hides)) =
+        tokio::try_join!(load_cards(ctx, mentioned), store_reads)?;
     let named = |uids: Vec<i64>| {
         uids.iter()
             .map(|u| u.to_string())
             .collect::<Vec<_>>()
             .join(", ")
     };
+    // Someone who blocked the author, or who is suspended, is named as no
+    // such user, as their profile answers: no mention tells either apart
+    // from a uid nobody has (README, Security: what a block shows).
     let missing: Vec<i64> = mentioned
         .iter()
         .copied()
-        .filter(|m| !users.iter().any(|u| u.uid == *m && !u.is_erased()))
+        .filter(|m| !cards.contains_key(m) || blockers.contains(m))
         .collect();
     if !missing.is_empty() {
         return Err(AppError::unprocessable(
@@ -362,10 +369,29 @@ pub async fn album(
         |id| *id,
     )
     .await?;
+    // An empty page that goes on would tell an album shown to nobody (an
+    // author who blocked the viewer, or one suspended) from a uid nobody
+    // has, whose album ends at once: such an album ends here too. Only an
+    // empty page with a cursor pays for the question.
+    let ends_here =
+        next_cursor.is_some() && items.is_empty() && !album_open_to(ctx, author, viewer).await?;
+    let next_cursor = if ends_here { None } else { next_cursor };
     Ok(Page {
         items,
         next_cursor,
         server_time: pres.now,
+    })
+}
+
+/// Whether the author has a card and, for a signed-in viewer, did not
+/// block them: whether their album can show the viewer anything.
+async fn album_open_to(ctx: &Context, author: i64, viewer: Viewer) -> AppResult<bool> {
+    if load_cards(ctx, &[author]).await?.is_empty() {
+        return Ok(false);
+    }
+    Ok(match viewer {
+        Some(v) if v != author => ctx.docs.blockers_among(v, &[author]).await?.is_empty(),
+        _ => true,
     })
 }
 

@@ -69,6 +69,8 @@ struct Before {
     rel: Relations,
     me_gen: Option<u64>,
     them_gen: Option<u64>,
+    /// Whether they have a card: an account neither erased nor suspended.
+    them_exists: bool,
 }
 
 async fn before_write(ctx: &Context, me: i64, them: i64) -> AppResult<Before> {
@@ -83,7 +85,9 @@ async fn before_write(ctx: &Context, me: i64, them: i64) -> AppResult<Before> {
         below: None,
     };
     reads.push(theirs);
-    let loaded = loader.load(&[], &reads).await?;
+    // Their card rides in the same read: an account without one (erased,
+    // suspended, never made) is nobody to name.
+    let loaded = loader.load(&[BlobKey::Card(them)], &reads).await?;
     let mut rel = Relations::from_loaded(Some(me), &loaded);
     let blocked_me = loaded
         .probed
@@ -95,33 +99,36 @@ async fn before_write(ctx: &Context, me: i64, them: i64) -> AppResult<Before> {
         rel,
         me_gen: loader.generation(Owner::User(me)),
         them_gen: loader.generation(Owner::User(them)),
+        them_exists: loaded.blobs.contains_key(&BlobKey::Card(them)),
     };
     loader.finish("social_before_write");
     Ok(out)
 }
 
-/// The target must exist, not be the actor, and not be hidden by a block.
-async fn target(ctx: &Context, me: i64, them: i64) -> AppResult<UserCard> {
+/// Someone the caller may name in a graph write: not the caller, an
+/// account with a card, and not one who blocked the caller. Whoever
+/// blocked the caller answers exactly as a uid nobody has (404 `user`), in
+/// every call that names them, so that no pair of answers tells "blocked
+/// you" from "no such account" (README, Security: what a block shows).
+async fn reachable(ctx: &Context, me: i64, them: i64) -> AppResult<Before> {
     if me == them {
         return Err(AppError::Conflict("that is you".into()));
     }
-    load_cards(ctx, &[them])
-        .await?
-        .remove(&them)
-        .ok_or(AppError::NotFound("user"))
+    let before = before_write(ctx, me, them).await?;
+    if !before.them_exists || before.rel.profile_not_visible(them) {
+        return Err(AppError::NotFound("user"));
+    }
+    Ok(before)
 }
 
 /// Nothing reaches across a block. Whom the viewer blocked they can still
 /// find, so that is a conflict they can resolve (unblock first); someone
-/// who blocked the viewer is not there for them at all.
-fn refuse_across_block(rel: &Relations, them: i64) -> AppResult<()> {
+/// who blocked the viewer is not there for them at all (`reachable`).
+fn refuse_own_block(rel: &Relations, them: i64) -> AppResult<()> {
     if rel.sets.blocking.contains(&them) {
         return Err(AppError::Conflict(
             "you blocked this user; unblock them first".into(),
         ));
-    }
-    if rel.blocked(them) {
-        return Err(AppError::NotFound("user"));
     }
     Ok(())
 }
@@ -132,9 +139,8 @@ fn drop_friends(uid: i64) -> LiveChange {
 
 #[tracing::instrument(skip(ctx))]
 pub async fn follow(ctx: &Context, me: i64, them: i64) -> AppResult<FollowState> {
-    target(ctx, me, them).await?;
-    let before = before_write(ctx, me, them).await?;
-    refuse_across_block(&before.rel, them)?;
+    let before = reachable(ctx, me, them).await?;
+    refuse_own_block(&before.rel, them)?;
     // Whom one follows is read whole on every feed and profile read: it is
     // bounded. (Two follows racing may pass the bound by one each.)
     let max = ctx.settings.max_following;
@@ -193,8 +199,7 @@ pub async fn follow(ctx: &Context, me: i64, them: i64) -> AppResult<FollowState>
 
 #[tracing::instrument(skip(ctx))]
 pub async fn unfollow(ctx: &Context, me: i64, them: i64) -> AppResult<FollowState> {
-    target(ctx, me, them).await?;
-    let before = before_write(ctx, me, them).await?;
+    let before = reachable(ctx, me, them).await?;
     let removed = ctx.docs.delete_follow(me, them).await?;
     let change = removed.then_some(LiveChange::SetRemove(SetKey::Following(me), them));
     // A hide of theirs on this user sleeps while the follow is gone (and
@@ -272,8 +277,7 @@ async fn apply_graph_change(
 /// rebuild anything.
 #[tracing::instrument(skip(ctx))]
 pub async fn block(ctx: &Context, me: i64, them: i64) -> AppResult<BlockState> {
-    target(ctx, me, them).await?;
-    let before = before_write(ctx, me, them).await?;
+    let before = reachable(ctx, me, them).await?;
     let max = ctx.settings.max_blocks;
     if !before.rel.sets.blocking.contains(&them) && before.rel.sets.blocking.len() as u64 >= max {
         return Err(AppError::Conflict(format!(
@@ -371,9 +375,8 @@ fn by_owner(me: i64, changes: Vec<LiveChange>) -> (Vec<LiveChange>, Vec<LiveChan
 /// `them`, as if each were private). Setting one twice is setting it once.
 #[tracing::instrument(skip(ctx))]
 pub async fn set_filter(ctx: &Context, kind: FilterKind, me: i64, them: i64) -> AppResult<()> {
-    target(ctx, me, them).await?;
-    let before = before_write(ctx, me, them).await?;
-    refuse_across_block(&before.rel, them)?;
+    let before = reachable(ctx, me, them).await?;
+    refuse_own_block(&before.rel, them)?;
     // 不让他看 is for one's followers (WeChat: one's friends); anyone else
     // is kept out with a block. So the hides on a reader, which every read
     // of theirs loads, come only from accounts that reader chose to follow,
@@ -413,8 +416,7 @@ pub async fn set_filter(ctx: &Context, kind: FilterKind, me: i64, them: i64) -> 
 /// fan-outs passed them over meanwhile.
 #[tracing::instrument(skip(ctx))]
 pub async fn clear_filter(ctx: &Context, kind: FilterKind, me: i64, them: i64) -> AppResult<()> {
-    target(ctx, me, them).await?;
-    let before = before_write(ctx, me, them).await?;
+    let before = reachable(ctx, me, them).await?;
     let removed = ctx.docs.delete_filter(kind, me, them).await?;
     let (set, member) = filter_entry(kind, me, them);
     let changes = match (removed, kind) {

@@ -607,3 +607,234 @@ async fn the_blocks_of_a_reader_blocked_by_many_are_counted_once() {
         assert_eq!(likes().await, Some(0), "the blockers' likes stay out");
     }
 }
+
+/// Who a call names, as the caller knows them.
+struct Named {
+    uid: i64,
+    username: String,
+    /// A post of theirs (public), and a comment of theirs on a public post
+    /// anyone may read.
+    post: i64,
+    comment: i64,
+}
+
+/// One call that names an account (in its path, query or body), with
+/// `{uid}`, `{username}`, `{post}` and `{comment}` standing for the named.
+struct Naming {
+    method: reqwest::Method,
+    path: &'static str,
+    body: Option<&'static str>,
+}
+
+fn filled(text: &str, who: &Named, open_post: i64) -> String {
+    text.replace("{uid}", &who.uid.to_string())
+        .replace("{username}", &who.username)
+        .replace("{post}", &who.post.to_string())
+        .replace("{comment}", &who.comment.to_string())
+        .replace("{open_post}", &open_post.to_string())
+}
+
+/// An answer with the named account's own ids and name (which differ by
+/// subject) and what differs by request (its id, the clock) taken out.
+fn as_seen(answer: (reqwest::StatusCode, Value), who: &Named) -> (u16, Value) {
+    let (status, mut body) = answer;
+    if let Some(o) = body.as_object_mut() {
+        o.remove("instance");
+        o.remove("serverTime");
+        // A hash of the plan, so of the uids it names.
+        o.remove("planId");
+    }
+    // Stand-ins that read the same as a number or inside a string.
+    let text = body
+        .to_string()
+        .replace(&who.uid.to_string(), "111")
+        .replace(&who.post.to_string(), "222")
+        .replace(&who.comment.to_string(), "333")
+        .replace(&who.username, "someone");
+    (status.as_u16(), serde_json::from_str(&text).unwrap())
+}
+
+/// A post of theirs and a comment of theirs on a post anyone may read,
+/// left before the account is made what a test needs.
+async fn leave_traces(app: &TestApp, who: User, open_post: i64) -> (User, i64, i64) {
+    let post = app.text_post(&who, "mine").await;
+    let comment = app.comment(&who, open_post, "a word", None).await;
+    (who, post, comment["id"].as_i64().unwrap())
+}
+
+/// Someone who blocked the caller is, to the caller, no account at all:
+/// every call that names an account (the `{uid}` routes, a lookup by
+/// username, reports, labels, mentions, audiences, imports) and every call
+/// that names something of theirs (a post, a comment) answers exactly as
+/// for an account nobody has, and as for one erased, so that no pair of
+/// answers tells "blocked you" from "no such account" (README, Security:
+/// what a block shows). A control account that did not block the caller
+/// shows each row where existence shows at all.
+#[tokio::test]
+async fn a_blocker_answers_every_call_as_no_such_account_does() {
+    let app = spawn_app().await;
+    let me = app.user("bs_me").await;
+    let control_user = app.user("bs_control").await;
+    let opener = app.user("bs_opener").await;
+    let open_post = app.text_post(&opener, "anyone may comment here").await;
+    let traces = |u: User| leave_traces(&app, u, open_post);
+    let blocker_user = app.user("bs_blocker").await;
+    let blocker_user = traces(blocker_user).await;
+    let (bp, bc) = (blocker_user.1, blocker_user.2);
+    let blocker_user = blocker_user.0;
+    assert_eq!(block(&app, &blocker_user, &me).await.0, 200);
+    let erased_user = app.user("bs_erased").await;
+    let (erased_user, ep, ec) = traces(erased_user).await;
+    let (s, v) = app
+        .call(
+            reqwest::Method::DELETE,
+            "/api/v1/me",
+            Some(&erased_user.token),
+            Some(json!({"password": "password-123"})),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 204, "{v}");
+    let (control_user, cp, cc) = traces(control_user).await;
+    let blocker = Named {
+        uid: blocker_user.uid,
+        username: "bs_blocker".into(),
+        post: bp,
+        comment: bc,
+    };
+    let erased = Named {
+        uid: erased_user.uid,
+        username: "bs_erased".into(),
+        post: ep,
+        comment: ec,
+    };
+    // Ids of the shape the service makes, that nothing has.
+    let nobody = Named {
+        uid: blocker.uid + 977,
+        username: "bs_nobody".into(),
+        post: bp + 977,
+        comment: bc + 977,
+    };
+    let control = Named {
+        uid: control_user.uid,
+        username: "bs_control".into(),
+        post: cp,
+        comment: cc,
+    };
+    use reqwest::Method as M;
+    let row =
+        |method: M, path: &'static str, body: Option<&'static str>| Naming { method, path, body };
+    let table = [
+        row(M::GET, "/api/v1/users/{uid}", None),
+        row(M::GET, "/api/v1/users/{uid}/posts", None),
+        row(M::GET, "/api/v1/users/{uid}/followers", None),
+        row(M::GET, "/api/v1/users/{uid}/following", None),
+        row(M::GET, "/api/v1/users/{uid}/friends", None),
+        row(M::GET, "/api/v1/users?username={username}", None),
+        row(M::PUT, "/api/v1/users/{uid}/follow", None),
+        row(M::DELETE, "/api/v1/users/{uid}/follow", None),
+        row(M::PUT, "/api/v1/users/{uid}/mute", None),
+        row(M::DELETE, "/api/v1/users/{uid}/mute", None),
+        row(M::PUT, "/api/v1/users/{uid}/hide", None),
+        row(M::DELETE, "/api/v1/users/{uid}/hide", None),
+        row(M::PUT, "/api/v1/users/{uid}/block", None),
+        row(M::DELETE, "/api/v1/users/{uid}/block", None),
+        row(
+            M::POST,
+            "/api/v1/reports",
+            Some(r#"{"targetType": "user", "targetId": {uid}, "category": "spam"}"#),
+        ),
+        row(
+            M::POST,
+            "/api/v1/labels",
+            Some(r#"{"name": "l-{username}", "members": [{uid}]}"#),
+        ),
+        row(
+            M::POST,
+            "/api/v1/posts",
+            Some(r#"{"category": "TEXT", "content": "hi", "mentions": [{uid}]}"#),
+        ),
+        row(
+            M::POST,
+            "/api/v1/me/imports/preview",
+            Some(r#"{"kind": "following", "mode": "merge", "csv": "{username}\n"}"#),
+        ),
+        row(
+            M::POST,
+            "/api/v1/me/imports/preview",
+            Some(r#"{"kind": "blocks", "mode": "merge", "csv": "{username}\n"}"#),
+        ),
+        row(M::GET, "/api/v1/posts/{post}", None),
+        row(M::GET, "/api/v1/posts/{post}/comments", None),
+        row(M::GET, "/api/v1/posts/{post}/likes", None),
+        row(M::PUT, "/api/v1/posts/{post}/like", None),
+        row(M::DELETE, "/api/v1/posts/{post}/like", None),
+        row(M::PUT, "/api/v1/posts/{post}/favorite", None),
+        row(M::DELETE, "/api/v1/posts/{post}/favorite", None),
+        row(
+            M::POST,
+            "/api/v1/posts/{post}/shares",
+            Some(r#"{"platform": "wechat"}"#),
+        ),
+        row(
+            M::POST,
+            "/api/v1/posts/{post}/comments",
+            Some(r#"{"content": "hello"}"#),
+        ),
+        row(
+            M::POST,
+            "/api/v1/reports",
+            Some(r#"{"targetType": "post", "targetId": {post}, "category": "spam"}"#),
+        ),
+        row(
+            M::POST,
+            "/api/v1/posts/{open_post}/comments",
+            Some(r#"{"content": "re", "replyToCommentId": {comment}}"#),
+        ),
+        row(M::PUT, "/api/v1/comments/{comment}/like", None),
+        row(M::DELETE, "/api/v1/comments/{comment}/like", None),
+        row(M::GET, "/api/v1/comments/{comment}/replies", None),
+        row(
+            M::POST,
+            "/api/v1/reports",
+            Some(r#"{"targetType": "comment", "targetId": {comment}, "category": "spam"}"#),
+        ),
+    ];
+    let ask = |naming: &Naming, who: &Named| {
+        let path = filled(naming.path, who, open_post);
+        let body = naming
+            .body
+            .map(|b| serde_json::from_str::<Value>(&filled(b, who, open_post)).unwrap());
+        let method = naming.method.clone();
+        let token = me.token.clone();
+        let app = &app;
+        async move { app.call(method, &path, Some(&token), body).await }
+    };
+    let mut shown_by_control = 0;
+    for naming in &table {
+        let what = format!("{} {}", naming.method, naming.path);
+        let as_nobody = as_seen(ask(naming, &nobody).await, &nobody);
+        assert!(as_nobody.0 < 500, "{what}: {as_nobody:?}");
+        for who in [&blocker, &erased] {
+            let answer = as_seen(ask(naming, who).await, who);
+            assert_eq!(
+                answer, as_nobody,
+                "{what} tells {} from an account nobody has",
+                who.username
+            );
+        }
+        if as_seen(ask(naming, &control).await, &control) != as_nobody {
+            shown_by_control += 1;
+        }
+    }
+    // Most rows do tell an account that is there from one that is not:
+    // the check above is about something.
+    assert!(shown_by_control >= 25, "{shown_by_control}");
+    // And nothing reached the blocker: no follow, no report of theirs seen.
+    let (_, profile) = app
+        .get(
+            &format!("/api/v1/users/{}", blocker.uid),
+            Some(&opener.token),
+        )
+        .await;
+    assert_eq!(profile["followersCount"], 0, "{profile}");
+}

@@ -374,7 +374,9 @@ impl TestApp {
 }
 
 /// Waits until background work (fan-outs, activity records) has stopped
-/// making round trips, so that a count measures one request.
+/// making round trips, so that a count measures one request; fails if it
+/// never stops within 10 s, since a count taken then would measure the
+/// background work too.
 pub async fn settle(app: &TestApp) {
     let mut last = app.ctx.round_trips.snapshot();
     for _ in 0..100 {
@@ -385,6 +387,7 @@ pub async fn settle(app: &TestApp) {
         }
         last = now;
     }
+    panic!("background work still making store round trips after 10 s");
 }
 
 /// Waits until `done` answers true, asking every 20 ms, and fails naming

@@ -94,7 +94,13 @@ async function phone(locale = 'zh-CN') {
   // comes fails the step in seconds rather than Playwright's 30.
   context.setDefaultTimeout(WAIT_MS);
   const page = await context.newPage();
-  page.on('dialog', (dialog) => void dialog.accept());
+  // A confirm() is the page asking before a deletion, which the steps
+  // mean; an alert() is the page giving up on showing a problem where it
+  // belongs (next to a field, in the form), which is a failure.
+  page.on('dialog', (dialog) => {
+    if (dialog.type() !== 'confirm') consoleErrors.push(`${page.url()}: ${dialog.type()}: ${dialog.message()}`);
+    void dialog.accept();
+  });
   page.on('pageerror', (error) => consoleErrors.push(`${page.url()}: ${error.message}`));
   page.on('console', (message) => {
     if (message.type() !== 'error') return;

@@ -228,9 +228,11 @@ pub async fn plan(
     let mut blocking_me: HashSet<i64> = HashSet::new();
     let mut followers: HashSet<i64> = HashSet::new();
     for part in named.chunks(LOOKUP_BATCH) {
+        // A block list too: blocking someone who blocked you answers as
+        // for no such account (`social::block`), so its preview must.
+        blocking_me.extend(ctx.docs.blockers_among(uid, part).await?);
         if req.kind != ImportKind::Blocks {
             across_block.extend(ctx.docs.blocks_between(uid, part).await?);
-            blocking_me.extend(ctx.docs.blockers_among(uid, part).await?);
         }
         if req.kind == ImportKind::Hidden {
             followers.extend(ctx.docs.follow_edges(uid, part).await?.1);
