@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use moments::ids::{first_id_at, next_id, now_ms};
-use moments::store::redis::{RedisLive, HOME_TTL_SECS};
+use moments::store::redis::{is_cluster_url, RedisLive, HOME_TTL_SECS};
 use moments::store::{LiveFill, LiveRead, LiveStore, Owner, SetKey, SetRead};
 
 fn redis_url() -> String {
@@ -20,19 +20,68 @@ fn redis_url() -> String {
 
 struct Live {
     store: RedisLive,
-    raw: redis::aio::MultiplexedConnection,
+    raw: Raw,
     prefix: String,
+}
+
+/// The test's own connection beside the store's, to one node or to a
+/// cluster (seed URLs joined by commas, as the service takes them), so
+/// these checks run on both.
+enum Raw {
+    Node(redis::aio::MultiplexedConnection),
+    Cluster(redis::cluster_async::ClusterConnection),
+}
+
+impl redis::aio::ConnectionLike for Raw {
+    fn req_packed_command<'a>(
+        &'a mut self,
+        cmd: &'a redis::Cmd,
+    ) -> redis::RedisFuture<'a, redis::Value> {
+        match self {
+            Raw::Node(c) => c.req_packed_command(cmd),
+            Raw::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisFuture<'a, Vec<redis::Value>> {
+        match self {
+            Raw::Node(c) => c.req_packed_commands(cmd, offset, count),
+            Raw::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        0
+    }
 }
 
 async fn live() -> Live {
     let url = redis_url();
     let prefix = format!("rl{}:", next_id());
     let store = RedisLive::connect(&url, &prefix, 3600).await.unwrap();
-    let raw = redis::Client::open(url.as_str())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let raw = if is_cluster_url(&url) {
+        let nodes: Vec<&str> = url.split(',').collect();
+        Raw::Cluster(
+            redis::cluster::ClusterClient::new(nodes)
+                .unwrap()
+                .get_async_connection()
+                .await
+                .unwrap(),
+        )
+    } else {
+        Raw::Node(
+            redis::Client::open(url.as_str())
+                .unwrap()
+                .get_multiplexed_async_connection()
+                .await
+                .unwrap(),
+        )
+    };
     Live { store, raw, prefix }
 }
 

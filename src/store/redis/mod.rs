@@ -19,6 +19,7 @@ use futures_util::StreamExt;
 use redis::Value;
 use std::sync::Arc;
 
+pub use conn::is_cluster_url;
 use conn::{Batch, Conn};
 
 use super::{
