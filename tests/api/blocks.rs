@@ -838,3 +838,45 @@ async fn a_blocker_answers_every_call_as_no_such_account_does() {
         .await;
     assert_eq!(profile["followersCount"], 0, "{profile}");
 }
+
+/// An album page that finds nothing the viewer may see goes on with a
+/// cursor when its bounded search stopped short (a stranger before 31
+/// friends-only posts, at one a page, reads 30), but an album that can
+/// show the viewer nothing at all (its author blocked them) ends at once,
+/// as the album of a uid nobody has does: otherwise the cursor would tell
+/// a prolific blocker from no account.
+#[tokio::test]
+async fn an_album_closed_by_a_block_ends_as_no_accounts_does() {
+    let app = spawn_app().await;
+    let author = app.user("ab_author").await;
+    let me = app.user("ab_me").await;
+    for i in 0..31 {
+        let (s, v) = app
+            .post(
+                "/api/v1/posts",
+                Some(&author.token),
+                json!({"category": "TEXT", "content": format!("for friends {i}"), "visibility": "friends"}),
+            )
+            .await;
+        assert_eq!(s.as_u16(), 201, "{v}");
+    }
+    let page = |uid: i64| {
+        let app = &app;
+        let token = me.token.clone();
+        async move {
+            let (s, v) = app
+                .get(&format!("/api/v1/users/{uid}/posts?limit=1"), Some(&token))
+                .await;
+            assert_eq!(s.as_u16(), 200, "{v}");
+            assert_eq!(v["items"], json!([]), "{v}");
+            v["nextCursor"].clone()
+        }
+    };
+    assert!(
+        page(author.uid).await.is_string(),
+        "a stopped search goes on"
+    );
+    assert_eq!(page(author.uid + 977).await, Value::Null);
+    assert_eq!(block(&app, &author, &me).await.0, 200);
+    assert_eq!(page(author.uid).await, Value::Null);
+}
