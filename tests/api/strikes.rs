@@ -1102,6 +1102,8 @@ async fn the_spawned_jobs_finish_cut_short_items_erase_old_snapshots_and_gauge_t
     settings.sweep_ms = 100;
     settings.queue_age_ms = 100;
     settings.moderation_retention_days = 1;
+    // It asks again and again until the jobs have run.
+    settings.rate_limits = None;
     let app = crate::helpers::spawn_app_with(settings).await;
     let author = app.user("jbauthor").await;
     let reader = app.user("jbreader").await;
