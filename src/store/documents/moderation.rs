@@ -222,7 +222,6 @@ pub struct HeldBy {
     /// item applies to all of them: `dismiss` publishes them, any other
     /// action removes them.
     #[serde(default = "one")]
-    #[schema(minimum = 1)]
     pub count: u64,
     /// The newest of them (at most 5), newest first.
     #[serde(default)]
