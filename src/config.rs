@@ -170,6 +170,11 @@ pub struct Settings {
     pub pulled_author_followers: u64,
     /// Days a closed queue item keeps its snapshot of what was reported.
     pub moderation_retention_days: u64,
+    /// How often each instance sweeps: resumes what was cut short (fan-outs,
+    /// erasures, closed moderation items) and deletes what expired.
+    pub sweep_ms: u64,
+    /// How often each instance updates the oldest open queue item's gauge.
+    pub queue_age_ms: u64,
     /// Entries a home timeline keeps in the live store; older pages come
     /// from the documents.
     pub timeline_max: usize,
@@ -336,6 +341,8 @@ impl Default for Settings {
             active_days: 7,
             pulled_author_followers: 10_000,
             moderation_retention_days: 365,
+            sweep_ms: 300_000,
+            queue_age_ms: 30_000,
             timeline_max: 800,
             rate_limits: Some(RateLimits::default()),
             trusted_proxies: Vec::new(),
@@ -719,6 +726,28 @@ pub const VARIABLES: &[Variable] = &[
         echo: Echo::Plain,
         apply: |d, v| {
             d.settings.moderation_retention_days = whole(v, 1, 3650)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_SWEEP_MS",
+        default: DefaultValue::Literal("300000"),
+        allowed: "a whole number of milliseconds, at least 100",
+        meaning: "how often each instance resumes the fan-outs, account erasures and closed moderation items left unfinished (an item's own request has a minute, or this long if shorter, before the sweep finishes it), deletes what expired and erases snapshots past their retention",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.sweep_ms = whole(v, 100, u64::MAX)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_QUEUE_AGE_MS",
+        default: DefaultValue::Literal("30000"),
+        allowed: "a whole number of milliseconds, at least 100",
+        meaning: "how often each instance updates `moments_moderation_oldest_open_seconds`",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.queue_age_ms = whole(v, 100, u64::MAX)?;
             Ok(())
         },
     },
@@ -1814,6 +1843,8 @@ mod tests {
             ("MOMENTS_DOCS_CACHE_BYTES", "1048575", "1048576"),
             ("MOMENTS_POST_ID_ARRAY_CAP", "0", "1"),
             ("MOMENTS_DEVICE_REFRESH_MS", "49", "50"),
+            ("MOMENTS_SWEEP_MS", "99", "100"),
+            ("MOMENTS_QUEUE_AGE_MS", "99", "100"),
             ("MOMENTS_TIMELINE_MAX", "0", "1"),
             ("MOMENTS_WORKERS", "0", "1"),
             ("MOMENTS_MAX_FOLLOWING", "0", "1"),

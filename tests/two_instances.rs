@@ -1176,3 +1176,83 @@ async fn a_stream_on_one_instance_hears_writes_made_through_the_other() {
     b.stop().await;
     let _ = reader;
 }
+
+#[tokio::test]
+async fn a_content_filter_added_through_one_instance_refuses_and_holds_on_the_other() {
+    let db = fresh_db("filters_");
+    let tune = |s: &mut Settings| {
+        s.admin = Some((
+            "filteradmin".into(),
+            moments::config::Secret::new("filteradmin-password-1"),
+        ));
+        s.device_refresh_ms = 100;
+    };
+    let a = Instance::start_with(&db, env("MOMENTS_TEST_REDIS_URL"), tune).await;
+    let b = Instance::start_with(&db, env("MOMENTS_TEST_REDIS_URL"), tune).await;
+    let admin = a
+        .ok(
+            Method::POST,
+            "/api/v1/sessions",
+            None,
+            Some(json!({"username": "filteradmin", "password": "filteradmin-password-1"})),
+        )
+        .await["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (_, author) = a.user("filtered").await;
+    let post = |content: &'static str| {
+        let (b, author) = (&b, author.clone());
+        async move {
+            b.call(
+                Method::POST,
+                "/api/v1/posts",
+                Some(&author),
+                Some(json!({"category": "TEXT", "content": content})),
+            )
+            .await
+        }
+    };
+    // Before: B publishes both.
+    assert_eq!(post("加微信 before").await.0, 201);
+    assert_eq!(post("代购 before").await.0, 201);
+    // The hold first: once B refuses by the later one, it holds by both.
+    for (term, action) in [("代购", "hold"), ("加微信", "reject")] {
+        a.ok(
+            Method::POST,
+            "/api/v1/admin/filters",
+            Some(&admin),
+            Some(json!({"term": term, "action": action, "reason": "not here"})),
+        )
+        .await;
+    }
+    // B reloads them on its own, within a bounded wait.
+    let start = std::time::Instant::now();
+    loop {
+        let (refused, _) = post("加微信 after").await;
+        if refused == 422 {
+            break;
+        }
+        assert_eq!(refused, 201);
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(30),
+            "B still publishes what A's filter refuses"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let (s, held) = post("代购 after").await;
+    assert_eq!(
+        (s, held["moderation"].clone()),
+        (201, json!("held")),
+        "{held}"
+    );
+
+    a.stop().await;
+    b.stop().await;
+    let _ = mongodb::Client::with_uri_str(env("MOMENTS_TEST_MONGODB_URI"))
+        .await
+        .unwrap()
+        .database(&db)
+        .drop()
+        .await;
+}

@@ -44,11 +44,17 @@ impl ContentFilters {
     }
 
     /// 422 naming `field` and the filter's public reason when `text`
-    /// matches one: for what cannot be held (a comment, a nickname, a
-    /// label name), a `hold` filter refuses too.
+    /// matches a `reject` filter. What cannot be held (a comment, a
+    /// nickname, a label name) is refused by a `hold` filter too, but with
+    /// a 422 that names neither the filter nor its reason: a post that one
+    /// holds says only that it is held, so a comment must not tell anyone
+    /// probing which words a moderator keeps for review, or why.
     pub fn refuse_matching(&self, field: &str, text: &str) -> AppResult<()> {
         match self.judge(field, text)? {
-            Some(hit) => Err(refusal(field, &hit.reason)),
+            Some(_) => Err(AppError::unprocessable(
+                field,
+                "refused: this would need a moderator's review, which only a post can wait for",
+            )),
             None => Ok(()),
         }
     }
@@ -59,10 +65,7 @@ impl ContentFilters {
         match self.current().check(text) {
             Some(hit) => match hit.action {
                 FilterAction::Reject => Err(refusal(field, &hit.reason)),
-                FilterAction::Hold => Ok(Some(HeldBy {
-                    filter: hit.id,
-                    reason: hit.reason.clone(),
-                })),
+                FilterAction::Hold => Ok(Some(HeldBy::by(hit.id, hit.reason.clone()))),
             },
             None => Ok(None),
         }

@@ -22,8 +22,9 @@ use crate::domain::report::{ReportCategory, TargetKind};
 use crate::error::{AppError, AppResult};
 use crate::ids::{now_ms, DAY_MS};
 use crate::store::{
-    AppealBrief, AuditDoc, CaseClosing, CaseDoc, CaseState, HeldBy, InstanceDoc, NotificationKind,
-    PostBody, PostModeration, ReportDoc, ReportTarget, Snapshot, UserCard, UserDoc, BANNED,
+    AppealBrief, AuditDoc, CaseClosing, CaseDoc, CaseState, HeldBy, HeldPost, HeldPostDoc,
+    InstanceDoc, NotificationKind, PostBody, PostModeration, ReportDoc, ReportTarget, Snapshot,
+    UserCard, UserDoc, BANNED,
 };
 
 pub const MODERATOR: &str = "moderator";
@@ -228,7 +229,9 @@ pub struct QueueItem {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub strikes: Option<Vec<PastStrike>>,
     pub closing: Option<ClosingView>,
-    /// Set when a content filter holds the post: `dismiss` publishes it.
+    /// Set on an item of posts a content filter held: every post of the
+    /// account held while it is open (`count`; the newest in `posts`).
+    /// `dismiss` publishes them all; any other action removes them all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub held: Option<HeldBy>,
     /// Set on an appeal of a strike: `dismiss` keeps the strike,
@@ -749,18 +752,24 @@ async fn carry_out(ctx: &Context, case: &CaseDoc) -> AppResult<()> {
             .await?;
         return Ok(());
     }
-    // Content a filter held is removed by any action that finds fault.
+    // Content a filter held is published by a dismissal, and removed by
+    // any action that finds fault: all of it, not only what the item shows.
     let held = case.held.is_some();
     match closing.action.as_str() {
-        "dismiss" if held => release_hold(ctx, case.target.id).await,
+        "dismiss" if held => {
+            strikes::each_held_post(ctx, case, |post| release_hold(ctx, post)).await
+        }
         "dismiss" => Ok(()),
         "overturn" => {
             let strike = strikes::appealed_strike(ctx, case).await?;
             strikes::overturn(ctx, &strike).await
         }
         action => {
+            if held {
+                strikes::each_held_post(ctx, case, |post| remove_held(ctx, post)).await?;
+            }
             let sanction = Sanction {
-                remove: held || action == Action::RemoveContent.name(),
+                remove: !held && action == Action::RemoveContent.name(),
                 until: closing.until,
             };
             strikes::strike(ctx, case, action, sanction, closing.shared.clone()).await
@@ -819,8 +828,10 @@ async fn release_hold(ctx: &Context, post_id: i64) -> AppResult<()> {
 }
 
 /// Puts a post that a `hold` filter matched in the queue (it is stored
-/// already, held: its author's alone), and tells the moderators. Safe to
-/// repeat: the post has one open item.
+/// already, held: its author's alone): in its author's one open item of
+/// held posts, so that however many a filter holds, the staff see one
+/// item and are told once, when it opens. Safe to repeat: a post is held
+/// in one item.
 pub async fn hold_post(ctx: &Context, body: &PostBody, held: HeldBy) -> AppResult<()> {
     let now = now_ms();
     let mut snapshot = super::reports::post_snapshot(body, now);
@@ -829,23 +840,66 @@ pub async fn hold_post(ctx: &Context, body: &PostBody, held: HeldBy) -> AppResul
         .remove(&body.author_uid)
         .map(|c| c.nick_name)
         .unwrap_or_default();
-    let case = with_fresh_id(|id| {
-        let target = ReportTarget {
-            kind: TargetKind::Post,
-            id: body.id,
-        };
-        let case = CaseDoc {
-            held: Some(held.clone()),
-            ..CaseDoc::opening(id, target, body.author_uid, snapshot.clone(), now)
-        };
-        async move { ctx.docs.open_case(&case).await }
-    })
-    .await?;
-    let ctx = ctx.clone();
     let author = body.author_uid;
-    tokio::spawn(async move {
-        super::reports::tell_staff(&ctx, case.id, author, author).await;
-    });
+    let shown = HeldPost {
+        post_id: body.id,
+        filter: held.filter,
+        reason: held.reason.clone(),
+        snapshot: snapshot.clone(),
+    };
+    // An item can close between being found open and the post landing in
+    // it; the post is then held in the author's next item, as a report is.
+    for _ in 0..3 {
+        let tried = std::sync::Mutex::new(Vec::new());
+        let case = with_fresh_id(|id| {
+            if let Ok(mut t) = tried.lock() {
+                t.push(id);
+            }
+            let target = ReportTarget {
+                kind: TargetKind::Post,
+                id: body.id,
+            };
+            let case = CaseDoc {
+                held: Some(held.clone()),
+                ..CaseDoc::opening(id, target, author, snapshot.clone(), now)
+            };
+            async move { ctx.docs.open_case(&case).await }
+        })
+        .await?;
+        let record = HeldPostDoc {
+            post_id: body.id,
+            case_id: case.id,
+            author,
+            held_at: now,
+        };
+        let Some(new) = ctx.docs.hold_in_case(&record, &shown).await? else {
+            continue;
+        };
+        let opened_here = tried.lock().is_ok_and(|t| t.contains(&case.id));
+        if opened_here && new {
+            let ctx = ctx.clone();
+            tokio::spawn(async move {
+                super::reports::tell_staff(&ctx, case.id, author, author).await;
+            });
+        }
+        return Ok(());
+    }
+    Err(AppError::Overloaded(
+        "the author's item of held posts closed as posts were held",
+    ))
+}
+
+/// Removes a post a filter held, unless something else became of it.
+async fn remove_held(ctx: &Context, post_id: i64) -> AppResult<()> {
+    let still_held = ctx
+        .docs
+        .posts_by_ids(&[post_id])
+        .await?
+        .pop()
+        .is_some_and(|p| p.moderation == Some(PostModeration::Held));
+    if still_held {
+        strikes::set_post_moderation(ctx, post_id, Some(PostModeration::Removed)).await?;
+    }
     Ok(())
 }
 

@@ -201,26 +201,26 @@ pub async fn lift_suspension(ctx: &Context, admin: i64, uid: i64) -> AppResult<(
     Ok(())
 }
 
-/// Withdraws a strike: the post it removed is restored, and the account's
-/// suspension is shortened to what its other standing strikes say (never
-/// lengthened: a suspension an admin lifted stays lifted). The mark last,
-/// so a withdrawal on record was carried out.
+/// Withdraws a strike: the posts it removed are restored, and the
+/// account's suspension is shortened to what its other standing strikes
+/// say (never lengthened: a suspension an admin lifted stays lifted). The
+/// mark last, so a withdrawal on record was carried out.
 pub(super) async fn overturn(ctx: &Context, strike: &StrikeDoc) -> AppResult<()> {
     let now = now_ms();
-    if strike.action == "remove_content" && strike.target.kind == TargetKind::Post {
+    let held = ctx
+        .docs
+        .cases_by_ids(&[strike.id])
+        .await?
+        .pop()
+        .filter(|c| c.held.is_some());
+    if let Some(case) = &held {
+        // Every post of an item of held posts was removed with it.
+        each_held_post(ctx, case, |post| restore_removed(ctx, post)).await?;
+    } else if strike.action == "remove_content" && strike.target.kind == TargetKind::Post {
         set_post_moderation(ctx, strike.target.id, None).await?;
     }
     if strike.until.is_some() {
-        let standing = ctx
-            .docs
-            .strikes_of(strike.uid, None, STRIKES_CONSIDERED)
-            .await?
-            .into_iter()
-            .filter(|s| s.id != strike.id && s.overturned_at.is_none() && s.lifted_at.is_none())
-            .filter_map(|s| s.until)
-            .filter(|until| *until > now)
-            .max()
-            .unwrap_or(0);
+        let standing = standing_until(ctx, strike, now).await?;
         let current = ctx
             .docs
             .users_by_ids(&[strike.uid])
@@ -229,10 +229,95 @@ pub(super) async fn overturn(ctx: &Context, strike: &StrikeDoc) -> AppResult<()>
             .map_or(0, |u| u.suspended_until);
         if standing < current {
             set_suspension(ctx, strike.uid, standing).await?;
+            // A suspension closed while this read is made longer by its
+            // own write (which only extends) if that write came after
+            // this one; if it came before, it is read here and put back.
+            let again = standing_until(ctx, strike, now).await?;
+            if again > standing {
+                ctx.docs.extend_suspension(strike.uid, again).await?;
+                credentials_changed(ctx, strike.uid).await;
+            }
         }
     }
     ctx.docs.overturn_strike(strike.id, now).await?;
     Ok(())
+}
+
+/// Posts read per store call when an action goes over an item's held
+/// posts.
+const HELD_BATCH: usize = 200;
+
+/// Every post a case of held posts covers: its first (the target) and
+/// every one recorded in it, page by page, each given to `each`.
+pub(super) async fn each_held_post<F, Fut>(
+    ctx: &Context,
+    case: &CaseDoc,
+    mut each: F,
+) -> AppResult<()>
+where
+    F: FnMut(i64) -> Fut,
+    Fut: std::future::Future<Output = AppResult<()>>,
+{
+    if case.target.kind == TargetKind::Post {
+        each(case.target.id).await?;
+    }
+    let mut after = None;
+    loop {
+        let page = ctx
+            .docs
+            .held_posts_of_case(case.id, after, HELD_BATCH)
+            .await?;
+        for &post in &page {
+            if post != case.target.id {
+                each(post).await?;
+            }
+        }
+        if page.len() < HELD_BATCH {
+            return Ok(());
+        }
+        after = page.last().copied();
+    }
+}
+
+/// Restores a post an action removed, unless something else became of it.
+async fn restore_removed(ctx: &Context, post_id: i64) -> AppResult<()> {
+    let removed = ctx
+        .docs
+        .posts_by_ids(&[post_id])
+        .await?
+        .pop()
+        .is_some_and(|p| p.moderation == Some(PostModeration::Removed));
+    if removed {
+        set_post_moderation(ctx, post_id, None).await?;
+    }
+    Ok(())
+}
+
+/// Until when the account's suspensions other than `overturned`'s hold it
+/// (0: none): its standing strikes, and the items closed with a suspension
+/// or ban whose strike is not written yet. The closing is what decides a
+/// suspension (its strike is recorded only after its effects), so an
+/// overturn racing one reads it there and does not cut it short.
+async fn standing_until(ctx: &Context, overturned: &StrikeDoc, now: i64) -> AppResult<i64> {
+    let uid = overturned.uid;
+    let (strikes, closed) = tokio::try_join!(
+        ctx.docs.strikes_of(uid, None, STRIKES_CONSIDERED),
+        ctx.docs
+            .cases_page(false, Some(uid), None, STRIKES_CONSIDERED),
+    )?;
+    let by_strikes = strikes
+        .iter()
+        .filter(|s| s.id != overturned.id && s.overturned_at.is_none() && s.lifted_at.is_none())
+        .filter_map(|s| s.until);
+    let by_closings = closed
+        .iter()
+        .filter(|c| c.id != overturned.id && !strikes.iter().any(|s| s.id == c.id))
+        .filter_map(|c| c.closing.as_ref().and_then(|closing| closing.until));
+    Ok(by_strikes
+        .chain(by_closings)
+        .filter(|until| *until > now)
+        .max()
+        .unwrap_or(0))
 }
 
 /// The standing strike that suspends the account longest, if any: what a

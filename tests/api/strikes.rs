@@ -551,7 +551,8 @@ async fn snapshots_are_erased_with_the_deleted_account_once_closed_and_after_the
     let closed_first = app.text_post(&gone, "closed before the deletion").await;
     let open_at_deletion = app.text_post(&gone, "open at the deletion").await;
     let other = app.text_post(&stays, "another account's").await;
-    for post in [closed_first, open_at_deletion, other] {
+    let left_open = app.text_post(&stays, "left open").await;
+    for post in [closed_first, open_at_deletion, other, left_open] {
         let body = json!({"targetType": "post", "targetId": post, "category": "spam"});
         assert_eq!(report(&app, &reader, body).await.0, 201);
     }
@@ -632,6 +633,13 @@ async fn snapshots_are_erased_with_the_deleted_account_once_closed_and_after_the
     );
     moments::service::jobs::expiry::erase_old_snapshots(app.ctx.docs.as_ref(), 0).await;
     assert_eq!(snapshot_of("dismissed", other).await["erased"], true);
+    // An open item keeps its snapshot whatever its age: the retention
+    // counts only once it is closed.
+    let open = snapshot_of("open", left_open).await;
+    assert_eq!(
+        (open["text"].clone(), open.get("erased")),
+        (json!("left open"), None)
+    );
 }
 
 #[tokio::test]
@@ -771,4 +779,409 @@ async fn a_deleted_reporters_words_go_and_their_report_stays() {
         .await;
     assert_eq!(comments_by(&one, leaving.uid), [""], "{one}");
     assert_eq!(comments_by(&one, staying.uid), ["另一个理由"], "{one}");
+}
+
+/// The `report_opened` notifications `who` has, by item.
+async fn told_of(app: &TestApp, who: &User) -> Vec<Value> {
+    let (_, n) = app.get("/api/v1/notifications", Some(&who.token)).await;
+    n["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["kind"] == "report_opened")
+        .map(|n| n["caseId"].clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn an_authors_held_posts_are_one_item_whose_every_action_covers_them_all() {
+    let app = spawn_app().await;
+    let m = moderator(&app, "hfmod").await;
+    let other = moderator(&app, "hfother").await;
+    let author = app.user("hfauthor").await;
+    let reader = app.user("hfreader").await;
+    follow(&app, &reader, &author).await;
+    let (s, filter) = app
+        .post(
+            "/api/v1/admin/filters",
+            Some(&m.token),
+            json!({"term": "代购", "action": "hold", "reason": "待审核"}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 201, "{filter}");
+    // More posts than the item shows: every action must reach them all.
+    let flood = |n: usize, round: &'static str| {
+        let (app, token) = (&app, author.token.clone());
+        async move {
+            let mut ids = Vec::new();
+            for i in 0..n {
+                let (s, v) = app
+                    .post(
+                        "/api/v1/posts",
+                        Some(&token),
+                        json!({"category": "TEXT", "content": format!("代购 {round} {i}")}),
+                    )
+                    .await;
+                assert_eq!((s.as_u16(), v["moderation"].clone()), (201, json!("held")));
+                ids.push(v["id"].as_i64().unwrap());
+            }
+            ids
+        }
+    };
+    let first = flood(8, "first").await;
+    let items = queue(&app, &m, "").await;
+    assert_eq!(items.len(), 1, "one item, however many posts: {items:?}");
+    let item = &items[0];
+    assert_eq!(item["held"]["count"], 8, "{item}");
+    assert_eq!(item["held"]["reason"], "待审核");
+    let shown: Vec<i64> = item["held"]["posts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["postId"].as_i64().unwrap())
+        .collect();
+    let newest: Vec<i64> = first.iter().rev().take(5).copied().collect();
+    assert_eq!(shown, newest, "the newest few, newest first");
+    assert_eq!(item["held"]["posts"][0]["snapshot"]["text"], "代购 first 7");
+    // Each moderator is told once, of the one item.
+    for who in [&m, &other] {
+        wait_until("the moderator is told", || async {
+            !told_of(&app, who).await.is_empty()
+        })
+        .await;
+        assert_eq!(told_of(&app, who).await, vec![item["id"].clone()]);
+    }
+    // A comment with the term is refused, saying neither term nor filter.
+    let clean = app.text_post(&reader, "a clean post").await;
+    let (s, v) = app
+        .post(
+            &format!("/api/v1/posts/{clean}/comments"),
+            Some(&author.token),
+            json!({"content": "代购"}),
+        )
+        .await;
+    assert_eq!((s.as_u16(), v["field"].clone()), (422, json!("content")));
+    let said = v.to_string();
+    assert!(
+        !said.contains("待审核")
+            && !said.contains("代购")
+            && !said.contains(&filter["id"].to_string()),
+        "{v}"
+    );
+    // Dismissing publishes every one of them.
+    for post in &first {
+        assert_eq!(post_status(&app, &reader, *post).await.0, 404);
+    }
+    let (s, v) = act_on(
+        &app,
+        &m,
+        json!({"kind": "post", "id": first[0]}),
+        json!({"action": "dismiss"}),
+    )
+    .await;
+    assert_eq!(s, 200, "{v}");
+    for post in &first {
+        assert_eq!(post_status(&app, &reader, *post).await.0, 200, "{post}");
+    }
+    // The next held posts are a new item; removing it removes them all,
+    // one strike for the item; overturning that restores them all.
+    let second = flood(7, "second").await;
+    let items = queue(&app, &m, "").await;
+    assert_eq!(items.len(), 1, "{items:?}");
+    assert_eq!(items[0]["held"]["count"], 7);
+    let (s, v) = act_on(
+        &app,
+        &m,
+        json!({"kind": "post", "id": second[0]}),
+        json!({"action": "remove_content"}),
+    )
+    .await;
+    assert_eq!(s, 200, "{v}");
+    for post in &second {
+        assert_eq!(post_status(&app, &reader, *post).await.0, 404);
+        let (_, own) = post_status(&app, &author, *post).await;
+        assert_eq!(own["moderation"], "removed", "{own}");
+    }
+    let struck = strikes(&app, &author).await;
+    assert_eq!(struck.len(), 1, "{struck:?}");
+    let strike = struck[0]["id"].as_i64().unwrap();
+    let (s, v) = app
+        .post(
+            &format!("/api/v1/me/strikes/{strike}/appeal"),
+            Some(&author.token),
+            json!({"text": "引用而已"}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 201, "{v}");
+    let (s, v) = act_on(
+        &app,
+        &m,
+        json!({"kind": "appeal", "id": strike}),
+        json!({"action": "overturn"}),
+    )
+    .await;
+    assert_eq!(s, 200, "{v}");
+    for post in &second {
+        assert_eq!(post_status(&app, &reader, *post).await.0, 200, "{post}");
+    }
+    // Two items of held posts in all, each told once.
+    wait_until("the second item is told", || async {
+        told_of(&app, &other).await.len() >= 2
+    })
+    .await;
+    assert_eq!(
+        told_of(&app, &other).await.len(),
+        3,
+        "two items and an appeal"
+    );
+}
+
+#[tokio::test]
+async fn an_overturn_racing_a_suspensions_strike_leaves_that_suspension_whole() {
+    use moments::store::faults::{Fault, Gate};
+    let app = spawn_app().await;
+    let author = app.user("orauthor").await;
+    let reader = app.user("orreader").await;
+    let post = app.text_post(&author, "reported as well").await;
+    for body in [
+        json!({"targetType": "post", "targetId": post, "category": "spam"}),
+        json!({"targetType": "user", "targetId": author.uid, "category": "spam"}),
+    ] {
+        assert_eq!(report(&app, &reader, body).await.0, 201);
+    }
+    let m = moderator(&app, "ormod").await;
+    let (s, v) = act_on(
+        &app,
+        &m,
+        json!({"kind": "user", "id": author.uid}),
+        json!({"action": "suspend", "days": 1}),
+    )
+    .await;
+    assert_eq!(s, 200, "{v}");
+    let sign_in = || {
+        app.post(
+            "/api/v1/sessions",
+            None,
+            json!({"username": "orauthor", "password": "password-123"}),
+        )
+    };
+    let refused = sign_in().await;
+    let short = assert_problem(&refused, 403, "account_suspended")["strikeId"]
+        .as_i64()
+        .unwrap();
+    let (s, v) = app
+        .post(
+            "/api/v1/appeals",
+            None,
+            json!({"username": "orauthor", "password": "password-123",
+                "strikeId": short, "text": "一天也不该"}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 201, "{v}");
+    // A 30-day suspension closes, and its strike is held before it is
+    // written while the one-day strike's appeal is upheld.
+    let gate = Gate::new();
+    app.ctx.faults.inject(
+        "ModerationDocs",
+        "insert_strike",
+        Fault::Hold(gate.clone()),
+        1,
+    );
+    let long = act_on(
+        &app,
+        &m,
+        json!({"kind": "post", "id": post}),
+        json!({"action": "suspend", "days": 30}),
+    );
+    let overturn_meanwhile = async {
+        gate.reached().await;
+        let (s, v) = act_on(
+            &app,
+            &m,
+            json!({"kind": "appeal", "id": short}),
+            json!({"action": "overturn"}),
+        )
+        .await;
+        assert_eq!(s, 200, "{v}");
+        let refused = sign_in().await;
+        gate.open();
+        refused
+    };
+    let ((s, v), refused) = tokio::join!(long, overturn_meanwhile);
+    assert_eq!(s, 200, "{v}");
+    // The closed suspension held the account throughout, for its 30 days.
+    let problem = assert_problem(&refused, 403, "account_suspended");
+    let left = problem["until"].as_i64().unwrap() - moments::ids::now_ms();
+    assert!(left > 29 * DAY_MS, "{problem}");
+    let problem = assert_problem(&sign_in().await, 403, "account_suspended");
+    assert!(problem["until"].as_i64().unwrap() - moments::ids::now_ms() > 29 * DAY_MS);
+}
+
+#[tokio::test]
+async fn of_two_moderators_closing_one_item_at_once_one_closes_it() {
+    let app = spawn_app().await;
+    let author = app.user("twauthor").await;
+    let reader = app.user("twreader").await;
+    let (m, other) = (
+        moderator(&app, "twmod").await,
+        moderator(&app, "twother").await,
+    );
+    // Rounds, as a race is won by chance: each a new item, closed by both
+    // at once with different actions.
+    let rounds = 8;
+    for round in 0..rounds {
+        let post = app.text_post(&author, &format!("round {round}")).await;
+        let body = json!({"targetType": "post", "targetId": post, "category": "spam"});
+        assert_eq!(report(&app, &reader, body).await.0, 201);
+        let item = queue(&app, &m, "")
+            .await
+            .into_iter()
+            .find(|i| i["target"]["id"] == post)
+            .unwrap();
+        let path = format!("/api/v1/admin/reports/{}/actions", item["id"]);
+        let (removal, dismissal) = tokio::join!(
+            app.post(&path, Some(&m.token), json!({"action": "remove_content"})),
+            app.post(&path, Some(&other.token), json!({"action": "dismiss"})),
+        );
+        let mut statuses = [removal.0.as_u16(), dismissal.0.as_u16()];
+        statuses.sort_unstable();
+        assert_eq!(
+            statuses,
+            [200, 409],
+            "round {round}: {removal:?} {dismissal:?}"
+        );
+        // What the item says was done is what was done.
+        let removed = removal.0.as_u16() == 200;
+        let (s, _) = post_status(&app, &reader, post).await;
+        assert_eq!(s, if removed { 404 } else { 200 }, "round {round}");
+    }
+    // One strike per removal, one audit entry per item.
+    let admin = app.admin().await;
+    let (_, log) = app
+        .get("/api/v1/admin/audit-log?limit=100", Some(&admin.token))
+        .await;
+    let closed = log["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"].as_str().unwrap().starts_with("report."))
+        .count();
+    assert_eq!(closed, rounds);
+    let (s, v) = app
+        .get("/api/v1/me/strikes?limit=100", Some(&author.token))
+        .await;
+    assert_eq!(s.as_u16(), 200);
+    let removals = queue(&app, &m, "?state=actioned&limit=100").await.len();
+    assert_eq!(v["items"].as_array().unwrap().len(), removals, "{v}");
+}
+
+/// The value of `moments_moderation_oldest_open_seconds` on a scrape.
+async fn oldest_open_seconds(app: &TestApp, admin: &User) -> f64 {
+    let (s, _, body) = app
+        .call_with(
+            reqwest::Method::GET,
+            "/metrics",
+            Some(&admin.token),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(s.as_u16(), 200, "{body}");
+    let text = body.as_str().expect("a text scrape").to_string();
+    text.lines()
+        .find_map(|l| l.strip_prefix("moments_moderation_oldest_open_seconds "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no gauge in {text}"))
+}
+
+#[tokio::test]
+async fn the_spawned_jobs_finish_cut_short_items_erase_old_snapshots_and_gauge_the_queue() {
+    use moments::store::faults::Fault;
+    use moments::store::{CaseDoc, ReportTarget, Snapshot};
+    let mut settings = crate::helpers::test_settings();
+    settings.sweep_ms = 100;
+    settings.queue_age_ms = 100;
+    settings.moderation_retention_days = 1;
+    // It asks again and again until the jobs have run.
+    settings.rate_limits = None;
+    let app = crate::helpers::spawn_app_with(settings).await;
+    let author = app.user("jbauthor").await;
+    let reader = app.user("jbreader").await;
+    let m = moderator(&app, "jbmod").await;
+    let admin = app.admin().await;
+    // An item opened three days ago (the store is written directly: no
+    // request opens one in the past).
+    let old_post = app.text_post(&author, "reported long ago").await;
+    let opened = moments::ids::now_ms() - 3 * DAY_MS;
+    let case = CaseDoc::opening(
+        moments::ids::first_id_at(opened),
+        ReportTarget {
+            kind: moments::domain::report::TargetKind::Post,
+            id: old_post,
+        },
+        author.uid,
+        Snapshot {
+            author: author.uid,
+            author_name: "jbauthor".into(),
+            text: "reported long ago".into(),
+            picture_urls: Vec::new(),
+            visibility: None,
+            post_id: None,
+            createtime: opened,
+            taken_at: opened,
+            erased: false,
+        },
+        opened,
+    );
+    app.ctx.docs.open_case(&case).await.unwrap();
+    // The gauge says how long it has waited, from the job alone (every app
+    // of this binary shares the gauge, so it waits to see its own value).
+    wait_until("the gauge shows the item three days old", || async {
+        oldest_open_seconds(&app, &admin).await >= (3 * DAY_MS / 1000 - 60) as f64
+    })
+    .await;
+    // An action cut short (its strike's record failed) is finished by the
+    // spawned sweep, with nobody calling it.
+    let post = app.text_post(&author, "cut short").await;
+    let body = json!({"targetType": "post", "targetId": post, "category": "spam"});
+    assert_eq!(report(&app, &reader, body).await.0, 201);
+    app.ctx
+        .faults
+        .inject("ModerationDocs", "insert_strike", Fault::Fail, 1);
+    let (s, v) = act_on(
+        &app,
+        &m,
+        json!({"kind": "post", "id": post}),
+        json!({"action": "remove_content"}),
+    )
+    .await;
+    assert_eq!(s, 503, "{v}");
+    wait_until("the sweep records the strike", || async {
+        strikes(&app, &author).await.len() == 1
+    })
+    .await;
+    // Closed, the old item leaves the gauge, and its snapshot, past the
+    // retention, is erased by the sweep; the newer closed one's is not.
+    let (s, v) = act_on(
+        &app,
+        &m,
+        json!({"kind": "post", "id": old_post}),
+        json!({"action": "dismiss"}),
+    )
+    .await;
+    assert_eq!(s, 200, "{v}");
+    wait_until("the gauge forgets the closed item", || async {
+        oldest_open_seconds(&app, &admin).await < DAY_MS as f64 / 1000.0
+    })
+    .await;
+    wait_until("the old snapshot is erased", || async {
+        let items = queue(&app, &m, "?state=dismissed").await;
+        items
+            .iter()
+            .any(|i| i["target"]["id"] == old_post && i["snapshot"]["erased"] == true)
+    })
+    .await;
+    let items = queue(&app, &m, "?state=actioned").await;
+    let recent = items.iter().find(|i| i["target"]["id"] == post).unwrap();
+    assert_eq!(recent["snapshot"]["text"], "cut short", "{recent}");
 }

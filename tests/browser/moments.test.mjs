@@ -705,6 +705,8 @@ const APPEAL = '这是我自己做的东西，不是广告';
 const SUSPENSION_APPEAL = '那些私信是老客户问的，不是骚扰';
 const HOLD_TERM = '代购';
 const HELD_TEXT = '代购名牌包，需要的私信';
+// A second held post of the same author joins the first's item.
+const HELD_AGAIN = '代购手表，也私信';
 let wangUid = 0;
 let adPostId = 0;
 let adCaseId = '';
@@ -1031,13 +1033,19 @@ step('a moderator adds a hold filter; a post with its term waits for review', as
   assert.ok(heldPostId, wang.url());
   await postWith(wang, HELD_TEXT).getByText('等待审核').waitFor();
   assert.ok(!(await albumTexts(wangUid)).includes(HELD_TEXT), 'a held post is its author\'s alone');
+  const res = await api(wang, 'POST', '/posts', { category: 'TEXT', content: HELD_AGAIN });
+  const again = await res.text();
+  assert.equal(res.status, 201, again);
+  assert.equal(JSON.parse(again).moderation, 'held');
 });
 
 step('a bulk dismiss closes two items at once, and publishes the held post', async () => {
   await visit(li, '/admin');
   await onPage(li, '管理后台');
   const held = queueItem(li, 'post', HELD_TEXT);
-  await held.getByText('被过滤词暂扣：疑似代购广告。驳回即发布。').waitFor();
+  // One item for both of the author's held posts, the newest listed.
+  await held.getByText('被过滤词暂扣的 2 条动态（第一条：疑似代购广告）。驳回即全部发布，其他处理全部移除。').waitFor();
+  await held.getByRole('list', { name: '最新暂扣的动态' }).getByText(HELD_AGAIN).waitFor();
   const comment = queueItem(li, 'comment', AD_COMMENT);
   await held.getByRole('checkbox').check();
   await comment.getByRole('checkbox').check();
@@ -1064,6 +1072,7 @@ step('a bulk dismiss closes two items at once, and publishes the held post', asy
   await postWith(wang, HELD_TEXT).locator('.post-content').waitFor();
   assert.equal(await wang.locator('.moderation-banner').count(), 0);
   assert.ok((await albumTexts(wangUid)).includes(HELD_TEXT), 'published');
+  assert.ok((await albumTexts(wangUid)).includes(HELD_AGAIN), 'both published');
 });
 
 step('a suspended account is told why at sign-in and appeals from there; a moderator finds the appeal, and an admin lifts the suspension', async () => {

@@ -69,8 +69,10 @@
  *   reporterCount: number, categories: ReportCategory[], snapshot: Snapshot, openedAt: number,
  *   reportedAt: number, reports: ItemReport[], reportsCursor?: string, history?: PastItem[],
  *   strikes?: PastStrike[],
- *   closing: Closing | null, held?: { filter: number, reason: string },
+ *   closing: Closing | null, held?: HeldBy,
  *   appeal?: { strikeId: number, text: string, action: string, at: number } }} QueueItem
+ * @typedef {{ postId: number, filter: number, reason: string, snapshot: Snapshot }} HeldPost
+ * @typedef {{ filter: number, reason: string, count?: number, posts?: HeldPost[] }} HeldBy
  * @typedef {{ id: number, status: number }} BulkResult
  * @typedef {{ id: number, term: string, action: 'reject' | 'hold', reason: string,
  *   updatedAt: number, updatedBy: number }} ContentFilter

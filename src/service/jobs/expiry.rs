@@ -11,7 +11,6 @@ use std::time::Duration;
 use crate::ids::{first_id_at, now_ms};
 use crate::store::{DocStore, StoreResult};
 
-const EVERY: Duration = Duration::from_secs(300);
 const BATCH: usize = 1000;
 
 /// Deletes in batches of `BATCH` (each its own short write) until a batch
@@ -58,11 +57,18 @@ pub async fn erase_old_snapshots(docs: &dyn DocStore, retention_days: u64) {
     sweep("snapshots", || docs.erase_snapshots(None, before, BATCH)).await;
 }
 
-/// At start-up and every few minutes: the fan-outs, account erasures and
-/// closed moderation items an instance left unfinished, and the expired.
+/// At start-up and every `MOMENTS_SWEEP_MS` (five minutes): the fan-outs,
+/// account erasures and closed moderation items an instance left
+/// unfinished, and the expired.
 pub fn spawn(ctx: crate::service::Context) -> tokio::task::JoinHandle<()> {
+    let every = Duration::from_millis(ctx.settings.sweep_ms);
+    // A closed item's own request finishes it unless it failed; the sweep
+    // waits its grace for that, or one sweep if sweeps come sooner.
+    let grace_ms = i64::try_from(ctx.settings.sweep_ms)
+        .unwrap_or(i64::MAX)
+        .min(crate::service::moderation::FINISH_GRACE_MS);
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(EVERY);
+        let mut tick = tokio::time::interval(every);
         loop {
             tick.tick().await;
             // First: until they run, some timelines lack a post.
@@ -71,12 +77,7 @@ pub fn spawn(ctx: crate::service::Context) -> tokio::task::JoinHandle<()> {
             }
             sweep_once(ctx.docs.as_ref()).await;
             erase_old_snapshots(ctx.docs.as_ref(), ctx.settings.moderation_retention_days).await;
-            if let Err(e) = crate::service::moderation::finish_unfinished(
-                &ctx,
-                crate::service::moderation::FINISH_GRACE_MS,
-            )
-            .await
-            {
+            if let Err(e) = crate::service::moderation::finish_unfinished(&ctx, grace_ms).await {
                 tracing::warn!(error = %e, "could not finish closed moderation items");
             }
             if let Err(e) = crate::service::exports::delete_expired(&ctx).await {

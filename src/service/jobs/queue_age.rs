@@ -8,11 +8,10 @@ use std::time::Duration;
 use crate::ids::now_ms;
 use crate::service::Context;
 
-/// How often the gauge is brought up to date.
-pub const LOOK_EVERY: Duration = Duration::from_secs(30);
-
+/// Brings the gauge up to date every `MOMENTS_QUEUE_AGE_MS` (30 s).
 pub fn spawn(ctx: Context) -> tokio::task::JoinHandle<()> {
-    super::spawn_every(LOOK_EVERY, move || {
+    let every = Duration::from_millis(ctx.settings.queue_age_ms);
+    super::spawn_every(every, move || {
         let ctx = ctx.clone();
         async move {
             match ctx.docs.oldest_open_case().await {

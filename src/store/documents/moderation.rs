@@ -81,7 +81,7 @@ impl ReportDoc {
 /// The reported content as it was when first reported, so that a
 /// moderator sees it whatever happens to it since (an edit, a deletion, a
 /// narrower audience). Bounded: the text is cut at `SNAPSHOT_TEXT_MAX`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Snapshot {
     /// The account the content is by (or the reported account).
@@ -172,6 +172,15 @@ pub struct CaseDoc {
 }
 
 impl CaseDoc {
+    /// What makes a case the open one: its target's key, or, for posts a
+    /// filter held, their author's, so that one item holds them all.
+    pub fn open_key(&self) -> String {
+        match self.held {
+            Some(_) => format!("held:{}", self.account),
+            None => self.target.key(),
+        }
+    }
+
     /// A new open case of `target`, with no report in it yet.
     pub fn opening(
         id: i64,
@@ -199,13 +208,76 @@ impl CaseDoc {
     }
 }
 
-/// The `hold` filter that a post matched.
+/// The `hold` filter that a post matched. On a queue item, the filter that
+/// held its first post, and every post of the author it holds: one open
+/// item per author, however many of their posts a filter holds, so that
+/// a flood of held posts is one item and one notification to the staff.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct HeldBy {
     /// The filter's id.
     pub filter: i64,
     /// Its public reason.
     pub reason: String,
+    /// How many of the author's posts the item holds. Every action on the
+    /// item applies to all of them: `dismiss` publishes them, any other
+    /// action removes them.
+    #[serde(default = "one")]
+    pub count: u64,
+    /// The newest of them (at most 5), newest first.
+    #[serde(default)]
+    pub posts: Vec<HeldPost>,
+}
+
+fn one() -> u64 {
+    1
+}
+
+impl HeldBy {
+    /// What a filter's match says, before any item holds the post.
+    pub fn by(filter: i64, reason: String) -> Self {
+        HeldBy {
+            filter,
+            reason,
+            count: 0,
+            posts: Vec::new(),
+        }
+    }
+}
+
+/// A held post as its item shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HeldPost {
+    pub post_id: i64,
+    /// The filter that held it, and its public reason.
+    pub filter: i64,
+    pub reason: String,
+    pub snapshot: Snapshot,
+}
+
+/// How many of its newest held posts an item keeps a copy of; the rest are
+/// found by `held_posts_of_case`.
+pub const HELD_SHOWN: usize = 5;
+
+/// A post in the item that holds it: what every action on the item finds
+/// the posts it covers by, beyond the few the item shows.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HeldPostDoc {
+    #[serde(rename = "_id")]
+    pub post_id: i64,
+    #[serde(rename = "caseId")]
+    pub case_id: i64,
+    pub author: i64,
+    #[serde(rename = "heldAt")]
+    pub held_at: i64,
+}
+
+/// The newest held posts an item shows once `post` joins them.
+pub fn with_newest(mut shown: Vec<HeldPost>, post: HeldPost) -> Vec<HeldPost> {
+    shown.retain(|p| p.post_id != post.post_id);
+    shown.insert(0, post);
+    shown.truncate(HELD_SHOWN);
+    shown
 }
 
 /// An appeal as its case shows it.
@@ -403,6 +475,23 @@ pub trait ModerationDocs: Send + Sync {
         before: Option<i64>,
         limit: usize,
     ) -> StoreResult<Vec<ReportDoc>>;
+
+    /// Records a held post in its case (`held.case_id`), if the case is
+    /// still open: its count grows by one and `shown` leads its newest
+    /// held posts. `Some(false)` when the post was recorded already (and
+    /// nothing changes); `None` when the case closed meanwhile, and nothing
+    /// is recorded (the caller opens a new case).
+    async fn hold_in_case(&self, held: &HeldPostDoc, shown: &HeldPost)
+        -> StoreResult<Option<bool>>;
+
+    /// Up to `limit` ids of the posts held in a case, ascending, above
+    /// `after`.
+    async fn held_posts_of_case(
+        &self,
+        case_id: i64,
+        after: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<i64>>;
 
     /// Closes an open case (and so every report in it), unfinished since
     /// `closing.at`; `None` when it was not open (closed already, or

@@ -1,12 +1,13 @@
 //! `ModerationDocs` on MongoDB: `reports`, `moderation_cases`,
 //! `open_cases` (a target's key → its open case, the claim that makes one
-//! case the open one), `audit_log`, `instance` (one document), `content_filters` and
+//! case the open one), `held_posts` (a held post → the case holding it), `audit_log`, `instance` (one document), `content_filters` and
 //! `strikes`. Moderation is small and read across every target, so these collections are unsharded.
 
 use super::*;
 use crate::store::{
-    AuditDoc, CaseClosing, CaseDoc, CaseState, ContentFilterDoc, InstanceDoc, ModerationDocs,
-    ReportBrief, ReportDoc, ReportTarget, StrikeAppeal, StrikeDoc, FIRST_REPORTS_KEPT,
+    with_newest, AuditDoc, CaseClosing, CaseDoc, CaseState, ContentFilterDoc, HeldPost,
+    HeldPostDoc, InstanceDoc, ModerationDocs, ReportBrief, ReportDoc, StrikeAppeal, StrikeDoc,
+    FIRST_REPORTS_KEPT,
 };
 
 /// A target's open case.
@@ -17,6 +18,9 @@ struct OpenCase {
     #[serde(rename = "caseId")]
     case_id: i64,
 }
+
+/// How long the claim of an item's closing refuses another closer.
+const CLOSE_CLAIM_KEPT_MS: i64 = 60_000;
 
 fn state_text(state: CaseState) -> StoreResult<mongodb::bson::Bson> {
     mongodb::bson::to_bson(&state).map_err(|e| StoreError::Other(e.into()))
@@ -41,11 +45,13 @@ impl MongoDocs {
     fn strikes(&self) -> Collection<StrikeDoc> {
         self.db.collection("strikes")
     }
+    fn held_posts(&self) -> Collection<HeldPostDoc> {
+        self.db.collection("held_posts")
+    }
 
     /// The case the target's claim names, if the claim and an open case
     /// stand; a claim left by a case closed since is dropped.
-    async fn claimed_case(&self, target: &ReportTarget) -> StoreResult<Option<OpenCase>> {
-        let key = target.key();
+    async fn claimed_case(&self, key: String) -> StoreResult<Option<OpenCase>> {
         let Some(claim) = self
             .open_cases()
             .find_one(doc! { "_id": &key })
@@ -76,11 +82,11 @@ impl ModerationDocs for MongoDocs {
         // Two tries: a claim lost to a case that closed at that moment is
         // dropped by `claimed_case`, and the second try claims afresh.
         for _ in 0..2 {
-            let claim = match self.claimed_case(&case.target).await? {
+            let claim = match self.claimed_case(case.open_key()).await? {
                 Some(claim) => claim,
                 None => {
                     let mine = OpenCase {
-                        key: case.target.key(),
+                        key: case.open_key(),
                         case_id: case.id,
                     };
                     if !insert_unless_duplicate(&self.open_cases(), &mine).await? {
@@ -108,7 +114,7 @@ impl ModerationDocs for MongoDocs {
         }
         Err(StoreError::Unavailable(anyhow::anyhow!(
             "the open case of {} kept changing",
-            case.target.key()
+            case.open_key()
         )))
     }
 
@@ -234,6 +240,75 @@ impl ModerationDocs for MongoDocs {
         newest_page(self.reports(), doc! { "reporter": reporter }, before, limit).await
     }
 
+    async fn hold_in_case(
+        &self,
+        held: &HeldPostDoc,
+        shown: &HeldPost,
+    ) -> StoreResult<Option<bool>> {
+        if !insert_unless_duplicate(&self.held_posts(), held).await? {
+            return Ok(Some(false));
+        }
+        // Only while the case is open, as `file_report`: a post held as its
+        // case closes is taken back and held in a new case.
+        let case = self
+            .cases()
+            .find_one_and_update(
+                doc! { "_id": held.case_id, "state": state_text(CaseState::Open)? },
+                doc! {
+                    "$inc": { "held.count": 1_i64 },
+                    "$set": { "reportedAt": held.held_at },
+                },
+            )
+            .return_document(mongodb::options::ReturnDocument::After)
+            .await
+            .map_err(classify)?;
+        let Some(case) = case else {
+            self.held_posts()
+                .delete_one(doc! { "_id": held.post_id })
+                .await
+                .map_err(classify)?;
+            return Ok(None);
+        };
+        // By read and `$set`, as the report briefs: two posts held at once
+        // may keep one copy between them; the count and the records stay
+        // exact.
+        let shown = with_newest(
+            case.held.map(|h| h.posts).unwrap_or_default(),
+            shown.clone(),
+        );
+        let shown = mongodb::bson::to_bson(&shown).map_err(|e| StoreError::Other(e.into()))?;
+        self.cases()
+            .update_one(
+                doc! { "_id": held.case_id },
+                doc! { "$set": { "held.posts": shown } },
+            )
+            .await
+            .map_err(classify)?;
+        Ok(Some(true))
+    }
+
+    async fn held_posts_of_case(
+        &self,
+        case_id: i64,
+        after: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<i64>> {
+        let mut filter = doc! { "caseId": case_id };
+        if let Some(a) = after {
+            filter.insert("_id", doc! { "$gt": a });
+        }
+        let found = self
+            .db
+            .collection::<IdOnly>("held_posts")
+            .find(filter)
+            .projection(doc! { "_id": 1 })
+            .sort(doc! { "_id": 1 })
+            .limit(limit as i64)
+            .await
+            .map_err(classify)?;
+        Ok(collect(found).await?.into_iter().map(|d| d.id).collect())
+    }
+
     async fn close_case(
         &self,
         case_id: i64,
@@ -250,6 +325,19 @@ impl ModerationDocs for MongoDocs {
         if case.state != CaseState::Open {
             return Ok(None);
         }
+        // Of two moderators closing one item at once, one closes it. A
+        // conditional update decides that on MongoDB, but FerretDB applies
+        // one without checking its filter again, so both would win there
+        // (docs/FERRETDB.md): the close is claimed first, by the one insert
+        // exact everywhere. Kept a minute, as the rivals' reads are
+        // moments old; the update keeps the condition for MongoDB's sake.
+        let claim = format!("close_case:{case_id}");
+        if !self
+            .claim_kept(claim.clone(), crate::ids::now_ms(), CLOSE_CLAIM_KEPT_MS)
+            .await?
+        {
+            return Ok(None);
+        }
         let state = state_text(closing.state)?;
         let closing_doc =
             mongodb::bson::to_bson(closing).map_err(|e| StoreError::Other(e.into()))?;
@@ -263,13 +351,20 @@ impl ModerationDocs for MongoDocs {
                     "unfinishedSince": closing.at,
                 } },
             )
-            .await
-            .map_err(classify)?;
+            .await;
+        let closed = match closed {
+            Ok(closed) => closed,
+            Err(e) => {
+                self.unclaim(claim).await;
+                return Err(classify(e));
+            }
+        };
         if closed.modified_count == 0 {
+            self.unclaim(claim).await;
             return Ok(None);
         }
         self.open_cases()
-            .delete_one(doc! { "_id": case.target.key(), "caseId": case_id })
+            .delete_one(doc! { "_id": case.open_key(), "caseId": case_id })
             .await
             .map_err(classify)?;
         Ok(Some(CaseDoc {
@@ -471,6 +566,14 @@ impl ModerationDocs for MongoDocs {
                 .await
                 .map_err(classify)?;
             erased += r.modified_count;
+            // The copies of held posts are the content too.
+            self.cases()
+                .update_one(
+                    doc! { "_id": id, "held": { "$exists": true } },
+                    doc! { "$set": { "held.posts": [] } },
+                )
+                .await
+                .map_err(classify)?;
             // An appeal's text is the appellant's words about the content.
             self.cases()
                 .update_one(

@@ -12,7 +12,7 @@ use super::classify;
 use crate::store::{StoreError, StoreResult};
 
 /// Compiled in, so the binary never depends on where it was started from.
-pub const SCHEMAS: [(&str, &str); 29] = [
+pub const SCHEMAS: [(&str, &str); 30] = [
     ("users", include_str!("../../../schemas/users.json")),
     ("posts", include_str!("../../../schemas/posts.json")),
     ("comments", include_str!("../../../schemas/comments.json")),
@@ -55,6 +55,10 @@ pub const SCHEMAS: [(&str, &str); 29] = [
     (
         "open_cases",
         include_str!("../../../schemas/open_cases.json"),
+    ),
+    (
+        "held_posts",
+        include_str!("../../../schemas/held_posts.json"),
     ),
     ("audit_log", include_str!("../../../schemas/audit_log.json")),
     ("instance", include_str!("../../../schemas/instance.json")),

@@ -320,7 +320,7 @@ function queueItem(initial, selection) {
         h('span', { class: 'muted fine' }, `uid ${item.account.uid}`)),
       item.categories.length > 0 && h('p', { class: 'categories' },
         item.categories.map((c) => h('span', { class: 'pill category' }, t(`cat.${c}`)))),
-      item.held && h('p', { class: 'notice' }, t('queue.held', { reason: item.held.reason })),
+      item.held && heldNotice(item.held),
       item.appeal && h('div', { class: 'notice' },
         h('p', {}, t('queue.appeal', { action: actionWords(item.appeal.action) })),
         h('p', { class: 'quote' }, item.appeal.text)),
@@ -336,6 +336,25 @@ function queueItem(initial, selection) {
         li.focus();
       }));
   }
+}
+
+/**
+ * What a filter held: one post, or (an item holds every post of its account
+ * held while it is open) how many and the newest of them.
+ * @param {import('../types.js').HeldBy} held
+ */
+function heldNotice(held) {
+  const count = held.count ?? 1;
+  if (count <= 1) return h('p', { class: 'notice' }, t('queue.held', { reason: held.reason }));
+  const newest = held.posts ?? [];
+  return h('div', { class: 'notice' },
+    h('p', {}, t('queue.heldMany', { n: count, reason: held.reason })),
+    newest.length > 0 && h('ul', { class: 'held-posts', 'aria-label': t('queue.heldNewest') },
+      newest.map((p) => h('li', {},
+        h('a', { href: `#/post/${p.postId}` }, t('target.post')),
+        ` · ${p.reason} · `,
+        timeText(p.snapshot.createtime),
+        p.snapshot.text && h('span', { class: 'block quote' }, p.snapshot.text)))));
 }
 
 /**

@@ -2,8 +2,9 @@
 
 use super::*;
 use crate::store::{
-    AuditDoc, CaseClosing, CaseDoc, CaseState, ContentFilterDoc, InstanceDoc, ModerationDocs,
-    ReportBrief, ReportDoc, StrikeAppeal, StrikeDoc, FIRST_REPORTS_KEPT,
+    with_newest, AuditDoc, CaseClosing, CaseDoc, CaseState, ContentFilterDoc, HeldPost,
+    HeldPostDoc, InstanceDoc, ModerationDocs, ReportBrief, ReportDoc, StrikeAppeal, StrikeDoc,
+    FIRST_REPORTS_KEPT,
 };
 
 /// Report id → the report.
@@ -21,6 +22,11 @@ pub(super) const REPORTS_BY_REPORTER: TableDefinition<(u64, u64), ()> =
 pub(super) const CASES: TableDefinition<u64, &[u8]> = TableDefinition::new("moderation_cases");
 /// Target key (`post:ID`) → its open case.
 pub(super) const OPEN_CASES: TableDefinition<&str, u64> = TableDefinition::new("open_cases");
+/// Held post id → the case holding it.
+pub(super) const HELD_POSTS: TableDefinition<u64, u64> = TableDefinition::new("held_posts");
+/// (case, post id) of every post a case holds, for its actions.
+pub(super) const HELD_BY_CASE: TableDefinition<(u64, u64), ()> =
+    TableDefinition::new("held_by_case");
 /// (1 open / 0 closed, case id), for the queue.
 pub(super) const CASES_BY_STATE: TableDefinition<(u64, u64), ()> =
     TableDefinition::new("cases_by_state");
@@ -58,11 +64,15 @@ impl ModerationDocs for EmbeddedDocs {
         let case = case.clone();
         self.write(move |txn| {
             let mut open = txn.open_table(OPEN_CASES).map_err(other)?;
-            let key = case.target.key();
+            let key = case.open_key();
             let mut cases = txn.open_table(CASES).map_err(other)?;
             if let Some(existing) = open.get(key.as_str()).map_err(other)? {
                 let existing = existing.value();
-                if let Some(found) = get_doc::<CaseDoc>(&cases, existing)? {
+                // A key left by a case closed under another key (a held
+                // post's, before held posts were grouped) is taken over.
+                if let Some(found) =
+                    get_doc::<CaseDoc>(&cases, existing)?.filter(|c| c.state == CaseState::Open)
+                {
                     return Ok(found);
                 }
             }
@@ -221,6 +231,73 @@ impl ModerationDocs for EmbeddedDocs {
         .await
     }
 
+    async fn hold_in_case(
+        &self,
+        held: &HeldPostDoc,
+        shown: &HeldPost,
+    ) -> StoreResult<Option<bool>> {
+        let (held, shown) = (held.clone(), shown.clone());
+        self.write(move |txn| {
+            let mut posts = txn.open_table(HELD_POSTS).map_err(other)?;
+            if posts.get(id(held.post_id)).map_err(other)?.is_some() {
+                return Ok(Some(false));
+            }
+            let mut cases = txn.open_table(CASES).map_err(other)?;
+            let Some(mut case) = get_doc::<CaseDoc>(&cases, id(held.case_id))? else {
+                return Err(StoreError::Other(anyhow::anyhow!(
+                    "a post held in case {} that does not exist",
+                    held.case_id
+                )));
+            };
+            if case.state != CaseState::Open {
+                return Ok(None);
+            }
+            let Some(by) = case.held.as_mut() else {
+                return Err(StoreError::Other(anyhow::anyhow!(
+                    "a post held in case {}, which holds none",
+                    held.case_id
+                )));
+            };
+            by.count += 1;
+            by.posts = with_newest(std::mem::take(&mut by.posts), shown.clone());
+            case.reported_at = case.reported_at.max(held.held_at);
+            posts
+                .insert(id(held.post_id), id(held.case_id))
+                .map_err(other)?;
+            txn.open_table(HELD_BY_CASE)
+                .map_err(other)?
+                .insert((id(held.case_id), id(held.post_id)), ())
+                .map_err(other)?;
+            cases
+                .insert(id(case.id), encode(&case)?.as_slice())
+                .map_err(other)?;
+            Ok(Some(true))
+        })
+        .await
+    }
+
+    async fn held_posts_of_case(
+        &self,
+        case_id: i64,
+        after: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<i64>> {
+        self.read(move |txn| {
+            let table = txn.open_table(HELD_BY_CASE).map_err(other)?;
+            let low = after.map_or(0, |a| id(a).saturating_add(1));
+            let mut ids = Vec::new();
+            for entry in table
+                .range((id(case_id), low)..=(id(case_id), u64::MAX))
+                .map_err(other)?
+                .take(limit)
+            {
+                ids.push(entry.map_err(other)?.0.value().1 as i64);
+            }
+            Ok(ids)
+        })
+        .await
+    }
+
     async fn close_case(
         &self,
         case_id: i64,
@@ -249,7 +326,7 @@ impl ModerationDocs for EmbeddedDocs {
             cases
                 .insert(id(case_id), encode(&case)?.as_slice())
                 .map_err(other)?;
-            let key = case.target.key();
+            let key = case.open_key();
             let mut open = txn.open_table(OPEN_CASES).map_err(other)?;
             if open.get(key.as_str()).map_err(other)?.map(|v| v.value()) == Some(id(case_id)) {
                 open.remove(key.as_str()).map_err(other)?;
@@ -533,6 +610,9 @@ impl ModerationDocs for EmbeddedDocs {
                     continue;
                 };
                 case.snapshot.erase();
+                if let Some(held) = case.held.as_mut() {
+                    held.posts.clear();
+                }
                 if let Some(appeal) = case.appeal.as_mut() {
                     appeal.text.clear();
                 }
@@ -651,5 +731,7 @@ pub(super) fn create_tables(txn: &WriteTransaction) -> StoreResult<()> {
     txn.open_table(STRIKES_BY_ACCOUNT).map_err(other)?;
     txn.open_table(UNFINISHED_CASES).map_err(other)?;
     txn.open_table(SNAPSHOTS_KEPT).map_err(other)?;
+    txn.open_table(HELD_POSTS).map_err(other)?;
+    txn.open_table(HELD_BY_CASE).map_err(other)?;
     Ok(())
 }
