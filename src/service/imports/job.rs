@@ -210,6 +210,8 @@ async fn run(ctx: &Context, import: ImportDoc) {
         }
     }
     let (mut done, mut skipped) = (import.done, import.skipped);
+    // Where this attempt goes on from: its last recorded step.
+    tracing::info!(import = id, uid, attempt, from = done, "import run started");
     // What the account is now: a suspended or deleted one takes no more
     // steps, as it could take none by hand. A store that cannot say lets
     // the step itself fail or succeed as it would.
