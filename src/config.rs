@@ -276,6 +276,8 @@ pub struct ExportSettings {
     /// Seconds an instance's claim on a running export lasts unrenewed:
     /// how long a dead instance's export waits to be taken over.
     pub claim_secs: u64,
+    /// Downloads of one export an instance serves at once.
+    pub downloads: usize,
 }
 
 impl Default for ExportSettings {
@@ -289,6 +291,7 @@ impl Default for ExportSettings {
             pause_ms: 0,
             jobs: 1,
             claim_secs: 30,
+            downloads: 4,
         }
     }
 }
@@ -940,6 +943,18 @@ pub const VARIABLES: &[Variable] = &[
         echo: Echo::Plain,
         apply: |d, v| {
             d.settings.exports.claim_secs = whole(v, 2, 600)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_EXPORT_DOWNLOADS",
+        default: DefaultValue::Literal("4"),
+        allowed: "a whole number, 1 to 64",
+        meaning: "downloads of one data export an instance serves at once; one more is 429 with \
+                  `Retry-After`",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.exports.downloads = whole_usize(v, 1, 64)?;
             Ok(())
         },
     },

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use super::extract::{path_id, query, AuthUser};
 use crate::error::AppError;
 use crate::service::exports::{self, DownloadLink, ExportView, ReadyArchive};
+use crate::service::rate_limits::Traffic;
 use crate::service::read::responses::Page;
 use crate::service::{accounts, Context};
 
@@ -115,6 +116,9 @@ pub struct DownloadQuery {
         (status = 404, description = "no such export of the caller's, or it expired"),
         (status = 409, description = "the export is not ready (or failed)"),
         (status = 416, description = "the range starts past the end; `Content-Range: bytes */size` says the size"),
+        (status = 429, description = "past the address's read budget (a link's request is charged before its \
+                                      key is read), or MOMENTS_EXPORT_DOWNLOADS downloads of this export are \
+                                      in progress; `Retry-After` says when to try again"),
     ),
     security(("bearer" = []), ()))]
 pub async fn download(
@@ -125,7 +129,14 @@ pub async fn download(
     let id = path_id(&id, "export")?;
     let q: DownloadQuery = query(&req)?;
     let archive = match q.key.as_deref() {
-        Some(key) => exports::archive_by_link(&ctx, id, key).await?,
+        Some(key) => {
+            // Charged to the address before the key is read: a made-up key
+            // costs the store two reads, and spends the budget like a real
+            // one.
+            let origin = super::extract::origin(&req, &ctx);
+            accounts::limit_anonymous(&ctx, Traffic::Read, &origin).await?;
+            exports::archive_by_link(&ctx, id, key).await?
+        }
         None => {
             let c = super::extract::Credentials::of(&req, &ctx)?;
             let who = accounts::authenticate(&ctx, &c.token, c.traffic, &c.origin).await?;
@@ -152,6 +163,7 @@ pub async fn download(
                 ))
         }
     };
+    let slot = exports::download::admit(&ctx, archive.id)?;
     let mut resp = HttpResponse::build(status);
     resp.insert_header((header::CONTENT_TYPE, "application/zip"))
         .insert_header((header::ACCEPT_RANGES, "bytes"))
@@ -170,7 +182,7 @@ pub async fn download(
     }
     Ok(resp
         .no_chunking(end - start)
-        .streaming(exports::read_range(&ctx, archive, start, end)))
+        .streaming(exports::read_range(&ctx, archive, start, end, slot)))
 }
 
 fn attachment_name(a: &ReadyArchive) -> String {

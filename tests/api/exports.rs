@@ -1,8 +1,8 @@
 //! Data exports: an archive holds exactly what the API shows its owner and
 //! nothing private of anyone else's; one runs at a time and one a day; a
-//! download resumes by range from the stored chunks; the archive is
-//! streamed to the store, never held whole; deleting the account deletes
-//! its archives.
+//! download resumes by range from the stored chunks, within the address's
+//! read budget and a cap of downloads at once; the archive is streamed to
+//! the store, never held whole; deleting the account deletes its archives.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
@@ -732,6 +732,13 @@ async fn an_archive_is_streamed_to_the_store_never_held_whole() {
         peak < 128 * 1024,
         "{peak} bytes held at once, for an archive of {size}"
     );
+    // The bytes alone would not tell a writer that read every post first
+    // and deflated them one by one: the records held are counted too.
+    let held = app.ctx.exports.peak_records_held();
+    assert!(
+        (1..=50).contains(&held),
+        "{held} records held at once, of 600 posts read 50 at a time"
+    );
     let files = unzip(&download(&app, &me, &done).await);
     assert_eq!(json_of(&files, "posts.json").as_array().unwrap().len(), 600);
 }
@@ -801,4 +808,263 @@ async fn deleting_the_account_deletes_its_archives() {
                 .is_none()
     })
     .await;
+}
+
+/// Starts an export and waits for it to be ready, reading the documents
+/// rather than the API: the tests of the read budget keep every read of
+/// the API for what they count.
+async fn ready_export(app: &TestApp, who: &User) -> i64 {
+    let (s, started) = app
+        .post("/api/v1/me/exports", Some(&who.token), json!({}))
+        .await;
+    assert_eq!(s.as_u16(), 202, "{started}");
+    let id = started["id"].as_i64().unwrap();
+    wait_until("the export is ready", || async {
+        app.ctx
+            .docs
+            .export_by_id(who.uid, id)
+            .await
+            .unwrap()
+            .is_some_and(|e| e.state == moments::store::ExportState::Ready)
+    })
+    .await;
+    id
+}
+
+/// A fresh download link's URL.
+async fn link_of(app: &TestApp, who: &User, id: i64) -> String {
+    let (s, link) = app
+        .post(
+            &format!("/api/v1/me/exports/{id}/link"),
+            Some(&who.token),
+            json!({}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 201, "{link}");
+    link["url"].as_str().unwrap().to_string()
+}
+
+/// The status of a GET of `path` from the client address `from` (the app
+/// trusts 127.0.0.1 as a proxy), with its `Retry-After`.
+async fn get_from(app: &TestApp, path: &str, from: &str) -> (u16, Option<String>) {
+    let (s, headers, _) = app
+        .call_with(Method::GET, path, None, &[("X-Forwarded-For", from)], None)
+        .await;
+    let retry = headers
+        .get("retry-after")
+        .map(|v| v.to_str().unwrap().to_string());
+    (s.as_u16(), retry)
+}
+
+#[tokio::test]
+async fn a_download_link_is_charged_to_its_address_before_its_key_is_read() {
+    let mut settings = test_settings();
+    settings.trusted_proxies = vec![moments::domain::addr::IpBlock::parse("127.0.0.1").unwrap()];
+    settings.rate_limits = Some(moments::config::RateLimits {
+        reads_per_ip: moments::config::Rate::new(3, 600),
+        ..Default::default()
+    });
+    let app = spawn_app_with(settings).await;
+    let me = app.user("exlinkbudget").await;
+    app.text_post(&me, "something to export").await;
+    let id = ready_export(&app, &me).await;
+    let url = link_of(&app, &me, id).await;
+
+    // Made-up keys, well formed: each is refused, and each is charged.
+    let made_up = format!(
+        "/api/v1/me/exports/{id}/download?key={}-{}",
+        me.uid,
+        "cd".repeat(24)
+    );
+    let guesser = "198.51.100.7";
+    for _ in 0..3 {
+        assert_eq!(get_from(&app, &made_up, guesser).await.0, 401);
+    }
+    let (s, retry) = get_from(&app, &made_up, guesser).await;
+    assert_eq!(s, 429, "a fourth guess within the budget of three");
+    assert!(retry.is_some_and(|r| r.parse::<u64>().unwrap() >= 1));
+    // Charged before the key is read: the next read of an export fails,
+    // and neither refusal meets it, a guess's nor the real link's (whoever
+    // holds a link is held to the same budget)...
+    app.ctx.faults.inject(
+        "ExportDocs",
+        "export_by_id",
+        moments::store::faults::Fault::Fail,
+        1,
+    );
+    assert_eq!(get_from(&app, &made_up, guesser).await.0, 429);
+    assert_eq!(get_from(&app, &url, guesser).await.0, 429);
+    // ...so the first request within its budget does: another address's.
+    assert_eq!(get_from(&app, &url, "198.51.100.8").await.0, 503);
+    assert_eq!(get_from(&app, &url, "198.51.100.8").await.0, 200);
+}
+
+#[tokio::test]
+async fn downloads_of_one_export_at_once_are_capped() {
+    let mut settings = test_settings();
+    settings.exports.chunk_bytes = 4096;
+    settings.exports.downloads = 2;
+    let app = spawn_app_with(settings).await;
+    let me = app.user("excapped").await;
+    let mut seed = 11u64;
+    for i in 0..20 {
+        app.text_post(&me, &format!("post {i}: {}", letters(&mut seed, 300)))
+            .await;
+    }
+    let id = ready_export(&app, &me).await;
+    let path = format!("/api/v1/me/exports/{id}/download");
+    // Two downloads held at their first chunk read: in progress.
+    let gate = moments::store::faults::Gate::new();
+    app.ctx.faults.inject(
+        "ExportDocs",
+        "export_chunk",
+        moments::store::faults::Fault::Hold(gate.clone()),
+        2,
+    );
+    let held: Vec<_> = (0..2)
+        .map(|_| {
+            let req = app
+                .client
+                .get(format!("{}{path}", app.base))
+                .bearer_auth(&me.token);
+            tokio::spawn(async move {
+                let resp = req.send().await.unwrap();
+                let status = resp.status().as_u16();
+                let etag = resp.headers()["etag"].to_str().unwrap().to_string();
+                (status, etag, resp.bytes().await.unwrap().to_vec())
+            })
+        })
+        .collect();
+    wait_until("two downloads are in progress", || async {
+        app.ctx.exports.downloads.serving(id) == 2
+    })
+    .await;
+    let (s, headers, body) = app
+        .call_with(Method::GET, &path, Some(&me.token), &[], None)
+        .await;
+    assert_eq!(s.as_u16(), 429, "{}", body["code"]);
+    assert_eq!(body["code"], "rate_limited", "{}", body["detail"]);
+    assert!(headers.contains_key("retry-after"));
+    // A link's download is one of them too.
+    let url = link_of(&app, &me, id).await;
+    assert_eq!(app.get(&url, None).await.0.as_u16(), 429);
+    gate.open();
+    for h in held {
+        let (status, etag, bytes) = h.await.unwrap();
+        assert_eq!(status, 200);
+        use sha2::Digest;
+        let sha: String = sha2::Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(etag, format!("\"{sha}\""), "the whole archive");
+    }
+    // Ended downloads free their places.
+    wait_until("the downloads ended", || async {
+        app.ctx.exports.downloads.serving(id) == 0
+    })
+    .await;
+    assert_eq!(app.get(&url, None).await.0.as_u16(), 200);
+}
+
+#[tokio::test]
+async fn small_ranges_of_one_chunk_read_it_from_the_store_once() {
+    let mut settings = test_settings();
+    settings.exports.chunk_bytes = 4096;
+    let app = spawn_app_with(settings).await;
+    let me = app.user("excached").await;
+    let mut seed = 13u64;
+    for i in 0..100 {
+        app.text_post(&me, &format!("post {i}: {}", letters(&mut seed, 300)))
+            .await;
+    }
+    let done = export(&app, &me).await;
+    assert_eq!(done["state"], "ready", "{done}");
+    let whole = download(&app, &me, &done).await;
+    assert!(
+        whole.len() > 6 * 4096,
+        "six chunks at least: {}",
+        whole.len()
+    );
+    let url = format!(
+        "{}{}",
+        app.base,
+        link_of(&app, &me, done["id"].as_i64().unwrap()).await
+    );
+    let range = |r: String| {
+        let req = app.client.get(&url).header("Range", r);
+        async move {
+            let resp = req.send().await?;
+            let status = resp.status().as_u16();
+            Ok::<_, reqwest::Error>((status, resp.bytes().await?.to_vec()))
+        }
+    };
+    assert_eq!(
+        range("bytes=0-0".into()).await.unwrap(),
+        (206, whole[..1].to_vec())
+    );
+    // From here on the store has no chunk to give: what is served of the
+    // first chunk comes from memory.
+    app.ctx.faults.inject(
+        "ExportDocs",
+        "export_chunk",
+        moments::store::faults::Fault::Fail,
+        1000,
+    );
+    for i in 0..20 {
+        let answer = range(format!("bytes={i}-{i}")).await.unwrap();
+        assert_eq!(answer, (206, whole[i..=i].to_vec()), "byte {i}");
+    }
+    // A chunk not served lately is read from the store, which fails: the
+    // fault was armed all along.
+    let answer = range("bytes=4096-4096".into()).await;
+    assert!(
+        answer
+            .as_ref()
+            .map_or(true, |(_, b)| b.as_slice() != &whole[4096..4097]),
+        "the second chunk came from somewhere: {answer:?}"
+    );
+    app.ctx.faults.clear();
+}
+
+/// A link is as good as a session: what ends the account's sessions ends
+/// it, a new password or a suspension.
+#[tokio::test]
+async fn a_download_link_dies_with_a_password_change_and_a_suspension() {
+    let app = spawn_app().await;
+    let me = app.user("exlinkdies").await;
+    app.text_post(&me, "mine").await;
+    let id = ready_export(&app, &me).await;
+    let url = link_of(&app, &me, id).await;
+    assert_eq!(app.get(&url, None).await.0.as_u16(), 200);
+    let (s, body) = app
+        .call(
+            Method::PUT,
+            "/api/v1/me/password",
+            Some(&me.token),
+            Some(json!({"oldPassword": "password-123", "newPassword": "a-new-password-9"})),
+        )
+        .await;
+    assert!(s.is_success(), "{body}");
+    assert_problem(&app.get(&url, None).await, 401, "unauthorized");
+
+    let me = User {
+        uid: me.uid,
+        token: app.login("exlinkdies", "a-new-password-9").await,
+    };
+    let url = link_of(&app, &me, id).await;
+    assert_eq!(app.get(&url, None).await.0.as_u16(), 200);
+    let reporter = app.user("exlinkreporter").await;
+    let body = json!({"targetType": "user", "targetId": me.uid, "category": "spam"});
+    assert_eq!(crate::reports::report(&app, &reporter, body).await.0, 201);
+    let m = crate::reports::moderator(&app, "exlinkmod").await;
+    let (s, v) = crate::strikes::act_on(
+        &app,
+        &m,
+        json!({"kind": "user", "id": me.uid}),
+        json!({"action": "suspend", "days": 1}),
+    )
+    .await;
+    assert_eq!(s, 200, "{v}");
+    assert_problem(&app.get(&url, None).await, 401, "unauthorized");
 }

@@ -1,7 +1,8 @@
 //! Imports of lists of people: Mastodon's CSV and our own, a preview that
 //! names every row it cannot use, an import that applies exactly the plan
-//! previewed (or nothing), idempotent on retry, within the caps, each step
-//! as if done by hand.
+//! previewed (or nothing), idempotent on retry, within the caps and the
+//! daily row budget, one at a time, each step as if done by hand, and none
+//! once the account is suspended or deleted.
 
 use std::collections::BTreeSet;
 
@@ -454,4 +455,164 @@ async fn an_import_ends_when_its_account_is_suspended() {
     let steps_then = import.done;
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     assert_eq!(ended().await.done, steps_then, "no step after it ended");
+}
+
+/// An account deleted while its import follows people takes no step after
+/// the deletion: every follow it had goes with its erasure, and none is
+/// written after it to be left behind, counted on whom it names.
+#[tokio::test]
+async fn an_import_stops_when_its_account_is_deleted_and_follows_no_one_after() {
+    let mut settings = test_settings();
+    settings.imports.pause_ms = 100;
+    // Renewed every 2 s: many steps between two renewals.
+    settings.imports.claim_secs = 600;
+    let app = spawn_app_with(settings).await;
+    let me = app.user("impdeleted").await;
+    let mut csv = String::new();
+    let mut people = Vec::new();
+    for i in 0..40 {
+        people.push(app.user(&format!("impdel_{i}")).await);
+        csv.push_str(&format!("impdel_{i}\n"));
+    }
+    let (s, started) = app
+        .post(
+            "/api/v1/me/imports",
+            Some(&me.token),
+            json!({"kind": "following", "mode": "merge", "csv": csv}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 202, "{started}");
+    let id = started["id"].as_i64().unwrap();
+    wait_until("a few follows are made", || async {
+        app.ctx
+            .docs
+            .import_by_id(me.uid, id)
+            .await
+            .unwrap()
+            .is_some_and(|i| i.done >= 3)
+    })
+    .await;
+    let (s, body) = app
+        .call(
+            Method::DELETE,
+            "/api/v1/me",
+            Some(&me.token),
+            Some(json!({"password": "password-123"})),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 204, "{body}");
+    wait_until("the import stops", || async {
+        app.ctx.imports.running_count() == 0
+    })
+    .await;
+    // What the erasure severed stays severed: no follow of the deleted
+    // account's, and no one it named counts it as a follower.
+    wait_until("no follow of the deleted account's is left", || async {
+        app.ctx
+            .docs
+            .following_page(me.uid, None, 100)
+            .await
+            .unwrap()
+            .is_empty()
+    })
+    .await;
+    for p in &people {
+        let (s, them) = app
+            .get(&format!("/api/v1/users/{}", p.uid), Some(&p.token))
+            .await;
+        assert_eq!(s.as_u16(), 200, "{them}");
+        assert_eq!(them["followersCount"], 0, "{them}");
+    }
+    assert!(app
+        .ctx
+        .docs
+        .imports_of(me.uid, 10)
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+#[tokio::test]
+async fn imported_rows_have_a_daily_budget_previews_included() {
+    let mut settings = test_settings();
+    if let Some(limits) = settings.rate_limits.as_mut() {
+        limits.import_rows = moments::config::Rate::new(5, 24 * 3600);
+    }
+    let app = spawn_app_with(settings).await;
+    let me = app.user("imprationed").await;
+    let mut csv = String::new();
+    for i in 0..3 {
+        app.user(&format!("imprat_{i}")).await;
+        csv.push_str(&format!("imprat_{i}\n"));
+    }
+    let body = json!({"kind": "mutes", "mode": "merge", "csv": csv});
+    let (s, preview) = app
+        .post("/api/v1/me/imports/preview", Some(&me.token), body.clone())
+        .await;
+    assert_eq!(s.as_u16(), 200, "{preview}");
+    // Three rows read, two left: an import of three more is refused.
+    let (s, headers, problem) = app
+        .call_with(
+            Method::POST,
+            "/api/v1/me/imports",
+            Some(&me.token),
+            &[],
+            Some(body),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 429, "{problem}");
+    assert_eq!(problem["code"], "rate_limited", "{problem}");
+    let retry: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=24 * 3600).contains(&retry), "Retry-After {retry}");
+    // Nothing was imported, nor started.
+    assert!(app
+        .ctx
+        .docs
+        .imports_of(me.uid, 10)
+        .await
+        .unwrap()
+        .is_empty());
+    let (_, mutes) = app.get("/api/v1/me/muted", Some(&me.token)).await;
+    assert_eq!(mutes["items"], json!([]), "{mutes}");
+}
+
+#[tokio::test]
+async fn one_import_runs_at_a_time() {
+    let app = spawn_app().await;
+    let me = app.user("imponce").await;
+    for name in ["imponce_a", "imponce_b"] {
+        app.user(name).await;
+    }
+    // No instance claims it until the gate opens: it stays queued.
+    let gate = moments::store::faults::Gate::new();
+    app.ctx.faults.inject(
+        "ImportDocs",
+        "claim_imports",
+        moments::store::faults::Fault::Hold(gate.clone()),
+        1,
+    );
+    let (s, first) = app
+        .post(
+            "/api/v1/me/imports",
+            Some(&me.token),
+            json!({"kind": "mutes", "mode": "merge", "csv": "imponce_a\n"}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 202, "{first}");
+    gate.reached().await;
+    let second = json!({"kind": "blocks", "mode": "merge", "csv": "imponce_b\n"});
+    let refused = app
+        .post("/api/v1/me/imports", Some(&me.token), second.clone())
+        .await;
+    assert_problem(&refused, 409, "conflict");
+    assert_eq!(app.ctx.docs.imports_of(me.uid, 10).await.unwrap().len(), 1);
+    gate.open();
+    let path = format!("/api/v1/me/imports/{}", first["id"]);
+    wait_until("the first import ends", || async {
+        app.get(&path, Some(&me.token)).await.1["state"] == "done"
+    })
+    .await;
+    // Once it is done, the next one may start.
+    let done = apply(&app, &me, second).await;
+    assert_eq!(done["state"], "done", "{done}");
 }

@@ -2,7 +2,8 @@
 //! stores in batches and compressed into the zip as it goes, the zip's
 //! bytes cut into chunks and stored as they fill. Nothing holds more than
 //! a batch of records and a chunk of bytes, however big the archive
-//! (`Sink::peak` is how a test counts that).
+//! (`Run::hold` and `Sink::peak`
+//! are how a test counts that).
 //!
 //! The files are the account's own data only: other people appear by uid
 //! and username, never by anything they wrote or chose (a nickname, an
@@ -468,6 +469,7 @@ async fn write_files(
         let mut first = true;
         loop {
             let page = posts::album(ctx, uid, Some(uid), cursor, batch, &pres).await?;
+            let _held = run.hold(page.items.len());
             run.add(0, page.items.len() as i64);
             let values: Vec<Value> = page
                 .items
@@ -688,6 +690,7 @@ async fn write_files(
             .docs
             .labels_of(uid, crate::domain::label::MAX_LABELS)
             .await?;
+        let _held = run.hold(labels.len());
         let members: Vec<i64> = labels.iter().flat_map(|l| l.members.clone()).collect();
         let names = accounts::usernames_of(ctx, &members).await?;
         let records: Vec<Value> = labels
@@ -709,6 +712,7 @@ async fn write_files(
     // sessions.json: the devices signed in, no token or hash of one.
     {
         let sessions = accounts::sessions_of(ctx, uid, None, crate::ids::now_ms()).await?;
+        let _held = run.hold(sessions.len());
         let records: Vec<Value> = sessions
             .iter()
             .map(|s| {
@@ -729,6 +733,7 @@ async fn write_files(
         if !page.items.is_empty() {
             let mut out = JsonLines::open(zip, "reports.json", at).map_err(io_stop)?;
             loop {
+                let _held = run.hold(page.items.len());
                 run.add(0, page.items.len() as i64);
                 for r in &page.items {
                     out.record(r).map_err(io_stop)?;
@@ -781,6 +786,7 @@ impl Pages<'_> {
         let mut before = None;
         loop {
             let page = read(before, self.batch).await?;
+            let _held = self.run.hold(page.len());
             let (n, next) = (page.len(), page.last().map(&id_of));
             self.run.add(0, n as i64);
             for record in records(page).await? {
@@ -830,6 +836,8 @@ async fn write_people(
     at: i64,
     rows: &[(i64, i64)],
 ) -> Result<(), Stop> {
+    // The whole list is held (each is capped by its setting).
+    let _held = run.hold(rows.len());
     run.add(0, rows.len() as i64);
     let mut people = Vec::with_capacity(rows.len());
     for part in rows.chunks(1000) {

@@ -48,6 +48,34 @@ pub struct Run {
     chunks: AtomicI64,
     lost: AtomicBool,
     sink: Mutex<Option<Sink>>,
+    /// Records read from the stores and not yet dropped, and the most at
+    /// once: the proof that the records are streamed too, not only the
+    /// bytes (a writer that read every post first would deflate them just
+    /// as lean).
+    held: AtomicI64,
+    peak_held: AtomicI64,
+}
+
+/// Records a run holds, counted while this lives.
+pub struct Held<'r> {
+    run: &'r Run,
+    n: i64,
+}
+
+impl Held<'_> {
+    /// `n` more held with these.
+    pub fn add(&mut self, n: usize) {
+        let n = n as i64;
+        self.n += n;
+        let now = self.run.held.fetch_add(n, Ordering::Relaxed) + n;
+        self.run.peak_held.fetch_max(now, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.run.held.fetch_sub(self.n, Ordering::Relaxed);
+    }
 }
 
 impl Run {
@@ -60,7 +88,17 @@ impl Run {
             chunks: AtomicI64::new(0),
             lost: AtomicBool::new(false),
             sink: Mutex::new(None),
+            held: AtomicI64::new(0),
+            peak_held: AtomicI64::new(0),
         }
+    }
+
+    /// Counts `n` records read from the stores as held until the answer
+    /// is dropped: every batch read is counted so.
+    pub fn hold(&self, n: usize) -> Held<'_> {
+        let mut held = Held { run: self, n: 0 };
+        held.add(n);
+        held
     }
 
     /// Records `done` more written and `found` more known.
@@ -104,7 +142,11 @@ pub struct Exports {
     /// The most archive bytes any run here held in memory at once: the
     /// proof that an archive is streamed to the store, not built whole.
     peak_buffered: AtomicUsize,
+    /// The most records any run here held at once (`Run::hold`).
+    peak_records_held: AtomicI64,
     stopping: AtomicBool,
+    /// The downloads this instance serves.
+    pub downloads: super::download::Downloads,
 }
 
 impl Exports {
@@ -115,6 +157,10 @@ impl Exports {
 
     pub fn peak_buffered(&self) -> usize {
         self.peak_buffered.load(Ordering::Relaxed)
+    }
+
+    pub fn peak_records_held(&self) -> i64 {
+        self.peak_records_held.load(Ordering::Relaxed)
     }
 
     pub fn running_count(&self) -> usize {
@@ -245,6 +291,9 @@ async fn run_one(ctx: &Context, export: ExportDoc) {
             .peak_buffered
             .fetch_max(sink.peak(), Ordering::Relaxed);
     }
+    ctx.exports
+        .peak_records_held
+        .fetch_max(run.peak_held.load(Ordering::Relaxed), Ordering::Relaxed);
     let e = &run.export;
     match written {
         Ok(size) => {

@@ -10,6 +10,7 @@
 //! archives of at most `MOMENTS_EXPORT_MAX_BYTES` each.
 
 pub mod archive;
+pub mod download;
 pub mod job;
 
 use serde::Serialize;
@@ -153,6 +154,7 @@ pub async fn start(ctx: &Context, uid: i64) -> AppResult<ExportView> {
         // Room for the new one: the oldest beyond the bound go.
         for old in mine.iter().skip(KEPT_PER_ACCOUNT - 1) {
             ctx.docs.delete_export(uid, old.id).await?;
+            ctx.exports.downloads.forget(old.id);
         }
         let newest_seen = mine.first().map(|e| e.id);
         let export = ExportDoc {
@@ -297,34 +299,29 @@ pub async fn link(ctx: &Context, uid: i64, id: i64) -> AppResult<DownloadLink> {
     })
 }
 
-/// Bytes `start..end` of the archive, read a chunk at a time as the
-/// client takes them: a download holds one chunk in memory, whatever its
-/// size.
+/// Bytes `start..end` of the archive, a chunk at a time as the client
+/// takes them (`download::chunk`: kept a little while, so a range that
+/// needs one byte of a chunk costs a store read only the first time). The
+/// download's `slot` is held until the stream ends or is dropped.
 pub fn read_range(
     ctx: &Context,
     archive: ReadyArchive,
     start: u64,
     end: u64,
+    slot: download::Slot,
 ) -> impl futures_util::Stream<Item = Result<actix_web::web::Bytes, AppError>> {
     let ctx = ctx.clone();
+    let slot = std::sync::Arc::new(slot);
     futures_util::stream::try_unfold(start, move |at| {
         let ctx = ctx.clone();
         let archive = archive.clone();
+        let _slot = slot.clone();
         async move {
             if at >= end {
                 return Ok(None);
             }
             let n = at / archive.chunk_bytes;
-            let chunk = ctx
-                .docs
-                .export_chunk(archive.id, archive.attempt, n as i64)
-                .await?
-                .ok_or_else(|| {
-                    AppError::Internal(anyhow::anyhow!(
-                        "export {} lacks chunk {n} of its archive",
-                        archive.id
-                    ))
-                })?;
+            let chunk = download::chunk(&ctx, &archive, n).await?;
             let offset = (at - n * archive.chunk_bytes) as usize;
             let take = ((end - at) as usize).min(chunk.len().saturating_sub(offset));
             if take == 0 {
@@ -333,8 +330,7 @@ pub fn read_range(
                     archive.id
                 )));
             }
-            let bytes = actix_web::web::Bytes::copy_from_slice(&chunk[offset..offset + take]);
-            Ok(Some((bytes, at + take as u64)))
+            Ok(Some((chunk.slice(offset..offset + take), at + take as u64)))
         }
     })
 }
@@ -349,6 +345,7 @@ pub async fn erase_of(ctx: &Context, uid: i64) -> AppResult<usize> {
         }
         for e in &mine {
             ctx.docs.delete_export(uid, e.id).await?;
+            ctx.exports.downloads.forget(e.id);
         }
         deleted += mine.len();
     }
@@ -361,6 +358,7 @@ pub async fn delete_expired(ctx: &Context) -> AppResult<usize> {
         let expired = ctx.docs.expired_exports(now_ms(), 100).await?;
         for (uid, id) in &expired {
             ctx.docs.delete_export(*uid, *id).await?;
+            ctx.exports.downloads.forget(*id);
         }
         deleted += expired.len();
         if expired.len() < 100 {

@@ -74,6 +74,11 @@ impl Imports {
         self.wake.notify_one();
     }
 
+    /// Runs on this instance now.
+    pub fn running_count(&self) -> usize {
+        self.running.load(Ordering::Relaxed)
+    }
+
     pub fn spawn(ctx: Context) -> tokio::task::JoinHandle<()> {
         tokio::spawn(async move {
             loop {
@@ -129,6 +134,15 @@ impl Imports {
         }
         self.stopped_runs.load(Ordering::Relaxed)
     }
+}
+
+/// What the account an import acts for is now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Standing {
+    Active,
+    Suspended,
+    /// Deleted: erased, or being erased.
+    Gone,
 }
 
 /// One step of an import: add or remove one account on the list.
@@ -196,24 +210,22 @@ async fn run(ctx: &Context, import: ImportDoc) {
         }
     }
     let (mut done, mut skipped) = (import.done, import.skipped);
-    // Checked now and at each renewal: an account suspended or deleted
-    // since takes no more steps, as it could take none by hand.
-    let withheld = || async {
-        // Gone (no document) or withheld; a store that cannot say lets the
-        // step itself fail or succeed as it would.
+    // Where this attempt goes on from: its last recorded step.
+    tracing::info!(import = id, uid, attempt, from = done, "import run started");
+    // What the account is now: a suspended or deleted one takes no more
+    // steps, as it could take none by hand. A store that cannot say lets
+    // the step itself fail or succeed as it would.
+    let standing = || async {
         match ctx.docs.users_by_ids(&[uid]).await {
-            Ok(found) => found.first().is_none_or(|u| u.is_withheld(now_ms())),
-            Err(_) => false,
+            Ok(found) => match found.first() {
+                None => Standing::Gone,
+                Some(u) if u.is_erased() => Standing::Gone,
+                Some(u) if u.is_withheld(now_ms()) => Standing::Suspended,
+                Some(_) => Standing::Active,
+            },
+            Err(_) => Standing::Active,
         }
     };
-    if withheld().await {
-        finish(
-            ImportState::Failed,
-            Some("the account was suspended or deleted".into()),
-        )
-        .await;
-        return;
-    }
     let mut renewed = Instant::now();
     while let Some((add, them)) = usize::try_from(done)
         .ok()
@@ -229,6 +241,27 @@ async fn run(ctx: &Context, import: ImportDoc) {
             {
                 tracing::warn!(import = id, error = %e, "could not hand an import over; it is taken over once its claim lapses");
             }
+            return;
+        }
+        // Before every step, not at each renewal only: the steps between
+        // two renewals would otherwise follow from a deleted account, and
+        // a follow written after its erasure passed the follows is an
+        // edge nobody erases, counted on its followee. (`social::follow`
+        // and `block` do not ask whether the actor still exists.)
+        if standing().await != Standing::Active {
+            tracing::info!(
+                import = id,
+                uid,
+                steps = done,
+                "an import stopped: its account was suspended or deleted"
+            );
+            finish(
+                ImportState::Failed,
+                Some(format!(
+                    "the account was suspended or deleted; {done} of its steps were done"
+                )),
+            )
+            .await;
             return;
         }
         match step(ctx, import.kind, add, uid, them).await {
@@ -253,6 +286,19 @@ async fn run(ctx: &Context, import: ImportDoc) {
             // it since the preview, left, or a cap filled meanwhile.
             Err(_) => skipped += 1,
         }
+        if add && standing().await == Standing::Gone {
+            // Deleted while the step ran: its erasure may have passed
+            // what the step wrote. Erasing again (every part of it a
+            // delete, so twice is harmless) takes it; one that had not
+            // yet passed takes it anyway.
+            tracing::info!(
+                import = id,
+                uid,
+                "an import's account was deleted during a step; erasing again"
+            );
+            crate::service::erasure::finish_in_background(ctx, uid);
+            return;
+        }
         done += 1;
         if ctx.settings.imports.pause_ms > 0 {
             tokio::time::sleep(Duration::from_millis(ctx.settings.imports.pause_ms)).await;
@@ -269,16 +315,6 @@ async fn run(ctx: &Context, import: ImportDoc) {
                 Err(e) => {
                     tracing::debug!(import = id, error = %e, "could not record an import's progress")
                 }
-            }
-            if withheld().await {
-                finish(
-                    ImportState::Failed,
-                    Some(format!(
-                        "the account was suspended or deleted; {done} of its steps were done"
-                    )),
-                )
-                .await;
-                return;
             }
         }
     }
