@@ -46,6 +46,7 @@ pub const STREAM_RESUMES: &str = "moments_stream_resumes_total";
 pub const STREAM_RESETS: &str = "moments_stream_resets_total";
 pub const STREAMS_REFUSED: &str = "moments_streams_refused_total";
 pub const STREAM_ANNOUNCE_FAILURES: &str = "moments_stream_announce_failures_total";
+pub const STREAM_PULLED_WALKS: &str = "moments_stream_pulled_walks_total";
 pub const EXPORT_RUNS: &str = "moments_export_runs_total";
 pub const EXPORTS_ENDED: &str = "moments_exports_ended_total";
 pub const EXPORT_BYTES: &str = "moments_export_bytes_total";
@@ -213,6 +214,10 @@ fn describe() {
     describe_counter!(
         STREAM_ANNOUNCE_FAILURES,
         "Live updates that could not be logged or announced (the live store failed); the writes stand"
+    );
+    describe_counter!(
+        STREAM_PULLED_WALKS,
+        "A pulled author's posts told to streams, by the side walked: the accounts with event logs (logs) or the active followers (followers)"
     );
     describe_counter!(
         EXPORT_RUNS,
@@ -470,6 +475,12 @@ pub fn stream_refused() {
 
 pub fn stream_announce_failed() {
     counter!(STREAM_ANNOUNCE_FAILURES).increment(1);
+}
+
+/// A pulled author's post told to streams by walking `walk`: `logs` or
+/// `followers`, whichever side was smaller.
+pub fn stream_pulled_walk(walk: &'static str) {
+    counter!(STREAM_PULLED_WALKS, "walk" => walk).increment(1);
 }
 
 pub fn fan_out_pushed(timelines: usize) {

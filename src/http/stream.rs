@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::extract::{parse_json_object, path_id, query, AuthUser, Body};
 use crate::error::AppError;
 use crate::service::accounts;
+use crate::service::rate_limits::Traffic;
 use crate::service::stream::events::names;
 use crate::service::stream::tickets::{self, Ticket};
 use crate::service::stream::{self, Opening, Resume, MAX_WATCHED};
@@ -168,7 +169,14 @@ pub async fn open(ctx: web::Data<Context>, req: HttpRequest) -> Result<HttpRespo
     let watch = watch_list(query.watch.as_deref())?;
     let resume = resume_from(&req, &query)?;
     let who = match query.ticket.as_deref() {
-        Some(ticket) => tickets::redeem(&ctx, ticket).await?,
+        Some(ticket) => {
+            // A ticket is a guess until redeemed: the address pays for each
+            // one before the store is asked, so made-up tickets cost their
+            // sender as any anonymous read does.
+            let origin = super::extract::origin(&req, &ctx);
+            accounts::limit_anonymous(&ctx, Traffic::Read, &origin).await?;
+            tickets::redeem(&ctx, ticket).await?
+        }
         None => {
             let c = super::extract::Credentials::of(&req, &ctx)?;
             accounts::authenticate(&ctx, &c.token, c.traffic, &c.origin).await?

@@ -167,9 +167,9 @@ pub async fn list(
         cursor.map(|c| c.0),
         |before, n| async move { Ok(ctx.docs.notifications_page(uid, since, before, n).await?) },
         |batch: Vec<NotificationDoc>, room| async move {
-            let rel = visibility::knowing(ctx, rel, batch.iter().map(|n| n.actor)).await?;
+            let shown = shown_ids(ctx, rel, &batch).await?;
             Ok(keep_where(batch, room, |n: &NotificationDoc| {
-                !rel.blocked(n.actor)
+                shown.contains(&n.id)
             }))
         },
         |n| n.id,
@@ -312,16 +312,77 @@ async fn expand(
     Ok(items)
 }
 
+/// The ids of those of `batch` the list shows: none across a block either
+/// way, none by an actor without a card (suspended, or deleted and not yet
+/// erased), who did nothing anyone sees meanwhile. The list and the unread
+/// count both ask this, so the badge counts what the list shows.
+async fn shown_ids(
+    ctx: &Context,
+    rel: &Relations,
+    batch: &[NotificationDoc],
+) -> AppResult<std::collections::HashSet<i64>> {
+    let mut actors: Vec<i64> = batch.iter().map(|n| n.actor).filter(|a| *a != 0).collect();
+    actors.sort_unstable();
+    actors.dedup();
+    let (rel, cards) = tokio::try_join!(
+        visibility::knowing(ctx, rel, batch.iter().map(|n| n.actor)),
+        load_cards(ctx, &actors),
+    )?;
+    Ok(batch
+        .iter()
+        .filter(|n| !rel.blocked(n.actor) && (n.actor == 0 || cards.contains_key(&n.actor)))
+        .map(|n| n.id)
+        .collect())
+}
+
 /// Unread counts stop here: a badge shows "999+", and counting a backlog
 /// strangers can grow is bounded work.
 pub const MAX_UNREAD: u64 = 999;
+/// Unread notifications read at most, newest first, to count those the
+/// list shows. Anyone can add to the backlog and then leave it hidden (a
+/// block, a suspension), so the count's work stops here, not at the
+/// backlog's end; past it the badge counts what the newest of them show,
+/// as a page of the list reads a bounded run before it comes back short.
+pub const UNREAD_SCAN: usize = 2_000;
+pub const UNREAD_BATCH: usize = 400;
 
 pub async fn unread(ctx: &Context, uid: i64, now: i64) -> AppResult<Unread> {
+    let since = now - KEEP_MS;
+    // Nothing unread, the usual case, costs the one count it always did.
+    let stored = ctx
+        .docs
+        .unread_notifications(uid, since, MAX_UNREAD)
+        .await?;
+    if stored == 0 {
+        return Ok(Unread { unread: 0 });
+    }
+    // Fewer than the cap: that many documents hold every unread one.
+    let mut left = if stored < MAX_UNREAD {
+        stored as usize
+    } else {
+        UNREAD_SCAN
+    }
+    .min(UNREAD_SCAN);
+    let mut loader = Loader::new(ctx);
+    let related = loader.load(&[], &Relations::reads(ctx, Some(uid))).await?;
+    loader.finish("unread");
+    let relations = Relations::from_loaded(Some(uid), &related);
+    let (mut counted, mut before) = (0u64, None);
+    while left > 0 {
+        let n = left.min(UNREAD_BATCH);
+        let batch = ctx.docs.notifications_page(uid, since, before, n).await?;
+        left -= n;
+        before = batch.last().map(|b| b.id);
+        // Newest first: past the read mark, every one is read.
+        let ended = batch.len() < n || batch.iter().any(|b| b.read);
+        let unread: Vec<NotificationDoc> = batch.into_iter().filter(|b| !b.read).collect();
+        counted += shown_ids(ctx, &relations, &unread).await?.len() as u64;
+        if ended || counted >= MAX_UNREAD {
+            break;
+        }
+    }
     Ok(Unread {
-        unread: ctx
-            .docs
-            .unread_notifications(uid, now - KEEP_MS, MAX_UNREAD)
-            .await?,
+        unread: counted.min(MAX_UNREAD),
     })
 }
 

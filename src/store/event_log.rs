@@ -145,8 +145,9 @@ pub trait StreamStore: Send + Sync {
     /// What this instance hears on the bus from now on.
     async fn bus(&self) -> StoreResult<tokio::sync::broadcast::Receiver<BusNote>>;
 
-    /// Keeps `value` under `ticket` for `ttl_ms`.
-    async fn put_stream_ticket(&self, ticket: &str, value: &str, ttl_ms: u64) -> StoreResult<()>;
+    /// Keeps `value` under `ticket` for `ttl_ms`; `false` (keeping
+    /// nothing) when the store holds as many live tickets as it may.
+    async fn put_stream_ticket(&self, ticket: &str, value: &str, ttl_ms: u64) -> StoreResult<bool>;
 
     /// Takes what `ticket` holds, once: a second take finds nothing.
     async fn take_stream_ticket(&self, ticket: &str) -> StoreResult<Option<String>>;
@@ -234,7 +235,7 @@ macro_rules! delegate_stream_store {
                 ticket: &str,
                 value: &str,
                 ttl_ms: u64,
-            ) -> $crate::store::StoreResult<()> {
+            ) -> $crate::store::StoreResult<bool> {
                 self.$field.put_stream_ticket(ticket, value, ttl_ms).await
             }
             async fn take_stream_ticket(

@@ -441,3 +441,111 @@ async fn a_post_mentions_only_people_who_may_see_it_and_notifies_each_once() {
     }
     assert!(inbox(&app, &zhao).await.is_empty());
 }
+
+/// A follow notification from `actor` to `me`, written straight to the
+/// documents (as `notify` would), `ago_ms` old.
+async fn backdated_follow(app: &TestApp, me: &User, actor: i64, id: i64, dedupe: String) {
+    app.ctx
+        .docs
+        .insert_notification(&moments::store::NotificationDoc {
+            id,
+            uid: me.uid,
+            kind: moments::store::NotificationKind::Follow,
+            actor,
+            post_id: None,
+            comment_id: None,
+            report_id: None,
+            case_id: None,
+            strike_id: None,
+            createtime: moments::ids::timestamp_of(id),
+            dedupe,
+            read: false,
+        })
+        .await
+        .unwrap();
+}
+
+/// The badge (and the stream's `unread`) counts what the list shows: not
+/// what someone who blocked the reader since did, nor what a suspended
+/// account did; and a backlog of hidden ones costs the count a bounded
+/// read, however long it is.
+#[tokio::test]
+async fn the_unread_count_counts_only_what_the_list_shows() {
+    use moments::service::notifications::{UNREAD_BATCH, UNREAD_SCAN};
+    let app = spawn_app().await;
+    let me = app.user("badge").await;
+    let (pest, rogue, fan) = (
+        app.user("badge_pest").await,
+        app.user("badge_rogue").await,
+        app.user("badge_fan").await,
+    );
+    let post = app.text_post(&me, "like me").await;
+    for who in [&pest, &rogue, &fan] {
+        app.put(&format!("/api/v1/posts/{post}/like"), Some(&who.token))
+            .await;
+    }
+    assert_eq!(inbox(&app, &me).await.len(), 3);
+    assert_eq!(unread(&app, &me).await, 3);
+    let mut stream = crate::sse::open(
+        &app.client,
+        &format!("{}/api/v1/stream", app.base),
+        Some(&me.token),
+        None,
+    )
+    .await
+    .map_err(|e| e.0)
+    .expect("a stream");
+    stream.until("ready", |_| true).await;
+
+    // The pest blocks me; the rogue is suspended.
+    let (s, _) = app
+        .put(
+            &format!("/api/v1/users/{}/block", me.uid),
+            Some(&pest.token),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 200);
+    let reporter = app.user("badge_reporter").await;
+    let body = json!({"targetType": "user", "targetId": rogue.uid, "category": "spam"});
+    assert_eq!(crate::reports::report(&app, &reporter, body).await.0, 201);
+    let m = crate::reports::moderator(&app, "badge_mod").await;
+    let (s, v) = crate::strikes::act_on(
+        &app,
+        &m,
+        json!({"kind": "user", "id": rogue.uid}),
+        json!({"action": "suspend", "days": 1}),
+    )
+    .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(inbox(&app, &me).await, vec![("like".to_string(), fan.uid)]);
+    assert_eq!(
+        unread(&app, &me).await,
+        1,
+        "the badge counts what the list shows"
+    );
+    // The stream's count is the same one.
+    let other = app.user("badge_other").await;
+    app.put(&format!("/api/v1/posts/{post}/like"), Some(&other.token))
+        .await;
+    let (n, _) = stream
+        .until("notification", |d| d["actor"]["uid"] == other.uid)
+        .await;
+    let count = stream.expect("unread").await;
+    assert_eq!(count.id, n.id);
+    assert_eq!(count.data, json!({"unread": 2}));
+    assert_eq!(inbox(&app, &me).await.len(), 2);
+
+    // A long backlog of the pest's, older than what shows: the count reads
+    // a bounded run of it, not all of it.
+    let start = moments::ids::first_id_at(moments::ids::now_ms() - 3_600_000);
+    for i in 0..(2 * UNREAD_SCAN) as i64 {
+        backdated_follow(&app, &me, pest.uid, start + i, format!("b{i}")).await;
+    }
+    let before = app.ctx.round_trips.snapshot().0;
+    assert_eq!(unread(&app, &me).await, 2);
+    let reads = app.ctx.round_trips.snapshot().0 - before;
+    // The count, the pages of the bounded run, and a little for the
+    // session and the cards: never a page per 400 of the backlog.
+    let bound = (UNREAD_SCAN / UNREAD_BATCH) as u64 + 3;
+    assert!(reads <= bound, "{reads} document reads, over {bound}");
+}

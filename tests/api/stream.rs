@@ -163,6 +163,16 @@ async fn every_kind_of_event_reaches_the_stream() {
     assert_eq!(gone.data, json!({"postId": p}));
 }
 
+/// How often a pulled author's fan-out walked `walk` (`logs` or
+/// `followers`), in this process. Only this test makes a follower walk
+/// (others with pulled authors hold no streams, so their logs are fewer):
+/// the `followers` count moves for it alone.
+fn walks(walk: &str) -> f64 {
+    metric(&format!(
+        "moments_stream_pulled_walks_total{{walk=\"{walk}\"}}"
+    ))
+}
+
 /// A pulled author's post is pushed into no timeline, yet it enters each
 /// follower's home feed as they read, so their streams hear of it as they
 /// would of a pushed one: found through the accounts with event logs while
@@ -177,58 +187,89 @@ async fn a_pulled_authors_post_reaches_its_followers_streams() {
     let (friend, fan) = (app.user("u_pf").await, app.user("u_pn").await);
     friends(&app, &a, &friend).await;
     follow(&app, &fan, &a).await;
-    for name in ["u_pq1", "u_pq2", "u_pq3"] {
-        follow(&app, &app.user(name).await, &a).await;
+    // Eight followers in all.
+    for i in 0..6 {
+        follow(&app, &app.user(&format!("u_pq{i}")).await, &a).await;
     }
     let (mut to_friend, _, _) = opened(&app, &friend, "", None).await;
     let (mut to_fan, _, _) = opened(&app, &fan, "", None).await;
     let mut strangers = Vec::new();
-    for name in ["u_ps1", "u_ps2", "u_ps3"] {
-        strangers.push(app.user(name).await);
+    for i in 0..13 {
+        strangers.push(app.user(&format!("u_ps{i}")).await);
     }
     let (mut to_stranger, _, _) = opened(&app, &strangers[0], "", None).await;
 
-    // Three accounts with logs, one of them no follower, beside five
-    // followers: the logs are walked.
-    let first = app.text_post(&a, "pulled, the logs walked").await;
-    to_friend.until("post.new", is_post(first)).await;
-    let (e, _) = to_fan.until("post.new", is_post(first)).await;
-    assert_eq!(e.data, json!({"postId": first, "authorUid": a.uid}));
-    in_feed(&app, &fan, first).await;
-    let only_friends = post(
+    // Each walk, then: a public post and a friends-only one reach the
+    // friend; the fan hears of the public one and, up to a post of its
+    // own made after, of nothing else; the stranger of nothing.
+    async fn told_as_they_should_be(
+        app: &TestApp,
+        (a, fan, stranger): (&User, &User, &User),
+        to_friend: &mut Sse,
+        to_fan: &mut Sse,
+        to_stranger: &mut Sse,
+    ) {
+        let public = app.text_post(a, "pulled, for everyone").await;
+        let only_friends = post(
+            app,
+            a,
+            json!({"category": "TEXT", "content": "pulled, for friends", "visibility": "friends"}),
+        )
+        .await;
+        to_friend.until("post.new", is_post(public)).await;
+        to_friend.until("post.new", is_post(only_friends)).await;
+        let (e, _) = to_fan.until("post.new", is_post(public)).await;
+        assert_eq!(e.data, json!({"postId": public, "authorUid": a.uid}));
+        in_feed(app, fan, public).await;
+        let own = app.text_post(fan, "the fan's own").await;
+        let (_, past) = to_fan.until("post.new", is_post(own)).await;
+        assert!(
+            !past.iter().any(|e| e.data["postId"] == only_friends),
+            "the friends-only post reached a follower who is no friend: {past:?}"
+        );
+        // Had the walk told the stranger of either, that would have come
+        // before its own post.
+        let theirs = app.text_post(stranger, "mine").await;
+        let (_, past) = to_stranger.until("post.new", is_post(theirs)).await;
+        assert!(
+            !past.iter().any(|e| e.name == "post.new"),
+            "a stranger was told of a pulled author's post: {past:?}"
+        );
+    }
+
+    // Three accounts with logs, one of them no follower, beside eight
+    // followers: the logs are walked, for both posts.
+    let (logs, followers) = (walks("logs"), walks("followers"));
+    told_as_they_should_be(
         &app,
-        &a,
-        json!({"category": "TEXT", "content": "friends", "visibility": "friends"}),
+        (&a, &fan, &strangers[0]),
+        &mut to_friend,
+        &mut to_fan,
+        &mut to_stranger,
     )
     .await;
-    to_friend.until("post.new", is_post(only_friends)).await;
-    // The stranger is told of its own post, and of none before it: had the
-    // walk told it of the author's, that would have come first.
-    let theirs = app.text_post(&strangers[0], "mine").await;
-    let (_, past) = to_stranger.until("post.new", is_post(theirs)).await;
-    assert!(
-        !past.iter().any(|e| e.name == "post.new"),
-        "a stranger was told of a pulled author's post: {past:?}"
-    );
+    assert_eq!(walks("followers"), followers, "the followers were walked");
+    assert!(walks("logs") >= logs + 2.0, "the logs were not walked");
 
-    // Six accounts with logs beside five followers: the followers are
-    // walked.
+    // Fifteen accounts with logs beside eight followers: the followers
+    // are walked, for both posts.
     let mut held = Vec::new();
     for user in &strangers[1..] {
         held.push(opened(&app, user, "", None).await.0);
     }
-    let second = app.text_post(&a, "pulled, the followers walked").await;
-    to_friend.until("post.new", is_post(second)).await;
-    let (_, past) = to_fan.until("post.new", is_post(second)).await;
-    assert!(
-        !past.iter().any(|e| e.name == "post.new"),
-        "the friends-only post reached a follower who is no friend: {past:?}"
-    );
-    let again = app.text_post(&strangers[0], "mine again").await;
-    let (_, past) = to_stranger.until("post.new", is_post(again)).await;
-    assert!(
-        !past.iter().any(|e| e.name == "post.new"),
-        "a stranger was told of a pulled author's post: {past:?}"
+    let followers = walks("followers");
+    told_as_they_should_be(
+        &app,
+        (&a, &fan, &strangers[0]),
+        &mut to_friend,
+        &mut to_fan,
+        &mut to_stranger,
+    )
+    .await;
+    assert_eq!(
+        walks("followers"),
+        followers + 2.0,
+        "the followers were not walked"
     );
 }
 
@@ -444,6 +485,9 @@ async fn events_obey_visibility_at_delivery() {
     )
     .await;
     in_feed(&app, &friend, only).await;
+    // The control: logged after it, and still for the friend.
+    let control = app.text_post(&a, "still for the friend").await;
+    in_feed(&app, &friend, control).await;
     let (st, _) = app
         .call(
             reqwest::Method::PATCH,
@@ -464,6 +508,157 @@ async fn events_obey_visibility_at_delivery() {
             "no longer for the friend: {e:?}"
         );
     }
+    assert!(
+        before
+            .iter()
+            .chain(&after)
+            .any(|e| e.name == "post.new" && e.data["postId"] == control),
+        "the same resume tells of the control: {before:?} {after:?}"
+    );
+}
+
+/// Suspends `who`, as a moderator does after a report.
+async fn suspend(app: &TestApp, who: &User, name: &str) {
+    let reporter = app.user(&format!("{name}_rep")).await;
+    let body = json!({"targetType": "user", "targetId": who.uid, "category": "spam"});
+    assert_eq!(crate::reports::report(app, &reporter, body).await.0, 201);
+    let m = crate::reports::moderator(app, &format!("{name}_mod")).await;
+    let (st, v) = crate::strikes::act_on(
+        app,
+        &m,
+        json!({"kind": "user", "id": who.uid}),
+        json!({"action": "suspend", "days": 1}),
+    )
+    .await;
+    assert_eq!(st, 200, "{v}");
+}
+
+/// Deletes `who`'s account, its erasure held before its posts, which stay
+/// in the documents: the gate, to be opened.
+async fn erased_with_posts_left(
+    app: &TestApp,
+    who: &User,
+) -> std::sync::Arc<moments::store::faults::Gate> {
+    use moments::store::faults::{Fault, Gate};
+    let gate = Gate::new();
+    app.ctx.faults.inject(
+        "PostDocs",
+        "post_ids_by_author",
+        Fault::Hold(gate.clone()),
+        1,
+    );
+    let (st, body) = app
+        .call(
+            reqwest::Method::DELETE,
+            "/api/v1/me",
+            Some(&who.token),
+            Some(json!({"password": "password-123"})),
+        )
+        .await;
+    assert_eq!(st.as_u16(), 204, "{body}");
+    gate.reached().await;
+    gate
+}
+
+/// A suspended or erased account has no card, and every read leaves out
+/// what it made however recent: so does a stream, at watch and on resume.
+#[tokio::test]
+async fn a_suspended_or_erased_authors_recent_posts_are_neither_watched_nor_told() {
+    let mut settings = quick();
+    settings.erase_in_request = 0;
+    let app = spawn_app_with(settings).await;
+    let (suspended, erased, other, b) = (
+        app.user("u_ua").await,
+        app.user("u_ue").await,
+        app.user("u_uo").await,
+        app.user("u_ub").await,
+    );
+    for author in [&suspended, &erased, &other] {
+        follow(&app, &b, author).await;
+    }
+    let (s, ready, _) = opened(&app, &b, "", None).await;
+    let stream_id = ready["streamId"].as_i64().unwrap();
+    let resume_from = s.last_id.clone().unwrap();
+    let theirs = app.text_post(&suspended, "before the suspension").await;
+    let gone = app.text_post(&erased, "before the erasure").await;
+    let kept = app.text_post(&other, "stays").await;
+    for p in [theirs, gone, kept] {
+        in_feed(&app, &b, p).await;
+    }
+    suspend(&app, &suspended, "u_ua").await;
+    let gate = erased_with_posts_left(&app, &erased).await;
+    for p in [theirs, gone] {
+        let (st, _) = app.get(&format!("/api/v1/posts/{p}"), Some(&b.token)).await;
+        assert_eq!(st, StatusCode::NOT_FOUND, "post {p} reads as gone");
+    }
+
+    let (st, w) = app
+        .call(
+            reqwest::Method::PUT,
+            &format!("/api/v1/stream/{stream_id}/watch"),
+            Some(&b.token),
+            Some(json!({"posts": [theirs, gone, kept]})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK, "{w}");
+    assert_eq!(w, json!({"watching": [kept]}), "only what b may see");
+
+    // Their post.new were logged before; a resume tells of neither, and
+    // of the control logged after them.
+    let control = app.text_post(&other, "the control").await;
+    in_feed(&app, &b, control).await;
+    drop(s);
+    let (mut again, ready, before) = opened(&app, &b, "", Some(&resume_from)).await;
+    assert_eq!(ready["resumed"], true);
+    let mut told: Vec<Value> = before
+        .iter()
+        .filter(|e| e.name == "post.new")
+        .map(|e| e.data["postId"].clone())
+        .collect();
+    if !told.contains(&json!(control)) {
+        let (_, past) = again.until("post.new", is_post(control)).await;
+        told.extend(
+            past.iter()
+                .filter(|e| e.name == "post.new")
+                .map(|e| e.data["postId"].clone()),
+        );
+        told.push(json!(control));
+    }
+    assert_eq!(told, vec![json!(kept), json!(control)]);
+    gate.open();
+}
+
+/// A like storm on a watched post: its watchers are told its counts at
+/// most once a second, the last change at the end of its window, so the
+/// likes cost far fewer `post.counts` than there were likes, and the last
+/// one carries the final count.
+#[tokio::test]
+async fn a_like_storm_is_told_in_few_counts_the_last_one_final() {
+    const LIKES: usize = 40;
+    let app = spawn_app_with(quick()).await;
+    let author = app.user("u_ca").await;
+    let viewer = app.user("u_cv").await;
+    let p = app.text_post(&author, "liked in a storm").await;
+    let mut likers = Vec::new();
+    for i in 0..LIKES {
+        likers.push(app.user(&format!("u_c{i}")).await);
+    }
+    let (mut s, _, _) = opened(&app, &viewer, &format!("?watch={p}"), None).await;
+    s.until("post.counts", |d| d["postId"] == p && d["likeCount"] == 0)
+        .await;
+    for liker in &likers {
+        let (st, _) = app
+            .put(&format!("/api/v1/posts/{p}/like"), Some(&liker.token))
+            .await;
+        assert_eq!(st, StatusCode::OK);
+    }
+    let (last, past) = s.until("post.counts", |d| d["likeCount"] == LIKES).await;
+    assert_eq!(last.data["postId"], p);
+    let told = 1 + past.iter().filter(|e| e.name == "post.counts").count();
+    assert!(
+        told <= LIKES / 4,
+        "{told} post.counts for {LIKES} likes: {past:?}"
+    );
 }
 
 #[tokio::test]
@@ -554,6 +749,45 @@ async fn a_ticket_opens_one_stream_once_and_expires() {
     assert_eq!(st, StatusCode::NOT_FOUND);
 }
 
+/// `GET /stream?ticket=` has no bearer token whose session lookup would
+/// carry the address's budget: each ticket tried, made up or real, is
+/// charged to the address before the store is asked about it.
+#[tokio::test]
+async fn tickets_tried_are_charged_to_the_address() {
+    let mut settings = quick();
+    settings.rate_limits = Some(moments::config::RateLimits {
+        reads_per_ip: moments::config::Rate::new(5, 60),
+        ..Default::default()
+    });
+    let app = spawn_app_with(settings).await;
+    let b = app.user("u_tr").await;
+    let (st, t) = app
+        .post("/api/v1/stream/tickets", Some(&b.token), Value::Null)
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{t}");
+    let url = |t: &str| format!("{}/api/v1/stream?ticket={t}", app.base);
+    for i in 0..5 {
+        let refused = sse::open(&app.client, &url(&format!("made-up-{i}")), None, None).await;
+        assert_eq!(refused.err().map(|e| e.0), Some(401), "guess {i}");
+    }
+    // The budget is spent: even a real ticket is refused, and not taken.
+    let ticket = t["ticket"].as_str().unwrap();
+    let refused = sse::open(&app.client, &url(ticket), None, None).await;
+    let (status, body, headers) = refused.err().expect("refused");
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(body["code"], "rate_limited");
+    assert!(headers.contains_key("retry-after"));
+    assert!(
+        app.ctx
+            .live
+            .take_stream_ticket(&moments::service::accounts::token_hash(ticket).hex())
+            .await
+            .unwrap()
+            .is_some(),
+        "a refused request takes no ticket"
+    );
+}
+
 #[tokio::test]
 async fn losing_the_live_store_costs_a_reset_and_nothing_else() {
     let app = spawn_app_with(quick()).await;
@@ -612,8 +846,14 @@ async fn a_slow_reader_is_dropped_and_resumes_from_its_last_event() {
         b.token
     );
     conn.write_all(request.as_bytes()).await.unwrap();
+    // Raw reads wait forever: each is bounded, so a stream that is never
+    // answered, or never cut, fails the test instead of hanging it.
+    const PATIENCE: Duration = Duration::from_secs(30);
     let mut head = vec![0u8; 512];
-    let n = conn.read(&mut head).await.unwrap();
+    let n = tokio::time::timeout(PATIENCE, conn.read(&mut head))
+        .await
+        .expect("the stream's head within 30 s")
+        .unwrap();
     assert!(String::from_utf8_lossy(&head[..n]).starts_with("HTTP/1.1 200"));
     // Not reading: notifications (each some 300 bytes, and an `unread`)
     // pile up until the stream gives up on this client.
@@ -634,7 +874,10 @@ async fn a_slow_reader_is_dropped_and_resumes_from_its_last_event() {
     .await;
     // Reading again: what was written before the cut, then the end.
     let mut got = Vec::new();
-    conn.read_to_end(&mut got).await.unwrap_or_default();
+    tokio::time::timeout(PATIENCE, conn.read_to_end(&mut got))
+        .await
+        .expect("the server cut the slow reader's connection within 30 s")
+        .unwrap_or_default();
     // The body is chunked, one chunk per frame; a cut may leave the last
     // one short, and it does not count.
     let body = String::from_utf8_lossy(&got).into_owned();

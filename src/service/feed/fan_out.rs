@@ -229,6 +229,7 @@ async fn tell_pulled_followers(
     let author = plan.author;
     let mut told = 0;
     if ctx.live.logged_account_count().await? < followers {
+        crate::metrics::stream_pulled_walk("logs");
         // A page of the register may repeat an account an earlier one named.
         let mut seen = HashSet::new();
         let mut cursor = 0;
@@ -248,6 +249,7 @@ async fn tell_pulled_followers(
             cursor = next;
         }
     }
+    crate::metrics::stream_pulled_walk("followers");
     let mut before = None;
     loop {
         let (active, next) =

@@ -236,8 +236,10 @@ pub async fn keep_visible_posts<T>(
 }
 
 /// The bodies of those of `post_ids` that exist and the viewer may see, by
-/// id: one batched live read, and the authors' rules where a post needs
-/// them.
+/// id: one batched live read, and the authors' rules and cards. Every
+/// author's card is read (`read_author_rules`'s `every_card`), as
+/// `visible_post` reads it: nothing here loads the cards to leave out a
+/// suspended or erased author's posts, however recent.
 pub async fn visible_bodies(
     ctx: &Context,
     post_ids: &[i64],
@@ -266,7 +268,7 @@ pub async fn visible_bodies_at(
             _ => None,
         })
         .collect();
-    visibility::read_author_rules(&mut loader, &mut rel, parsed.values(), [], false).await?;
+    visibility::read_author_rules(&mut loader, &mut rel, parsed.values(), [], true).await?;
     loader.finish("visible_bodies");
     parsed.retain(|_, body| visibility::sight_at(body, &rel, place).is_shown());
     Ok(parsed)

@@ -228,7 +228,9 @@ impl Connection {
                     read_log = true;
                     log_gone = true;
                 }
-                Wake::Counts(p) | Wake::Comment(p, _) => {
+                // A comment's count comes as a `Counts` of its own, through
+                // the hub's window.
+                Wake::Counts(p) => {
                     if !counts.contains(p) {
                         counts.push(*p);
                     }
@@ -242,7 +244,7 @@ impl Connection {
                         return Err(End::Left);
                     }
                 }
-                Wake::Gone(_) => {}
+                Wake::Gone(_) | Wake::Comment(..) => {}
             }
         }
         if read_log || log_gone {

@@ -35,6 +35,12 @@ pub const MAX_WATCHED: usize = 50;
 /// Wakes a stream holds before it only notes that it missed some (and
 /// then reads everything again).
 const WAKES: usize = 64;
+/// A post's watchers here are told its counts moved at most once per
+/// window: a like storm on a watched post would otherwise have every
+/// watcher rebuild the post for itself once per like. The first change
+/// is told at once; any later in the window are told once, at its end,
+/// so the last state always arrives.
+pub const COUNTS_WINDOW: Duration = Duration::from_secs(1);
 
 /// What the hub asks of a stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +83,9 @@ struct Registry {
     streams: HashMap<i64, Handle>,
     by_uid: HashMap<i64, Vec<i64>>,
     watchers: HashMap<i64, Vec<i64>>,
+    /// The posts whose counts window is open (`COUNTS_WINDOW`), and
+    /// whether their counts moved again since their watchers were told.
+    counts_windows: HashMap<i64, bool>,
 }
 
 impl Registry {
@@ -118,6 +127,8 @@ pub struct Hub {
     open: AtomicUsize,
     /// Set when the instance stops: every stream closes.
     stopping: tokio::sync::watch::Sender<bool>,
+    /// `COUNTS_WINDOW`, shorter in unit tests.
+    counts_window: Duration,
 }
 
 impl Default for Hub {
@@ -126,6 +137,7 @@ impl Default for Hub {
             registry: Mutex::default(),
             open: AtomicUsize::new(0),
             stopping: tokio::sync::watch::channel(false).0,
+            counts_window: COUNTS_WINDOW,
         }
     }
 }
@@ -206,17 +218,20 @@ impl Hub {
         }
     }
 
-    fn route(&self, message: BusMessage) {
-        let registry = self.registry();
+    fn route(self: &Arc<Self>, message: BusMessage) {
+        let mut registry = self.registry();
         match message {
             BusMessage::Logged { uids } => {
                 for uid in uids {
                     registry.wake_account(uid, &Wake::Log);
                 }
             }
-            BusMessage::Counts { post } => registry.wake_watchers(post, &Wake::Counts(post)),
+            BusMessage::Counts { post } => self.counts_moved(&mut registry, post),
             BusMessage::Comment { post, comment } => {
-                registry.wake_watchers(post, &Wake::Comment(post, comment))
+                // Each comment is news of its own; the count it moves is
+                // told as every other count is.
+                registry.wake_watchers(post, &Wake::Comment(post, comment));
+                self.counts_moved(&mut registry, post);
             }
             BusMessage::Gone { post } => registry.wake_watchers(post, &Wake::Gone(post)),
             BusMessage::Sessions { uid } => registry.wake_account(uid, &Wake::CheckSession),
@@ -227,6 +242,39 @@ impl Hub {
                 }
             }
         }
+    }
+
+    /// Tells the post's watchers here that its counts moved: now, if its
+    /// window is closed (and opens it), else once when it closes.
+    fn counts_moved(self: &Arc<Self>, registry: &mut Registry, post: i64) {
+        if !registry.watchers.contains_key(&post) {
+            return;
+        }
+        if let Some(moved) = registry.counts_windows.get_mut(&post) {
+            *moved = true;
+            return;
+        }
+        registry.counts_windows.insert(post, false);
+        registry.wake_watchers(post, &Wake::Counts(post));
+        let hub = self.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(hub.counts_window).await;
+                let mut registry = hub.registry();
+                match registry.counts_windows.get_mut(&post) {
+                    // Told now, with whatever the counts are by then; the
+                    // next window starts with it.
+                    Some(moved) if *moved => {
+                        *moved = false;
+                        registry.wake_watchers(post, &Wake::Counts(post));
+                    }
+                    _ => {
+                        registry.counts_windows.remove(&post);
+                        return;
+                    }
+                }
+            }
+        });
     }
 
     /// Renews the register's entries of the streams held here, keeps their
@@ -438,4 +486,72 @@ pub async fn watch(ctx: &Context, uid: i64, stream: i64, posts: Vec<i64>) -> App
 pub(crate) fn dedup(posts: Vec<i64>) -> Vec<i64> {
     let mut seen = std::collections::HashSet::new();
     posts.into_iter().filter(|p| seen.insert(*p)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stream watching `post`, as the hub holds it, and its wakes.
+    fn watcher(hub: &Hub, stream: i64, post: i64) -> mpsc::Receiver<Wake> {
+        let (wakes, rx) = mpsc::channel(WAKES);
+        hub.registry().streams.insert(
+            stream,
+            Handle {
+                uid: 1,
+                wakes,
+                watched: Vec::new(),
+                missed: Arc::new(AtomicBool::new(false)),
+            },
+        );
+        hub.watching(stream, &[post]);
+        rx
+    }
+
+    /// Waits for the next wake, failing past a bound.
+    async fn next(rx: &mut mpsc::Receiver<Wake>) -> Option<Wake> {
+        tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .expect("a wake within 10 s")
+    }
+
+    #[tokio::test]
+    async fn a_posts_counts_are_told_once_a_window_the_last_change_at_its_end() {
+        const WINDOW: Duration = Duration::from_millis(300);
+        let hub = Arc::new(Hub {
+            counts_window: WINDOW,
+            ..Hub::default()
+        });
+        let mut rx = watcher(&hub, 10, 5);
+        for _ in 0..100 {
+            hub.route(BusMessage::Counts { post: 5 });
+        }
+        assert_eq!(
+            rx.try_recv().ok(),
+            Some(Wake::Counts(5)),
+            "the first at once"
+        );
+        assert!(rx.try_recv().is_err(), "the rest wait for the window's end");
+        // The changes made within the window: told once, when it ends.
+        assert_eq!(next(&mut rx).await, Some(Wake::Counts(5)));
+        assert!(rx.try_recv().is_err());
+        // A quiet window closes; nothing more is told.
+        let quiet = tokio::time::timeout(3 * WINDOW, rx.recv()).await;
+        assert!(quiet.is_err(), "{quiet:?}");
+        assert!(hub.registry().counts_windows.is_empty());
+        // The next change, after it, is told at once again; a comment's
+        // count rides the same window.
+        hub.route(BusMessage::Comment {
+            post: 5,
+            comment: 7,
+        });
+        hub.route(BusMessage::Counts { post: 5 });
+        assert_eq!(rx.try_recv().ok(), Some(Wake::Comment(5, 7)));
+        assert_eq!(rx.try_recv().ok(), Some(Wake::Counts(5)));
+        assert!(rx.try_recv().is_err());
+        assert_eq!(next(&mut rx).await, Some(Wake::Counts(5)));
+        // A post nobody here watches opens no window.
+        hub.route(BusMessage::Counts { post: 6 });
+        assert!(!hub.registry().counts_windows.contains_key(&6));
+    }
 }

@@ -41,9 +41,15 @@ pub async fn issue(ctx: &Context, who: &Authed) -> AppResult<Ticket> {
     };
     let value = serde_json::to_string(&held).map_err(|e| AppError::Internal(e.into()))?;
     let ttl_ms = ctx.settings.stream.ticket_secs * 1000;
-    ctx.live
+    let kept = ctx
+        .live
         .put_stream_ticket(&key(&ticket), &value, ttl_ms)
         .await?;
+    if !kept {
+        // The in-process table is full of live tickets: refused, rather
+        // than make room by dropping someone else's.
+        return Err(AppError::Overloaded("stream tickets"));
+    }
     Ok(Ticket {
         ticket,
         expires_at: crate::ids::now_ms() + ttl_ms as i64,

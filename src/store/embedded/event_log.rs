@@ -3,7 +3,7 @@
 //! register of open streams, with the Redis adapter's rules (trimming,
 //! expiry, "gone" ids), so that a stream behaves alike on both.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
@@ -20,10 +20,9 @@ use crate::store::{
 /// read its log again).
 const BUS_CAPACITY: usize = 4096;
 /// Tickets kept at most: each is a signed-in account's, under its write
-/// budget, and lives a minute.
-const MAX_TICKETS: usize = 100_000;
-/// How many opens or appends between two sweeps of expired logs.
-const SWEEP_EVERY: u64 = 1024;
+/// budget, and lives a minute. Past it a new ticket is refused (the
+/// service answers 503), never made room for by dropping someone else's.
+pub const MAX_TICKETS: usize = 100_000;
 
 struct Log {
     entries: VecDeque<(LoggedEvent, u64)>,
@@ -46,25 +45,60 @@ impl Log {
     }
 }
 
+/// The logs by account, in uid order (so a page of `logged_accounts` is a
+/// range, not a scan of every log), and by when each expires (so the
+/// expired are found without a scan either).
 #[derive(Default)]
 struct Logs {
-    by_uid: HashMap<i64, Log>,
-    calls: u64,
+    by_uid: BTreeMap<i64, Log>,
+    by_expiry: BTreeSet<(u64, i64)>,
 }
 
 impl Logs {
     /// The log of `uid` unless it expired (then it is forgotten).
     fn live(&mut self, uid: i64, now: u64) -> Option<&mut Log> {
-        if self.by_uid.get(&uid).is_some_and(|l| l.expires_at <= now) {
-            self.by_uid.remove(&uid);
-        }
+        self.sweep(now);
         self.by_uid.get_mut(&uid)
     }
 
-    fn sweep_now_and_then(&mut self, now: u64) {
-        self.calls += 1;
-        if self.calls % SWEEP_EVERY == 0 {
-            self.by_uid.retain(|_, l| l.expires_at > now);
+    /// Forgets the expired logs: each once, as it expires.
+    fn sweep(&mut self, now: u64) {
+        while let Some(&(at, uid)) = self.by_expiry.first() {
+            if at > now {
+                break;
+            }
+            self.by_expiry.pop_first();
+            self.by_uid.remove(&uid);
+        }
+    }
+
+    /// Keeps `uid`'s log until `at`.
+    fn keep_until(&mut self, uid: i64, at: u64) {
+        if let Some(log) = self.by_uid.get_mut(&uid) {
+            self.by_expiry.remove(&(log.expires_at, uid));
+            log.expires_at = at;
+            self.by_expiry.insert((at, uid));
+        }
+    }
+}
+
+/// Live tickets by key, and by when each expires, so that the expired are
+/// dropped without a scan of them all.
+#[derive(Default)]
+struct Tickets {
+    by_key: HashMap<String, (String, u64)>,
+    by_expiry: BTreeSet<(u64, String)>,
+}
+
+impl Tickets {
+    fn sweep(&mut self, now: u64) {
+        while let Some((at, _)) = self.by_expiry.first() {
+            if *at > now {
+                break;
+            }
+            if let Some((_, key)) = self.by_expiry.pop_first() {
+                self.by_key.remove(&key);
+            }
         }
     }
 }
@@ -72,29 +106,37 @@ impl Logs {
 pub struct MemoryStreams {
     logs: Mutex<Logs>,
     bus: broadcast::Sender<BusNote>,
-    tickets: Mutex<HashMap<String, (String, u64)>>,
+    tickets: Mutex<Tickets>,
+    max_tickets: usize,
     /// Per account, its open streams and when each was last renewed.
     registers: Mutex<HashMap<i64, Vec<(i64, i64)>>>,
 }
 
 impl Default for MemoryStreams {
     fn default() -> Self {
-        Self {
-            logs: Mutex::default(),
-            bus: broadcast::channel(BUS_CAPACITY).0,
-            tickets: Mutex::default(),
-            registers: Mutex::default(),
-        }
+        Self::with_max_tickets(MAX_TICKETS)
     }
 }
 
 impl MemoryStreams {
+    /// With room for `max_tickets` live tickets.
+    pub fn with_max_tickets(max_tickets: usize) -> Self {
+        Self {
+            logs: Mutex::default(),
+            bus: broadcast::channel(BUS_CAPACITY).0,
+            tickets: Mutex::default(),
+            max_tickets,
+            registers: Mutex::default(),
+        }
+    }
+
     /// Forgets every log (what losing the live store does); returns how
     /// many there were.
     pub fn clear_logs(&self) -> usize {
         let mut logs = lock(&self.logs);
         let n = logs.by_uid.len();
         logs.by_uid.clear();
+        logs.by_expiry.clear();
         n
     }
 }
@@ -112,8 +154,7 @@ impl StreamStore for MemoryStreams {
     async fn open_event_log(&self, uid: i64, bounds: LogBounds) -> StoreResult<EventId> {
         let now = now();
         let mut logs = lock(&self.logs);
-        logs.sweep_now_and_then(now);
-        logs.live(uid, now);
+        logs.sweep(now);
         let log = logs.by_uid.entry(uid).or_insert_with(|| {
             let id = EventId::default().next_at(now);
             let opened = LoggedEvent {
@@ -128,14 +169,15 @@ impl StreamStore for MemoryStreams {
                 expires_at: 0,
             }
         });
-        log.expires_at = now + bounds.max_age_ms;
-        Ok(log.last)
+        let last = log.last;
+        logs.keep_until(uid, now + bounds.max_age_ms);
+        Ok(last)
     }
 
     async fn append_events(&self, events: &[NewEvent], bounds: LogBounds) -> StoreResult<Vec<i64>> {
         let now = now();
         let mut logs = lock(&self.logs);
-        logs.sweep_now_and_then(now);
+        logs.sweep(now);
         let mut grew = Vec::new();
         for e in events {
             let Some(log) = logs.live(e.uid, now) else {
@@ -182,45 +224,38 @@ impl StreamStore for MemoryStreams {
     async fn keep_event_logs(&self, uids: &[i64], bounds: LogBounds) -> StoreResult<Vec<bool>> {
         let now = now();
         let mut logs = lock(&self.logs);
+        logs.sweep(now);
         Ok(uids
             .iter()
-            .map(|u| match logs.live(*u, now) {
-                Some(log) => {
-                    log.expires_at = now + bounds.max_age_ms;
-                    true
-                }
-                None => false,
+            .map(|u| {
+                let has = logs.by_uid.contains_key(u);
+                logs.keep_until(*u, now + bounds.max_age_ms);
+                has
             })
             .collect())
     }
 
     async fn logged_account_count(&self) -> StoreResult<u64> {
-        Ok(lock(&self.logs).by_uid.len() as u64)
+        let mut logs = lock(&self.logs);
+        logs.sweep(now());
+        Ok(logs.by_uid.len() as u64)
     }
 
-    /// The cursor is the page's first uid plus one, pages in uid order, so
-    /// an account is in one page at most.
+    /// The cursor is the next page's first uid plus one, pages in uid
+    /// order, so an account is in one page at most; a page reads only its
+    /// own range of the logs.
     async fn logged_accounts(&self, cursor: u64, count: usize) -> StoreResult<(Vec<i64>, u64)> {
-        let now = now();
-        let logs = lock(&self.logs);
-        let from = cursor.saturating_sub(1) as i64;
-        let mut after: Vec<i64> = logs
-            .by_uid
-            .iter()
-            .filter(|(uid, log)| (cursor == 0 || **uid >= from) && log.expires_at > now)
-            .map(|(uid, _)| *uid)
-            .collect();
+        let mut logs = lock(&self.logs);
+        logs.sweep(now());
         let count = count.max(1);
-        if after.len() <= count {
-            after.sort_unstable();
-            return Ok((after, 0));
+        let mut range = match cursor {
+            0 => logs.by_uid.range(..),
+            c => logs.by_uid.range((c - 1) as i64..),
         }
-        // The `count` smallest, without sorting every one.
-        after.select_nth_unstable(count);
-        let next = after[count];
-        after.truncate(count);
-        after.sort_unstable();
-        Ok((after, next as u64 + 1))
+        .map(|(uid, _)| *uid);
+        let page: Vec<i64> = range.by_ref().take(count).collect();
+        let next = range.next().map_or(0, |uid| uid as u64 + 1);
+        Ok((page, next))
     }
 
     async fn publish(&self, message: &str) -> StoreResult<()> {
@@ -233,30 +268,32 @@ impl StreamStore for MemoryStreams {
         Ok(self.bus.subscribe())
     }
 
-    async fn put_stream_ticket(&self, ticket: &str, value: &str, ttl_ms: u64) -> StoreResult<()> {
+    async fn put_stream_ticket(&self, ticket: &str, value: &str, ttl_ms: u64) -> StoreResult<bool> {
         let now = now();
         let mut tickets = lock(&self.tickets);
-        if tickets.len() >= MAX_TICKETS {
-            tickets.retain(|_, (_, until)| *until > now);
+        tickets.sweep(now);
+        if tickets.by_key.len() >= self.max_tickets && !tickets.by_key.contains_key(ticket) {
+            return Ok(false);
         }
-        if tickets.len() >= MAX_TICKETS {
-            // Still full of live tickets: the one nearest its end goes.
-            if let Some(first) = tickets
-                .iter()
-                .min_by_key(|(_, (_, until))| *until)
-                .map(|(k, _)| k.clone())
-            {
-                tickets.remove(&first);
-            }
+        let until = now + ttl_ms;
+        if let Some((_, was)) = tickets
+            .by_key
+            .insert(ticket.to_string(), (value.to_string(), until))
+        {
+            tickets.by_expiry.remove(&(was, ticket.to_string()));
         }
-        tickets.insert(ticket.to_string(), (value.to_string(), now + ttl_ms));
-        Ok(())
+        tickets.by_expiry.insert((until, ticket.to_string()));
+        Ok(true)
     }
 
     async fn take_stream_ticket(&self, ticket: &str) -> StoreResult<Option<String>> {
         let now = now();
-        Ok(lock(&self.tickets)
-            .remove(ticket)
+        let mut tickets = lock(&self.tickets);
+        let taken = tickets.by_key.remove(ticket);
+        if let Some((_, until)) = &taken {
+            tickets.by_expiry.remove(&(*until, ticket.to_string()));
+        }
+        Ok(taken
             .filter(|(_, until)| *until > now)
             .map(|(value, _)| value))
     }
@@ -389,5 +426,65 @@ mod tests {
             cursor = next;
         }
         assert_eq!(seen, (1..=25).collect::<Vec<_>>());
+    }
+
+    #[tokio::test]
+    async fn a_full_ticket_table_refuses_a_new_ticket_and_keeps_everyone_elses() {
+        let s = MemoryStreams::with_max_tickets(3);
+        for t in ["a", "b", "c"] {
+            assert!(s.put_stream_ticket(t, t, 60_000).await.unwrap());
+        }
+        assert!(
+            !s.put_stream_ticket("d", "d", 60_000).await.unwrap(),
+            "full of live tickets: refused"
+        );
+        for t in ["a", "b", "c"] {
+            assert_eq!(
+                s.take_stream_ticket(t).await.unwrap().as_deref(),
+                Some(t),
+                "nobody's ticket was dropped for it"
+            );
+        }
+        assert_eq!(s.take_stream_ticket("d").await.unwrap(), None);
+        // Taken and expired tickets make room.
+        assert!(s.put_stream_ticket("e", "e", 60_000).await.unwrap());
+        for t in ["f", "g"] {
+            assert!(s.put_stream_ticket(t, t, 0).await.unwrap());
+        }
+        assert!(s.put_stream_ticket("h", "h", 60_000).await.unwrap());
+        assert_eq!(s.take_stream_ticket("f").await.unwrap(), None, "expired");
+        assert_eq!(
+            s.take_stream_ticket("e").await.unwrap().as_deref(),
+            Some("e")
+        );
+    }
+
+    #[tokio::test]
+    async fn an_expired_log_leaves_the_pages_and_the_count() {
+        let s = MemoryStreams::default();
+        let gone = LogBounds {
+            max_events: 3,
+            max_age_ms: 0,
+        };
+        for uid in 1..=4 {
+            s.open_event_log(uid, if uid % 2 == 0 { gone } else { BOUNDS })
+                .await
+                .unwrap();
+        }
+        assert_eq!(s.logged_account_count().await.unwrap(), 2);
+        assert_eq!(s.logged_accounts(0, 10).await.unwrap(), (vec![1, 3], 0));
+        assert_eq!(s.logged_accounts(0, 1).await.unwrap(), (vec![1], 4));
+        assert_eq!(s.logged_accounts(4, 1).await.unwrap(), (vec![3], 0));
+        assert_eq!(
+            s.keep_event_logs(&[1, 2], BOUNDS).await.unwrap(),
+            vec![true, false]
+        );
+        // Kept with no time left, it goes too.
+        s.keep_event_logs(&[1], gone).await.unwrap();
+        assert_eq!(s.logged_accounts(0, 10).await.unwrap(), (vec![3], 0));
+        assert_eq!(
+            s.events_after(1, EventId::default(), 1).await.unwrap(),
+            LogRead::Gone
+        );
     }
 }

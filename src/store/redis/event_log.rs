@@ -392,13 +392,15 @@ impl StreamStore for RedisLive {
         Ok(receiver)
     }
 
-    async fn put_stream_ticket(&self, ticket: &str, value: &str, ttl_ms: u64) -> StoreResult<()> {
+    /// Each ticket a key of its own, living its minute: Redis's memory
+    /// (and the issuing accounts' write budgets) bound them.
+    async fn put_stream_ticket(&self, ticket: &str, value: &str, ttl_ms: u64) -> StoreResult<bool> {
         let mut set = redis::cmd("SET");
         set.arg(self.ticket_key(ticket))
             .arg(value)
             .arg("PX")
             .arg(ttl_ms.max(1));
-        self.conn.query::<Value>(&set).await.map(|_| ())
+        self.conn.query::<Value>(&set).await.map(|_| true)
     }
 
     async fn take_stream_ticket(&self, ticket: &str) -> StoreResult<Option<String>> {
