@@ -221,8 +221,17 @@ async fn an_unfollow_whose_live_update_failed_still_leaves_the_feed_at_once() {
     );
 
     failing.failing.store(false, Ordering::SeqCst);
-    app.ctx.repair.drain(failing.as_ref()).await;
-    assert_eq!(app.ctx.repair.pending_count(), 0);
+    // Background work started while writes failed (a read's write-back, the
+    // unfollow's own) may join the list a moment after a drain: drained
+    // again until empty, which it must become.
+    wait_until("the repair list drains", || {
+        let (app, failing) = (&app, &failing);
+        async move {
+            app.ctx.repair.drain(failing.as_ref()).await;
+            app.ctx.repair.pending_count() == 0
+        }
+    })
+    .await;
     assert_eq!(whole_feed(&app, &reader, 20).await, Vec::<i64>::new());
 }
 
