@@ -287,6 +287,25 @@ fn newest_below(
     Ok(out)
 }
 
+/// Second halves of `(first, second)` keys above `after`, oldest first.
+fn oldest_after(
+    table: &impl ReadableTable<(u64, u64), ()>,
+    first: u64,
+    after: Option<i64>,
+    limit: usize,
+) -> StoreResult<Vec<u64>> {
+    let low = after.map_or(0, |a| id(a).saturating_add(1));
+    let mut out = Vec::new();
+    for entry in table
+        .range((first, low)..=(first, u64::MAX))
+        .map_err(other)?
+        .take(limit)
+    {
+        out.push(entry.map_err(other)?.0.value().1);
+    }
+    Ok(out)
+}
+
 fn all_under(table: &impl ReadableTable<(u64, u64), ()>, first: u64) -> StoreResult<Vec<u64>> {
     let mut out = Vec::new();
     for entry in table.range((first, 0)..=(first, u64::MAX)).map_err(other)? {

@@ -200,15 +200,10 @@ impl ModerationDocs for EmbeddedDocs {
     ) -> StoreResult<Vec<ReportDoc>> {
         self.read(move |txn| {
             let table = txn.open_table(REPORTS_BY_CASE).map_err(other)?;
-            let low = after.map_or(0, |a| id(a).saturating_add(1));
-            let mut ids = Vec::new();
-            for entry in table
-                .range((id(case_id), low)..=(id(case_id), u64::MAX))
-                .map_err(other)?
-                .take(limit)
-            {
-                ids.push(entry.map_err(other)?.0.value().1 as i64);
-            }
+            let ids: Vec<i64> = oldest_after(&table, id(case_id), after, limit)?
+                .into_iter()
+                .map(|r| r as i64)
+                .collect();
             docs_by_ids(txn, REPORTS, &ids)
         })
         .await
@@ -284,16 +279,10 @@ impl ModerationDocs for EmbeddedDocs {
     ) -> StoreResult<Vec<i64>> {
         self.read(move |txn| {
             let table = txn.open_table(HELD_BY_CASE).map_err(other)?;
-            let low = after.map_or(0, |a| id(a).saturating_add(1));
-            let mut ids = Vec::new();
-            for entry in table
-                .range((id(case_id), low)..=(id(case_id), u64::MAX))
-                .map_err(other)?
-                .take(limit)
-            {
-                ids.push(entry.map_err(other)?.0.value().1 as i64);
-            }
-            Ok(ids)
+            Ok(oldest_after(&table, id(case_id), after, limit)?
+                .into_iter()
+                .map(|p| p as i64)
+                .collect())
         })
         .await
     }
