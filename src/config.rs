@@ -142,7 +142,8 @@ pub struct Settings {
     /// Pages of the embedded store's file kept in memory (redb's cache).
     pub docs_cache_bytes: usize,
     pub admin: Option<(String, Secret)>,
-    /// Request bodies above this many bytes are refused with 413.
+    /// Request bodies above this many bytes are refused with 413, except
+    /// where an operation's valid bodies are larger.
     pub body_limit: usize,
     /// How long derived keys live in Redis without being rebuilt.
     pub live_ttl_secs: u64,
@@ -331,7 +332,7 @@ impl Default for Settings {
             data_dir: PathBuf::from("./data"),
             docs_cache_bytes: 128 * 1024 * 1024,
             admin: None,
-            body_limit: 64 * 1024,
+            body_limit: DEFAULT_BODY_LIMIT,
             live_ttl_secs: 3 * 24 * 3600,
             post_id_array_cap: 10_000,
             device_refresh_ms: 500,
@@ -461,6 +462,11 @@ struct Draft {
     admin_username: Option<String>,
     admin_password: Option<Secret>,
 }
+
+/// `MOMENTS_BODY_LIMIT` unset: request bodies above this many bytes are
+/// refused, except on the few operations whose valid bodies are larger
+/// (`http::extract::LARGER_BODIES`).
+pub const DEFAULT_BODY_LIMIT: usize = 64 * 1024;
 
 const RATE: &str = "COUNT/WINDOW, such as 10/15m (the window in s, m, h or d)";
 const HOST_PORT: &str =
@@ -594,7 +600,9 @@ pub const VARIABLES: &[Variable] = &[
         name: "MOMENTS_BODY_LIMIT",
         default: DefaultValue::Literal("65536"),
         allowed: "a whole number of bytes, at least 1",
-        meaning: "request bodies above this many bytes get 413",
+        meaning: "request bodies above this many bytes get 413, except where an operation's valid \
+                  bodies are larger: a post (320 KiB), the instance's rules (640 KiB), and the \
+                  imports, which take the size of their lists",
         echo: Echo::Plain,
         apply: |d, v| {
             d.settings.body_limit = whole_usize(v, 1, usize::MAX)?;

@@ -27,9 +27,15 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 }
 
 /// The body: a list is bigger than any other body a user sends, so it has
-/// a limit of its own, read after the caller is known.
+/// a limit of its own, read after the caller is known. The list's cap is
+/// on the CSV itself (checked once parsed); in the JSON body it may be
+/// escaped to three times its size (`\n` is 2 bytes for 1, an ASCII-only
+/// encoder's `\uXXXX` 6 bytes for 3 of UTF-8 and 12 for 4), which a list
+/// within its cap must not be refused for.
+pub const BODY_LIMIT: usize = 3 * people_csv::MAX_BYTES + 4096;
+
 async fn request(payload: web::Payload) -> Result<ImportRequest, AppError> {
-    let body = read_body(payload, people_csv::MAX_BYTES + 4096).await?;
+    let body = read_body(payload, BODY_LIMIT).await?;
     parse_json_object(&body)
 }
 

@@ -338,6 +338,7 @@ fn escape_pointer(key: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
     use std::collections::BTreeMap;
 
     fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
@@ -387,5 +388,154 @@ mod tests {
         );
         let shared: Vec<_> = owners.iter().filter(|(_, files)| files.len() > 1).collect();
         assert!(shared.is_empty(), "schemas of one name: {shared:?}");
+    }
+
+    /// The most bytes a body the document calls valid can take: each
+    /// character as the longest escape a JSON encoder writes (an ASCII-only
+    /// encoder's `\\uXXXX\\uXXXX` pair, 12 bytes), each number 24. `None`
+    /// for a string or list the document leaves unbounded.
+    fn largest_body(doc: &Value, schema: &Value, at: &str, unbounded: &mut Vec<String>) -> u64 {
+        let schema = match schema.get("$ref").and_then(Value::as_str) {
+            Some(r) => doc.pointer(r.trim_start_matches('#')).unwrap(),
+            None => schema,
+        };
+        if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+            return values
+                .iter()
+                .map(|v| v.to_string().len() as u64)
+                .max()
+                .unwrap_or(0);
+        }
+        let types: Vec<&str> = match schema.get("type") {
+            Some(Value::String(t)) => vec![t],
+            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+            _ if schema.get("properties").is_some() => vec!["object"],
+            // A combination of schemas (every part applies, or one of
+            // them): as large as all its parts together, which is more
+            // than any body can be.
+            _ => {
+                let parts = ["allOf", "anyOf", "oneOf"]
+                    .iter()
+                    .filter_map(|k| schema.get(*k).and_then(Value::as_array))
+                    .flatten();
+                return parts
+                    .map(|part| largest_body(doc, part, at, unbounded))
+                    .sum();
+            }
+        };
+        let mut most = 0;
+        for kind in types {
+            let size = match kind {
+                "null" => 4,
+                "boolean" => 5,
+                "integer" | "number" => 24,
+                "string" => match schema.get("maxLength").and_then(Value::as_u64) {
+                    Some(chars) => chars * 12 + 2,
+                    None => {
+                        unbounded.push(at.to_string());
+                        0
+                    }
+                },
+                "array" => {
+                    let item = largest_body(doc, &schema["items"], &format!("{at}[]"), unbounded);
+                    match schema.get("maxItems").and_then(Value::as_u64) {
+                        Some(count) => count * (item + 1) + 2,
+                        None => {
+                            unbounded.push(at.to_string());
+                            0
+                        }
+                    }
+                }
+                "object" => {
+                    let properties = schema.get("properties").and_then(Value::as_object);
+                    2 + properties
+                        .into_iter()
+                        .flatten()
+                        .map(|(name, value)| {
+                            name.len() as u64
+                                + 4
+                                + largest_body(doc, value, &format!("{at}.{name}"), unbounded)
+                        })
+                        .sum::<u64>()
+                }
+                other => panic!("{at}: a schema of type {other}"),
+            };
+            most = most.max(size);
+        }
+        most
+    }
+
+    /// A body the document calls valid is never refused as too large: each
+    /// operation's largest valid body fits the default limit or the one
+    /// `LARGER_BODIES` gives it, and that table names only operations that
+    /// need it. A hundred rules of 500 Chinese characters, sent by an
+    /// encoder that escapes them, were refused (413) before it.
+    #[test]
+    fn every_valid_body_fits_its_limit() {
+        use crate::http::extract::LARGER_BODIES;
+        let doc: Value = serde_json::from_str(super::document()).unwrap();
+        // These read their own, larger limits: a list's cap is on the bytes
+        // of its rows, which a schema cannot state.
+        let own_limits = [
+            "POST /api/v1/admin/device-models/import",
+            "POST /api/v1/admin/device-models/import/preview",
+            "POST /api/v1/me/imports",
+            "POST /api/v1/me/imports/preview",
+        ];
+        // A sign-in's device name is cut to 100 characters, not refused.
+        let unbounded_allowed = ["POST /api/v1/sessions .device"];
+        let default = crate::config::DEFAULT_BODY_LIMIT as u64;
+        let mut checked = 0;
+        let mut problems = Vec::new();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for method in super::METHODS {
+                let Some(body) = item.get(method).and_then(|op| op.get("requestBody")) else {
+                    continue;
+                };
+                let operation = format!("{} {path}", method.to_uppercase());
+                if own_limits.contains(&operation.as_str()) {
+                    continue;
+                }
+                let schema = &body["content"]["application/json"]["schema"];
+                assert!(schema.is_object(), "{operation}: no JSON body schema");
+                let mut unbounded = Vec::new();
+                let largest = largest_body(&doc, schema, "", &mut unbounded);
+                for field in unbounded {
+                    let named = format!("{operation} {field}");
+                    if !unbounded_allowed.contains(&named.as_str()) {
+                        problems.push(format!("{named}: no maxLength or maxItems"));
+                    }
+                }
+                let own = LARGER_BODIES
+                    .iter()
+                    .find(|(m, p, _)| m.eq_ignore_ascii_case(method) && p == path)
+                    .map(|(_, _, limit)| *limit as u64);
+                match own {
+                    None if largest > default => problems.push(format!(
+                        "{operation}: a valid body reaches {largest} bytes, over the default {default}"
+                    )),
+                    Some(limit) if largest > limit => problems.push(format!(
+                        "{operation}: a valid body reaches {largest} bytes, over its {limit}"
+                    )),
+                    Some(_) if largest <= default => problems.push(format!(
+                        "{operation}: needs no limit of its own ({largest} bytes at most)"
+                    )),
+                    _ => {}
+                }
+                checked += 1;
+            }
+        }
+        assert!(
+            checked > 20,
+            "only {checked} bodies checked: is the walk right?"
+        );
+        for (method, path, _) in LARGER_BODIES {
+            let op = doc["paths"][path][method.to_lowercase()].get("requestBody");
+            assert!(
+                op.is_some(),
+                "{method} {path} in LARGER_BODIES takes no body"
+            );
+        }
+        assert!(problems.is_empty(), "{problems:#?}");
     }
 }

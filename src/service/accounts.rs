@@ -61,6 +61,8 @@ pub(crate) fn password_attempt_schema() -> utoipa::openapi::Object {
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct LoginRequest {
+    /// A name no account can have is answered as a wrong password is.
+    #[schema(schema_with = crate::domain::user::username_schema)]
     pub username: String,
     #[schema(schema_with = password_attempt_schema)]
     pub password: String,

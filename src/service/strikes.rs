@@ -500,6 +500,8 @@ fn appeal_text_schema() -> utoipa::openapi::Object {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SuspendedAppealRequest {
+    /// A name no account can have is answered as a wrong password is.
+    #[schema(schema_with = crate::domain::user::username_schema)]
     pub username: String,
     #[schema(schema_with = crate::service::accounts::password_attempt_schema)]
     pub password: String,

@@ -197,14 +197,54 @@ async fn oversized_bodies_are_413() {
     settings.body_limit = 4096;
     let app = spawn_app_with(settings).await;
     let u = app.user("big").await;
+    let post = app.text_post(&u, "a post").await;
+    let r = app
+        .post(
+            &format!("/api/v1/posts/{post}/comments"),
+            Some(&u.token),
+            json!({"content": "x".repeat(5000)}),
+        )
+        .await;
+    assert_problem(&r, 413, "payload_too_large");
+    // A post's valid bodies are larger than the limit set here; its own
+    // limit still ends a body past them.
     let r = app
         .post(
             "/api/v1/posts",
             Some(&u.token),
-            json!({"category": "TEXT", "content": "x".repeat(5000)}),
+            json!({"category": "TEXT", "content": "x".repeat(400 * 1024)}),
         )
         .await;
     assert_problem(&r, 413, "payload_too_large");
+}
+
+/// The largest post the document allows, written by an encoder that
+/// escapes every character it can, is over `MOMENTS_BODY_LIMIT`'s default
+/// and is taken: a valid body is never too large.
+#[tokio::test]
+async fn the_largest_valid_post_is_not_too_large() {
+    let app = spawn_app().await;
+    let u = app.user("widest").await;
+    let url = |i: usize| {
+        let head = format!("https://例子.com/{i}/");
+        let tail = "图".repeat(2048 - head.chars().count());
+        head + &tail
+    };
+    let body = json!({
+        "category": "PICTURE",
+        "content": "😀".repeat(5000),
+        "pictureUrls": (0..9).map(url).collect::<Vec<_>>(),
+    });
+    let (s, v, size) = app
+        .call_escaped(reqwest::Method::POST, "/api/v1/posts", &u.token, &body)
+        .await;
+    assert!(size > 64 * 1024, "{size} bytes");
+    assert_eq!(s.as_u16(), 201, "{v}");
+    let (_, shown) = app
+        .get(&format!("/api/v1/posts/{}", v["id"]), Some(&u.token))
+        .await;
+    assert_eq!(shown["content"], body["content"]);
+    assert_eq!(shown["pictureUrls"], body["pictureUrls"]);
 }
 
 #[tokio::test]

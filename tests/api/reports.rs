@@ -534,6 +534,22 @@ async fn the_instance_publishes_its_contact_and_rules_which_reports_cite() {
     assert_eq!(v["rules"], json!([1, 2]));
     let (_, log) = app.get("/api/v1/admin/audit-log", Some(&admin.token)).await;
     assert_eq!(log["items"][0]["action"], "instance.set", "{log}");
+    // The most the document allows, written by an encoder that escapes
+    // every character (600 KB), is taken: 100 rules of 500 characters.
+    let widest = json!({"name": "朋".repeat(100), "contact": "😀".repeat(200),
+        "rules": (0..100).map(|i| format!("{i}{}", "😀".repeat(500 - i.to_string().len()))).collect::<Vec<_>>()});
+    let (s, v, size) = app
+        .call_escaped(
+            reqwest::Method::PUT,
+            "/api/v1/admin/instance",
+            &admin.token,
+            &widest,
+        )
+        .await;
+    assert!(size > 512 * 1024, "{size} bytes");
+    assert_eq!(s.as_u16(), 200, "{v}");
+    let (_, v) = app.get("/api/v1/instance", None).await;
+    assert_eq!(v, widest);
 }
 
 #[tokio::test]
