@@ -13,8 +13,8 @@ use crate::domain::report::ReportCategory;
 use crate::error::AppError;
 use crate::service::content_filters::{self, ContentFilterView};
 use crate::service::moderation::{
-    self, ActionRequest, AuditEntry, BulkActionRequest, BulkResult, QueueFilter, QueueItem,
-    RoleRequest, RoleState,
+    self, ActionRequest, AuditEntry, BulkActionRequest, BulkResult, HeldPostNow, QueueFilter,
+    QueueItem, RoleRequest, RoleState,
 };
 use crate::service::read::responses::Page;
 use crate::service::Context;
@@ -32,6 +32,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(super::resource(
         "/admin/reports/{id}",
         [(Method::GET, web::to(item))],
+    ));
+    cfg.service(super::resource(
+        "/admin/reports/{id}/held-posts",
+        [(Method::GET, web::to(held_posts))],
     ));
     cfg.service(super::resource(
         "/admin/reports/{id}/actions",
@@ -132,14 +136,33 @@ pub async fn item(
     Ok(HttpResponse::Ok().json(item))
 }
 
+#[utoipa::path(get, path = "/api/v1/admin/reports/{id}/held-posts", tag = "moderation",
+    params(("id" = i64, Path, minimum = 1), PageQuery),
+    responses(
+        (status = 200, body = Page<HeldPostNow>, description = "every post the item holds, oldest first, as it is now: an action on the item covers them all"),
+        (status = 403, description = "an item about the caller: for another moderator"),
+        (status = 404, description = "no such item, or it holds no posts"),
+    ),
+    security(("bearer" = [])))]
+pub async fn held_posts(
+    ctx: web::Data<Context>,
+    moderator: ModeratorUser,
+    id: web::Path<String>,
+    page: PageParams,
+) -> Result<HttpResponse, AppError> {
+    let id = path_id(&id, "queue item")?;
+    let page = moderation::held_posts(&ctx, moderator.0, id, page.cursor, page.limit).await?;
+    Ok(HttpResponse::Ok().json(page))
+}
+
 #[utoipa::path(post, path = "/api/v1/admin/reports/{id}/actions", tag = "moderation",
     params(("id" = i64, Path, minimum = 1)), request_body = ActionRequest,
     responses(
         (status = 200, body = QueueItem, description = "closed, with every report in it; each reporter is notified; the struck account too"),
         (status = 403, description = "a report about the caller: for another moderator; or a ban's appeal overturned by a moderator (an admin's call)"),
         (status = 404, description = "no such item"),
-        (status = 409, description = "closed already"),
-        (status = 422, description = "`shareWithReporter` without a note to share; `days` missing for `suspend` or given for another action; an action that does not fit the item (removing an account, `overturn` on anything but an appeal, anything but `dismiss` or `overturn` on one)"),
+        (status = 409, description = "closed already; or, on an item of held posts, `heldCount` is not how many it holds now (more were held since the moderator looked)"),
+        (status = 422, description = "a dismissal of an item of held posts without `heldCount`, or `heldCount` on another item; `shareWithReporter` without a note to share; `days` missing for `suspend` or given for another action; an action that does not fit the item (removing an account, `overturn` on anything but an appeal, anything but `dismiss` or `overturn` on one)"),
     ),
     security(("bearer" = [])))]
 pub async fn act(

@@ -459,6 +459,70 @@ pub async fn item(
     Ok(item)
 }
 
+/// A post an item holds, as it is now: the item keeps a copy of its newest
+/// few only (`held.posts`), and an action covers them all.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HeldPostNow {
+    pub post_id: i64,
+    pub snapshot: Snapshot,
+}
+
+/// Every post an item of held posts holds, oldest first, a page after
+/// `cursor` at a time: what a moderator looks through before an action
+/// that covers them all. 404 for an item that holds none.
+pub async fn held_posts(
+    ctx: &Context,
+    moderator: i64,
+    case_id: i64,
+    cursor: Option<Cursor>,
+    limit: usize,
+) -> AppResult<Page<HeldPostNow>> {
+    let case = case_for(ctx, moderator, case_id).await?;
+    if case.held.is_none() {
+        return Err(AppError::NotFound("held posts"));
+    }
+    let mut ids = ctx
+        .docs
+        .held_posts_of_case(case_id, cursor.map(|c| c.0), limit + 1)
+        .await?;
+    // An item opened before every held post was recorded holds its target.
+    if ids.is_empty() && cursor.is_none() && case.target.kind == TargetKind::Post {
+        ids.push(case.target.id);
+    }
+    let next = (ids.len() > limit).then(|| {
+        ids.truncate(limit);
+        ids.last().map(|id| Cursor::encode(*id))
+    });
+    let account = [case.account];
+    let (docs, mut cards) = tokio::try_join!(
+        async { Ok::<_, AppError>(ctx.docs.posts_by_ids(&ids).await?) },
+        load_cards(ctx, &account),
+    )?;
+    let author_name = cards
+        .remove(&case.account)
+        .map(|c| c.nick_name)
+        .unwrap_or_default();
+    let now = now_ms();
+    let mut docs: std::collections::HashMap<i64, _> = docs.into_iter().map(|d| (d.id, d)).collect();
+    // A post its author deleted since is not among them.
+    let items = ids
+        .iter()
+        .filter_map(|id| docs.remove(id))
+        .map(|doc| {
+            let post_id = doc.id;
+            let mut snapshot = super::reports::post_snapshot(&PostBody::from(doc), now);
+            snapshot.author_name = author_name.clone();
+            HeldPostNow { post_id, snapshot }
+        })
+        .collect();
+    Ok(Page {
+        items,
+        next_cursor: next.flatten(),
+        server_time: now,
+    })
+}
+
 /// What a moderator does with a queue item. Every action but `dismiss`
 /// and `overturn` records a strike on the account (`service::strikes`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -516,6 +580,13 @@ pub struct ActionRequest {
     #[serde(default, deserialize_with = "crate::domain::optional_whole_number")]
     #[schema(minimum = 1, maximum = 365)]
     pub days: Option<i64>,
+    /// On an item of held posts: its `held.count` as the moderator saw it.
+    /// The action covers every post the item holds, so it is refused (409)
+    /// when more were held since; a dismissal, which publishes them all,
+    /// needs it (422 without).
+    #[serde(default, deserialize_with = "crate::domain::optional_whole_number")]
+    #[schema(value_type = Option<i64>, minimum = 1)]
+    pub held_count: Option<i64>,
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -527,6 +598,21 @@ pub struct BulkActionRequest {
     pub ids: Vec<i64>,
     #[serde(flatten)]
     pub act: ActionRequest,
+    /// For each item of held posts among `ids`, its `held.count` as the
+    /// moderator saw it (`heldCount` of a single action; that field is
+    /// refused here).
+    #[serde(default)]
+    #[schema(max_items = 50)]
+    pub held_counts: Vec<HeldCount>,
+}
+
+/// An item of held posts and how many it held when the moderator looked.
+#[derive(Debug, Clone, Copy, Deserialize, utoipa::ToSchema)]
+pub struct HeldCount {
+    #[schema(minimum = 1)]
+    pub id: i64,
+    #[schema(minimum = 1)]
+    pub count: i64,
 }
 
 /// One item's answer to a bulk action.
@@ -577,6 +663,34 @@ fn checked_note(act: &ActionRequest) -> AppResult<String> {
     Ok(note)
 }
 
+/// The held posts an action on `case` covers: all it holds, which must be
+/// as many as the moderator saw (`held_count`). `None` for an item that
+/// holds none.
+fn held_covered(action: Action, seen: Option<i64>, case: &CaseDoc) -> AppResult<Option<u64>> {
+    let Some(held) = &case.held else {
+        return match seen {
+            Some(_) => Err(AppError::unprocessable(
+                "heldCount",
+                "only an item of held posts has a count of them",
+            )),
+            None => Ok(None),
+        };
+    };
+    match seen {
+        None if action == Action::Dismiss => Err(AppError::unprocessable(
+            "heldCount",
+            "a dismissal publishes every post the item holds: send heldCount, how many you saw",
+        )),
+        Some(seen) if u64::try_from(seen).ok() != Some(held.count) => {
+            Err(AppError::Conflict(format!(
+                "the item holds {} posts now, not {seen}: look at it again",
+                held.count
+            )))
+        }
+        _ => Ok(Some(held.count)),
+    }
+}
+
 /// 422 when the action does not fit the item: removing an account, or
 /// anything but `dismiss` and `overturn` on an appeal, and `overturn` on
 /// anything else.
@@ -607,7 +721,7 @@ pub async fn act(
     act: &ActionRequest,
 ) -> AppResult<QueueItem> {
     let note = checked_note(act)?;
-    close(ctx, moderator, case_id, act, &note).await?;
+    close(ctx, moderator, case_id, act, act.held_count, &note).await?;
     item(ctx, moderator, case_id, None, REPORTS_SHOWN).await
 }
 
@@ -623,13 +737,26 @@ pub async fn act_in_bulk(
             format!("1 to {MAX_BULK} queue items"),
         ));
     }
+    if req.held_counts.len() > MAX_BULK {
+        return Err(AppError::invalid(
+            "heldCounts",
+            format!("at most {MAX_BULK}, one per item"),
+        ));
+    }
+    if req.act.held_count.is_some() {
+        return Err(AppError::unprocessable(
+            "heldCount",
+            "in a bulk action each item's count is in heldCounts",
+        ));
+    }
     let note = checked_note(&req.act)?;
     let mut ids = req.ids.clone();
     ids.sort_unstable();
     ids.dedup();
     let mut out = Vec::with_capacity(ids.len());
     for id in ids {
-        let status = match close(ctx, moderator, id, &req.act, &note).await {
+        let seen = req.held_counts.iter().find(|h| h.id == id).map(|h| h.count);
+        let status = match close(ctx, moderator, id, &req.act, seen, &note).await {
             Ok(()) => 200,
             Err(AppError::NotFound(_)) => 404,
             Err(AppError::Conflict(_)) => 409,
@@ -651,6 +778,7 @@ async fn close(
     moderator: i64,
     case_id: i64,
     act: &ActionRequest,
+    held_seen: Option<i64>,
     note: &str,
 ) -> AppResult<()> {
     let case = case_for(ctx, moderator, case_id).await?;
@@ -660,9 +788,11 @@ async fn close(
         ));
     }
     fits(act.action, &case)?;
+    let held_count = held_covered(act.action, held_seen, &case)?;
     authorize(ctx, moderator, &case, act.action).await?;
     let at = now_ms();
     let closing = CaseClosing {
+        held_count,
         state: act.action.closes_as(),
         action: act.action.name().into(),
         moderator,
@@ -683,9 +813,12 @@ async fn close(
     // and what the item says was done is what is done. The effects follow,
     // each safe to repeat; any a failure leaves undone, the sweep finishes
     // (`finish_unfinished`) from what the closing recorded.
+    // The store closes it only while it holds `held_count` posts, so that
+    // a post held between the read above and the close is not covered by
+    // an action no one took on it.
     let Some(closed) = ctx.docs.close_case(case.id, &closing).await? else {
         return Err(AppError::Conflict(
-            "this queue item is closed already".into(),
+            "this queue item is closed already, or holds posts held since: look at it again".into(),
         ));
     };
     audit(

@@ -566,6 +566,14 @@ async fn a_report_about_a_moderator_is_for_another_moderator() {
     let items = queue(&app, &other, "").await;
     assert_eq!(items.len(), 1);
     let id = items[0]["id"].as_i64().unwrap();
+    // An item of reports holds no posts a filter held.
+    let (s, _) = app
+        .get(
+            &format!("/api/v1/admin/reports/{id}/held-posts"),
+            Some(&other.token),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 404);
     let (s, _) = app
         .get(&format!("/api/v1/admin/reports/{id}"), Some(&m.token))
         .await;
@@ -579,6 +587,84 @@ async fn a_report_about_a_moderator_is_for_another_moderator() {
         .await;
     assert_eq!(s.as_u16(), 403);
     assert_eq!(queue(&app, &other, "").await.len(), 1, "still open");
+}
+
+/// The store's half of "no post is published unseen": a case of held posts
+/// closes only while it holds as many as the moderator saw.
+#[tokio::test]
+async fn a_case_of_held_posts_closes_only_as_many_as_were_seen() {
+    use moments::domain::report::TargetKind;
+    use moments::store::{
+        CaseClosing, CaseDoc, CaseState, HeldBy, HeldPost, HeldPostDoc, ReportTarget, Snapshot,
+    };
+    let app = spawn_app().await;
+    let docs = &app.ctx.docs;
+    let snapshot = Snapshot {
+        author: 5,
+        author_name: "a".into(),
+        text: "t".into(),
+        picture_urls: Vec::new(),
+        visibility: None,
+        post_id: None,
+        createtime: 0,
+        taken_at: 0,
+        erased: false,
+    };
+    let opened = docs
+        .open_case(&CaseDoc {
+            held: Some(HeldBy::by(1, "r".into())),
+            ..CaseDoc::opening(
+                3_000_001,
+                ReportTarget {
+                    kind: TargetKind::Post,
+                    id: 88,
+                },
+                5,
+                snapshot.clone(),
+                0,
+            )
+        })
+        .await
+        .unwrap();
+    for post_id in [88, 89] {
+        let record = HeldPostDoc {
+            post_id,
+            case_id: opened.id,
+            author: 5,
+            held_at: 1,
+        };
+        let shown = HeldPost {
+            post_id,
+            filter: 1,
+            reason: "r".into(),
+            snapshot: snapshot.clone(),
+        };
+        assert_eq!(
+            docs.hold_in_case(&record, &shown).await.unwrap(),
+            Some(true)
+        );
+    }
+    let closing = |held_count: Option<u64>| CaseClosing {
+        state: CaseState::Dismissed,
+        action: "dismiss".into(),
+        moderator: 3,
+        note: String::new(),
+        shared: None,
+        at: 1,
+        until: None,
+        held_count,
+    };
+    for seen in [None, Some(1), Some(3)] {
+        assert!(
+            docs.close_case(opened.id, &closing(seen))
+                .await
+                .unwrap()
+                .is_none(),
+            "closed having seen {seen:?} of 2"
+        );
+    }
+    let closed = docs.close_case(opened.id, &closing(Some(2))).await.unwrap();
+    assert_eq!(closed.map(|c| c.state), Some(CaseState::Dismissed));
 }
 
 /// The store's half of "nothing acknowledged is lost": a report never lands
@@ -637,6 +723,7 @@ async fn no_report_is_filed_into_a_closed_case() {
         shared: None,
         at: 1,
         until: None,
+        held_count: None,
     };
     assert!(docs.close_case(first.id, &closing).await.unwrap().is_some());
     assert!(docs.close_case(first.id, &closing).await.unwrap().is_none());

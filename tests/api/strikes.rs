@@ -868,21 +868,88 @@ async fn an_authors_held_posts_are_one_item_whose_every_action_covers_them_all()
             && !said.contains(&filter["id"].to_string()),
         "{v}"
     );
-    // Dismissing publishes every one of them.
+    // Every one of them, oldest first, page by page: what a moderator
+    // looks through before an action that covers them all.
+    let id = item["id"].as_i64().unwrap();
+    let mut listed = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let (s, page) = app
+            .get(
+                &format!("/api/v1/admin/reports/{id}/held-posts?limit=3{cursor}"),
+                Some(&m.token),
+            )
+            .await;
+        assert_eq!(s.as_u16(), 200, "{page}");
+        for p in page["items"].as_array().unwrap() {
+            listed.push(p["postId"].as_i64().unwrap());
+            assert_eq!(p["snapshot"]["author"], author.uid, "{p}");
+        }
+        match page["nextCursor"].as_str() {
+            Some(c) => cursor = format!("&cursor={c}"),
+            None => break,
+        }
+    }
+    assert_eq!(listed, first, "all eight, oldest first");
+    // Dismissing publishes every one of them, so it says how many the
+    // moderator saw; a post held after they looked refuses it.
     for post in &first {
         assert_eq!(post_status(&app, &reader, *post).await.0, 404);
     }
-    let (s, v) = act_on(
-        &app,
-        &m,
-        json!({"kind": "post", "id": first[0]}),
-        json!({"action": "dismiss"}),
-    )
-    .await;
+    let dismiss = |body: Value| {
+        let (app, token) = (&app, m.token.clone());
+        async move {
+            let (s, v) = app
+                .post(
+                    &format!("/api/v1/admin/reports/{id}/actions"),
+                    Some(&token),
+                    body,
+                )
+                .await;
+            (s.as_u16(), v)
+        }
+    };
+    let (s, v) = dismiss(json!({"action": "dismiss"})).await;
+    assert_eq!((s, v["field"].clone()), (422, json!("heldCount")), "{v}");
+    let late = flood(1, "late").await;
+    let (s, v) = dismiss(json!({"action": "dismiss", "heldCount": 8})).await;
+    assert_eq!(s, 409, "{v}");
+    assert!(v["detail"].as_str().unwrap().contains("9 posts"), "{v}");
+    // Nor does a bulk action cover more than was seen.
+    let (s, v) = app
+        .post(
+            "/api/v1/admin/reports/actions",
+            Some(&m.token),
+            json!({"ids": [id], "action": "dismiss", "heldCounts": [{"id": id, "count": 8}]}),
+        )
+        .await;
+    assert_eq!(
+        (s.as_u16(), v.clone()),
+        (200, json!([{"id": id, "status": 409}]))
+    );
+    let (s, v) = app
+        .post(
+            "/api/v1/admin/reports/actions",
+            Some(&m.token),
+            json!({"ids": [id], "action": "dismiss", "heldCount": 9}),
+        )
+        .await;
+    assert_eq!((s.as_u16(), v["field"].clone()), (422, json!("heldCount")));
+    for post in first.iter().chain(&late) {
+        assert_eq!(post_status(&app, &reader, *post).await.0, 404, "{post}");
+    }
+    let (s, v) = dismiss(json!({"action": "dismiss", "heldCount": 9})).await;
     assert_eq!(s, 200, "{v}");
-    for post in &first {
+    for post in first.iter().chain(&late) {
         assert_eq!(post_status(&app, &reader, *post).await.0, 200, "{post}");
     }
+    let (s, _) = app
+        .get(
+            &format!("/api/v1/admin/reports/{id}/held-posts"),
+            Some(&m.token),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 200, "a closed item still lists what it held");
     // The next held posts are a new item; removing it removes them all,
     // one strike for the item; overturning that restores them all.
     let second = flood(7, "second").await;

@@ -73,6 +73,7 @@
  *   appeal?: { strikeId: number, text: string, action: string, at: number } }} QueueItem
  * @typedef {{ postId: number, filter: number, reason: string, snapshot: Snapshot }} HeldPost
  * @typedef {{ filter: number, reason: string, count?: number, posts?: HeldPost[] }} HeldBy
+ * @typedef {{ postId: number, snapshot: Snapshot }} HeldPostNow
  * @typedef {{ id: number, status: number }} BulkResult
  * @typedef {{ id: number, term: string, action: 'reject' | 'hold', reason: string,
  *   updatedAt: number, updatedBy: number }} ContentFilter

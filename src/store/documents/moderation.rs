@@ -232,6 +232,14 @@ fn one() -> u64 {
     1
 }
 
+impl CaseDoc {
+    /// Whether `closing` covers what the case holds: every held post of it
+    /// (`CaseClosing::held_count`), or none for a case that holds none.
+    pub fn closed_as_seen(&self, closing: &CaseClosing) -> bool {
+        self.held.as_ref().map(|h| h.count) == closing.held_count
+    }
+}
+
 impl HeldBy {
     /// What a filter's match says, before any item holds the post.
     pub fn by(filter: i64, reason: String) -> Self {
@@ -333,6 +341,11 @@ pub struct CaseClosing {
     /// when the case closes, so finishing it later suspends as long.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until: Option<i64>,
+    /// On a case of held posts: how many it held when the moderator acted,
+    /// all of which the action covers. The case closes only while it holds
+    /// exactly these.
+    #[serde(default, rename = "heldCount", skip_serializing_if = "Option::is_none")]
+    pub held_count: Option<u64>,
 }
 
 /// A strike: a moderator's action (`remove_content`, `warn`, `suspend`,
@@ -495,7 +508,8 @@ pub trait ModerationDocs: Send + Sync {
 
     /// Closes an open case (and so every report in it), unfinished since
     /// `closing.at`; `None` when it was not open (closed already, or
-    /// no such case), and nothing changes.
+    /// no such case), or holds other than `closing.held_count` held posts,
+    /// and nothing changes.
     async fn close_case(&self, case_id: i64, closing: &CaseClosing)
         -> StoreResult<Option<CaseDoc>>;
 

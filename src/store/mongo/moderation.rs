@@ -322,7 +322,7 @@ impl ModerationDocs for MongoDocs {
         else {
             return Ok(None);
         };
-        if case.state != CaseState::Open {
+        if case.state != CaseState::Open || !case.closed_as_seen(closing) {
             return Ok(None);
         }
         // Of two moderators closing one item at once, one closes it. A
@@ -344,7 +344,10 @@ impl ModerationDocs for MongoDocs {
         let closed = self
             .cases()
             .update_one(
-                doc! { "_id": case_id, "state": state_text(CaseState::Open)? },
+                held_filter(
+                    doc! { "_id": case_id, "state": state_text(CaseState::Open)? },
+                    closing.held_count,
+                ),
                 doc! { "$set": {
                     "state": state,
                     "closing": closing_doc,
@@ -679,4 +682,15 @@ impl ModerationDocs for MongoDocs {
             .map_err(classify)?;
         Ok(r.modified_count == 1)
     }
+}
+
+/// A case's filter, with the count of held posts it must have when it has
+/// any: a post held after the moderator looked makes the close miss (on
+/// MongoDB; FerretDB does not check an update's filter again, and there
+/// the read before the claim decides).
+fn held_filter(mut filter: Document, held_count: Option<u64>) -> Document {
+    if let Some(count) = held_count {
+        filter.insert("held.count", count as i64);
+    }
+    filter
 }

@@ -171,6 +171,8 @@ export function queueSection() {
   let query = { state: 'open', category: '', account: '' };
   /** The ids ticked for a bulk action. */
   const selected = new Set();
+  /** @type {Map<number, number>} each shown item of held posts' count, which a bulk action sends */
+  const heldCounts = new Map();
   /** @type {Map<number, HTMLInputElement>} each shown open item's checkbox */
   const boxes = new Map();
 
@@ -182,6 +184,7 @@ export function queueSection() {
     render: (/** @type {QueueItem} */ item) => queueItem(item, {
       selected,
       boxes,
+      heldCounts,
       changed: drawSelection,
     }),
   });
@@ -233,7 +236,16 @@ export function queueSection() {
     if (selected.size === 0) throw invalid('ids', t('queue.bulkNone'));
     const body = fields.body();
     /** @type {BulkResult[]} */
-    const answers = await call('POST', '/admin/reports/actions', { json: { ids: [...selected], ...body } });
+    const ids = [...selected];
+    // An item of held posts is acted on as seen: if more were held since,
+    // the service refuses it (409) rather than cover posts no one saw.
+    const counts = ids.flatMap((id) => {
+      const count = heldCounts.get(id);
+      return count === undefined ? [] : [{ id, count }];
+    });
+    const answers = await call('POST', '/admin/reports/actions', {
+      json: { ids, ...body, ...(counts.length > 0 ? { heldCounts: counts } : {}) },
+    });
     const failed = answers.filter((a) => a.status !== 200);
     fill(result,
       h('span', { class: 'success' }, t('queue.bulkDone', { n: answers.length - failed.length })),
@@ -244,6 +256,7 @@ export function queueSection() {
     fields.reset();
     selected.clear();
     boxes.clear();
+    heldCounts.clear();
     drawSelection();
     await list.reload();
   });
@@ -258,7 +271,7 @@ export function queueSection() {
 }
 
 /**
- * @typedef {{ selected: Set<number>, boxes: Map<number, HTMLInputElement>, changed: () => void }} Selection
+ * @typedef {{ selected: Set<number>, boxes: Map<number, HTMLInputElement>, heldCounts: Map<number, number>, changed: () => void }} Selection
  */
 
 /**
@@ -290,9 +303,11 @@ function queueItem(initial, selection) {
         },
       });
       selection.boxes.set(item.id, box);
+      if (item.held) selection.heldCounts.set(item.id, item.held.count ?? 1);
     } else {
       selection.selected.delete(item.id);
       selection.boxes.delete(item.id);
+      selection.heldCounts.delete(item.id);
     }
     const detail = h('div', { class: 'queue-detail', hidden: true, 'aria-live': 'polite' });
     const toggle = h('button', {
@@ -320,7 +335,7 @@ function queueItem(initial, selection) {
         h('span', { class: 'muted fine' }, `uid ${item.account.uid}`)),
       item.categories.length > 0 && h('p', { class: 'categories' },
         item.categories.map((c) => h('span', { class: 'pill category' }, t(`cat.${c}`)))),
-      item.held && heldNotice(item.held),
+      item.held && heldNotice(item.id, item.held),
       item.appeal && h('div', { class: 'notice' },
         h('p', {}, t('queue.appeal', { action: actionWords(item.appeal.action) })),
         h('p', { class: 'quote' }, item.appeal.text)),
@@ -340,21 +355,41 @@ function queueItem(initial, selection) {
 
 /**
  * What a filter held: one post, or (an item holds every post of its account
- * held while it is open) how many and the newest of them.
+ * held while it is open) how many, the newest of them, and all of them on
+ * request: an action covers every one.
+ * @param {number} itemId
  * @param {import('../types.js').HeldBy} held
  */
-function heldNotice(held) {
+function heldNotice(itemId, held) {
   const count = held.count ?? 1;
   if (count <= 1) return h('p', { class: 'notice' }, t('queue.held', { reason: held.reason }));
   const newest = held.posts ?? [];
+  /** @param {number} postId @param {string | null} reason @param {import('../types.js').Snapshot} s */
+  const line = (postId, reason, s) => h('li', {},
+    h('a', { href: `#/post/${postId}` }, t('target.post')),
+    reason ? ` · ${reason} · ` : ' · ',
+    timeText(s.createtime),
+    s.text && h('span', { class: 'block quote' }, s.text));
+  const all = h('details', { class: 'held-all' }, h('summary', {}, t('queue.heldAll', { n: count })));
+  /** @type {{ stop: () => void } | null} */
+  let loaded = null;
+  all.addEventListener('toggle', () => {
+    if (!all.open || loaded) return;
+    const list = pagedList({
+      label: t('queue.heldAllList'),
+      empty: t('queue.heldNone'),
+      tag: 'ol',
+      load: (cursor) => call('GET', `/admin/reports/${itemId}/held-posts`, { query: { cursor, limit: 50 } }),
+      render: (/** @type {import('../types.js').HeldPostNow} */ p) => line(p.postId, null, p.snapshot),
+    });
+    loaded = list;
+    all.append(list.root);
+  });
   return h('div', { class: 'notice' },
     h('p', {}, t('queue.heldMany', { n: count, reason: held.reason })),
     newest.length > 0 && h('ul', { class: 'held-posts', 'aria-label': t('queue.heldNewest') },
-      newest.map((p) => h('li', {},
-        h('a', { href: `#/post/${p.postId}` }, t('target.post')),
-        ` · ${p.reason} · `,
-        timeText(p.snapshot.createtime),
-        p.snapshot.text && h('span', { class: 'block quote' }, p.snapshot.text)))));
+      newest.map((p) => line(p.postId, p.reason, p.snapshot))),
+    count > newest.length && all);
 }
 
 /**
@@ -476,7 +511,10 @@ function actForm(item, done) {
     fields.wraps,
     h('button', { type: 'submit', class: 'button-primary small' }, t('queue.submit')));
   onSubmit(form, async () => {
-    const closed = await call('POST', `/admin/reports/${item.id}/actions`, { json: fields.body() });
+    // The count seen goes with the action: it covers every held post, and
+    // the service refuses it (409) if more were held since.
+    const held = item.held ? { heldCount: item.held.count ?? 1 } : {};
+    const closed = await call('POST', `/admin/reports/${item.id}/actions`, { json: { ...fields.body(), ...held } });
     done(closed);
   });
   return h('details', { class: 'act' }, h('summary', {}, t('queue.act')), form);

@@ -298,7 +298,7 @@ impl ModerationDocs for EmbeddedDocs {
             let Some(mut case) = get_doc::<CaseDoc>(&cases, id(case_id))? else {
                 return Ok(None);
             };
-            if case.state != CaseState::Open {
+            if case.state != CaseState::Open || !case.closed_as_seen(&closing) {
                 return Ok(None);
             }
             case.state = closing.state;
