@@ -235,7 +235,6 @@ export function queueSection() {
     fill(result);
     if (selected.size === 0) throw invalid('ids', t('queue.bulkNone'));
     const body = fields.body();
-    /** @type {BulkResult[]} */
     const ids = [...selected];
     // An item of held posts is acted on as seen: if more were held since,
     // the service refuses it (409) rather than cover posts no one saw.
@@ -243,6 +242,7 @@ export function queueSection() {
       const count = heldCounts.get(id);
       return count === undefined ? [] : [{ id, count }];
     });
+    /** @type {BulkResult[]} */
     const answers = await call('POST', '/admin/reports/actions', {
       json: { ids, ...body, ...(counts.length > 0 ? { heldCounts: counts } : {}) },
     });
