@@ -145,6 +145,14 @@ pub fn optional_whole_number<'de, D: serde::Deserializer<'de>>(
     whole_number(&n).map(Some).map_err(D::Error::custom)
 }
 
+/// Reads a whole number in a body (`3` or `3.0`), as `optional_id` reads
+/// an id.
+pub fn whole_number_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+    use serde::de::Error;
+    let n = <serde_json::Number as serde::Deserialize>::deserialize(d)?;
+    whole_number(&n).map_err(D::Error::custom)
+}
+
 /// An array of at most `max` ids (positive int64), as `id_list` reads them.
 pub fn id_array_schema(max: usize) -> utoipa::openapi::Array {
     utoipa::openapi::ArrayBuilder::new()

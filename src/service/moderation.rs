@@ -609,8 +609,10 @@ pub struct BulkActionRequest {
 /// An item of held posts and how many it held when the moderator looked.
 #[derive(Debug, Clone, Copy, Deserialize, utoipa::ToSchema)]
 pub struct HeldCount {
+    #[serde(deserialize_with = "crate::domain::whole_number_field")]
     #[schema(minimum = 1)]
     pub id: i64,
+    #[serde(deserialize_with = "crate::domain::whole_number_field")]
     #[schema(minimum = 1)]
     pub count: i64,
 }
@@ -667,6 +669,9 @@ fn checked_note(act: &ActionRequest) -> AppResult<String> {
 /// as many as the moderator saw (`held_count`). `None` for an item that
 /// holds none.
 fn held_covered(action: Action, seen: Option<i64>, case: &CaseDoc) -> AppResult<Option<u64>> {
+    if seen.is_some_and(|n| n < 1) {
+        return Err(AppError::invalid("heldCount", "a count of at least 1"));
+    }
     let Some(held) = &case.held else {
         return match seen {
             Some(_) => Err(AppError::unprocessable(
@@ -741,6 +746,12 @@ pub async fn act_in_bulk(
         return Err(AppError::invalid(
             "heldCounts",
             format!("at most {MAX_BULK}, one per item"),
+        ));
+    }
+    if let Some(i) = req.held_counts.iter().position(|h| h.id < 1 || h.count < 1) {
+        return Err(AppError::invalid(
+            format!("heldCounts[{i}]"),
+            "an item's id and a count of at least 1",
         ));
     }
     if req.act.held_count.is_some() {

@@ -956,3 +956,54 @@ async fn stopping_closes_streams_with_a_last_retry() {
     );
     running.await.unwrap().unwrap();
 }
+
+/// A burst of notifications moves the unread count many times; the stream
+/// recounts it at most once a window (`UNREAD_WINDOW`, a second), the first
+/// move at once and the last state at the window's end, so a stranger's
+/// likes cannot make it recount the list once each.
+#[tokio::test]
+async fn a_burst_of_notifications_is_counted_once_a_window_ending_with_the_last_count() {
+    let app = spawn_app_with(quick()).await;
+    let a = app.user("burster").await;
+    let b = app.user("burstee").await;
+    let mut posts = Vec::new();
+    for i in 0..20 {
+        posts.push(app.text_post(&b, &format!("post {i}")).await);
+    }
+    mark_read(&app, &b).await;
+    let (mut s, _, _) = opened(&app, &b, "", None).await;
+    let started = std::time::Instant::now();
+    for p in &posts {
+        let (st, v) = app
+            .put(&format!("/api/v1/posts/{p}/like"), Some(&a.token))
+            .await;
+        assert_eq!(st, StatusCode::OK, "{v}");
+    }
+    let burst = started.elapsed();
+    let (last, before) = s.until("unread", |d| d["unread"] == 20).await;
+    let told: Vec<&Event> = before.iter().filter(|e| e.name == "unread").collect();
+    let notified = before.iter().filter(|e| e.name == "notification").count();
+    assert_eq!(notified, 20, "every notification is told");
+    // One at once, then one per second the burst and its last window took.
+    let windows = burst.as_secs() + 3;
+    assert!(
+        (told.len() as u64) < windows,
+        "{} counts told for a burst of {burst:?}: {told:?}",
+        told.len() + 1
+    );
+    assert!(
+        told.iter().all(|e| e.data["unread"].as_u64() < Some(20)),
+        "{told:?}"
+    );
+    // Told under the newest entry dealt with: nothing after it is missed
+    // by a client resuming from it.
+    let newest = before
+        .iter()
+        .filter_map(|e| e.id.as_deref())
+        .max_by_key(|id| moments::store::EventId::parse(id).unwrap());
+    let last_id = last.id.as_deref().unwrap();
+    assert!(
+        moments::store::EventId::parse(last_id).unwrap()
+            >= moments::store::EventId::parse(newest.unwrap()).unwrap()
+    );
+}

@@ -479,7 +479,13 @@ async fn a_held_post_is_its_authors_alone_until_a_moderator_approves_it() {
     let item = items.iter().find(|i| i["target"] == target).unwrap();
     assert_eq!(item["held"]["reason"], "待审核");
     assert_eq!(item["reporterCount"], 0);
-    let (s, v) = act_on(&app, &m, target, json!({"action": "dismiss"})).await;
+    let (s, v) = act_on(
+        &app,
+        &m,
+        target,
+        json!({"action": "dismiss", "heldCount": 1}),
+    )
+    .await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(post_status(&app, &reader, post).await.0, 200);
     assert!(whole_feed(&app, &reader, 10).await.contains(&post));

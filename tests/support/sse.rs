@@ -19,6 +19,8 @@ pub struct Event {
 pub struct Sse {
     resp: reqwest::Response,
     buf: String,
+    /// The bytes of a character a read split, until the rest comes.
+    partial: Vec<u8>,
     /// The `id:` of the last event read: what a client resumes from.
     pub last_id: Option<String>,
     /// Every `retry:` read, in order.
@@ -56,6 +58,7 @@ pub async fn open(
     Ok(Sse {
         resp,
         buf: String::new(),
+        partial: Vec::new(),
         last_id: None,
         retries: Vec::new(),
         heartbeats: 0,
@@ -79,7 +82,19 @@ impl Sse {
                 .expect("an event within 20 s (heartbeats aside)")
                 .expect("reading the stream");
             match chunk {
-                Some(bytes) => self.buf.push_str(std::str::from_utf8(&bytes).unwrap()),
+                Some(bytes) => {
+                    // A read may end inside a character: keep its bytes
+                    // for the next.
+                    self.partial.extend_from_slice(&bytes);
+                    let whole = match std::str::from_utf8(&self.partial) {
+                        Ok(_) => self.partial.len(),
+                        Err(e) if e.error_len().is_none() => e.valid_up_to(),
+                        Err(e) => panic!("the stream is not UTF-8: {e}"),
+                    };
+                    let rest = self.partial.split_off(whole);
+                    let text = std::mem::replace(&mut self.partial, rest);
+                    self.buf.push_str(std::str::from_utf8(&text).unwrap());
+                }
                 None => return None,
             }
         }

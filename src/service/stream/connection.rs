@@ -55,6 +55,24 @@ pub struct Connection {
     pub(super) watched: Vec<i64>,
     /// Turns true when the instance stops.
     pub(super) stopping: tokio::sync::watch::Receiver<bool>,
+    pub(super) unread: UnreadWindow,
+}
+
+/// When this stream last told the unread count, and whether it moved again
+/// since (`UNREAD_WINDOW`).
+#[derive(Default)]
+pub struct UnreadWindow {
+    told_at: Option<tokio::time::Instant>,
+    moved_since: bool,
+}
+
+impl UnreadWindow {
+    /// When a count that moved within the window is due.
+    fn due(&self) -> Option<tokio::time::Instant> {
+        self.told_at
+            .filter(|_| self.moved_since)
+            .map(|at| at + super::UNREAD_WINDOW)
+    }
 }
 
 /// `ready`'s data: the stream's id, for `PUT /stream/{id}/watch`.
@@ -193,7 +211,12 @@ impl Connection {
             + Duration::from_millis((self.expires_at - crate::ids::now_ms()).max(0) as u64);
         let mut stopping = self.stopping.clone();
         loop {
+            let unread_due = self.unread.due();
             tokio::select! {
+                _ = tokio::time::sleep_until(unread_due.unwrap_or(ends_at)), if unread_due.is_some() => {
+                    let last = self.last;
+                    self.tell_unread(last).await?;
+                }
                 wake = self.wakes.recv() => {
                     let Some(wake) = wake else { return Ok(()) };
                     let mut batch = vec![wake];
@@ -410,14 +433,38 @@ impl Connection {
             self.send_entry(i, e, &posts, &home).await?;
             self.last = e.id;
             if last_unread == Some(i) {
-                let unread = delivery::unread(&self.ctx, uid)
-                    .await
-                    .map_err(|_| End::Left)?;
-                self.event(e.id, names::UNREAD, &UnreadCount { unread })
-                    .await?;
+                self.unread_moved(e.id).await?;
             }
         }
         Ok(())
+    }
+
+    /// The unread count moved at log entry `id`: told now if the window
+    /// allows (`UNREAD_WINDOW`), else at its end.
+    async fn unread_moved(&mut self, id: EventId) -> Result<(), End> {
+        let open = self
+            .unread
+            .told_at
+            .is_some_and(|at| at.elapsed() < super::UNREAD_WINDOW);
+        if open {
+            self.unread.moved_since = true;
+            return Ok(());
+        }
+        self.tell_unread(id).await
+    }
+
+    /// Tells the unread count as it is now, under `id`: the newest entry
+    /// dealt with, so a client resuming from it misses nothing and gets
+    /// nothing twice.
+    async fn tell_unread(&mut self, id: EventId) -> Result<(), End> {
+        self.unread = UnreadWindow {
+            told_at: Some(tokio::time::Instant::now()),
+            moved_since: false,
+        };
+        let unread = delivery::unread(&self.ctx, self.who.uid)
+            .await
+            .map_err(|_| End::Left)?;
+        self.event(id, names::UNREAD, &UnreadCount { unread }).await
     }
 
     async fn send_entry(

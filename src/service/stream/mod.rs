@@ -41,6 +41,12 @@ const WAKES: usize = 64;
 /// is told at once; any later in the window are told once, at its end,
 /// so the last state always arrives.
 pub const COUNTS_WINDOW: Duration = Duration::from_secs(1);
+/// A stream tells its viewer's unread count at most once per window, for
+/// the same reason: each telling counts what the notifications list shows
+/// (up to `notifications::UNREAD_SCAN` of them), and a stranger's likes
+/// can move it as often as they are allowed to like. The first move is
+/// told at once, the rest once at the window's end, as it is by then.
+pub const UNREAD_WINDOW: Duration = Duration::from_secs(1);
 
 /// What the hub asks of a stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -374,6 +380,7 @@ impl Hub {
             missed,
             watched: Vec::new(),
             stopping: self.stopping.subscribe(),
+            unread: connection::UnreadWindow::default(),
         };
         let hub = self.clone();
         let ctx = ctx.clone();
