@@ -145,9 +145,17 @@ pub trait StreamStore: Send + Sync {
     /// What this instance hears on the bus from now on.
     async fn bus(&self) -> StoreResult<tokio::sync::broadcast::Receiver<BusNote>>;
 
-    /// Keeps `value` under `ticket` for `ttl_ms`; `false` (keeping
-    /// nothing) when the store holds as many live tickets as it may.
-    async fn put_stream_ticket(&self, ticket: &str, value: &str, ttl_ms: u64) -> StoreResult<bool>;
+    /// Keeps `value` under `ticket`, issued to account `holder`, for
+    /// `ttl_ms`; `false` (keeping nothing) when the store holds as many live
+    /// tickets as it may. A store with a table to fill keeps at most
+    /// `TICKETS_PER_ACCOUNT` of one holder's, dropping its oldest.
+    async fn put_stream_ticket(
+        &self,
+        holder: i64,
+        ticket: &str,
+        value: &str,
+        ttl_ms: u64,
+    ) -> StoreResult<bool>;
 
     /// Takes what `ticket` holds, once: a second take finds nothing.
     async fn take_stream_ticket(&self, ticket: &str) -> StoreResult<Option<String>>;
@@ -232,11 +240,14 @@ macro_rules! delegate_stream_store {
             }
             async fn put_stream_ticket(
                 &self,
+                holder: i64,
                 ticket: &str,
                 value: &str,
                 ttl_ms: u64,
             ) -> $crate::store::StoreResult<bool> {
-                self.$field.put_stream_ticket(ticket, value, ttl_ms).await
+                self.$field
+                    .put_stream_ticket(holder, ticket, value, ttl_ms)
+                    .await
             }
             async fn take_stream_ticket(
                 &self,

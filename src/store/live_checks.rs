@@ -219,7 +219,7 @@ pub async fn event_logs(live: &dyn LiveStore, uid: i64) {
 pub async fn stream_tickets_and_registers(live: &dyn LiveStore, uid: i64) {
     let ticket = format!("ticket-{uid}");
     assert!(live
-        .put_stream_ticket(&ticket, "v", 60_000)
+        .put_stream_ticket(uid, &ticket, "v", 60_000)
         .await
         .expect("put"));
     assert_eq!(

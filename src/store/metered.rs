@@ -468,7 +468,7 @@ metered! {
         background fn logged_accounts(cursor: u64, count: usize) -> (Vec<i64>, u64);
         counted fn publish(message: &str) -> ();
         background fn bus() -> tokio::sync::broadcast::Receiver<BusNote>;
-        counted fn put_stream_ticket(ticket: &str, value: &str, ttl_ms: u64) -> bool;
+        counted fn put_stream_ticket(holder: i64, ticket: &str, value: &str, ttl_ms: u64) -> bool;
         background fn take_stream_ticket(ticket: &str) -> Option<String>;
         background fn register_stream(uid: i64, stream: i64, now_ms: i64, stale_before: i64, max: usize) -> Vec<i64>;
         background fn renew_streams(streams: &[(i64, i64)], now_ms: i64) -> ();

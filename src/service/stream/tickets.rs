@@ -43,7 +43,7 @@ pub async fn issue(ctx: &Context, who: &Authed) -> AppResult<Ticket> {
     let ttl_ms = ctx.settings.stream.ticket_secs * 1000;
     let kept = ctx
         .live
-        .put_stream_ticket(&key(&ticket), &value, ttl_ms)
+        .put_stream_ticket(who.uid, &key(&ticket), &value, ttl_ms)
         .await?;
     if !kept {
         // The in-process table is full of live tickets: refused, rather

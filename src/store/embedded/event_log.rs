@@ -23,6 +23,11 @@ const BUS_CAPACITY: usize = 4096;
 /// budget, and lives a minute. Past it a new ticket is refused (the
 /// service answers 503), never made room for by dropping someone else's.
 pub const MAX_TICKETS: usize = 100_000;
+/// One account's live tickets kept at most: a new one drops its oldest.
+/// A client redeems a ticket at once, so eight are plenty; without it a
+/// few hundred accounts, each at its write budget, could fill the table
+/// for everyone.
+pub const TICKETS_PER_ACCOUNT: usize = 8;
 
 struct Log {
     entries: VecDeque<(LoggedEvent, u64)>,
@@ -86,8 +91,19 @@ impl Logs {
 /// dropped without a scan of them all.
 #[derive(Default)]
 struct Tickets {
-    by_key: HashMap<String, (String, u64)>,
+    /// Value, expiry, holder and place in the order of issue, by key.
+    by_key: HashMap<String, Ticket>,
     by_expiry: BTreeSet<(u64, String)>,
+    /// Each holder's live tickets, in the order they were issued.
+    by_holder: HashMap<i64, BTreeSet<(u64, String)>>,
+    issued: u64,
+}
+
+struct Ticket {
+    value: String,
+    until: u64,
+    holder: i64,
+    issued: u64,
 }
 
 impl Tickets {
@@ -97,9 +113,49 @@ impl Tickets {
                 break;
             }
             if let Some((_, key)) = self.by_expiry.pop_first() {
-                self.by_key.remove(&key);
+                self.remove(&key);
             }
         }
+    }
+
+    fn remove(&mut self, key: &str) -> Option<Ticket> {
+        let ticket = self.by_key.remove(key)?;
+        self.by_expiry.remove(&(ticket.until, key.to_string()));
+        if let Some(held) = self.by_holder.get_mut(&ticket.holder) {
+            held.remove(&(ticket.issued, key.to_string()));
+            if held.is_empty() {
+                self.by_holder.remove(&ticket.holder);
+            }
+        }
+        Some(ticket)
+    }
+
+    fn insert(&mut self, holder: i64, key: &str, value: &str, until: u64) {
+        self.remove(key);
+        let oldest = self
+            .by_holder
+            .get(&holder)
+            .filter(|held| held.len() >= TICKETS_PER_ACCOUNT)
+            .and_then(|held| held.first().map(|(_, k)| k.clone()));
+        if let Some(oldest) = oldest {
+            self.remove(&oldest);
+        }
+        self.issued += 1;
+        let issued = self.issued;
+        self.by_key.insert(
+            key.to_string(),
+            Ticket {
+                value: value.to_string(),
+                until,
+                holder,
+                issued,
+            },
+        );
+        self.by_expiry.insert((until, key.to_string()));
+        self.by_holder
+            .entry(holder)
+            .or_default()
+            .insert((issued, key.to_string()));
     }
 }
 
@@ -268,34 +324,34 @@ impl StreamStore for MemoryStreams {
         Ok(self.bus.subscribe())
     }
 
-    async fn put_stream_ticket(&self, ticket: &str, value: &str, ttl_ms: u64) -> StoreResult<bool> {
+    async fn put_stream_ticket(
+        &self,
+        holder: i64,
+        ticket: &str,
+        value: &str,
+        ttl_ms: u64,
+    ) -> StoreResult<bool> {
         let now = now();
         let mut tickets = lock(&self.tickets);
         tickets.sweep(now);
-        if tickets.by_key.len() >= self.max_tickets && !tickets.by_key.contains_key(ticket) {
+        // A holder at its own cap makes room from its own tickets.
+        let makes_room = tickets.by_key.contains_key(ticket)
+            || tickets
+                .by_holder
+                .get(&holder)
+                .is_some_and(|held| held.len() >= TICKETS_PER_ACCOUNT);
+        if tickets.by_key.len() >= self.max_tickets && !makes_room {
             return Ok(false);
         }
-        let until = now + ttl_ms;
-        if let Some((_, was)) = tickets
-            .by_key
-            .insert(ticket.to_string(), (value.to_string(), until))
-        {
-            tickets.by_expiry.remove(&(was, ticket.to_string()));
-        }
-        tickets.by_expiry.insert((until, ticket.to_string()));
+        tickets.insert(holder, ticket, value, now + ttl_ms);
         Ok(true)
     }
 
     async fn take_stream_ticket(&self, ticket: &str) -> StoreResult<Option<String>> {
         let now = now();
         let mut tickets = lock(&self.tickets);
-        let taken = tickets.by_key.remove(ticket);
-        if let Some((_, until)) = &taken {
-            tickets.by_expiry.remove(&(*until, ticket.to_string()));
-        }
-        Ok(taken
-            .filter(|(_, until)| *until > now)
-            .map(|(value, _)| value))
+        let taken = tickets.remove(ticket);
+        Ok(taken.filter(|t| t.until > now).map(|t| t.value))
     }
 
     async fn register_stream(
@@ -431,11 +487,11 @@ mod tests {
     #[tokio::test]
     async fn a_full_ticket_table_refuses_a_new_ticket_and_keeps_everyone_elses() {
         let s = MemoryStreams::with_max_tickets(3);
-        for t in ["a", "b", "c"] {
-            assert!(s.put_stream_ticket(t, t, 60_000).await.unwrap());
+        for (holder, t) in [(1, "a"), (2, "b"), (3, "c")] {
+            assert!(s.put_stream_ticket(holder, t, t, 60_000).await.unwrap());
         }
         assert!(
-            !s.put_stream_ticket("d", "d", 60_000).await.unwrap(),
+            !s.put_stream_ticket(4, "d", "d", 60_000).await.unwrap(),
             "full of live tickets: refused"
         );
         for t in ["a", "b", "c"] {
@@ -447,15 +503,48 @@ mod tests {
         }
         assert_eq!(s.take_stream_ticket("d").await.unwrap(), None);
         // Taken and expired tickets make room.
-        assert!(s.put_stream_ticket("e", "e", 60_000).await.unwrap());
+        assert!(s.put_stream_ticket(5, "e", "e", 60_000).await.unwrap());
         for t in ["f", "g"] {
-            assert!(s.put_stream_ticket(t, t, 0).await.unwrap());
+            assert!(s.put_stream_ticket(6, t, t, 0).await.unwrap());
         }
-        assert!(s.put_stream_ticket("h", "h", 60_000).await.unwrap());
+        assert!(s.put_stream_ticket(7, "h", "h", 60_000).await.unwrap());
         assert_eq!(s.take_stream_ticket("f").await.unwrap(), None, "expired");
         assert_eq!(
             s.take_stream_ticket("e").await.unwrap().as_deref(),
             Some("e")
+        );
+    }
+
+    /// One account's tickets past its cap drop its own oldest, so that no
+    /// few accounts fill the table: everyone else still gets theirs.
+    #[tokio::test]
+    async fn an_account_holds_a_few_tickets_at_most_its_oldest_dropped() {
+        let s = MemoryStreams::with_max_tickets(TICKETS_PER_ACCOUNT + 1);
+        let mine: Vec<String> = (0..TICKETS_PER_ACCOUNT * 3)
+            .map(|i| format!("m{i}"))
+            .collect();
+        for t in &mine {
+            assert!(s.put_stream_ticket(1, t, t, 60_000).await.unwrap(), "{t}");
+        }
+        assert!(
+            s.put_stream_ticket(2, "theirs", "theirs", 60_000)
+                .await
+                .unwrap(),
+            "room for another account's"
+        );
+        let (dropped, kept) = mine.split_at(mine.len() - TICKETS_PER_ACCOUNT);
+        for t in dropped {
+            assert_eq!(s.take_stream_ticket(t).await.unwrap(), None, "{t}");
+        }
+        for t in kept {
+            assert_eq!(
+                s.take_stream_ticket(t).await.unwrap().as_deref(),
+                Some(t.as_str())
+            );
+        }
+        assert_eq!(
+            s.take_stream_ticket("theirs").await.unwrap().as_deref(),
+            Some("theirs")
         );
     }
 

@@ -393,8 +393,15 @@ impl StreamStore for RedisLive {
     }
 
     /// Each ticket a key of its own, living its minute: Redis's memory
-    /// (and the issuing accounts' write budgets) bound them.
-    async fn put_stream_ticket(&self, ticket: &str, value: &str, ttl_ms: u64) -> StoreResult<bool> {
+    /// (and the issuing accounts' write budgets) bound them, with no table
+    /// a few accounts could fill for everyone.
+    async fn put_stream_ticket(
+        &self,
+        _holder: i64,
+        ticket: &str,
+        value: &str,
+        ttl_ms: u64,
+    ) -> StoreResult<bool> {
         let mut set = redis::cmd("SET");
         set.arg(self.ticket_key(ticket))
             .arg(value)
