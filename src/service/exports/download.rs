@@ -20,9 +20,15 @@ use super::{Exports, ReadyArchive};
 use crate::error::{AppError, AppResult};
 use crate::service::Context;
 
-/// Chunks kept: with MOMENTS_EXPORT_CHUNK_BYTES at most 8 MiB, 32 MiB at
-/// worst, 4 MiB at the default.
-const CACHED_CHUNKS: usize = 4;
+/// Chunks kept of one export: a client's run of small ranges walks one
+/// chunk at a time, and a second covers a range across two.
+const CACHED_PER_EXPORT: usize = 2;
+
+/// Chunks kept in all: with MOMENTS_EXPORT_CHUNK_BYTES at most 8 MiB,
+/// 64 MiB at worst, 8 MiB at the default. Since one export keeps two at
+/// most, a client walking its own archive's chunks pushes out only its
+/// own; it takes downloads of five exports at once to push out another's.
+const CACHED_CHUNKS: usize = 8;
 
 /// How long a chunk is kept: long enough for a resumed download's next
 /// request. An export deleted (expired, or with its account) is forgotten
@@ -78,6 +84,12 @@ impl Downloads {
     fn keep(&self, key: (i64, i64, i64), bytes: Bytes) {
         let mut chunks = self.chunks.lock().unwrap_or_else(|p| p.into_inner());
         chunks.retain(|c| c.key != key);
+        let of_export = chunks.iter().filter(|c| c.key.0 == key.0).count();
+        if of_export >= CACHED_PER_EXPORT {
+            if let Some(oldest) = chunks.iter().position(|c| c.key.0 == key.0) {
+                chunks.remove(oldest);
+            }
+        }
         while chunks.len() >= CACHED_CHUNKS {
             chunks.pop_front();
         }
@@ -158,4 +170,34 @@ pub async fn chunk(ctx: &Context, archive: &ReadyArchive, n: u64) -> AppResult<B
     );
     ctx.exports.downloads.keep(key, bytes.clone());
     Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A client walking every chunk of its own archive, a byte at a time,
+    /// pushes out its own chunks and no one else's.
+    #[test]
+    fn one_exports_chunks_push_out_only_its_own() {
+        let downloads = Downloads::default();
+        let theirs = (1, 0, 0);
+        downloads.keep(theirs, Bytes::from_static(b"theirs"));
+        for n in 0..100 {
+            downloads.keep((2, 0, n), Bytes::from_static(b"mine"));
+        }
+        assert_eq!(downloads.cached(theirs).as_deref(), Some(&b"theirs"[..]));
+        let mine: Vec<_> = (0..100)
+            .filter(|n| downloads.cached((2, 0, *n)).is_some())
+            .collect();
+        assert_eq!(mine, [98, 99], "its newest, as many as one export keeps");
+        // Many exports share the room, oldest out first.
+        for id in 10..10 + CACHED_CHUNKS as i64 {
+            downloads.keep((id, 0, 0), Bytes::from_static(b"x"));
+        }
+        assert_eq!(downloads.cached(theirs), None);
+        downloads.forget(10);
+        assert_eq!(downloads.cached((10, 0, 0)), None);
+        assert!(downloads.cached((11, 0, 0)).is_some());
+    }
 }
