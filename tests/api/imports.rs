@@ -616,3 +616,40 @@ async fn one_import_runs_at_a_time() {
     let done = apply(&app, &me, second).await;
     assert_eq!(done["state"], "done", "{done}");
 }
+
+/// An import takes no step for an account it cannot read: the attempt
+/// ends, as one a store failed does, and the next goes on.
+#[tokio::test]
+async fn an_import_takes_no_step_while_its_account_cannot_be_read() {
+    use moments::store::faults::{Fault, Gate};
+    let app = spawn_app().await;
+    let me = app.user("impunread").await;
+    app.user("impunread_a").await;
+    let gate = Gate::new();
+    app.ctx
+        .faults
+        .inject("ImportDocs", "claim_imports", Fault::Hold(gate.clone()), 1);
+    let (s, started) = app
+        .post(
+            "/api/v1/me/imports",
+            Some(&me.token),
+            json!({"kind": "mutes", "mode": "merge", "csv": "impunread_a\n"}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 202, "{started}");
+    gate.reached().await;
+    // The run's first read of its account fails.
+    app.ctx
+        .faults
+        .inject("AccountDocs", "users_by_ids", Fault::Fail, 1);
+    gate.open();
+    let path = format!("/api/v1/me/imports/{}", started["id"]);
+    wait_until("the import ends", || async {
+        app.get(&path, Some(&me.token)).await.1["state"] == "done"
+    })
+    .await;
+    let imports = app.ctx.docs.imports_of(me.uid, 10).await.unwrap();
+    assert_eq!(imports[0].attempt, 2, "the first attempt stopped unread");
+    let (_, mutes) = app.get("/api/v1/me/muted", Some(&me.token)).await;
+    assert_eq!(mutes["items"].as_array().unwrap().len(), 1, "{mutes}");
+}

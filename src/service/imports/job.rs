@@ -143,6 +143,8 @@ enum Standing {
     Suspended,
     /// Deleted: erased, or being erased.
     Gone,
+    /// The store could not say: no step is taken on a guess.
+    Unknown,
 }
 
 /// One step of an import: add or remove one account on the list.
@@ -213,8 +215,9 @@ async fn run(ctx: &Context, import: ImportDoc) {
     // Where this attempt goes on from: its last recorded step.
     tracing::info!(import = id, uid, attempt, from = done, "import run started");
     // What the account is now: a suspended or deleted one takes no more
-    // steps, as it could take none by hand. A store that cannot say lets
-    // the step itself fail or succeed as it would.
+    // steps, as it could take none by hand. A store that cannot say ends
+    // this attempt, as a step the store failed does: a step taken on a
+    // guess could follow from a deleted account.
     let standing = || async {
         match ctx.docs.users_by_ids(&[uid]).await {
             Ok(found) => match found.first() {
@@ -223,7 +226,16 @@ async fn run(ctx: &Context, import: ImportDoc) {
                 Some(u) if u.is_withheld(now_ms()) => Standing::Suspended,
                 Some(_) => Standing::Active,
             },
-            Err(_) => Standing::Active,
+            Err(_) => Standing::Unknown,
+        }
+    };
+    let retry_later = |done: i64, skipped: i64| async move {
+        if let Err(e) = ctx
+            .docs
+            .renew_import(uid, id, attempt, now_ms() + RETRY_AFTER_MS, done, skipped)
+            .await
+        {
+            tracing::debug!(import = id, error = %e, "its claim lapses instead");
         }
     };
     let mut renewed = Instant::now();
@@ -248,7 +260,17 @@ async fn run(ctx: &Context, import: ImportDoc) {
         // a follow written after its erasure passed the follows is an
         // edge nobody erases, counted on its followee. (`social::follow`
         // and `block` do not ask whether the actor still exists.)
-        if standing().await != Standing::Active {
+        let now = standing().await;
+        if now == Standing::Unknown {
+            tracing::warn!(
+                import = id,
+                attempt,
+                "an import stopped: its account could not be read; the next attempt goes on"
+            );
+            retry_later(done, skipped).await;
+            return;
+        }
+        if now != Standing::Active {
             tracing::info!(
                 import = id,
                 uid,
@@ -268,18 +290,12 @@ async fn run(ctx: &Context, import: ImportDoc) {
             Ok(()) => {}
             Err(AppError::StoreUnavailable(e)) => {
                 tracing::warn!(import = id, attempt, error = %e, "an import stopped on a store; the next attempt goes on");
-                let _ = ctx
-                    .docs
-                    .renew_import(uid, id, attempt, now_ms() + RETRY_AFTER_MS, done, skipped)
-                    .await;
+                retry_later(done, skipped).await;
                 return;
             }
             Err(AppError::Internal(e)) => {
                 tracing::error!(import = id, attempt, error = %e, "an import step failed");
-                let _ = ctx
-                    .docs
-                    .renew_import(uid, id, attempt, now_ms() + RETRY_AFTER_MS, done, skipped)
-                    .await;
+                retry_later(done, skipped).await;
                 return;
             }
             // The account may no longer take this step: someone blocked
