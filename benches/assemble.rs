@@ -15,13 +15,13 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, Criterion};
 
 use moments::domain::device::DisplayName;
+use moments::domain::lang::Lang;
 use moments::domain::post::{Category, Geo};
-use moments::domain::time_text::{Lang, TzOffset};
+use moments::domain::time_text::TzOffset;
 use moments::ids;
 use moments::service::device_names::DeviceNames;
-use moments::service::read::assemble::{
-    build_comment, build_post, CommentParts, PostParts, LATEST_COMMENTS, LATEST_LIKES,
-};
+use moments::service::read::assemble::{build_comment, build_post, PostParts};
+use moments::service::read::snapshot::{CommentParts, LATEST_COMMENTS, LATEST_LIKES};
 use moments::service::Presentation;
 use moments::store::{CommentDoc, PostBody, PostDoc, ReplyRef, SetView, UserCard};
 

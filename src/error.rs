@@ -71,7 +71,7 @@ fn suspended_text(until: Option<i64>) -> String {
     match until {
         Some(t) => format!(
             "this account is suspended until {}",
-            crate::domain::time_text::utc_text(t)
+            crate::domain::calendar::utc_text(t)
         ),
         None => "this account is banned".into(),
     }

@@ -2,12 +2,14 @@
 //! naming the field, before anything reaches a store.
 
 pub mod addr;
+pub mod calendar;
 pub mod comment;
 pub mod content_filter;
 pub mod cursor;
 pub mod device;
 pub mod instance;
 pub mod label;
+pub mod lang;
 pub mod people_csv;
 pub mod post;
 pub mod report;

@@ -3,31 +3,9 @@
 //! default). Clients may do this themselves from `createtime` and
 //! `serverTime`; `?lang=` asks the server to do it by the same rule.
 
+use super::calendar::{civil_date, DAY};
+use super::lang::Lang;
 use crate::error::AppError;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Lang {
-    #[default]
-    Zh,
-    En,
-}
-
-/// What `Lang::parse` accepts: the two languages, bare or with the regions
-/// phones report. Empty is the default (no text).
-pub const LANG_PATTERN: &str = "^(zh|zh-CN|zh-Hans|en|en-US|en-GB)?$";
-
-impl Lang {
-    pub fn parse(raw: &str) -> Result<Self, AppError> {
-        match raw {
-            "zh" | "zh-CN" | "zh-Hans" => Ok(Lang::Zh),
-            "en" | "en-US" | "en-GB" => Ok(Lang::En),
-            _ => Err(AppError::invalid(
-                "lang",
-                "must be zh or en (or zh-CN, zh-Hans, en-US, en-GB)",
-            )),
-        }
-    }
-}
 
 /// What `TzOffset::parse` accepts: `Z`, `UTC`, or a sign (`+`, `-`, or the
 /// space an unescaped `+` decodes to; none means `+`) and hours 0 to 14,
@@ -84,7 +62,6 @@ impl TzOffset {
 
 const MINUTE: i64 = 60_000;
 const HOUR: i64 = 60 * MINUTE;
-const DAY: i64 = 24 * HOUR;
 
 /// The text a reader sees for something made at `created` when it is `now`.
 pub fn createtime_text(created: i64, now: i64, lang: Lang, tz: TzOffset) -> String {
@@ -122,34 +99,6 @@ pub fn createtime_text(created: i64, now: i64, lang: Lang, tz: TzOffset) -> Stri
         (Lang::En, true) => format!("{mon} {d}"),
         (Lang::En, false) => format!("{mon} {d}, {y}"),
     }
-}
-
-/// An epoch-millisecond instant as RFC 3339 in UTC, to the second
-/// (`2026-12-03T17:30:00Z`), for messages.
-pub fn utc_text(ms: i64) -> String {
-    let (y, m, d) = civil_date(ms);
-    let secs = ms.rem_euclid(DAY) / 1000;
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
-}
-
-/// (year, month 1..=12, day 1..=31) of an epoch-millisecond instant, by
-/// Howard Hinnant's days-from-civil inverse (exact over the proleptic Gregorian calendar).
-fn civil_date(ms: i64) -> (i64, u32, u32) {
-    let z = ms.div_euclid(DAY) + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 #[cfg(test)]
@@ -208,7 +157,10 @@ mod tests {
     #[test]
     fn civil_dates_cross_leap_years() {
         assert_eq!(civil_date(0), (1970, 1, 1));
-        assert_eq!(utc_text(SEED), "2018-11-28T03:06:10Z");
+        assert_eq!(
+            super::super::calendar::utc_text(SEED),
+            "2018-11-28T03:06:10Z"
+        );
         assert_eq!(civil_date(951_782_400_000), (2000, 2, 29));
         assert_eq!(civil_date(-1), (1969, 12, 31));
     }
@@ -249,7 +201,7 @@ mod tests {
         for s in samples.iter().filter(|s| !s.is_empty()) {
             assert_eq!(tz.is_match(s), TzOffset::parse(s).is_ok(), "tz {s:?}");
         }
-        let lang = regex::Regex::new(LANG_PATTERN).unwrap();
+        let lang = regex::Regex::new(crate::domain::lang::LANG_PATTERN).unwrap();
         for s in ["zh", "zh-CN", "en-US", "EN", "zh-cn", "en ", "fr"] {
             assert_eq!(lang.is_match(s), Lang::parse(s).is_ok(), "lang {s:?}");
         }

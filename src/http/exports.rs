@@ -186,7 +186,7 @@ pub async fn download(
 }
 
 fn attachment_name(a: &ReadyArchive) -> String {
-    let day = crate::domain::time_text::utc_text(a.created_at);
+    let day = crate::domain::calendar::utc_text(a.created_at);
     let day = day.get(..10).unwrap_or("archive");
     format!("attachment; filename=\"moments-{}-{day}.zip\"", a.uid)
 }

@@ -12,7 +12,8 @@ use serde::Deserialize;
 
 use crate::domain::addr::{client_ip, limit_subject};
 use crate::domain::cursor::{parse_limit, Cursor};
-use crate::domain::time_text::{Lang, TzOffset};
+use crate::domain::lang::Lang;
+use crate::domain::time_text::TzOffset;
 use crate::error::AppError;
 use crate::ids::now_ms;
 use crate::service::accounts::{self, Authed, Origin};
@@ -366,7 +367,7 @@ fn limit_schema() -> utoipa::openapi::Object {
         .build()
 }
 fn lang_schema() -> utoipa::openapi::Object {
-    pattern_schema(crate::domain::time_text::LANG_PATTERN)
+    pattern_schema(crate::domain::lang::LANG_PATTERN)
 }
 fn tz_schema() -> utoipa::openapi::Object {
     pattern_schema(crate::domain::time_text::TZ_PATTERN)

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::jobs::shared_tables::SharedCopy;
 use super::Context;
 use crate::domain::device::{DeviceKey, DeviceModel, DeviceModelRequest, DisplayName};
-use crate::domain::time_text::Lang;
+use crate::domain::lang::Lang;
 use crate::error::{AppError, AppResult};
 use crate::ids::now_ms;
 use crate::store::{DeviceModelDoc, DocStore, SharedTable};

@@ -67,7 +67,7 @@ async fn check_friends(ctx: &Context, owner: i64, members: &[i64]) -> AppResult<
         .copied()
         .filter(|m| rel.sets.friends.contains(m))
         .collect();
-    super::read::visibility::settle_blocks(&mut loader, &mut rel, friends).await?;
+    super::read::visibility_reads::settle_blocks(&mut loader, &mut rel, friends).await?;
     loader.finish("label_members");
     let strangers: Vec<String> = members
         .iter()

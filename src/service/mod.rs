@@ -28,7 +28,8 @@ pub mod strikes;
 use std::sync::Arc;
 
 use crate::config::Settings;
-use crate::domain::time_text::{Lang, TzOffset};
+use crate::domain::lang::Lang;
+use crate::domain::time_text::TzOffset;
 use crate::store::metered::RoundTrips;
 use crate::store::{DocStore, LiveStore, StoreError, StoreResult};
 use device_names::DeviceNames;

@@ -12,7 +12,7 @@ use super::read::assemble::load_cards;
 use super::read::loader::{from_json, Loader};
 use super::read::paging::{fill_page, keep_where};
 use super::read::responses::{unknown_user, Page};
-use super::{can_see, read::visibility, with_fresh_id, Context, Presentation, Relations};
+use super::{can_see, read::visibility_reads, with_fresh_id, Context, Presentation, Relations};
 use crate::domain::cursor::Cursor;
 use crate::error::AppResult;
 use crate::ids::timestamp_of;
@@ -205,7 +205,7 @@ pub async fn one(
     )?;
     let relations = Relations::from_loaded(Some(uid), &related);
     let docs: Vec<NotificationDoc> = found.into_iter().filter(|n| n.id == id).collect();
-    let rel = visibility::knowing(ctx, &relations, docs.iter().map(|n| n.actor)).await?;
+    let rel = visibility_reads::knowing(ctx, &relations, docs.iter().map(|n| n.actor)).await?;
     if docs.iter().any(|n| rel.blocked(n.actor)) {
         loader.finish("notification");
         return Ok(None);
@@ -245,7 +245,7 @@ async fn expand(
         }
     }
     let commenters: Vec<i64> = comments.iter().map(|c| c.author_uid).collect();
-    visibility::read_author_rules(
+    visibility_reads::read_author_rules(
         &mut loader,
         &mut relations,
         posts.values(),
@@ -325,7 +325,7 @@ async fn shown_ids(
     actors.sort_unstable();
     actors.dedup();
     let (rel, cards) = tokio::try_join!(
-        visibility::knowing(ctx, rel, batch.iter().map(|n| n.actor)),
+        visibility_reads::knowing(ctx, rel, batch.iter().map(|n| n.actor)),
         load_cards(ctx, &actors),
     )?;
     Ok(batch

@@ -11,7 +11,7 @@ use super::read::assemble::load_cards;
 use super::read::loader::Loader;
 use super::read::paging::{fill_page, keep_where};
 use super::read::responses::Page;
-use super::read::visibility::{knowing, settle_blocks};
+use super::read::visibility_reads::{knowing, settle_blocks};
 use super::{with_fresh_id, Context, Relations, Viewer};
 use crate::domain::cursor::Cursor;
 use crate::error::{AppError, AppResult};

@@ -12,6 +12,8 @@
 pub mod archive;
 pub mod download;
 pub mod job;
+pub mod run;
+pub mod sink;
 
 use serde::Serialize;
 

@@ -13,7 +13,7 @@ use crate::store::{
     LiveRead, LiveStore, Owner, PostBody, SetKey, SetRead, StoreResult,
 };
 
-use crate::service::read::assemble::LATEST_COMMENTS;
+use crate::service::read::snapshot::LATEST_COMMENTS;
 
 const BATCH: usize = 100;
 /// "All members" for a set read.

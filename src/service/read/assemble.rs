@@ -9,26 +9,17 @@ use std::sync::Arc;
 
 use super::loader::{from_json, Loaded, Loader};
 use super::paging::Kept;
-use super::post_json::{PostJson, PostTemplate, ReaderPart};
+use super::post_json::{PostJson, ReaderPart};
 use super::responses::{unknown_user, CommentView, ExpandedPost, LikeView, ReplyToView};
+use super::snapshot::{CommentParts, PostSnapshot, PostTemplate, LATEST_COMMENTS, LATEST_LIKES};
 use super::visibility::{self, Place, Sight};
+use super::visibility_reads;
 use crate::error::AppResult;
 use crate::hashing::{IdMap, IdSet};
 use crate::ids;
 use crate::service::device_names::DeviceNames;
 use crate::service::{can_see, Context, Presentation, Relations, Viewer};
 use crate::store::{BlobKey, CommentDoc, Owner, PostBody, SetKey, SetRead, SetView, UserCard};
-
-pub const LATEST_COMMENTS: usize = 5;
-pub const LATEST_LIKES: usize = 20;
-
-/// One comment with its live sets.
-#[derive(Debug, Clone)]
-pub struct CommentParts {
-    pub doc: CommentDoc,
-    pub likers: SetView,
-    pub replies: SetView,
-}
 
 /// Everything one expanded post is made of, already loaded.
 #[derive(Debug, Clone)]
@@ -268,7 +259,7 @@ pub async fn visible_bodies_at(
             _ => None,
         })
         .collect();
-    visibility::read_author_rules(&mut loader, &mut rel, parsed.values(), [], true).await?;
+    visibility_reads::read_author_rules(&mut loader, &mut rel, parsed.values(), [], true).await?;
     loader.finish("visible_bodies");
     parsed.retain(|_, body| visibility::sight_at(body, &rel, place).is_shown());
     Ok(parsed)
@@ -307,53 +298,6 @@ where
         next_cursor,
         server_time: pres.now,
     })
-}
-
-/// One post's viewer-independent parts as one generation of it has them:
-/// what a page's first two rounds read for it (its body, counts, newest
-/// likers, latest comments with theirs), kept in the near cache so that a
-/// warm page reads only the post's generation. Each viewer's part is added
-/// on every read: whether they liked it and its comments (from the likers
-/// kept, where those are every liker, else asked of the live store), what
-/// a block hides, the author-only audience, the times.
-#[derive(Debug, Clone)]
-pub struct PostSnapshot {
-    pub body: PostBody,
-    /// The newest likers (at least [`LATEST_LIKES`]) and the count; every
-    /// liker when the count is no more.
-    pub likers: SetView,
-    /// The latest [`LATEST_COMMENTS`] comment ids and the count.
-    pub comment_ids: SetView,
-    pub share_count: u64,
-    pub view_count: u64,
-    /// The latest comments, newest first, their likers as `likers` holds
-    /// the post's.
-    pub comments: Vec<CommentParts>,
-    /// Everyone whose card the post shows: its author, the latest likers,
-    /// the comments' authors and whom they reply to.
-    pub people: Vec<i64>,
-    /// Its JSON with holes for each reader's part, made on the first read
-    /// that can (`post_json`).
-    pub template: std::sync::OnceLock<PostTemplate>,
-}
-
-impl PostSnapshot {
-    /// Roughly what it holds in memory, for the near cache's byte bound.
-    pub fn bytes(&self) -> usize {
-        let b = &self.body;
-        let body = b.content.len()
-            + b.device.len()
-            + b.picture_urls.iter().map(|u| u.len() + 24).sum::<usize>()
-            + 160;
-        let comments: usize = self
-            .comments
-            .iter()
-            .map(|c| c.doc.content.len() + 160 + 16 * c.likers.top.len())
-            .sum();
-        body + comments
-            + 16 * (self.likers.top.len() + self.comment_ids.top.len())
-            + 8 * self.people.len()
-    }
 }
 
 /// `viewer`'s score in a set (`None`: not a member), if the members kept
@@ -614,7 +558,7 @@ pub async fn assemble_visible(
             likers.into_iter().chain(hinted).collect()
         })
         .collect();
-    visibility::read_author_rules(
+    visibility_reads::read_author_rules(
         &mut loader,
         &mut rel,
         bodies.values().map(|b| &**b),
@@ -756,7 +700,7 @@ pub async fn assemble_visible(
                     .flat_map(|c| std::iter::once(c.author_uid).chain(c.reply_to.map(|r| r.uid))),
             )
             .collect();
-        visibility::settle_blocks(&mut loader, &mut rel, people).await?;
+        visibility_reads::settle_blocks(&mut loader, &mut rel, people).await?;
         let allowed = |post: i64, x: i64| sights.get(&post).is_some_and(|s| s.shows_actor(&rel, x));
         let mut by_post: HashMap<i64, Vec<CommentDoc>> = HashMap::new();
         // Whether each comment is shown: its author and whom it replies to.
@@ -914,7 +858,7 @@ pub async fn assemble_visible(
                 }),
         )
         .collect();
-    visibility::settle_blocks(&mut loader, &mut rel, judged).await?;
+    visibility_reads::settle_blocks(&mut loader, &mut rel, judged).await?;
     // An erased account's card is gone at once (its content goes in the
     // background): its posts, comments and likes are no longer shown.
     let erased = |uid: i64| !cards.contains_key(&uid);
@@ -1185,7 +1129,7 @@ pub async fn comment_views(
         .chain(reply_authors.values().copied())
         .collect();
     let rel = match narrow {
-        Some(p) => Some(visibility::knowing(ctx, &p.rel, judged).await?),
+        Some(p) => Some(visibility_reads::knowing(ctx, &p.rel, judged).await?),
         None => None,
     };
     let shows = |u: i64| match (narrow, &rel) {
@@ -1257,7 +1201,7 @@ impl VisiblePost {
     ) -> AppResult<PostSeen<'p>> {
         Ok(PostSeen {
             body: &self.body,
-            rel: visibility::knowing(ctx, &self.rel, people).await?,
+            rel: visibility_reads::knowing(ctx, &self.rel, people).await?,
         })
     }
 
@@ -1324,7 +1268,7 @@ pub async fn visible_post(ctx: &Context, post_id: i64, viewer: Viewer) -> AppRes
             return Err(crate::error::AppError::NotFound("post"));
         }
     };
-    visibility::read_author_rules(&mut loader, &mut rel, [&body], [], true).await?;
+    visibility_reads::read_author_rules(&mut loader, &mut rel, [&body], [], true).await?;
     loader.finish("visible_post");
     if !can_see(&body, &rel) {
         return Err(crate::error::AppError::NotFound("post"));

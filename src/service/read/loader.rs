@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::near_cache::{self, Copies, NearCache, NearValue};
-use super::visibility::{RelationSets, Relations};
+use super::visibility::{BlockedBy, RelationSets, Relations};
 use crate::error::AppResult;
 use crate::hashing::IdMap;
 use crate::metrics::LiveLookups;
@@ -87,11 +87,39 @@ impl Loaded {
                 return sets.clone();
             }
         }
-        let built = Arc::new(Relations::sets_from_loaded(viewer, self));
+        let built = Arc::new(relation_sets_of(viewer, self));
         if let Some((near, g)) = shared {
             near.put(owner, g, NearValue::Relations(built.clone()));
         }
         built
+    }
+}
+
+/// The viewer's relation sets from what `reads` loaded.
+fn relation_sets_of(v: i64, loaded: &Loaded) -> RelationSets {
+    let members = |key: SetKey| -> HashSet<i64> {
+        loaded
+            .sets
+            .get(&key)
+            .map(|view| view.top.iter().map(|(m, _)| *m).collect())
+            .unwrap_or_default()
+    };
+    let blockers = members(SetKey::BlockedBy(v));
+    let every_blocker_read = loaded
+        .sets
+        .get(&SetKey::BlockedBy(v))
+        .is_none_or(|view| view.count as usize <= view.top.len());
+    RelationSets {
+        following: members(SetKey::Following(v)),
+        friends: members(SetKey::Friends(v)),
+        blocking: members(SetKey::Blocking(v)),
+        blocked_by: if every_blocker_read {
+            BlockedBy::whole(blockers)
+        } else {
+            BlockedBy::some_of(blockers)
+        },
+        muted: members(SetKey::Muted(v)),
+        hidden_by: members(SetKey::HiddenBy(v)),
     }
 }
 
@@ -236,8 +264,8 @@ impl<'a> Loader<'a> {
     }
 
     /// Keeps a post's snapshot, assembled from what this request read after
-    /// the post's generation (`assemble::PostSnapshot`).
-    pub fn keep_snapshot(&mut self, snapshot: super::assemble::PostSnapshot) {
+    /// the post's generation (`snapshot::PostSnapshot`).
+    pub fn keep_snapshot(&mut self, snapshot: super::snapshot::PostSnapshot) {
         if self.ctx.near.is_on() {
             let owner = Owner::Post(snapshot.body.id);
             self.keep_near(owner, NearValue::Snapshot(Arc::new(snapshot)));

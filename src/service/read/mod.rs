@@ -10,4 +10,6 @@ pub mod near_cache;
 pub mod paging;
 pub mod post_json;
 pub mod responses;
+pub mod snapshot;
 pub mod visibility;
+pub mod visibility_reads;

@@ -30,7 +30,7 @@
 use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex};
 
-use super::assemble::PostSnapshot;
+use super::snapshot::PostSnapshot;
 use super::visibility::RelationSets;
 use crate::hashing::{IdHash, IdMap};
 use crate::store::{BlobKey, Owner, SetKey, SetView};

@@ -1,5 +1,5 @@
 //! An expanded post's JSON, written from a template made once per
-//! snapshot of the post (`assemble::PostSnapshot`): the text everyone is
+//! snapshot of the post (`snapshot::PostSnapshot`): the text everyone is
 //! sent, with holes for what differs by reader and by moment (whether
 //! they liked it and its comments, the times as text, the device's name in
 //! their language, the audience its author alone sees, the server's
@@ -14,8 +14,8 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::assemble::{PostSnapshot, LATEST_LIKES};
 use super::responses::{unknown_user, ExpandedPost, Page, ReplyToView};
+use super::snapshot::{Hole, PostSnapshot, PostTemplate, LATEST_LIKES};
 use crate::ids;
 use crate::service::device_names::DeviceNames;
 use crate::service::Presentation;
@@ -108,37 +108,6 @@ pub fn page_bytes(page: &Page<PostJson>) -> serde_json::Result<Vec<u8>> {
     write_int(&mut out, page.server_time);
     out.push(b'}');
     Ok(out)
-}
-
-/// What a template leaves for each read to fill.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Hole {
-    /// `,"createtimeText":"…"` (or `createTimeText`) for this instant, in
-    /// the reader's language and zone; nothing when they asked for none.
-    TimeText {
-        at: i64,
-        camel_time: bool,
-    },
-    /// The device's display name in the reader's language, as a string.
-    Device,
-    /// `,"audience":{…}` for the post's author; nothing for anyone else.
-    Audience,
-    /// Whether the reader liked the post.
-    LikedByMe,
-    /// Whether the reader liked the comment at this index.
-    CommentLikedByMe(usize),
-    ServerTime,
-}
-
-/// A post's text with its holes: `text[..holes[0].0]`, the first hole,
-/// and so on.
-#[derive(Debug, Clone)]
-pub struct PostTemplate {
-    text: Vec<u8>,
-    holes: Vec<(usize, Hole)>,
-    /// The generation of each person whose card it shows, as it was made:
-    /// it stands while each is unchanged.
-    cards: Vec<(i64, u64)>,
 }
 
 /// What one reader's copy of a post needs beyond its template.
@@ -369,9 +338,11 @@ fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
 mod tests {
     use super::*;
     use crate::domain::device::DisplayName;
+    use crate::domain::lang::Lang;
     use crate::domain::post::{Audience, Category, Geo, Visibility};
-    use crate::domain::time_text::{Lang, TzOffset};
-    use crate::service::read::assemble::{build_post, CommentParts, PostParts};
+    use crate::domain::time_text::TzOffset;
+    use crate::service::read::assemble::{build_post, PostParts};
+    use crate::service::read::snapshot::CommentParts;
     use crate::store::{CommentDoc, PostBody, PostDoc, ReplyRef, SetView};
 
     const HOUR: i64 = 3_600_000;

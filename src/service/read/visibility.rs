@@ -33,9 +33,9 @@ use std::sync::Arc;
 
 use crate::domain::post::Visibility;
 use crate::domain::user::AlbumWindow;
-use crate::error::AppResult;
-use crate::service::{read::loader, Viewer};
-use crate::store::{BlobKey, CachedCard, PostBody, SetKey, SetRead};
+
+use crate::service::Viewer;
+use crate::store::{PostBody, SetKey, SetRead};
 
 /// The viewer's side of the social graph, as far as reads need it: whom the
 /// viewer follows, the viewer's friends (mutual follows), whom the viewer
@@ -122,6 +122,11 @@ impl BlockedBy {
         }
     }
 
+    /// Whether every blocker is known (none needs asking about).
+    pub fn is_whole(&self) -> bool {
+        self.cleared.is_none()
+    }
+
     fn is_whole_and_empty(&self) -> bool {
         self.cleared.is_none() && self.blockers.is_empty()
     }
@@ -195,54 +200,6 @@ impl Relations {
             )
     }
 
-    pub fn from_loaded(viewer: Viewer, loaded: &loader::Loaded) -> Self {
-        let authors = AuthorRules {
-            now: crate::ids::now_ms(),
-            ..AuthorRules::default()
-        };
-        let Some(v) = viewer else {
-            return Relations {
-                authors,
-                ..Relations::default()
-            };
-        };
-        let sets = loaded.relation_sets(v);
-        Relations {
-            viewer,
-            blocked_by: sets.blocked_by.clone(),
-            sets,
-            authors,
-        }
-    }
-
-    /// The viewer's relation sets from what `reads` loaded.
-    pub fn sets_from_loaded(v: i64, loaded: &loader::Loaded) -> RelationSets {
-        let members = |key: SetKey| -> HashSet<i64> {
-            loaded
-                .sets
-                .get(&key)
-                .map(|view| view.top.iter().map(|(m, _)| *m).collect())
-                .unwrap_or_default()
-        };
-        let blockers = members(SetKey::BlockedBy(v));
-        let every_blocker_read = loaded
-            .sets
-            .get(&SetKey::BlockedBy(v))
-            .is_none_or(|view| view.count as usize <= view.top.len());
-        RelationSets {
-            following: members(SetKey::Following(v)),
-            friends: members(SetKey::Friends(v)),
-            blocking: members(SetKey::Blocking(v)),
-            blocked_by: if every_blocker_read {
-                BlockedBy::whole(blockers)
-            } else {
-                BlockedBy::some_of(blockers)
-            },
-            muted: members(SetKey::Muted(v)),
-            hidden_by: members(SetKey::HiddenBy(v)),
-        }
-    }
-
     /// Whether the viewer and `uid` are hidden from each other. Of a
     /// viewer blocked by too many to read whole, only those asked about
     /// (`settle_blocks`) are known: anyone else counts as blocked, so a
@@ -292,7 +249,7 @@ impl Relations {
 
     /// Those of `uids` whose block of the viewer is not known yet: what
     /// `settle_blocks` asks about.
-    fn unasked(&self, uids: impl IntoIterator<Item = i64>) -> Vec<i64> {
+    pub(super) fn unasked(&self, uids: impl IntoIterator<Item = i64>) -> Vec<i64> {
         let mut out: Vec<i64> = uids
             .into_iter()
             .filter(|u| Some(*u) != self.viewer && self.blocked_by.knows(*u).is_none())
@@ -304,14 +261,14 @@ impl Relations {
 
     /// Whether `post` is old enough for its author's album window to
     /// matter to this viewer.
-    fn needs_window(&self, post: &PostBody) -> bool {
+    pub(super) fn needs_window(&self, post: &PostBody) -> bool {
         self.viewer != Some(post.author_uid)
             && post.createtime < self.authors.now.saturating_sub(AlbumWindow::NARROWEST_MS)
     }
 
     /// The labels of `post`'s author whose membership decides whether this
     /// viewer is in its audience.
-    fn labels_needed<'p>(&self, post: &'p PostBody) -> impl Iterator<Item = i64> + 'p {
+    pub(super) fn labels_needed<'p>(&self, post: &'p PostBody) -> impl Iterator<Item = i64> + 'p {
         let decides = post.visibility.names_an_audience()
             && self.viewer.is_some_and(|v| v != post.author_uid)
             && self.sets.friends.contains(&post.author_uid);
@@ -357,150 +314,6 @@ impl Relations {
             }
         })
     }
-}
-
-/// Asks, of a viewer blocked by too many to read whole, whether each of
-/// `uids` is among them: one batched read, and none at all for everyone
-/// else (the usual case). Every read asks before it judges the people it
-/// shows (`Relations::blocked`).
-pub async fn settle_blocks(
-    loader: &mut loader::Loader<'_>,
-    rel: &mut Relations,
-    uids: impl IntoIterator<Item = i64>,
-) -> AppResult<()> {
-    let asks = block_asks(rel, uids);
-    if asks.is_empty() {
-        return Ok(());
-    }
-    let loaded = loader.load(&[], &asks).await?;
-    learn_blocks(rel, &asks, &loaded);
-    Ok(())
-}
-
-/// `rel`, knowing whether each of `uids` blocked the viewer: `rel` itself
-/// when nothing needs asking (nearly always), else a copy that asked, in
-/// one read of its own. For reads that judge a page of people with
-/// relations they cannot change (a filter inside `fill_page`).
-pub async fn knowing<'r>(
-    ctx: &crate::service::Context,
-    rel: &'r Relations,
-    uids: impl IntoIterator<Item = i64>,
-) -> AppResult<std::borrow::Cow<'r, Relations>> {
-    let asks = block_asks(rel, uids);
-    if asks.is_empty() {
-        return Ok(std::borrow::Cow::Borrowed(rel));
-    }
-    let mut loader = loader::Loader::new(ctx);
-    let loaded = loader.load(&[], &asks).await?;
-    loader.finish("knowing_blocks");
-    let mut known = rel.clone();
-    learn_blocks(&mut known, &asks, &loaded);
-    Ok(std::borrow::Cow::Owned(known))
-}
-
-/// The reads `settle_blocks` makes, to ride in a read made anyway.
-fn block_asks(rel: &Relations, uids: impl IntoIterator<Item = i64>) -> Vec<SetRead> {
-    let Some(v) = rel.viewer else {
-        return Vec::new();
-    };
-    if rel.blocked_by.cleared.is_none() {
-        return Vec::new();
-    }
-    rel.unasked(uids)
-        .into_iter()
-        .map(|u| SetRead {
-            key: SetKey::BlockedBy(v),
-            top: 0,
-            probe: Some(u),
-            below: None,
-        })
-        .collect()
-}
-
-fn learn_blocks(rel: &mut Relations, asks: &[SetRead], loaded: &loader::Loaded) {
-    for ask in asks {
-        let Some(u) = ask.probe else { continue };
-        let blocked = loaded.probed.get(&(ask.key, u)).copied().unwrap_or(true);
-        rel.learn_blocked_by(u, blocked);
-    }
-}
-
-/// Reads, in one batched live read, what `sight` needs to decide these
-/// posts beyond the viewer's own sets: the album windows of the authors of
-/// older posts, whether the viewer is in the labels that `only` and
-/// `except` posts name, and (of a viewer blocked by too many to read
-/// whole) whether the authors and `people` blocked the viewer. Nothing is
-/// read when none of the posts needs it (the usual case: recent posts, no
-/// labels), so a warm page costs no round trip more.
-///
-/// With `every_card`, every author's card is read, so that a deleted
-/// account's posts are known gone (`AuthorRules::gone`): for reads that do
-/// not load the authors' cards anyway (a page of posts does, and leaves
-/// those out itself).
-pub async fn read_author_rules<'p>(
-    loader: &mut loader::Loader<'_>,
-    rel: &mut Relations,
-    posts: impl IntoIterator<Item = &'p PostBody>,
-    people: impl IntoIterator<Item = i64>,
-    every_card: bool,
-) -> AppResult<()> {
-    let mut authors: Vec<i64> = Vec::new();
-    let mut labels: Vec<(i64, i64)> = Vec::new();
-    let mut posters: Vec<i64> = Vec::new();
-    for post in posts.into_iter().filter(|p| !p.deleted) {
-        posters.push(post.author_uid);
-        let by_other = rel.viewer != Some(post.author_uid);
-        if (rel.needs_window(post) || (every_card && by_other))
-            && !rel.authors.windows.contains_key(&post.author_uid)
-        {
-            authors.push(post.author_uid);
-        }
-        labels.extend(
-            rel.labels_needed(post)
-                .map(|l| (post.author_uid, l))
-                .filter(|k| !rel.authors.labels.contains_key(k)),
-        );
-    }
-    authors.sort_unstable();
-    authors.dedup();
-    labels.sort_unstable();
-    labels.dedup();
-    let asks = block_asks(rel, posters.into_iter().chain(people));
-    if authors.is_empty() && labels.is_empty() && asks.is_empty() {
-        return Ok(());
-    }
-    let blobs: Vec<BlobKey> = authors.iter().map(|a| BlobKey::Card(*a)).collect();
-    let mut sets: Vec<SetRead> = labels
-        .iter()
-        .map(|(owner, label)| SetRead {
-            key: SetKey::LabelMembers(*owner, *label),
-            top: 0,
-            probe: rel.viewer,
-            below: None,
-        })
-        .collect();
-    sets.extend(asks.iter().copied());
-    let loaded = loader.load(&blobs, &sets).await?;
-    learn_blocks(rel, &asks, &loaded);
-    for a in authors {
-        // No card: the account is gone, and its posts with it.
-        let window = match loaded.blobs.get(&BlobKey::Card(a)) {
-            Some(text) => loader::from_json::<CachedCard>(text)?.album_window,
-            None => {
-                rel.authors.gone.insert(a);
-                AlbumWindow::All
-            }
-        };
-        rel.authors.windows.insert(a, window);
-    }
-    for (owner, label) in labels {
-        let holds = loaded
-            .sets
-            .get(&SetKey::LabelMembers(owner, label))
-            .is_some_and(|v| v.probe_score.is_some());
-        rel.authors.labels.insert((owner, label), holds);
-    }
-    Ok(())
 }
 
 /// What one viewer may see of one post.
