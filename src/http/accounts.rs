@@ -146,7 +146,7 @@ pub async fn sign_out_everywhere(
     ctx: web::Data<Context>,
     user: AuthUser,
 ) -> Result<HttpResponse, AppError> {
-    accounts::sign_out_everywhere(&ctx, user.uid).await?;
+    crate::service::credentials::sign_out_everywhere(&ctx, user.uid).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 

@@ -16,7 +16,8 @@ use crate::domain::lang::Lang;
 use crate::domain::time_text::TzOffset;
 use crate::error::AppError;
 use crate::ids::now_ms;
-use crate::service::accounts::{self, Authed, Origin};
+use crate::service::accounts::{self, Authed};
+use crate::service::credentials::Origin;
 use crate::service::rate_limits::Traffic;
 use crate::service::{Context, Presentation};
 
@@ -186,10 +187,8 @@ fn staff_uid(req: &HttpRequest, payload: &mut Payload, role: Role) -> Boxed<i64>
         let ctx = ctx?;
         let user = user.await?;
         match role {
-            Role::Admin => accounts::require_admin(&ctx, user.uid).await?,
-            Role::Moderator => {
-                crate::service::moderation::require_moderator(&ctx, user.uid).await?
-            }
+            Role::Admin => crate::service::staff::require_admin(&ctx, user.uid).await?,
+            Role::Moderator => crate::service::staff::require_moderator(&ctx, user.uid).await?,
         }
         Ok(user.uid)
     })

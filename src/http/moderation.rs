@@ -241,7 +241,7 @@ pub async fn audit_log(
     responses((status = 200, body = InstanceInfo, description = "the service's name, how to reach whoever runs it, and its numbered rules")),
     security((), ("bearer" = [])))]
 pub async fn instance(ctx: web::Data<Context>) -> Result<HttpResponse, AppError> {
-    Ok(HttpResponse::Ok().json(moderation::instance(&ctx).await?))
+    Ok(HttpResponse::Ok().json(crate::service::instance::instance(&ctx).await?))
 }
 
 #[utoipa::path(put, path = "/api/v1/admin/instance", tag = "moderation", request_body = InstanceInfo,
@@ -252,7 +252,7 @@ pub async fn set_instance(
     admin: AdminUser,
     JsonBody(req): JsonBody<InstanceInfo>,
 ) -> Result<HttpResponse, AppError> {
-    Ok(HttpResponse::Ok().json(moderation::set_instance(&ctx, admin.0, req).await?))
+    Ok(HttpResponse::Ok().json(crate::service::instance::set_instance(&ctx, admin.0, req).await?))
 }
 
 #[utoipa::path(get, path = "/api/v1/admin/filters", tag = "moderation", params(PageQuery),

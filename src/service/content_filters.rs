@@ -11,8 +11,8 @@ use std::sync::{Arc, RwLock};
 use serde::Serialize;
 
 use super::jobs::shared_tables::SharedCopy;
-use super::moderation::audit;
 use super::read::responses::Page;
+use super::staff::audit;
 use super::{with_fresh_id, Context};
 use crate::domain::content_filter::{
     ContentFilterRequest, ContentFilterSpec, FilterAction, FilterSet, MAX_FILTERS,

@@ -3,6 +3,7 @@
 pub mod accounts;
 pub mod comments;
 pub mod content_filters;
+pub mod credentials;
 pub mod device_names;
 pub mod erasure;
 pub mod exports;
@@ -10,6 +11,7 @@ pub mod favorites;
 pub mod feed;
 pub mod idempotency;
 pub mod imports;
+pub mod instance;
 pub mod jobs;
 pub mod labels;
 pub mod likes;
@@ -22,6 +24,7 @@ pub mod read;
 pub mod reports;
 pub mod shares;
 pub mod social;
+pub mod staff;
 pub mod stream;
 pub mod strikes;
 

@@ -14,21 +14,19 @@ use super::notifications::{notify, Event};
 use super::read::assemble::load_cards;
 use super::read::paging::{fill_page, keep_where};
 use super::read::responses::{unknown_user, Page};
+use super::staff::{audit, moderates, Role};
 use super::strikes::{self, Sanction, MAX_SUSPENSION_DAYS};
 use super::{with_fresh_id, Context};
 use crate::domain::cursor::Cursor;
-use crate::domain::instance::InstanceInfo;
 use crate::domain::report::{ReportCategory, TargetKind};
 use crate::error::{AppError, AppResult};
 use crate::ids::{now_ms, DAY_MS};
 use crate::store::{
     AppealBrief, AuditDoc, CaseClosing, CaseDoc, CaseState, HeldBy, HeldPost, HeldPostDoc,
-    InstanceDoc, NotificationKind, PostBody, PostModeration, ReportDoc, ReportTarget, Snapshot,
-    UserCard, UserDoc, BANNED,
+    NotificationKind, PostBody, PostModeration, ReportDoc, ReportTarget, Snapshot, UserCard,
+    BANNED,
 };
 
-pub const MODERATOR: &str = "moderator";
-pub const ADMIN: &str = "admin";
 /// Characters of a moderator's note, and of what the reporters are told.
 pub const MAX_NOTE_CHARS: usize = 1_000;
 /// Queue items one call may close.
@@ -40,54 +38,6 @@ pub const HISTORY_SHOWN: usize = 20;
 /// Reports closed per store call, and reporters told per batch.
 const CLOSE_BATCH: usize = 500;
 
-/// Someone who may handle reports: a moderator or an admin.
-pub fn moderates(user: &UserDoc) -> bool {
-    user.roles.iter().any(|r| r == MODERATOR || r == ADMIN)
-}
-
-pub async fn require_moderator(ctx: &Context, uid: i64) -> AppResult<()> {
-    match ctx.docs.users_by_ids(&[uid]).await?.pop() {
-        Some(u) if !u.is_erased() && moderates(&u) => Ok(()),
-        _ => Err(AppError::Forbidden(
-            "this needs the moderator or admin role",
-        )),
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    User,
-    Moderator,
-    Admin,
-}
-
-impl Role {
-    fn of(user: &UserDoc) -> Role {
-        if user.is_admin() {
-            Role::Admin
-        } else if user.roles.iter().any(|r| r == MODERATOR) {
-            Role::Moderator
-        } else {
-            Role::User
-        }
-    }
-    fn roles(self) -> Vec<String> {
-        match self {
-            Role::User => Vec::new(),
-            Role::Moderator => vec![MODERATOR.into()],
-            Role::Admin => vec![ADMIN.into()],
-        }
-    }
-    fn name(self) -> &'static str {
-        match self {
-            Role::User => "user",
-            Role::Moderator => MODERATOR,
-            Role::Admin => ADMIN,
-        }
-    }
-}
-
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct RoleRequest {
     pub role: Role,
@@ -97,25 +47,6 @@ pub struct RoleRequest {
 pub struct RoleState {
     pub uid: i64,
     pub role: Role,
-}
-
-pub async fn audit(ctx: &Context, actor: i64, action: &str, subject: String, note: &str) {
-    let result = with_fresh_id(|id| {
-        let entry = AuditDoc {
-            id,
-            actor,
-            action: action.to_string(),
-            subject: subject.clone(),
-            note: note.to_string(),
-            at: now_ms(),
-        };
-        async move { ctx.docs.append_audit(&entry).await }
-    })
-    .await;
-    if let Err(e) = result {
-        // The action stands; its record is what went missing, loudly.
-        tracing::error!(error = %e, action, subject, "could not append to the audit log");
-    }
 }
 
 /// Gives an account a role. An admin cannot change their own, so that
@@ -868,7 +799,7 @@ async fn authorize(ctx: &Context, moderator: i64, case: &CaseDoc, action: Action
         _ => None,
     };
     match admin_only {
-        Some(why) => super::accounts::require_admin(ctx, moderator)
+        Some(why) => super::staff::require_admin(ctx, moderator)
             .await
             .map_err(|_| AppError::Forbidden(why)),
         None => Ok(()),
@@ -1023,7 +954,7 @@ pub async fn hold_post(ctx: &Context, body: &PostBody, held: HeldBy) -> AppResul
         if opened_here && new {
             let ctx = ctx.clone();
             tokio::spawn(async move {
-                super::reports::tell_staff(&ctx, case.id, author, author).await;
+                super::staff::tell_staff(&ctx, case.id, author, author).await;
             });
         }
         return Ok(());
@@ -1081,41 +1012,6 @@ async fn tell_reporters(ctx: &Context, case_id: i64) -> bool {
         }
         after = page.last().map(|r| r.id);
     }
-}
-
-/// The service's name, contact and rules: the defaults until an admin
-/// sets them.
-pub async fn instance(ctx: &Context) -> AppResult<InstanceInfo> {
-    Ok(match ctx.docs.instance_info().await? {
-        Some(doc) => InstanceInfo {
-            name: doc.name,
-            // Stored as "" while unset: the document keeps one shape.
-            contact: Some(doc.contact).filter(|c| !c.is_empty()),
-            rules: doc.rules,
-        },
-        None => InstanceInfo::default(),
-    })
-}
-
-/// Sets the service's name, contact and rules (admins only), logged.
-#[tracing::instrument(skip(ctx, info))]
-pub async fn set_instance(
-    ctx: &Context,
-    admin: i64,
-    info: InstanceInfo,
-) -> AppResult<InstanceInfo> {
-    let info = InstanceInfo::parse(info)?;
-    let doc = InstanceDoc {
-        id: InstanceDoc::ID.into(),
-        name: info.name.clone(),
-        contact: info.contact.clone().unwrap_or_default(),
-        rules: info.rules.clone(),
-        updated_at: now_ms(),
-    };
-    ctx.docs.set_instance_info(&doc).await?;
-    let note = format!("{} rules", info.rules.len());
-    audit(ctx, admin, "instance.set", "instance".into(), &note).await;
-    Ok(info)
 }
 
 /// One entry of the audit log as admins read it.

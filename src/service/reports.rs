@@ -9,7 +9,6 @@
 use serde::Serialize;
 
 use super::comments::visible_comment;
-use super::notifications::{notify, Event};
 use super::rate_limits::{enforce, report_budgets};
 use super::read::assemble::{load_cards, visible_bodies, visible_post};
 use super::read::paging::{fill_page, keep_where};
@@ -21,8 +20,8 @@ use crate::domain::report::{NewReport, ReportCategory, ReportedKind};
 use crate::error::{AppError, AppResult};
 use crate::ids::{now_ms, timestamp_of};
 use crate::store::{
-    CaseDoc, CaseState, LiveRead, NotificationKind, PostBody, ReportDoc, ReportTarget, Snapshot,
-    StoreError, SNAPSHOT_TEXT_MAX,
+    CaseDoc, CaseState, LiveRead, PostBody, ReportDoc, ReportTarget, Snapshot, StoreError,
+    SNAPSHOT_TEXT_MAX,
 };
 
 /// A report as its reporter sees it.
@@ -177,7 +176,7 @@ pub async fn file(ctx: &Context, reporter: i64, report: NewReport) -> AppResult<
 
 async fn file_within_budget(ctx: &Context, reporter: i64, report: NewReport) -> AppResult<Filed> {
     if let Some(&highest) = report.rules.iter().max() {
-        let known = super::moderation::instance(ctx).await?.rules.len();
+        let known = super::instance::instance(ctx).await?.rules.len();
         if highest as usize > known {
             let at = report.rules.iter().position(|r| *r == highest).unwrap_or(0);
             return Err(AppError::unprocessable(
@@ -246,7 +245,9 @@ async fn file_within_budget(ctx: &Context, reporter: i64, report: NewReport) -> 
             if opened_here && new {
                 let ctx = ctx.clone();
                 let (case_id, account) = (case.id, case.account);
-                tokio::spawn(async move { tell_staff(&ctx, case_id, account, reporter).await });
+                tokio::spawn(async move {
+                    super::staff::tell_staff(&ctx, case_id, account, reporter).await
+                });
             }
             return Ok(Filed {
                 report: ReportView::of(stored, &case),
@@ -258,41 +259,6 @@ async fn file_within_budget(ctx: &Context, reporter: i64, report: NewReport) -> 
         "reports of a target closed as they were filed",
     ))
 }
-/// At most this many moderators and admins are told of a new queue item.
-const STAFF_TOLD: usize = 100;
-
-/// A `report_opened` to each moderator and admin, but the reported
-/// account and the reporter: in the background, after the answer.
-pub(super) async fn tell_staff(ctx: &Context, case_id: i64, account: i64, reporter: i64) {
-    let staff = match ctx.docs.staff(STAFF_TOLD).await {
-        Ok(staff) => staff,
-        Err(e) => {
-            tracing::warn!(error = %e, case_id, "could not tell the moderators of a new report");
-            return;
-        }
-    };
-    for uid in staff
-        .into_iter()
-        .filter(|u| *u != account && *u != reporter)
-    {
-        notify(
-            ctx,
-            Event {
-                recipient: uid,
-                kind: NotificationKind::ReportOpened,
-                actor: 0,
-                post_id: None,
-                comment_id: None,
-                report_id: None,
-                case_id: Some(case_id),
-                strike_id: None,
-                dedupe: format!("report_opened:{case_id}"),
-            },
-        )
-        .await;
-    }
-}
-
 /// The reporter's reports, newest first, with their state and outcome.
 pub async fn mine(
     ctx: &Context,

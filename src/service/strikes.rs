@@ -24,7 +24,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::accounts::{credentials_changed, sign_out_everywhere};
+use super::credentials::{credentials_changed, sign_out_everywhere};
 use super::notifications::{notify, Event};
 use super::read::loader::to_json;
 use super::read::responses::Page;
@@ -190,7 +190,7 @@ pub async fn lift_suspension(ctx: &Context, admin: i64, uid: i64) -> AppResult<(
     // strike later finds one of them still holding the account.
     ctx.docs.lift_strikes(uid, now).await?;
     set_suspension(ctx, uid, 0).await?;
-    super::moderation::audit(
+    super::staff::audit(
         ctx,
         admin,
         "account.lift_suspension",
@@ -503,7 +503,7 @@ pub struct SuspendedAppealRequest {
     /// A name no account can have is answered as a wrong password is.
     #[schema(schema_with = crate::domain::user::username_schema)]
     pub username: String,
-    #[schema(schema_with = crate::service::accounts::password_attempt_schema)]
+    #[schema(schema_with = crate::service::credentials::password_attempt_schema)]
     pub password: String,
     /// The strike (the `strikeId` the refused sign-in named).
     #[serde(deserialize_with = "crate::domain::optional_id")]
@@ -519,13 +519,13 @@ pub struct SuspendedAppealRequest {
 pub async fn appeal_while_suspended(
     ctx: &Context,
     req: SuspendedAppealRequest,
-    origin: &crate::service::accounts::Origin,
+    origin: &crate::service::credentials::Origin,
 ) -> AppResult<StrikeView> {
     let strike_id = match req.strike_id {
         Some(id) if id > 0 => id,
         _ => return Err(AppError::invalid("strikeId", "must be a positive id")),
     };
-    let user = super::accounts::check_password(ctx, &req.username, req.password, origin).await?;
+    let user = super::credentials::check_password(ctx, &req.username, req.password, origin).await?;
     if !user.is_suspended(now_ms()) {
         return Err(AppError::unprocessable(
             "username",
@@ -616,7 +616,7 @@ pub async fn appeal(
     }
     let staff_ctx = ctx.clone();
     tokio::spawn(async move {
-        super::reports::tell_staff(&staff_ctx, case.id, uid, uid).await;
+        super::staff::tell_staff(&staff_ctx, case.id, uid, uid).await;
     });
     let fresh = ctx.docs.strikes_by_ids(&[strike_id]).await?;
     views(ctx, fresh)

@@ -9,7 +9,8 @@ use crate::helpers::{
     assert_problem, password_hashes, spawn_app, test_settings, wait_until, TestApp,
 };
 use moments::ids::now_ms;
-use moments::service::accounts::{bootstrap_admin, token_hash};
+use moments::service::accounts::bootstrap_admin;
+use moments::service::credentials::token_hash;
 use moments::store::SessionDoc;
 
 /// The session documents as the store keeps them: on MongoDB the user's

@@ -780,7 +780,7 @@ async fn tickets_tried_are_charged_to_the_address() {
     assert!(
         app.ctx
             .live
-            .take_stream_ticket(&moments::service::accounts::token_hash(ticket).hex())
+            .take_stream_ticket(&moments::service::credentials::token_hash(ticket).hex())
             .await
             .unwrap()
             .is_some(),

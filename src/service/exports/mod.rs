@@ -260,7 +260,7 @@ pub async fn archive_by_link(ctx: &Context, id: i64, key: &str) -> AppResult<Rea
     )?;
     let e = found.ok_or(REFUSED)?;
     let now = now_ms();
-    let hash = crate::service::accounts::token_hash(key).hex();
+    let hash = crate::service::credentials::token_hash(key).hex();
     if e.link_hash.as_deref() != Some(hash.as_str()) || e.link_expires_at <= now {
         return Err(REFUSED);
     }
@@ -287,7 +287,7 @@ pub async fn link(ctx: &Context, uid: i64, id: i64) -> AppResult<DownloadLink> {
     let secret: String = raw.iter().map(|b| format!("{b:02x}")).collect();
     let key = format!("{uid}-{secret}");
     let expires_at = now_ms() + LINK_MS;
-    let hash = crate::service::accounts::token_hash(&key).hex();
+    let hash = crate::service::credentials::token_hash(&key).hex();
     if !ctx
         .docs
         .set_export_link(uid, id, &hash, expires_at, credential_gen)

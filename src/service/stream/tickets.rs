@@ -27,7 +27,7 @@ struct Held {
 }
 
 fn key(ticket: &str) -> String {
-    crate::service::accounts::token_hash(ticket).hex()
+    crate::service::credentials::token_hash(ticket).hex()
 }
 
 pub async fn issue(ctx: &Context, who: &Authed) -> AppResult<Ticket> {
