@@ -817,9 +817,12 @@ const STORAGE_KEY = 'moments.lang';
 
 /** @returns {Lang} */
 function initial() {
-  const saved = localStorage.getItem(STORAGE_KEY);
+  // Outside a browser (the time module's tests run in Node) there is no
+  // saved choice, and no browser language to start from.
+  const saved = typeof localStorage === 'undefined' ? null : localStorage.getItem(STORAGE_KEY);
   if (saved === 'zh' || saved === 'en') return saved;
-  return navigator.language.toLowerCase().startsWith('zh') ? 'zh' : 'en';
+  const browser = typeof navigator === 'undefined' ? '' : navigator.language ?? '';
+  return browser.toLowerCase().startsWith('zh') ? 'zh' : 'en';
 }
 
 /** @type {Lang} */
@@ -847,7 +850,17 @@ export function setLang(next) {
  * @param {Record<string, string | number>} [vars]
  */
 export function t(key, vars) {
-  const text = (current === 'zh' ? zh : en)[key];
+  return words(current, key, vars);
+}
+
+/**
+ * `t` in a language named, not the reader's.
+ * @param {Lang} language
+ * @param {Key} key
+ * @param {Record<string, string | number>} [vars]
+ */
+export function words(language, key, vars) {
+  const text = (language === 'zh' ? zh : en)[key];
   if (!vars) return text;
   return text.replace(/\{(\w+)\}/g, (_, name) => String(vars[name] ?? `{${name}}`));
 }

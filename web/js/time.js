@@ -1,14 +1,17 @@
 // @ts-check
 // When something happened, as a reader sees it. The server sends only
 // epoch milliseconds (`createtime`) and its clock (`serverTime`); the
-// words are the client's (field note 003's rule):
+// client says it in words, by the rule Moments apps follow (the server's
+// `createtimeText` keeps the same one, in `domain/time_text.rs`):
 //   under a minute           刚刚 / just now
 //   under an hour            N分钟前 / N min ago
 //   under a day              N小时前 / N h ago (1 h 27 min shows 1小时前)
 //   older                    the date and time, in the reader's time zone
-// Ages count on the server's clock, so a phone set wrong does not show
-// posts from "the future". This module touches no DOM, so the tests run
-// the very same file in Node.
+// The words are i18n.js's (`time.*`). Ages count on the server's clock, so
+// a phone set wrong does not show posts from "the future". This module
+// touches no DOM, so the tests run the very same file in Node.
+
+import { words } from './i18n.js';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -35,15 +38,9 @@ export function serverNow() {
  */
 export function relativeTime(createtime, now, lang, timeZone) {
   const age = Math.max(0, now - createtime);
-  if (age < MINUTE) return lang === 'zh' ? '刚刚' : 'just now';
-  if (age < HOUR) {
-    const n = Math.floor(age / MINUTE);
-    return lang === 'zh' ? `${n}分钟前` : `${n} min ago`;
-  }
-  if (age < DAY) {
-    const n = Math.floor(age / HOUR);
-    return lang === 'zh' ? `${n}小时前` : `${n} h ago`;
-  }
+  if (age < MINUTE) return words(lang, 'time.justNow');
+  if (age < HOUR) return words(lang, 'time.minutes', { n: Math.floor(age / MINUTE) });
+  if (age < DAY) return words(lang, 'time.hours', { n: Math.floor(age / HOUR) });
   return dateText(createtime, now, lang, timeZone);
 }
 
