@@ -764,19 +764,7 @@ async fn a_duplicate_id_is_told_apart_from_a_duplicate_unique_key() {
 async fn follow_counts_are_kept_on_the_user_and_backfilled_once() {
     use moments::store::{AccountDocs, FollowDoc, SocialDocs, UserDoc};
     let docs = fresh_docs("counts").await;
-    let user = |uid: i64| UserDoc {
-        uid,
-        username: format!("u{uid}"),
-        nick_name: "n".into(),
-        head_img: String::new(),
-        password_hash: String::new(),
-        roles: vec![],
-        created_at: 0,
-        last_active_at: 0,
-        album_window: Default::default(),
-        credential_gen: 0,
-        suspended_until: 0,
-    };
+    let user = |uid: i64| UserDoc::new(uid, format!("u{uid}"), String::new(), 0);
     let (a, b, c) = (id(1), id(2), id(3));
     for u in [a, b] {
         docs.insert_user(&user(u)).await.unwrap();

@@ -9,17 +9,8 @@ use moments::store::{FollowDoc, PostDoc, UserDoc};
 
 pub fn user(uid: i64) -> UserDoc {
     UserDoc {
-        uid,
-        username: format!("u{uid}"),
         nick_name: format!("用户{uid}"),
-        head_img: String::new(),
-        password_hash: String::new(),
-        roles: vec![],
-        created_at: now_ms(),
-        last_active_at: now_ms(),
-        album_window: Default::default(),
-        credential_gen: 0,
-        suspended_until: 0,
+        ..UserDoc::new(uid, format!("u{uid}"), String::new(), now_ms())
     }
 }
 

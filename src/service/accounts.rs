@@ -257,18 +257,11 @@ pub async fn register(
         head_img: head,
     } = reg;
     let now = now_ms();
+    let hash = hash_password(ctx, password.expose().to_string()).await?;
     let user = UserDoc {
-        uid: 0,
-        username: username.as_str().to_string(),
         nick_name: nick,
         head_img: head,
-        password_hash: hash_password(ctx, password.expose().to_string()).await?,
-        roles: Vec::new(),
-        created_at: now,
-        last_active_at: now,
-        album_window: AlbumWindow::All,
-        credential_gen: 0,
-        suspended_until: 0,
+        ..UserDoc::new(0, username.as_str(), hash, now)
     };
     match insert_user(ctx, &user, reserved).await {
         Ok(user) => Ok(user.card()),
@@ -920,17 +913,8 @@ pub async fn bootstrap_admin(ctx: &Context, username: &str, password: &str) -> A
             let hash = hash_password(ctx, pw.expose().to_string()).await?;
             let now = now_ms();
             let user = UserDoc {
-                uid: 0,
-                username: name.as_str().to_string(),
-                nick_name: name.as_str().to_string(),
-                head_img: String::new(),
-                password_hash: hash.clone(),
                 roles: vec!["admin".into()],
-                created_at: now,
-                last_active_at: now,
-                album_window: AlbumWindow::All,
-                credential_gen: 0,
-                suspended_until: 0,
+                ..UserDoc::new(0, name.as_str(), hash.clone(), now)
             };
             match insert_user(ctx, &user, None).await {
                 Ok(user) => return Ok(user.uid),

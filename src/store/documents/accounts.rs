@@ -55,6 +55,27 @@ fn is_zero(n: &i64) -> bool {
 pub const BANNED: i64 = i64::MAX;
 
 impl UserDoc {
+    /// A new account as sign-up makes it: named `username` (its nickname
+    /// too), made and last active `now`, no role, every post shown, never
+    /// suspended. A new field gets its starting value here, and every
+    /// fixture with it.
+    pub fn new(uid: i64, username: impl Into<String>, password_hash: String, now: i64) -> Self {
+        let username = username.into();
+        UserDoc {
+            uid,
+            nick_name: username.clone(),
+            username,
+            head_img: String::new(),
+            password_hash,
+            roles: Vec::new(),
+            created_at: now,
+            last_active_at: now,
+            album_window: AlbumWindow::All,
+            credential_gen: 0,
+            suspended_until: 0,
+        }
+    }
+
     pub fn is_suspended(&self, now: i64) -> bool {
         self.suspended_until > now
     }
@@ -314,17 +335,8 @@ mod tests {
     fn a_suspension_withholds_the_account_until_it_ends() {
         let now = 1_000_000;
         let user = |suspended_until: i64| UserDoc {
-            uid: 7,
-            username: "u7".into(),
-            nick_name: "u".into(),
-            head_img: String::new(),
-            password_hash: String::new(),
-            roles: Vec::new(),
-            created_at: 0,
-            last_active_at: 0,
-            album_window: AlbumWindow::All,
-            credential_gen: 0,
             suspended_until,
+            ..UserDoc::new(7, "u7", String::new(), 0)
         };
         let session = SessionDoc {
             id: 1,

@@ -812,19 +812,7 @@ mod tests {
                 } else {
                     format!("user{i}")
                 };
-                let user = UserDoc {
-                    uid: 1_000_000_000_001_000 + i,
-                    username: name,
-                    nick_name: "n".into(),
-                    head_img: String::new(),
-                    password_hash: String::new(),
-                    roles: vec![],
-                    created_at: 0,
-                    last_active_at: 0,
-                    album_window: Default::default(),
-                    credential_gen: 0,
-                    suspended_until: 0,
-                };
+                let user = UserDoc::new(1_000_000_000_001_000 + i, name, String::new(), 0);
                 docs.insert_user(&user).await
             }
         });
