@@ -1,7 +1,9 @@
 //! The shape of the code: no import circle between the files of `src/`.
 //!
 //! A file that names another (`use crate::service::accounts::…`,
-//! `super::strikes::…`, a path written inline) depends on it. Where two
+//! `super::strikes::…`, `conn::Batch` from the file declaring `mod conn`,
+//! a path written inline) depends on it; a folder's `mod.rs` naming its own
+//! files is the folder, not a use. Where two
 //! files depend on each other, directly or round a longer loop, neither can
 //! be read, moved or tested without the other: a helper both need belongs
 //! in a file below both. Test modules (`#[cfg(test)] mod tests { … }` at a
@@ -119,23 +121,43 @@ fn join(a: &str, b: &str) -> String {
     }
 }
 
-/// Every path the code names that starts at `crate`, `super` or `self`.
-fn paths_named(code: &str) -> Vec<String> {
+/// The modules a file declares (`mod conn;`): paths may start at them.
+fn children_of(code: &str) -> Vec<String> {
+    let declared = regex::Regex::new(r"(?m)^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;").unwrap();
+    declared
+        .captures_iter(code)
+        .map(|m| m[1].to_string())
+        .collect()
+}
+
+/// Every path the code names that starts at `crate`, `super`, `self` or
+/// one of the file's own modules (`children`).
+fn paths_named(code: &str, children: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     let uses = regex::Regex::new(r"(?s)\buse\s+([^;]+);").unwrap();
     for m in uses.captures_iter(code) {
         expand_use(&m[1], "", &mut out);
     }
-    let inline = regex::Regex::new(r"\b(?:crate|super|self)(?:::\w+)+").unwrap();
+    let mut starts = vec!["crate".to_string(), "super".into(), "self".into()];
+    starts.extend(children.iter().cloned());
+    let inline = regex::Regex::new(&format!(r"\b(?:{})(?:::\w+)+", starts.join("|"))).unwrap();
     for m in inline.find_iter(&uses.replace_all(code, "")) {
-        out.push(m.as_str().to_string());
+        // Not the tail of a longer path (`a::conn::x`, `x.conn::y`).
+        let before = code_before(code, m.start());
+        if before != Some(':') && before != Some('.') {
+            out.push(m.as_str().to_string());
+        }
     }
     out
 }
 
+fn code_before(code: &str, at: usize) -> Option<char> {
+    code[..at].chars().next_back()
+}
+
 /// The module a path names from inside `here` (a file's module; `is_dir`
 /// when the file is a `mod.rs` or `lib.rs`, whose `self` is itself).
-fn resolve(here: &[String], path: &str) -> Option<Vec<String>> {
+fn resolve(here: &[String], children: &[String], path: &str) -> Option<Vec<String>> {
     let mut parts = path.split("::");
     let mut at: Vec<String> = match parts.next()? {
         "crate" => Vec::new(),
@@ -145,6 +167,11 @@ fn resolve(here: &[String], path: &str) -> Option<Vec<String>> {
             m
         }
         "self" => here.to_vec(),
+        child if children.iter().any(|c| c == child) => {
+            let mut m = here.to_vec();
+            m.push(child.to_string());
+            m
+        }
         _ => return None,
     };
     for p in parts {
@@ -243,12 +270,19 @@ fn no_file_of_the_service_is_in_an_import_circle() {
         // `self` in a `mod.rs` is the folder's module; elsewhere, the file.
         let code = code_of(&std::fs::read_to_string(path).unwrap());
         let edges = graph.entry(name.clone()).or_default();
-        for named in paths_named(&code) {
-            let Some(module) = resolve(&here, &named) else {
+        let children = children_of(&code);
+        for named in paths_named(&code, &children) {
+            let Some(module) = resolve(&here, &children, &named) else {
                 continue;
             };
             if let Some(target) = file_of(&files, &module) {
-                if target != name && target != "lib.rs" {
+                // A folder's `mod.rs` names the files it is made of (it
+                // declares them, and re-exports what they hold): that is
+                // the folder, not a use of them, and its files may use
+                // what it holds. Between files, every use counts.
+                let into_own_folder =
+                    name.ends_with("mod.rs") && target.starts_with(name.trim_end_matches("mod.rs"));
+                if target != name && target != "lib.rs" && !into_own_folder {
                     edges.insert(target);
                 }
             }

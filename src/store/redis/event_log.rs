@@ -21,15 +21,11 @@ use redis::Value;
 use tokio::sync::broadcast;
 
 use super::conn::Batch;
-use super::RedisLive;
+use super::live::RedisLive;
 use crate::store::{
     BusNote, EventId, LogBounds, LogRead, LoggedEvent, NewEvent, StoreError, StoreResult,
     StreamStore, LOG_OPENED,
 };
-
-/// Messages the bus holds for a listener that is behind (see
-/// `embedded::event_log`).
-pub(super) const BUS_CAPACITY: usize = 4096;
 
 /// How long the listener waits without hearing anything, its own pings
 /// included, before it takes its connection for dead and makes another.
