@@ -11,8 +11,8 @@ use crate::service::accounts::{
     self, AccountDeletion, LoginRequest, Me, PasswordChange, ProfilePatch, RegisterRequest,
     Session, SessionView,
 };
+use crate::service::profiles::{self, Profile};
 use crate::service::read::responses::Page;
-use crate::service::social::{self, Profile};
 use crate::service::Context;
 use crate::store::UserCard;
 
@@ -90,7 +90,7 @@ pub async fn find_user(
     req: HttpRequest,
 ) -> Result<HttpResponse, AppError> {
     let q: FindUserQuery = super::extract::query(&req)?;
-    Ok(HttpResponse::Ok().json(social::profile_by_username(&ctx, &q.username, user.uid).await?))
+    Ok(HttpResponse::Ok().json(profiles::profile_by_username(&ctx, &q.username, user.uid).await?))
 }
 
 #[utoipa::path(post, path = "/api/v1/users", tag = "accounts", request_body = RegisterRequest,

@@ -19,6 +19,7 @@ pub mod openapi;
 pub mod ops;
 pub mod posts;
 pub mod problem;
+pub mod profiles;
 pub mod reports;
 pub mod request_id;
 pub mod shares;
@@ -47,6 +48,7 @@ pub fn api(cfg: &mut web::ServiceConfig) {
             .configure(strikes::routes)
             .configure(labels::routes)
             .configure(shares::routes)
+            .configure(profiles::routes)
             .configure(social::routes)
             .configure(feed::routes)
             .configure(notifications::routes)

@@ -25,7 +25,7 @@ impl Modify for BearerAuth {
         super::accounts::sign_out_session, super::accounts::change_password,
         super::accounts::delete_account,
         super::accounts::me, super::accounts::update_me,
-        super::social::profile, super::social::follow, super::social::unfollow,
+        super::profiles::profile, super::social::follow, super::social::unfollow,
         super::social::block, super::social::unblock, super::social::mute, super::social::unmute,
         super::social::hide, super::social::unhide, super::social::muted, super::social::hidden,
         super::labels::create, super::labels::list, super::labels::update, super::labels::delete,

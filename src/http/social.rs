@@ -6,17 +6,11 @@ use actix_web::{web, HttpResponse};
 use super::extract::{path_id, AuthUser, MaybeAuthUser, PageParams, PageQuery};
 use crate::error::AppError;
 use crate::service::read::responses::Page;
-use crate::service::social::{
-    self, BlockState, FollowState, HideState, Listing, MuteState, Profile,
-};
+use crate::service::social::{self, BlockState, FollowState, HideState, Listing, MuteState};
 use crate::service::Context;
 use crate::store::{FilterKind, UserCard};
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.service(super::resource(
-        "/users/{uid}",
-        [(Method::GET, web::to(profile))],
-    ));
     cfg.service(super::resource(
         "/users/{uid}/follow",
         [
@@ -65,19 +59,6 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         "/users/{uid}/friends",
         [(Method::GET, web::to(friends))],
     ));
-}
-
-#[utoipa::path(get, path = "/api/v1/users/{uid}", tag = "social", params(("uid" = i64, Path, minimum = 1)),
-    responses((status = 200, body = Profile),
-              (status = 404, description = "no such user, or one who blocked the viewer (whom the viewer blocked is found, `blocking`)")),
-    security((), ("bearer" = [])))]
-pub async fn profile(
-    ctx: web::Data<Context>,
-    viewer: MaybeAuthUser,
-    uid: web::Path<String>,
-) -> Result<HttpResponse, AppError> {
-    let uid = path_id(&uid, "user")?;
-    Ok(HttpResponse::Ok().json(social::profile(&ctx, uid, viewer.0).await?))
 }
 
 #[utoipa::path(put, path = "/api/v1/users/{uid}/follow", tag = "social", params(("uid" = i64, Path, minimum = 1)),

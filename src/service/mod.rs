@@ -19,6 +19,7 @@ pub mod moderation;
 pub mod notifications;
 pub mod password_pool;
 pub mod posts;
+pub mod profiles;
 pub mod rate_limits;
 pub mod read;
 pub mod reports;
