@@ -38,7 +38,7 @@ use crate::service::jobs::repair::LiveRepair;
 use crate::service::jobs::shared_tables::{self, SharedCopy};
 use crate::service::read::near_cache::NearCache;
 use crate::service::{accounts, jobs::expiry, jobs::instance_lease, Context};
-use crate::store::embedded::{self, docs::EmbeddedDocs, live::MemoryLive};
+use crate::store::embedded::{self, documents::EmbeddedDocs, live::MemoryLive};
 use crate::store::faults::Faults;
 use crate::store::metered::{count_request_trips, MeteredDocs, MeteredLive, RoundTrips};
 use crate::store::mongo::MongoDocs;

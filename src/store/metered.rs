@@ -501,7 +501,7 @@ metered! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::embedded::{self, docs::EmbeddedDocs, live::MemoryLive};
+    use crate::store::embedded::{self, documents::EmbeddedDocs, live::MemoryLive};
 
     #[tokio::test]
     async fn requests_count_their_round_trips_and_nothing_else() {

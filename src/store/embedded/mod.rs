@@ -4,7 +4,7 @@
 //! with the same ports, behaviours and errors as MongoDB + Redis. The
 //! live state's part in live updates is `event_log`.
 
-pub mod docs;
+pub mod documents;
 pub mod event_log;
 pub mod group_commit;
 pub mod live;

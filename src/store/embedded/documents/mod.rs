@@ -904,6 +904,6 @@ mod tests {
 
     #[test]
     fn the_header_names_every_file_here() {
-        crate::store::assert_header_names_every_file(include_str!("mod.rs"), "embedded/docs");
+        crate::store::assert_header_names_every_file(include_str!("mod.rs"), "embedded/documents");
     }
 }
