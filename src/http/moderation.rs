@@ -162,7 +162,7 @@ pub async fn held_posts(
         (status = 403, description = "a report about the caller: for another moderator; or a ban's appeal overturned by a moderator (an admin's call)"),
         (status = 404, description = "no such item"),
         (status = 409, description = "closed already; or, on an item of held posts, `heldCount` is not how many it holds now (more were held since the moderator looked)"),
-        (status = 422, description = "a dismissal of an item of held posts without `heldCount`, or `heldCount` on another item; `shareWithReporter` without a note to share; `days` missing for `suspend` or given for another action; an action that does not fit the item (removing an account, `overturn` on anything but an appeal, anything but `dismiss` or `overturn` on one)"),
+        (status = 422, description = "an action on an item of held posts without `heldCount`, or `heldCount` on another item; `shareWithReporter` without a note to share; `days` missing for `suspend` or given for another action; an action that does not fit the item (removing an account, `overturn` on anything but an appeal, anything but `dismiss` or `overturn` on one)"),
     ),
     security(("bearer" = [])))]
 pub async fn act(

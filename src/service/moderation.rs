@@ -413,10 +413,13 @@ pub async fn held_posts(
     if case.held.is_none() {
         return Err(AppError::NotFound("held posts"));
     }
-    let mut ids = ctx
+    let mut ids: Vec<i64> = ctx
         .docs
         .held_posts_of_case(case_id, cursor.map(|c| c.0), limit + 1)
-        .await?;
+        .await?
+        .into_iter()
+        .map(|(post, _)| post)
+        .collect();
     // An item opened before every held post was recorded holds its target.
     if ids.is_empty() && cursor.is_none() && case.target.kind == TargetKind::Post {
         ids.push(case.target.id);
@@ -511,10 +514,10 @@ pub struct ActionRequest {
     #[serde(default, deserialize_with = "crate::domain::optional_whole_number")]
     #[schema(minimum = 1, maximum = 365)]
     pub days: Option<i64>,
-    /// On an item of held posts: its `held.count` as the moderator saw it.
-    /// The action covers every post the item holds, so it is refused (409)
-    /// when more were held since; a dismissal, which publishes them all,
-    /// needs it (422 without).
+    /// On an item of held posts: its `held.count` as the moderator saw it,
+    /// which every action on one needs (422 without). The action covers
+    /// every post the item holds, so it is refused (409) when more were
+    /// held since.
     #[serde(default, deserialize_with = "crate::domain::optional_whole_number")]
     #[schema(value_type = Option<i64>, minimum = 1)]
     pub held_count: Option<i64>,
@@ -599,7 +602,7 @@ fn checked_note(act: &ActionRequest) -> AppResult<String> {
 /// The held posts an action on `case` covers: all it holds, which must be
 /// as many as the moderator saw (`held_count`). `None` for an item that
 /// holds none.
-fn held_covered(action: Action, seen: Option<i64>, case: &CaseDoc) -> AppResult<Option<u64>> {
+fn held_covered(seen: Option<i64>, case: &CaseDoc) -> AppResult<Option<u64>> {
     if seen.is_some_and(|n| n < 1) {
         return Err(AppError::invalid("heldCount", "a count of at least 1"));
     }
@@ -613,9 +616,9 @@ fn held_covered(action: Action, seen: Option<i64>, case: &CaseDoc) -> AppResult<
         };
     };
     match seen {
-        None if action == Action::Dismiss => Err(AppError::unprocessable(
+        None => Err(AppError::unprocessable(
             "heldCount",
-            "a dismissal publishes every post the item holds: send heldCount, how many you saw",
+            "an action on an item of held posts covers every post it holds: send heldCount, how many you saw",
         )),
         Some(seen) if u64::try_from(seen).ok() != Some(held.count) => {
             Err(AppError::Conflict(format!(
@@ -730,7 +733,7 @@ async fn close(
         ));
     }
     fits(act.action, &case)?;
-    let held_count = held_covered(act.action, held_seen, &case)?;
+    let held_count = held_covered(held_seen, &case)?;
     authorize(ctx, moderator, &case, act.action).await?;
     let at = now_ms();
     let closing = CaseClosing {
@@ -832,7 +835,9 @@ async fn carry_out(ctx: &Context, case: &CaseDoc) -> AppResult<()> {
     let held = case.held.is_some();
     match closing.action.as_str() {
         "dismiss" if held => {
-            strikes::each_held_post(ctx, case, |post| release_hold(ctx, post)).await
+            let uncovered =
+                strikes::each_held_post(ctx, case, |post| release_hold(ctx, post)).await?;
+            hold_again(ctx, case, uncovered).await
         }
         "dismiss" => Ok(()),
         "overturn" => {
@@ -841,7 +846,9 @@ async fn carry_out(ctx: &Context, case: &CaseDoc) -> AppResult<()> {
         }
         action => {
             if held {
-                strikes::each_held_post(ctx, case, |post| remove_held(ctx, post)).await?;
+                let uncovered =
+                    strikes::each_held_post(ctx, case, |post| remove_held(ctx, post)).await?;
+                hold_again(ctx, case, uncovered).await?;
             }
             let sanction = Sanction {
                 remove: !held && action == Action::RemoveContent.name(),
@@ -884,6 +891,29 @@ pub async fn finish_unfinished(ctx: &Context, grace_ms: i64) -> AppResult<()> {
                 tracing::warn!(error = %e, case_id = case.id, "a closed item's action is still not done")
             }
         }
+    }
+    Ok(())
+}
+
+/// Holds the posts a closed case recorded but its action did not cover in
+/// the author's next item, where a moderator sees them: they were held as
+/// it closed, after the moderator looked.
+async fn hold_again(ctx: &Context, case: &CaseDoc, posts: Vec<i64>) -> AppResult<()> {
+    let Some(by) = &case.held else {
+        return Ok(());
+    };
+    for doc in ctx.docs.posts_by_ids(&posts).await? {
+        if doc.moderation != Some(PostModeration::Held) {
+            continue;
+        }
+        tracing::info!(
+            post = doc.id,
+            case_id = case.id,
+            "a post held as its item closed is held in the next"
+        );
+        ctx.docs.forget_held_post(doc.id).await?;
+        let body = PostBody::from(doc);
+        hold_post(ctx, &body, HeldBy::by(by.filter, by.reason.clone())).await?;
     }
     Ok(())
 }
@@ -946,6 +976,7 @@ pub async fn hold_post(ctx: &Context, body: &PostBody, held: HeldBy) -> AppResul
             case_id: case.id,
             author,
             held_at: now,
+            seq: None,
         };
         let Some(new) = ctx.docs.hold_in_case(&record, &shown).await? else {
             continue;

@@ -247,13 +247,16 @@ pub(super) async fn overturn(ctx: &Context, strike: &StrikeDoc) -> AppResult<()>
 /// posts.
 const HELD_BATCH: usize = 200;
 
-/// Every post a case of held posts covers: its first (the target) and
-/// every one recorded in it, page by page, each given to `each`.
+/// Every post a closed case of held posts covers: its first (the target)
+/// and every one recorded in it up to the count its closing saw
+/// (`CaseClosing::held_count`), page by page, each given to `each`. The
+/// posts recorded past that count (held as it closed, where the store
+/// could not refuse the close) are returned, covered by nothing.
 pub(super) async fn each_held_post<F, Fut>(
     ctx: &Context,
     case: &CaseDoc,
     mut each: F,
-) -> AppResult<()>
+) -> AppResult<Vec<i64>>
 where
     F: FnMut(i64) -> Fut,
     Fut: std::future::Future<Output = AppResult<()>>,
@@ -261,21 +264,27 @@ where
     if case.target.kind == TargetKind::Post {
         each(case.target.id).await?;
     }
+    let seen = case.closing.as_ref().and_then(|c| c.held_count);
+    let mut uncovered = Vec::new();
     let mut after = None;
     loop {
         let page = ctx
             .docs
             .held_posts_of_case(case.id, after, HELD_BATCH)
             .await?;
-        for &post in &page {
-            if post != case.target.id {
-                each(post).await?;
+        for &(post, seq) in &page {
+            if post == case.target.id {
+                continue;
+            }
+            match (seq, seen) {
+                (Some(place), Some(seen)) if place > seen => uncovered.push(post),
+                _ => each(post).await?,
             }
         }
         if page.len() < HELD_BATCH {
-            return Ok(());
+            return Ok(uncovered);
         }
-        after = page.last().copied();
+        after = page.last().map(|(post, _)| *post);
     }
 }
 

@@ -384,7 +384,8 @@ metered! {
         counted fn reports_of_case(case_id: i64, after: Option<i64>, limit: usize) -> Vec<ReportDoc>;
         counted fn reports_by_reporter(reporter: i64, before: Option<i64>, limit: usize) -> Vec<ReportDoc>;
         counted fn hold_in_case(held: &HeldPostDoc, shown: &HeldPost) -> Option<bool>;
-        counted fn held_posts_of_case(case_id: i64, after: Option<i64>, limit: usize) -> Vec<i64>;
+        counted fn held_posts_of_case(case_id: i64, after: Option<i64>, limit: usize) -> Vec<(i64, Option<u64>)>;
+        counted fn forget_held_post(post_id: i64) -> ();
         counted fn close_case(case_id: i64, closing: &CaseClosing) -> Option<CaseDoc>;
         // The sweep that finishes telling, not a request's round trip.
         background fn unfinished_cases(before: i64, limit: usize) -> Vec<i64>;

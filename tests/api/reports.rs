@@ -632,6 +632,7 @@ async fn a_case_of_held_posts_closes_only_as_many_as_were_seen() {
             case_id: opened.id,
             author: 5,
             held_at: 1,
+            seq: None,
         };
         let shown = HeldPost {
             post_id,

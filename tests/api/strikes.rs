@@ -506,7 +506,7 @@ async fn a_held_post_is_its_authors_alone_until_a_moderator_approves_it() {
         &app,
         &m,
         json!({"kind": "post", "id": second}),
-        json!({"action": "warn"}),
+        json!({"action": "warn", "heldCount": 1}),
     )
     .await;
     assert_eq!(s, 200);
@@ -962,11 +962,21 @@ async fn an_authors_held_posts_are_one_item_whose_every_action_covers_them_all()
     let items = queue(&app, &m, "").await;
     assert_eq!(items.len(), 1, "{items:?}");
     assert_eq!(items[0]["held"]["count"], 7);
+    // Removing covers them all too, so it also says how many were seen.
+    let target = json!({"kind": "post", "id": second[0]});
     let (s, v) = act_on(
         &app,
         &m,
-        json!({"kind": "post", "id": second[0]}),
+        target.clone(),
         json!({"action": "remove_content"}),
+    )
+    .await;
+    assert_eq!((s, v["field"].clone()), (422, json!("heldCount")), "{v}");
+    let (s, v) = act_on(
+        &app,
+        &m,
+        target,
+        json!({"action": "remove_content", "heldCount": 7}),
     )
     .await;
     assert_eq!(s, 200, "{v}");

@@ -278,6 +278,14 @@ pub struct HeldPostDoc {
     pub author: i64,
     #[serde(rename = "heldAt")]
     pub held_at: i64,
+    /// Its place in the item's count when it was held (the first is 1):
+    /// an action covers the posts up to the count the moderator saw, so a
+    /// post counted after a close that did not see it (FerretDB applies an
+    /// update without checking its filter again) is not covered. `None`
+    /// where the store records a post and counts it in one write (and on
+    /// records from before it was kept): covered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
 }
 
 /// The newest held posts an item shows once `post` joins them.
@@ -497,14 +505,18 @@ pub trait ModerationDocs: Send + Sync {
     async fn hold_in_case(&self, held: &HeldPostDoc, shown: &HeldPost)
         -> StoreResult<Option<bool>>;
 
-    /// Up to `limit` ids of the posts held in a case, ascending, above
-    /// `after`.
+    /// Up to `limit` posts held in a case, ascending by id, above
+    /// `after`: each with its place in the count (`HeldPostDoc::seq`).
     async fn held_posts_of_case(
         &self,
         case_id: i64,
         after: Option<i64>,
         limit: usize,
-    ) -> StoreResult<Vec<i64>>;
+    ) -> StoreResult<Vec<(i64, Option<u64>)>>;
+
+    /// Forgets that a post is held in its case, so that it can be held in
+    /// another (one an action did not cover).
+    async fn forget_held_post(&self, post_id: i64) -> StoreResult<()>;
 
     /// Closes an open case (and so every report in it), unfinished since
     /// `closing.at`; `None` when it was not open (closed already, or

@@ -245,30 +245,48 @@ impl ModerationDocs for MongoDocs {
         held: &HeldPostDoc,
         shown: &HeldPost,
     ) -> StoreResult<Option<bool>> {
-        if !insert_unless_duplicate(&self.held_posts(), held).await? {
+        let recorded = self
+            .held_posts()
+            .find_one(doc! { "_id": held.post_id })
+            .await
+            .map_err(classify)?;
+        if recorded.is_some() {
             return Ok(Some(false));
         }
-        // Only while the case is open, as `file_report`: a post held as its
-        // case closes is taken back and held in a new case.
+        // Counted first, only while the case is open (as `file_report`: a
+        // post held as its case closes is held in a new case), then
+        // recorded with its place in the count. Recorded first, a close
+        // between the two would find the count it was shown and cover a
+        // record no one saw; counted first, that close misses (its filter
+        // names the count) or, where filters are not checked again, the
+        // record's place is past what it covers.
+        let inc = |n: i64| {
+            doc! { "$inc": { "held.count": n }, "$set": { "reportedAt": held.held_at } }
+        };
         let case = self
             .cases()
             .find_one_and_update(
                 doc! { "_id": held.case_id, "state": state_text(CaseState::Open)? },
-                doc! {
-                    "$inc": { "held.count": 1_i64 },
-                    "$set": { "reportedAt": held.held_at },
-                },
+                inc(1),
             )
             .return_document(mongodb::options::ReturnDocument::After)
             .await
             .map_err(classify)?;
         let Some(case) = case else {
-            self.held_posts()
-                .delete_one(doc! { "_id": held.post_id })
-                .await
-                .map_err(classify)?;
             return Ok(None);
         };
+        let record = HeldPostDoc {
+            seq: case.held.as_ref().map(|h| h.count),
+            ..held.clone()
+        };
+        if !insert_unless_duplicate(&self.held_posts(), &record).await? {
+            // Held twice at once: the other insert counts it.
+            self.cases()
+                .update_one(doc! { "_id": held.case_id }, inc(-1))
+                .await
+                .map_err(classify)?;
+            return Ok(Some(false));
+        }
         // By read and `$set`, as the report briefs: two posts held at once
         // may keep one copy between them; the count and the records stay
         // exact.
@@ -292,21 +310,40 @@ impl ModerationDocs for MongoDocs {
         case_id: i64,
         after: Option<i64>,
         limit: usize,
-    ) -> StoreResult<Vec<i64>> {
+    ) -> StoreResult<Vec<(i64, Option<u64>)>> {
+        #[derive(serde::Deserialize)]
+        struct Placed {
+            #[serde(rename = "_id")]
+            id: i64,
+            #[serde(default)]
+            seq: Option<i64>,
+        }
         let mut filter = doc! { "caseId": case_id };
         if let Some(a) = after {
             filter.insert("_id", doc! { "$gt": a });
         }
         let found = self
             .db
-            .collection::<IdOnly>("held_posts")
+            .collection::<Placed>("held_posts")
             .find(filter)
-            .projection(doc! { "_id": 1 })
+            .projection(doc! { "_id": 1, "seq": 1 })
             .sort(doc! { "_id": 1 })
             .limit(limit as i64)
             .await
             .map_err(classify)?;
-        Ok(collect(found).await?.into_iter().map(|d| d.id).collect())
+        Ok(collect(found)
+            .await?
+            .into_iter()
+            .map(|d| (d.id, d.seq.and_then(|s| u64::try_from(s).ok())))
+            .collect())
+    }
+
+    async fn forget_held_post(&self, post_id: i64) -> StoreResult<()> {
+        self.held_posts()
+            .delete_one(doc! { "_id": post_id })
+            .await
+            .map_err(classify)?;
+        Ok(())
     }
 
     async fn close_case(

@@ -276,13 +276,30 @@ impl ModerationDocs for EmbeddedDocs {
         case_id: i64,
         after: Option<i64>,
         limit: usize,
-    ) -> StoreResult<Vec<i64>> {
+    ) -> StoreResult<Vec<(i64, Option<u64>)>> {
+        // A post is recorded and counted in one transaction here: no
+        // close falls between the two, so every record is covered.
         self.read(move |txn| {
             let table = txn.open_table(HELD_BY_CASE).map_err(other)?;
             Ok(oldest_after(&table, id(case_id), after, limit)?
                 .into_iter()
-                .map(|p| p as i64)
+                .map(|p| (p as i64, None))
                 .collect())
+        })
+        .await
+    }
+
+    async fn forget_held_post(&self, post_id: i64) -> StoreResult<()> {
+        self.write(move |txn| {
+            let mut posts = txn.open_table(HELD_POSTS).map_err(other)?;
+            let case = posts.remove(id(post_id)).map_err(other)?.map(|v| v.value());
+            if let Some(case) = case {
+                txn.open_table(HELD_BY_CASE)
+                    .map_err(other)?
+                    .remove((case, id(post_id)))
+                    .map_err(other)?;
+            }
+            Ok(())
         })
         .await
     }
