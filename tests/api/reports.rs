@@ -589,17 +589,9 @@ async fn a_report_about_a_moderator_is_for_another_moderator() {
     assert_eq!(queue(&app, &other, "").await.len(), 1, "still open");
 }
 
-/// The store's half of "no post is published unseen": a case of held posts
-/// closes only while it holds as many as the moderator saw.
-#[tokio::test]
-async fn a_case_of_held_posts_closes_only_as_many_as_were_seen() {
-    use moments::domain::report::TargetKind;
-    use moments::store::{
-        CaseClosing, CaseDoc, CaseState, HeldBy, HeldPost, HeldPostDoc, ReportTarget, Snapshot,
-    };
-    let app = spawn_app().await;
-    let docs = &app.ctx.docs;
-    let snapshot = Snapshot {
+/// A snapshot of a post by account 5, for the store tests below.
+fn stored_snapshot() -> moments::store::Snapshot {
+    moments::store::Snapshot {
         author: 5,
         author_name: "a".into(),
         text: "t".into(),
@@ -609,7 +601,32 @@ async fn a_case_of_held_posts_closes_only_as_many_as_were_seen() {
         createtime: 0,
         taken_at: 0,
         erased: false,
-    };
+    }
+}
+
+/// A moderator's dismissal, having seen `held_count` held posts.
+fn dismissal(held_count: Option<u64>) -> moments::store::CaseClosing {
+    moments::store::CaseClosing {
+        state: moments::store::CaseState::Dismissed,
+        action: "dismiss".into(),
+        moderator: 3,
+        note: String::new(),
+        shared: None,
+        at: 1,
+        until: None,
+        held_count,
+    }
+}
+
+/// The store's half of "no post is published unseen": a case of held posts
+/// closes only while it holds as many as the moderator saw.
+#[tokio::test]
+async fn a_case_of_held_posts_closes_only_as_many_as_were_seen() {
+    use moments::domain::report::TargetKind;
+    use moments::store::{CaseDoc, CaseState, HeldBy, HeldPost, HeldPostDoc, ReportTarget};
+    let app = spawn_app().await;
+    let docs = &app.ctx.docs;
+    let snapshot = stored_snapshot();
     let opened = docs
         .open_case(&CaseDoc {
             held: Some(HeldBy::by(1, "r".into())),
@@ -645,26 +662,19 @@ async fn a_case_of_held_posts_closes_only_as_many_as_were_seen() {
             Some(true)
         );
     }
-    let closing = |held_count: Option<u64>| CaseClosing {
-        state: CaseState::Dismissed,
-        action: "dismiss".into(),
-        moderator: 3,
-        note: String::new(),
-        shared: None,
-        at: 1,
-        until: None,
-        held_count,
-    };
     for seen in [None, Some(1), Some(3)] {
         assert!(
-            docs.close_case(opened.id, &closing(seen))
+            docs.close_case(opened.id, &dismissal(seen))
                 .await
                 .unwrap()
                 .is_none(),
             "closed having seen {seen:?} of 2"
         );
     }
-    let closed = docs.close_case(opened.id, &closing(Some(2))).await.unwrap();
+    let closed = docs
+        .close_case(opened.id, &dismissal(Some(2)))
+        .await
+        .unwrap();
     assert_eq!(closed.map(|c| c.state), Some(CaseState::Dismissed));
 }
 
@@ -673,24 +683,14 @@ async fn a_case_of_held_posts_closes_only_as_many_as_were_seen() {
 #[tokio::test]
 async fn no_report_is_filed_into_a_closed_case() {
     use moments::domain::report::{ReportCategory, TargetKind};
-    use moments::store::{CaseClosing, CaseDoc, CaseState, ReportDoc, ReportTarget, Snapshot};
+    use moments::store::{CaseDoc, ReportDoc, ReportTarget};
     let app = spawn_app().await;
     let docs = &app.ctx.docs;
     let target = ReportTarget {
         kind: TargetKind::Post,
         id: 77,
     };
-    let snapshot = Snapshot {
-        author: 5,
-        author_name: "a".into(),
-        text: "t".into(),
-        picture_urls: Vec::new(),
-        visibility: None,
-        post_id: None,
-        createtime: 0,
-        taken_at: 0,
-        erased: false,
-    };
+    let snapshot = stored_snapshot();
     let case = |id: i64| CaseDoc::opening(id, target, 5, snapshot.clone(), 0);
     let report = |id: i64, case_id: i64, reporter: i64| ReportDoc {
         id,
@@ -716,16 +716,7 @@ async fn no_report_is_filed_into_a_closed_case() {
         .unwrap()
         .unwrap();
     assert!(new);
-    let closing = CaseClosing {
-        state: CaseState::Dismissed,
-        action: "dismiss".into(),
-        moderator: 3,
-        note: String::new(),
-        shared: None,
-        at: 1,
-        until: None,
-        held_count: None,
-    };
+    let closing = dismissal(None);
     assert!(docs.close_case(first.id, &closing).await.unwrap().is_some());
     assert!(docs.close_case(first.id, &closing).await.unwrap().is_none());
     // Into the closed case: nothing filed, a new one or an update alike.
