@@ -1,6 +1,7 @@
-//! CPU cost of assembling one expanded post from parts already in memory:
-//! the pure `build_post` / `build_comment` in `service::read::assemble`, without
-//! any store round trip.
+//! CPU cost of writing one expanded post from parts already in memory:
+//! `post_json::write_post` (the post read whole for one reader: its
+//! template made and filled), filling a kept template alone, and
+//! `assemble::build_comment`, without any store round trip.
 //!
 //! The post is a realistic "heavy" one: PICTURE with 9 pictures, ~140 Chinese
 //! characters of content, a device mapped through a 500-row device table,
@@ -8,6 +9,8 @@
 //! 30 user cards.
 //!
 //! Run: `cargo bench --bench assemble -- --warm-up-time 1 --measurement-time 3`
+
+#![allow(clippy::expect_used)]
 
 use std::collections::HashMap;
 use std::hint::black_box;
@@ -20,8 +23,9 @@ use moments::domain::post::{Category, Geo};
 use moments::domain::time_text::TzOffset;
 use moments::ids;
 use moments::service::device_names::DeviceNames;
-use moments::service::read::assemble::{build_comment, build_post, PostParts};
-use moments::service::read::snapshot::{CommentParts, LATEST_COMMENTS, LATEST_LIKES};
+use moments::service::read::assemble::build_comment;
+use moments::service::read::post_json::{write_post, ReaderPart};
+use moments::service::read::snapshot::{CommentParts, PostParts, LATEST_COMMENTS, LATEST_LIKES};
 use moments::service::Presentation;
 use moments::store::{CommentDoc, PostBody, PostDoc, ReplyRef, SetView, UserCard};
 
@@ -41,7 +45,7 @@ const COMMENTS: [&str; LATEST_COMMENTS] = [
     "杭州这几天天气确实不错，羡慕",
 ];
 
-/// Everything `build_post` takes, plus the `now` the presentation uses.
+/// Everything `write_post` takes, plus the `now` the presentation uses.
 struct Fixture {
     parts: PostParts,
     cards: HashMap<i64, UserCard>,
@@ -174,55 +178,61 @@ fn presentation(f: &Fixture, lang: Option<Lang>) -> Presentation {
     }
 }
 
+fn reader<'a>(
+    f: &'a Fixture,
+    pres: &'a Presentation,
+    comments_liked: &'a [bool],
+) -> ReaderPart<'a> {
+    ReaderPart {
+        pres,
+        devices: &f.devices,
+        is_author: false,
+        liked: f.parts.likers.probe_score.is_some(),
+        comments_liked,
+    }
+}
+
 fn benches(c: &mut Criterion) {
     let f = fixture();
     let plain = presentation(&f, None);
     let zh = presentation(&f, Some(Lang::Zh));
+    let comments_liked: Vec<bool> = f
+        .parts
+        .comments
+        .iter()
+        .map(|c| c.likers.probe_score.is_some())
+        .collect();
 
     // Sanity: the fixture exercises what it claims to.
-    let sample = build_post(&f.parts, &f.cards, &f.devices, &zh);
-    assert_eq!(sample.device, "一加 6");
-    assert_eq!(sample.picture_urls.len(), 9);
-    assert_eq!(sample.likes.len(), LATEST_LIKES);
-    assert_eq!(sample.comments.len(), LATEST_COMMENTS);
-    assert!(sample.comments.iter().any(|c| c.reply_to.is_some()));
-    assert_eq!(sample.createtime_text.as_deref(), Some("3小时前"));
-    assert!(serde_json::to_vec(&sample).is_ok());
+    let sample: serde_json::Value = serde_json::from_slice(&write_post(
+        &f.parts,
+        &f.cards,
+        &reader(&f, &zh, &comments_liked),
+    ))
+    .expect("an expanded post is JSON");
+    assert_eq!(sample["device"], "一加 6");
+    assert_eq!(sample["pictureUrls"].as_array().map(Vec::len), Some(9));
+    assert_eq!(sample["likes"].as_array().map(Vec::len), Some(LATEST_LIKES));
+    assert_eq!(
+        sample["comments"].as_array().map(Vec::len),
+        Some(LATEST_COMMENTS)
+    );
+    assert_eq!(
+        sample["comments"][1]["replyTo"]["uid"],
+        f.parts.comments[3].doc.author_uid
+    );
+    assert_eq!(sample["createtimeText"], "3小时前");
 
-    let mut g = c.benchmark_group("build_post");
+    let mut g = c.benchmark_group("write_post");
     g.bench_function("zh_no_text", |b| {
-        b.iter(|| {
-            build_post(
-                black_box(&f.parts),
-                black_box(&f.cards),
-                black_box(&f.devices),
-                black_box(&plain),
-            )
-        })
+        let r = reader(&f, &plain, &comments_liked);
+        b.iter(|| write_post(black_box(&f.parts), black_box(&f.cards), black_box(&r)))
     });
     g.bench_function("with_createtime_text", |b| {
-        b.iter(|| {
-            build_post(
-                black_box(&f.parts),
-                black_box(&f.cards),
-                black_box(&f.devices),
-                black_box(&zh),
-            )
-        })
+        let r = reader(&f, &zh, &comments_liked);
+        b.iter(|| write_post(black_box(&f.parts), black_box(&f.cards), black_box(&r)))
     });
     g.finish();
-
-    c.bench_function("build_post_and_serialize", |b| {
-        b.iter(|| {
-            let post = build_post(
-                black_box(&f.parts),
-                black_box(&f.cards),
-                black_box(&f.devices),
-                black_box(&plain),
-            );
-            serde_json::to_vec(&post).map(|v| v.len()).unwrap_or(0)
-        })
-    });
 
     let reply = &f.parts.comments[1];
     c.bench_function("build_comment/reply_with_text", |b| {

@@ -152,7 +152,7 @@ async fn seed(ctx: &moments::service::Context, users: usize, follow: bool) -> Va
     json!({
         "author": { "uid": author, "token": tokens[0] },
         "users": uids.iter().zip(&tokens[1..]).map(|(u, t)| json!({"uid": u, "token": t})).collect::<Vec<_>>(),
-        "post": post.id(),
+        "post": post.id,
     })
 }
 

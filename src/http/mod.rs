@@ -66,11 +66,9 @@ pub fn api(cfg: &mut web::ServiceConfig) {
 pub fn posts_page(
     page: &crate::service::read::responses::Page<crate::service::read::post_json::PostJson>,
 ) -> Result<actix_web::HttpResponse, crate::error::AppError> {
-    let body = crate::service::read::post_json::page_bytes(page)
-        .map_err(|e| crate::error::AppError::Internal(e.into()))?;
     Ok(actix_web::HttpResponse::Ok()
         .content_type("application/json")
-        .body(body))
+        .body(crate::service::read::post_json::page_bytes(page)))
 }
 
 /// One path and the methods it answers; any other method gets 405 with an

@@ -65,10 +65,9 @@ pub async fn get(
 ) -> Result<HttpResponse, AppError> {
     let id = path_id(&id, "post")?;
     let post = posts::get_post(&ctx, id, viewer.0, &pres).await?;
-    let body = post.to_bytes().map_err(|e| AppError::Internal(e.into()))?;
     Ok(HttpResponse::Ok()
         .content_type("application/json")
-        .body(body))
+        .body(post.json))
 }
 
 #[utoipa::path(delete, path = "/api/v1/posts/{id}", tag = "posts", params(("id" = i64, Path, minimum = 1)),

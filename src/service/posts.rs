@@ -287,7 +287,7 @@ pub async fn get_post(
         .await?
         .pop()
         .ok_or(AppError::NotFound("post"))?;
-    if let Some(reader) = viewer.filter(|v| *v != post.author()) {
+    if let Some(reader) = viewer.filter(|v| *v != post.author) {
         ctx.post_views.record(id, reader, pres.now);
     }
     Ok(post)

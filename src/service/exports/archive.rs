@@ -387,12 +387,7 @@ async fn write_files(
             let values: Vec<Value> = page
                 .items
                 .iter()
-                .map(|p| p.to_bytes().map_err(|e| AppError::Internal(e.into())))
-                .map(|b| {
-                    b.and_then(|b| {
-                        serde_json::from_slice(&b).map_err(|e| AppError::Internal(e.into()))
-                    })
-                })
+                .map(|p| serde_json::from_slice(&p.json).map_err(|e| AppError::Internal(e.into())))
                 .collect::<AppResult<_>>()?;
             let named: Vec<i64> = values.iter().flat_map(audience_uids).collect();
             let names = accounts::usernames_of(ctx, &named).await?;

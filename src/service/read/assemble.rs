@@ -9,28 +9,17 @@ use std::sync::Arc;
 
 use super::loader::{from_json, Loaded, Loader};
 use super::paging::Kept;
-use super::post_json::{PostJson, ReaderPart};
-use super::responses::{unknown_user, CommentView, ExpandedPost, LikeView, ReplyToView};
-use super::snapshot::{CommentParts, PostSnapshot, PostTemplate, LATEST_COMMENTS, LATEST_LIKES};
+use super::post_json::{write_post, PostJson, ReaderPart};
+use super::responses::{unknown_user, CommentView, ReplyToView};
+use super::snapshot::{
+    CommentParts, PostParts, PostSnapshot, PostTemplate, LATEST_COMMENTS, LATEST_LIKES,
+};
 use super::visibility::{self, Place, Sight};
 use super::visibility_reads;
 use crate::error::AppResult;
 use crate::hashing::{IdMap, IdSet};
-use crate::ids;
-use crate::service::device_names::DeviceNames;
 use crate::service::{can_see, Context, Presentation, Relations, Viewer};
 use crate::store::{BlobKey, CommentDoc, Owner, PostBody, SetKey, SetRead, SetView, UserCard};
-
-/// Everything one expanded post is made of, already loaded.
-#[derive(Debug, Clone)]
-pub struct PostParts {
-    pub body: PostBody,
-    pub likers: SetView,
-    pub comment_count: u64,
-    pub share_count: u64,
-    pub view_count: u64,
-    pub comments: Vec<CommentParts>,
-}
 
 fn card(cards: &HashMap<i64, UserCard>, uid: i64) -> UserCard {
     cards
@@ -61,57 +50,6 @@ pub fn build_comment(
         like_count: parts.likers.count,
         comment_count: parts.replies.count,
         liked_by_me: parts.likers.probe_score.is_some(),
-    }
-}
-
-/// Pure assembly of one post: no I/O (benchmarked in `benches/`).
-pub fn build_post(
-    parts: &PostParts,
-    cards: &HashMap<i64, UserCard>,
-    devices: &DeviceNames,
-    pres: &Presentation,
-) -> ExpandedPost {
-    let b = &parts.body;
-    ExpandedPost {
-        id: b.id,
-        category: b.category,
-        content: b.content.clone(),
-        createtime: b.createtime,
-        createtime_text: pres.text(b.createtime),
-        device: devices.display(&b.device, pres.device_lang()),
-        device_model: b.device.clone(),
-        geo: b.geo.clone(),
-        visibility: b.visibility,
-        audience: None,
-        moderation: b.moderation,
-        author: card(cards, b.author_uid),
-        picture_urls: b.picture_urls.clone(),
-        like_count: parts.likers.count,
-        comment_count: parts.comment_count,
-        share_count: parts.share_count,
-        view_count: parts.view_count,
-        liked_by_me: parts.likers.probe_score.is_some(),
-        comments: parts
-            .comments
-            .iter()
-            .map(|c| build_comment(c, cards, pres))
-            .collect(),
-        likes: parts
-            .likers
-            .top
-            .iter()
-            .map(|(uid, like_id)| {
-                let at = ids::timestamp_of(*like_id);
-                LikeView {
-                    id: *like_id,
-                    post_id: b.id,
-                    create_time: at,
-                    create_time_text: pres.text(at),
-                    user: card(cards, *uid),
-                }
-            })
-            .collect(),
-        server_time: pres.now,
     }
 }
 
@@ -916,12 +854,12 @@ pub async fn assemble_visible(
                     liked: c.likers.probe_score.is_some(),
                     comments_liked: &comments_liked,
                 };
-                out.push(PostJson::Written {
+                out.push(PostJson {
                     id: c.body.id,
                     author: c.body.author_uid,
                     liked: reader.liked,
                     like_count: snap.likers.count,
-                    json: template.write(snap, &reader),
+                    json: template.write(&snap.body, &reader),
                 });
                 continue;
             }
@@ -1037,10 +975,10 @@ pub async fn assemble_visible(
             });
         }
         likers.top.retain(|(uid, _)| !erased(*uid));
-        let audience = body
-            .audience
-            .clone()
-            .filter(|_| viewer == Some(body.author_uid));
+        let comments_liked: Vec<bool> = comments
+            .iter()
+            .map(|c| c.likers.probe_score.is_some())
+            .collect();
         let parts = PostParts {
             body: body.into_owned(),
             likers,
@@ -1049,10 +987,20 @@ pub async fn assemble_visible(
             view_count,
             comments,
         };
-        out.push(PostJson::Built(Box::new(ExpandedPost {
-            audience,
-            ..build_post(&parts, &cards, &ctx.devices, pres)
-        })));
+        let reader = ReaderPart {
+            pres,
+            devices: &ctx.devices,
+            is_author: viewer == Some(parts.body.author_uid),
+            liked: parts.likers.probe_score.is_some(),
+            comments_liked: &comments_liked,
+        };
+        out.push(PostJson {
+            id: parts.body.id,
+            author: parts.body.author_uid,
+            liked: reader.liked,
+            like_count: parts.likers.count,
+            json: write_post(&parts, &cards, &reader),
+        });
     }
     loader.finish("assemble_posts");
     Ok(Kept {

@@ -6,75 +6,36 @@
 //! clock). Filling the holes is copying text; building the post field by
 //! field and serialising it was most of what a warm page cost.
 //!
-//! The text is exactly what serialising `ExpandedPost` gives (a test
-//! compares them byte for byte), so a client cannot tell which way a post
-//! was made.
+//! It is the only writer of an expanded post: a post read whole for one
+//! reader (`write_post`) is a template made and filled at once. The text is
+//! exactly what serialising `responses::ExpandedPost`, the type OpenAPI
+//! documents, gives (a test compares them byte for byte).
 
 use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::responses::{unknown_user, ExpandedPost, Page, ReplyToView};
-use super::snapshot::{Hole, PostSnapshot, PostTemplate, LATEST_LIKES};
+use super::responses::{unknown_user, Page, ReplyToView};
+use super::snapshot::{Hole, PostParts, PostSnapshot, PostSource, PostTemplate, LATEST_LIKES};
 use crate::ids;
 use crate::service::device_names::DeviceNames;
 use crate::service::Presentation;
-use crate::store::UserCard;
+use crate::store::{PostBody, UserCard};
 
-/// An expanded post as the API sends it.
-pub enum PostJson {
-    Built(Box<ExpandedPost>),
-    /// Written from a template: the post's text, and what callers ask of
-    /// it without reading it.
-    Written {
-        id: i64,
-        author: i64,
-        liked: bool,
-        like_count: u64,
-        json: Vec<u8>,
-    },
+/// An expanded post as the API sends it: its JSON, and what callers ask
+/// of it without reading it.
+pub struct PostJson {
+    pub id: i64,
+    pub author: i64,
+    /// Whether the reader liked it, and how many likes it shows them.
+    pub liked: bool,
+    pub like_count: u64,
+    pub json: Vec<u8>,
 }
 
 impl PostJson {
-    pub fn id(&self) -> i64 {
-        match self {
-            PostJson::Built(p) => p.id,
-            PostJson::Written { id, .. } => *id,
-        }
-    }
-
-    pub fn author(&self) -> i64 {
-        match self {
-            PostJson::Built(p) => p.author.uid,
-            PostJson::Written { author, .. } => *author,
-        }
-    }
-
-    /// Whether the reader liked it, and how many likes it shows them.
     pub fn like_state(&self) -> (bool, u64) {
-        match self {
-            PostJson::Built(p) => (p.liked_by_me, p.like_count),
-            PostJson::Written {
-                liked, like_count, ..
-            } => (*liked, *like_count),
-        }
-    }
-
-    /// Appends the post's JSON to `out`.
-    pub fn write_to(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
-        match self {
-            PostJson::Built(p) => serde_json::to_writer(out, p),
-            PostJson::Written { json, .. } => {
-                out.extend_from_slice(json);
-                Ok(())
-            }
-        }
-    }
-
-    pub fn to_bytes(&self) -> serde_json::Result<Vec<u8>> {
-        let mut out = Vec::with_capacity(2048);
-        self.write_to(&mut out)?;
-        Ok(out)
+        (self.liked, self.like_count)
     }
 }
 
@@ -83,31 +44,28 @@ impl PostJson {
 /// single posts are written with `page_bytes` and `to_bytes` instead.
 impl Serialize for PostJson {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            PostJson::Built(p) => p.serialize(s),
-            PostJson::Written { json, .. } => serde_json::from_slice::<serde_json::Value>(json)
-                .map_err(serde::ser::Error::custom)?
-                .serialize(s),
-        }
+        serde_json::from_slice::<serde_json::Value>(&self.json)
+            .map_err(serde::ser::Error::custom)?
+            .serialize(s)
     }
 }
 
 /// A page of posts as the API sends it: `Page<ExpandedPost>`'s JSON.
-pub fn page_bytes(page: &Page<PostJson>) -> serde_json::Result<Vec<u8>> {
+pub fn page_bytes(page: &Page<PostJson>) -> Vec<u8> {
     let mut out = Vec::with_capacity(1024 + 2048 * page.items.len());
     out.extend_from_slice(b"{\"items\":[");
     for (i, item) in page.items.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        item.write_to(&mut out)?;
+        out.extend_from_slice(&item.json);
     }
     out.extend_from_slice(b"],\"nextCursor\":");
-    serde_json::to_writer(&mut out, &page.next_cursor)?;
+    write_json(&mut out, &page.next_cursor);
     out.extend_from_slice(b",\"serverTime\":");
     write_int(&mut out, page.server_time);
     out.push(b'}');
-    Ok(out)
+    out
 }
 
 /// What one reader's copy of a post needs beyond its template.
@@ -121,11 +79,22 @@ pub struct ReaderPart<'a> {
     pub comments_liked: &'a [bool],
 }
 
+/// A post read whole for one reader, which no snapshot holds (a block or
+/// WeChat's friends rule narrowed it, or it was not kept): its template
+/// made and filled at once. Anyone without a card shows as an unknown user.
+pub fn write_post(
+    parts: &PostParts,
+    cards: &HashMap<i64, UserCard>,
+    reader: &ReaderPart<'_>,
+) -> Vec<u8> {
+    PostTemplate::of(parts.source(), cards, Vec::new()).write(&parts.body, reader)
+}
+
 impl PostTemplate {
     /// The template of a snapshot, with the cards as this request read
     /// them (at these generations), if every person on it has one: an
     /// erased account's part is left out of what is shown, which only a
-    /// built post does.
+    /// post written whole for its reader does.
     pub fn make(
         snap: &PostSnapshot,
         cards: &HashMap<i64, UserCard>,
@@ -136,8 +105,15 @@ impl PostTemplate {
             cards.get(uid)?;
             gens.push((*uid, generation_of(*uid).filter(|g| *g != 0)?));
         }
+        Some(Self::of(snap.source(), cards, gens))
+    }
+
+    /// The one place an expanded post's fields are laid out, in the order
+    /// and with the names `ExpandedPost` serialises (a test holds them to
+    /// it byte for byte).
+    fn of(src: PostSource<'_>, cards: &HashMap<i64, UserCard>, gens: Vec<(i64, u64)>) -> Self {
         let mut t = Writer::default();
-        let b = &snap.body;
+        let b = src.body;
         t.raw(b"{\"id\":");
         t.int(b.id);
         t.raw(b",\"category\":");
@@ -159,22 +135,26 @@ impl PostTemplate {
         t.raw(b",\"visibility\":");
         t.json(&b.visibility);
         t.hole(Hole::Audience);
+        if let Some(moderation) = &b.moderation {
+            t.raw(b",\"moderation\":");
+            t.json(moderation);
+        }
         t.raw(b",\"author\":");
         t.json(&card(cards, b.author_uid));
         t.raw(b",\"pictureUrls\":");
         t.json(&b.picture_urls);
         t.raw(b",\"likeCount\":");
-        t.uint(snap.likers.count);
+        t.uint(src.likers.count);
         t.raw(b",\"commentCount\":");
-        t.uint(snap.comment_ids.count);
+        t.uint(src.comment_count);
         t.raw(b",\"shareCount\":");
-        t.uint(snap.share_count);
+        t.uint(src.share_count);
         t.raw(b",\"viewCount\":");
-        t.uint(snap.view_count);
+        t.uint(src.view_count);
         t.raw(b",\"likedByMe\":");
         t.hole(Hole::LikedByMe);
         t.raw(b",\"comments\":[");
-        for (i, c) in snap.comments.iter().enumerate() {
+        for (i, c) in src.comments.iter().enumerate() {
             let d = &c.doc;
             if i > 0 {
                 t.raw(b",");
@@ -208,7 +188,7 @@ impl PostTemplate {
             t.raw(b"}");
         }
         t.raw(b"],\"likes\":[");
-        for (i, (uid, like_id)) in snap.likers.top.iter().take(LATEST_LIKES).enumerate() {
+        for (i, (uid, like_id)) in src.likers.top.iter().take(LATEST_LIKES).enumerate() {
             if i > 0 {
                 t.raw(b",");
             }
@@ -230,11 +210,11 @@ impl PostTemplate {
         t.raw(b"],\"serverTime\":");
         t.hole(Hole::ServerTime);
         t.raw(b"}");
-        Some(PostTemplate {
+        PostTemplate {
             text: t.text,
             holes: t.holes,
             cards: gens,
-        })
+        }
     }
 
     /// Whether it still shows the cards as they are: each person's
@@ -246,7 +226,7 @@ impl PostTemplate {
     }
 
     /// The post as this reader is sent it.
-    pub fn write(&self, snap: &PostSnapshot, reader: &ReaderPart<'_>) -> Vec<u8> {
+    pub fn write(&self, body: &PostBody, reader: &ReaderPart<'_>) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.text.len() + 64 + 40 * self.holes.len());
         let mut from = 0;
         for (at, hole) in &self.holes {
@@ -266,11 +246,11 @@ impl PostTemplate {
                 Hole::Device => {
                     let name = reader
                         .devices
-                        .display(&snap.body.device, reader.pres.device_lang());
+                        .display(&body.device, reader.pres.device_lang());
                     write_json(&mut out, &name);
                 }
                 Hole::Audience => {
-                    if let (true, Some(audience)) = (reader.is_author, &snap.body.audience) {
+                    if let (true, Some(audience)) = (reader.is_author, &body.audience) {
                         out.extend_from_slice(b",\"audience\":");
                         write_json(&mut out, audience);
                     }
@@ -341,9 +321,67 @@ mod tests {
     use crate::domain::lang::Lang;
     use crate::domain::post::{Audience, Category, Geo, Visibility};
     use crate::domain::time_text::TzOffset;
-    use crate::service::read::assemble::{build_post, PostParts};
+    use crate::service::device_names::DeviceNames;
+    use crate::service::read::assemble::build_comment;
+    use crate::service::read::responses::{ExpandedPost, LikeView};
     use crate::service::read::snapshot::CommentParts;
-    use crate::store::{CommentDoc, PostBody, PostDoc, ReplyRef, SetView};
+    use crate::store::{CommentDoc, PostDoc, PostModeration, ReplyRef, SetView};
+
+    fn card_of(cards: &HashMap<i64, UserCard>, uid: i64) -> UserCard {
+        super::card(cards, uid)
+    }
+
+    /// The post as `ExpandedPost`, field by field: what the written text
+    /// must serialise to, made the plain way.
+    fn build_post(
+        parts: &PostParts,
+        cards: &HashMap<i64, UserCard>,
+        devices: &DeviceNames,
+        pres: &Presentation,
+    ) -> ExpandedPost {
+        let b = &parts.body;
+        ExpandedPost {
+            id: b.id,
+            category: b.category,
+            content: b.content.clone(),
+            createtime: b.createtime,
+            createtime_text: pres.text(b.createtime),
+            device: devices.display(&b.device, pres.device_lang()),
+            device_model: b.device.clone(),
+            geo: b.geo.clone(),
+            visibility: b.visibility,
+            audience: None,
+            moderation: b.moderation,
+            author: card_of(cards, b.author_uid),
+            picture_urls: b.picture_urls.clone(),
+            like_count: parts.likers.count,
+            comment_count: parts.comment_count,
+            share_count: parts.share_count,
+            view_count: parts.view_count,
+            liked_by_me: parts.likers.probe_score.is_some(),
+            comments: parts
+                .comments
+                .iter()
+                .map(|c| build_comment(c, cards, pres))
+                .collect(),
+            likes: parts
+                .likers
+                .top
+                .iter()
+                .map(|(uid, like_id)| {
+                    let at = ids::timestamp_of(*like_id);
+                    LikeView {
+                        id: *like_id,
+                        post_id: b.id,
+                        create_time: at,
+                        create_time_text: pres.text(at),
+                        user: card_of(cards, *uid),
+                    }
+                })
+                .collect(),
+            server_time: pres.now,
+        }
+    }
 
     const HOUR: i64 = 3_600_000;
 
@@ -457,13 +495,9 @@ mod tests {
         }
     }
 
-    /// The post as `assemble` builds it for this reader, serialised.
-    fn built(
-        snap: &PostSnapshot,
-        reader: &ReaderPart<'_>,
-        cards: &HashMap<i64, UserCard>,
-    ) -> Vec<u8> {
-        let parts = PostParts {
+    /// The parts a read that keeps no snapshot would have for this reader.
+    fn parts_of(snap: &PostSnapshot, reader: &ReaderPart<'_>) -> PostParts {
+        PostParts {
             body: snap.body.clone(),
             likers: SetView {
                 probe_score: reader.liked.then_some(1),
@@ -484,16 +518,24 @@ mod tests {
                     ..c.clone()
                 })
                 .collect(),
-        };
+        }
+    }
+
+    /// `ExpandedPost` as serde writes it, built field by field.
+    fn built(
+        parts: &PostParts,
+        reader: &ReaderPart<'_>,
+        cards: &HashMap<i64, UserCard>,
+    ) -> Vec<u8> {
         let post = ExpandedPost {
-            audience: snap.body.audience.clone().filter(|_| reader.is_author),
-            ..build_post(&parts, cards, reader.devices, reader.pres)
+            audience: parts.body.audience.clone().filter(|_| reader.is_author),
+            ..build_post(parts, cards, reader.devices, reader.pres)
         };
         serde_json::to_vec(&post).unwrap()
     }
 
     #[test]
-    fn a_written_post_is_the_built_one_byte_for_byte() {
+    fn a_written_post_is_expanded_post_serialised_byte_for_byte() {
         let devices = DeviceNames::from_rows([(
             "oneplus a6000".to_string(),
             DisplayName {
@@ -522,12 +564,26 @@ mod tests {
                         liked,
                         comments_liked: &comments_liked,
                     };
-                    let written = template.write(&snap, &reader);
-                    let expected = built(&snap, &reader, &cards);
+                    let mut parts = parts_of(&snap, &reader);
+                    let expected = built(&parts, &reader, &cards);
+                    // From a snapshot's template, and written whole.
+                    let from_template = template.write(&snap.body, &reader);
+                    let whole = write_post(&parts, &cards, &reader);
+                    for written in [from_template, whole] {
+                        assert_eq!(
+                            String::from_utf8_lossy(&written),
+                            String::from_utf8_lossy(&expected),
+                            "lang {lang:?}, author {is_author}, liked {liked}"
+                        );
+                    }
+                    // What no snapshot holds: a post a moderator holds, and
+                    // someone without a card.
+                    parts.body.moderation = Some(PostModeration::Held);
+                    let mut without_one = cards.clone();
+                    without_one.remove(&snap.body.author_uid);
                     assert_eq!(
-                        String::from_utf8_lossy(&written),
-                        String::from_utf8_lossy(&expected),
-                        "lang {lang:?}, author {is_author}, liked {liked}"
+                        String::from_utf8_lossy(&write_post(&parts, &without_one, &reader)),
+                        String::from_utf8_lossy(&built(&parts, &reader, &without_one)),
                     );
                 }
             }
@@ -565,18 +621,18 @@ mod tests {
         };
         let written = PostTemplate::make(&snap, &cards, |_| Some(1))
             .unwrap()
-            .write(&snap, &reader);
+            .write(&snap.body, &reader);
         let value: serde_json::Value = serde_json::from_slice(&written).unwrap();
         let page = Page {
             items: vec![
-                PostJson::Written {
+                PostJson {
                     id: snap.body.id,
                     author: snap.body.author_uid,
                     liked: false,
                     like_count: 0,
                     json: written,
                 },
-                PostJson::Written {
+                PostJson {
                     id: 0,
                     author: 0,
                     liked: false,
@@ -587,7 +643,7 @@ mod tests {
             next_cursor: Some("c\"1".into()),
             server_time: 42,
         };
-        let bytes = page_bytes(&page).unwrap();
+        let bytes = page_bytes(&page);
         let expected = serde_json::json!({
             "items": [value, {}],
             "nextCursor": "c\"1",

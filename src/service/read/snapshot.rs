@@ -17,6 +17,48 @@ pub struct CommentParts {
     pub replies: SetView,
 }
 
+/// Everything one expanded post is made of, already loaded and narrowed
+/// to what its reader may see: what a read that keeps no snapshot writes
+/// the post from (`post_json::write_post`).
+#[derive(Debug, Clone)]
+pub struct PostParts {
+    pub body: PostBody,
+    /// The likers shown and the count; `probe_score` says whether the
+    /// reader is one.
+    pub likers: SetView,
+    pub comment_count: u64,
+    pub share_count: u64,
+    pub view_count: u64,
+    /// The latest comments, newest first; each one's `likers.probe_score`
+    /// says whether the reader liked it.
+    pub comments: Vec<CommentParts>,
+}
+
+impl PostParts {
+    pub fn source(&self) -> PostSource<'_> {
+        PostSource {
+            body: &self.body,
+            likers: &self.likers,
+            comment_count: self.comment_count,
+            share_count: self.share_count,
+            view_count: self.view_count,
+            comments: &self.comments,
+        }
+    }
+}
+
+/// What the JSON of an expanded post is written from, borrowed from a
+/// snapshot or from a post's parts: one writer serves both reads.
+#[derive(Debug, Clone, Copy)]
+pub struct PostSource<'a> {
+    pub body: &'a PostBody,
+    pub likers: &'a SetView,
+    pub comment_count: u64,
+    pub share_count: u64,
+    pub view_count: u64,
+    pub comments: &'a [CommentParts],
+}
+
 /// One post's viewer-independent parts as one generation of it has them:
 /// what a page's first two rounds read for it (its body, counts, newest
 /// likers, latest comments with theirs), kept in the near cache so that a
@@ -46,6 +88,17 @@ pub struct PostSnapshot {
 }
 
 impl PostSnapshot {
+    pub fn source(&self) -> PostSource<'_> {
+        PostSource {
+            body: &self.body,
+            likers: &self.likers,
+            comment_count: self.comment_ids.count,
+            share_count: self.share_count,
+            view_count: self.view_count,
+            comments: &self.comments,
+        }
+    }
+
     /// Roughly what it holds in memory, for the near cache's byte bound.
     pub fn bytes(&self) -> usize {
         let b = &self.body;

@@ -67,13 +67,10 @@ pub async fn counts(ctx: &Context, uid: i64, posts: &[i64]) -> AppResult<Vec<Pos
     let expanded = assemble_posts(ctx, posts, Some(uid), &presentation()).await?;
     let mut out = Vec::with_capacity(expanded.len());
     for post in expanded {
-        let json = post
-            .to_bytes()
-            .map_err(|e| crate::error::AppError::Internal(e.into()))?;
-        let c: CountsOf = serde_json::from_slice(&json)
+        let c: CountsOf = serde_json::from_slice(&post.json)
             .map_err(|e| crate::error::AppError::Internal(e.into()))?;
         out.push(PostCounts {
-            post_id: post.id(),
+            post_id: post.id,
             like_count: c.like_count,
             comment_count: c.comment_count,
             share_count: c.share_count,
