@@ -17,12 +17,12 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 
-use moments::domain::device::DisplayName;
+use moments::domain::device_models::DisplayName;
 use moments::domain::lang::Lang;
 use moments::domain::post::{Category, Geo};
 use moments::domain::time_text::TzOffset;
 use moments::ids;
-use moments::service::device_names::DeviceNames;
+use moments::service::device_models::DeviceNames;
 use moments::service::read::assemble::build_comment;
 use moments::service::read::post_json::{write_post, ReaderPart};
 use moments::service::read::snapshot::{CommentParts, PostParts, LATEST_COMMENTS, LATEST_LIKES};

@@ -30,7 +30,7 @@ use tracing::Instrument;
 
 use crate::config::{without_credentials, Settings};
 use crate::http;
-use crate::service::device_names::DeviceNames;
+use crate::service::device_models::DeviceNames;
 use crate::service::feed::fan_out_registry::FanOutRegistry;
 use crate::service::jobs::like_arrays;
 use crate::service::jobs::post_views::PostViews;

@@ -6,7 +6,7 @@ pub mod calendar;
 pub mod comment;
 pub mod content_filter;
 pub mod cursor;
-pub mod device;
+pub mod device_models;
 pub mod instance;
 pub mod label;
 pub mod lang;

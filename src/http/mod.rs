@@ -2,8 +2,8 @@
 //! one service function and shape the response.
 
 pub mod accounts;
-pub mod admin;
 pub mod comments;
+pub mod device_models;
 pub mod exports;
 pub mod extract;
 pub mod favorites;
@@ -13,6 +13,7 @@ pub mod idempotency;
 pub mod imports;
 pub mod labels;
 pub mod likes;
+pub mod live_tools;
 pub mod moderation;
 pub mod notifications;
 pub mod openapi;
@@ -55,7 +56,8 @@ pub fn api(cfg: &mut web::ServiceConfig) {
             .configure(stream::routes)
             .configure(exports::routes)
             .configure(imports::routes)
-            .configure(admin::routes),
+            .configure(device_models::routes)
+            .configure(live_tools::routes),
     )
     .configure(ops::routes)
     .configure(web_client::routes);

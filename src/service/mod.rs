@@ -4,7 +4,7 @@ pub mod accounts;
 pub mod comments;
 pub mod content_filters;
 pub mod credentials;
-pub mod device_names;
+pub mod device_models;
 pub mod erasure;
 pub mod exports;
 pub mod favorites;
@@ -36,7 +36,7 @@ use crate::domain::lang::Lang;
 use crate::domain::time_text::TzOffset;
 use crate::store::metered::RoundTrips;
 use crate::store::{DocStore, LiveStore, StoreError, StoreResult};
-use device_names::DeviceNames;
+use device_models::DeviceNames;
 
 use jobs::repair::LiveRepair;
 pub use read::visibility::{can_see, shows_actor, Relations};

@@ -18,7 +18,7 @@ use serde::Serialize;
 use super::responses::{unknown_user, Page, ReplyToView};
 use super::snapshot::{Hole, PostParts, PostSnapshot, PostSource, PostTemplate, LATEST_LIKES};
 use crate::ids;
-use crate::service::device_names::DeviceNames;
+use crate::service::device_models::DeviceNames;
 use crate::service::Presentation;
 use crate::store::{PostBody, UserCard};
 
@@ -317,11 +317,11 @@ fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::device::DisplayName;
+    use crate::domain::device_models::DisplayName;
     use crate::domain::lang::Lang;
     use crate::domain::post::{Audience, Category, Geo, Visibility};
     use crate::domain::time_text::TzOffset;
-    use crate::service::device_names::DeviceNames;
+    use crate::service::device_models::DeviceNames;
     use crate::service::read::assemble::build_comment;
     use crate::service::read::responses::{ExpandedPost, LikeView};
     use crate::service::read::snapshot::CommentParts;

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::domain::device::DisplayName;
+use crate::domain::device_models::DisplayName;
 use crate::store::StoreResult;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

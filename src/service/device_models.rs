@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::jobs::shared_tables::SharedCopy;
 use super::Context;
-use crate::domain::device::{DeviceKey, DeviceModel, DeviceModelRequest, DisplayName};
+use crate::domain::device_models::{DeviceKey, DeviceModel, DeviceModelRequest, DisplayName};
 use crate::domain::lang::Lang;
 use crate::error::{AppError, AppResult};
 use crate::ids::now_ms;
@@ -160,7 +160,7 @@ pub async fn delete(ctx: &Context, model: &str) -> AppResult<()> {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ImportRow {
-    #[schema(schema_with = crate::domain::device::model_schema)]
+    #[schema(schema_with = crate::domain::device_models::model_schema)]
     model: String,
     #[serde(flatten)]
     #[schema(inline)]
@@ -352,15 +352,15 @@ pub fn csv_import_schema() -> utoipa::openapi::Object {
         r#"[^,"\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"#;
     let model = format!(
         "{VISIBLE}{FIELD}{{0,{}}}",
-        crate::domain::device::MAX_MODEL_CHARS - 1
+        crate::domain::device_models::MAX_MODEL_CHARS - 1
     );
     let name = format!(
         "{VISIBLE}{FIELD}{{0,{}}}",
-        crate::domain::device::MAX_DISPLAY_NAME_CHARS - 1
+        crate::domain::device_models::MAX_DISPLAY_NAME_CHARS - 1
     );
     let brand = format!(
         "{FIELD}{{0,{}}}",
-        crate::domain::device::MAX_DISPLAY_NAME_CHARS
+        crate::domain::device_models::MAX_DISPLAY_NAME_CHARS
     );
     let pattern = format!(
         "^(model,zh,en(\\r?\\n{model},{name},{name})+|model,zh,en,brand(\\r?\\n{model},{name},{name},{brand})+)(\\r?\\n)?$"

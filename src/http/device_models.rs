@@ -1,16 +1,16 @@
-//! The device-model table, for admins.
+//! The device-model table, for admins: each raw model a phone reports
+//! and the names it shows as.
 
 use actix_web::http::Method;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::extract::{parse_json_object, read_body, AdminUser, Body};
-use crate::domain::device::DeviceModelRequest;
+use crate::domain::device_models::DeviceModelRequest;
 use crate::error::AppError;
 use crate::ids::now_ms;
-use crate::service::device_names::{
+use crate::service::device_models::{
     self, DeviceModelView, DeviceModelsPreview, ImportFormat, ImportRow,
 };
-use crate::service::jobs::live_tools::{self, CheckReport, RebuildReport};
 use crate::service::read::responses::Page;
 use crate::service::Context;
 
@@ -20,7 +20,7 @@ use crate::service::Context;
 #[allow(dead_code)] // read by utoipa only: handlers take the segment as a string
 struct ModelPath {
     /// A raw device model as phones report it, any case and spacing.
-    #[param(schema_with = crate::domain::device::model_schema)]
+    #[param(schema_with = crate::domain::device_models::model_schema)]
     model: String,
 }
 
@@ -33,7 +33,7 @@ impl utoipa::PartialSchema for ImportRows {
         utoipa::openapi::ArrayBuilder::new()
             .items(utoipa::openapi::Ref::from_schema_name("ImportRow"))
             .min_items(Some(1))
-            .max_items(Some(device_names::MAX_IMPORT_ROWS))
+            .max_items(Some(device_models::MAX_IMPORT_ROWS))
             .into()
     }
 }
@@ -56,7 +56,7 @@ struct ImportCsv;
 
 impl utoipa::PartialSchema for ImportCsv {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        device_names::csv_import_schema().into()
+        device_models::csv_import_schema().into()
     }
 }
 impl utoipa::ToSchema for ImportCsv {}
@@ -89,36 +89,6 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             (Method::DELETE, web::to(delete)),
         ],
     ));
-    cfg.service(super::resource(
-        "/admin/live/rebuild",
-        [(Method::POST, web::to(rebuild_live))],
-    ));
-    cfg.service(super::resource(
-        "/admin/live/check",
-        [(Method::GET, web::to(check_live))],
-    ));
-}
-
-#[utoipa::path(post, path = "/api/v1/admin/live/rebuild", tag = "admin",
-    responses((status = 200, body = RebuildReport)),
-    security(("bearer" = [])))]
-pub async fn rebuild_live(
-    ctx: web::Data<Context>,
-    _admin: AdminUser,
-) -> Result<HttpResponse, AppError> {
-    let report = live_tools::rebuild_live(ctx.docs.as_ref(), ctx.live.as_ref(), |_| {}).await?;
-    Ok(HttpResponse::Ok().json(report))
-}
-
-#[utoipa::path(get, path = "/api/v1/admin/live/check", tag = "admin",
-    responses((status = 200, body = CheckReport)),
-    security(("bearer" = [])))]
-pub async fn check_live(
-    ctx: web::Data<Context>,
-    _admin: AdminUser,
-) -> Result<HttpResponse, AppError> {
-    let report = live_tools::check_live(ctx.docs.as_ref(), ctx.live.as_ref(), |_| {}).await?;
-    Ok(HttpResponse::Ok().json(report))
 }
 
 #[utoipa::path(get, path = "/api/v1/admin/device-models", tag = "admin",
@@ -126,7 +96,7 @@ pub async fn check_live(
     security(("bearer" = [])))]
 pub async fn list(ctx: web::Data<Context>, _admin: AdminUser) -> Result<HttpResponse, AppError> {
     Ok(HttpResponse::Ok().json(Page {
-        items: device_names::list(&ctx).await?,
+        items: device_models::list(&ctx).await?,
         next_cursor: None,
         server_time: now_ms(),
     }))
@@ -144,7 +114,7 @@ pub async fn upsert(
     Body(body): Body,
 ) -> Result<HttpResponse, AppError> {
     let req: DeviceModelRequest = parse_json_object(&body)?;
-    Ok(HttpResponse::Ok().json(device_names::upsert(&ctx, admin.0, &model, req).await?))
+    Ok(HttpResponse::Ok().json(device_models::upsert(&ctx, admin.0, &model, req).await?))
 }
 
 #[utoipa::path(delete, path = "/api/v1/admin/device-models/{model}", tag = "admin",
@@ -156,7 +126,7 @@ pub async fn delete(
     _admin: AdminUser,
     model: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
-    device_names::delete(&ctx, &model).await?;
+    device_models::delete(&ctx, &model).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -171,7 +141,7 @@ pub async fn import(
     payload: web::Payload,
 ) -> Result<HttpResponse, AppError> {
     let models = read_import(&req, payload).await?;
-    let imported = device_names::import(&ctx, admin.0, models).await?;
+    let imported = device_models::import(&ctx, admin.0, models).await?;
     Ok(HttpResponse::Ok().json(Imported { imported }))
 }
 
@@ -187,17 +157,17 @@ pub async fn preview_import(
     payload: web::Payload,
 ) -> Result<HttpResponse, AppError> {
     let models = read_import(&req, payload).await?;
-    Ok(HttpResponse::Ok().json(device_names::preview_import(&ctx, models).await?))
+    Ok(HttpResponse::Ok().json(device_models::preview_import(&ctx, models).await?))
 }
 
 /// An import's body, parsed whole (JSON or CSV by its Content-Type).
 async fn read_import(
     req: &HttpRequest,
     payload: web::Payload,
-) -> Result<Vec<crate::domain::device::DeviceModel>, AppError> {
+) -> Result<Vec<crate::domain::device_models::DeviceModel>, AppError> {
     // A whole table is bigger than any other body; only an admin may send
     // one, so it is read after the role is checked.
-    let body = read_body(payload, device_names::MAX_IMPORT_BYTES).await?;
+    let body = read_body(payload, device_models::MAX_IMPORT_BYTES).await?;
     let content_type = req
         .headers()
         .get(actix_web::http::header::CONTENT_TYPE)
@@ -214,5 +184,5 @@ async fn read_import(
             "send application/json or text/csv",
         ));
     };
-    device_names::parse_import(&body, format)
+    device_models::parse_import(&body, format)
 }
