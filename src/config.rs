@@ -169,12 +169,12 @@ pub struct Settings {
     /// Authors with more followers are never pushed; their posts are pulled
     /// into followers' timelines at read time.
     pub pulled_author_followers: u64,
-    /// Days a closed queue item keeps its snapshot of what was reported.
+    /// Days a closed case keeps its snapshot of what was reported.
     pub moderation_retention_days: u64,
     /// How often each instance sweeps: resumes what was cut short (fan-outs,
-    /// erasures, closed moderation items) and deletes what expired.
+    /// erasures, closed moderation cases) and deletes what expired.
     pub sweep_ms: u64,
-    /// How often each instance updates the oldest open queue item's gauge.
+    /// How often each instance updates the oldest open case's gauge.
     pub queue_age_ms: u64,
     /// Entries a home timeline keeps in the live store; older pages come
     /// from the documents.
@@ -733,7 +733,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "MOMENTS_MODERATION_RETENTION_DAYS",
         default: DefaultValue::Literal("365"),
         allowed: "a whole number, 1 to 3650",
-        meaning: "days a closed moderation queue item keeps its snapshot of the reported content (erased at once, once closed, when the reported account is deleted)",
+        meaning: "days a closed moderation case keeps its snapshot of the reported content (erased at once, once closed, when the reported account is deleted)",
         echo: Echo::Plain,
         apply: |d, v| {
             d.settings.moderation_retention_days = whole(v, 1, 3650)?;
@@ -744,7 +744,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "MOMENTS_SWEEP_MS",
         default: DefaultValue::Literal("300000"),
         allowed: "a whole number of milliseconds, at least 100",
-        meaning: "how often each instance resumes the fan-outs, account erasures and closed moderation items left unfinished (an item's own request has a minute, or this long if shorter, before the sweep finishes it), deletes what expired and erases snapshots past their retention",
+        meaning: "how often each instance resumes the fan-outs, account erasures and closed moderation cases left unfinished (a case's own request has a minute, or this long if shorter, before the sweep finishes it), deletes what expired and erases snapshots past their retention",
         echo: Echo::Plain,
         apply: |d, v| {
             d.settings.sweep_ms = whole(v, 100, u64::MAX)?;

@@ -241,7 +241,7 @@ fn describe() {
     );
 }
 
-/// How long the oldest open queue item has waited, as of the last look.
+/// How long the oldest open case has waited, as of the last look.
 pub fn oldest_open_report(seconds: f64) {
     gauge!(OLDEST_OPEN_REPORT).set(seconds);
 }

@@ -13,7 +13,7 @@ pub const MAX_RULES: usize = 20;
 /// Rules are numbered from 1; an instance has at most this many.
 pub const MAX_RULE_NUMBER: u32 = 100;
 
-/// What a queue item is about: what was reported, or the strike an
+/// What a case is about: what was reported, or the strike an
 /// appeal is of.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]

@@ -13,8 +13,8 @@ use crate::domain::report::ReportCategory;
 use crate::error::AppError;
 use crate::service::content_filters::{self, ContentFilterView};
 use crate::service::moderation::{
-    self, ActionRequest, AuditEntry, BulkActionRequest, BulkResult, HeldPostNow, QueueFilter,
-    QueueItem, RoleRequest, RoleState,
+    self, ActionRequest, AuditEntry, BulkActionRequest, BulkResult, CaseView, HeldPostNow,
+    QueueFilter, RoleRequest, RoleState,
 };
 use crate::service::read::responses::Page;
 use crate::service::Context;
@@ -31,7 +31,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     ));
     cfg.service(super::resource(
         "/admin/reports/{id}",
-        [(Method::GET, web::to(item))],
+        [(Method::GET, web::to(case))],
     ));
     cfg.service(super::resource(
         "/admin/reports/{id}/held-posts",
@@ -86,14 +86,14 @@ pub struct QueueQuery {
     state: Option<CaseState>,
     #[param(inline)]
     category: Option<ReportCategory>,
-    /// Only items about this account's content or account.
+    /// Only cases about this account's content or account.
     #[param(value_type = Option<i64>, minimum = 1)]
     account: Option<String>,
 }
 
 #[utoipa::path(get, path = "/api/v1/admin/reports", tag = "moderation",
     params(QueueQuery, PageQuery),
-    responses((status = 200, body = Page<QueueItem>, description = "one item per reported target, newest first")),
+    responses((status = 200, body = Page<CaseView>, description = "one case per reported target, newest first")),
     security(("bearer" = [])))]
 pub async fn queue(
     ctx: web::Data<Context>,
@@ -120,28 +120,28 @@ pub async fn queue(
 #[utoipa::path(get, path = "/api/v1/admin/reports/{id}", tag = "moderation",
     params(("id" = i64, Path, minimum = 1), PageQuery),
     responses(
-        (status = 200, body = QueueItem, description = "the item, a page of its reports oldest first (the next page at ?cursor=reportsCursor), and its account's earlier closed items"),
+        (status = 200, body = CaseView, description = "the case, a page of its reports oldest first (the next page at ?cursor=reportsCursor), and its account's earlier closed cases"),
         (status = 403, description = "a report about the caller: for another moderator"),
-        (status = 404, description = "no such item"),
+        (status = 404, description = "no such case"),
     ),
     security(("bearer" = [])))]
-pub async fn item(
+pub async fn case(
     ctx: web::Data<Context>,
     moderator: ModeratorUser,
     id: web::Path<String>,
     page: PageParams,
 ) -> Result<HttpResponse, AppError> {
-    let id = path_id(&id, "queue item")?;
-    let item = moderation::item(&ctx, moderator.0, id, page.cursor, page.limit).await?;
-    Ok(HttpResponse::Ok().json(item))
+    let id = path_id(&id, "case")?;
+    let case = moderation::case(&ctx, moderator.0, id, page.cursor, page.limit).await?;
+    Ok(HttpResponse::Ok().json(case))
 }
 
 #[utoipa::path(get, path = "/api/v1/admin/reports/{id}/held-posts", tag = "moderation",
     params(("id" = i64, Path, minimum = 1), PageQuery),
     responses(
-        (status = 200, body = Page<HeldPostNow>, description = "every post the item holds, oldest first, as it is now: an action on the item covers them all"),
-        (status = 403, description = "an item about the caller: for another moderator"),
-        (status = 404, description = "no such item, or it holds no posts"),
+        (status = 200, body = Page<HeldPostNow>, description = "every post the case holds, oldest first, as it is now: an action on the case covers them all"),
+        (status = 403, description = "a case about the caller: for another moderator"),
+        (status = 404, description = "no such case, or it holds no posts"),
     ),
     security(("bearer" = [])))]
 pub async fn held_posts(
@@ -150,7 +150,7 @@ pub async fn held_posts(
     id: web::Path<String>,
     page: PageParams,
 ) -> Result<HttpResponse, AppError> {
-    let id = path_id(&id, "queue item")?;
+    let id = path_id(&id, "case")?;
     let page = moderation::held_posts(&ctx, moderator.0, id, page.cursor, page.limit).await?;
     Ok(HttpResponse::Ok().json(page))
 }
@@ -158,11 +158,11 @@ pub async fn held_posts(
 #[utoipa::path(post, path = "/api/v1/admin/reports/{id}/actions", tag = "moderation",
     params(("id" = i64, Path, minimum = 1)), request_body = ActionRequest,
     responses(
-        (status = 200, body = QueueItem, description = "closed, with every report in it; each reporter is notified; the struck account too"),
+        (status = 200, body = CaseView, description = "closed, with every report in it; each reporter is notified; the struck account too"),
         (status = 403, description = "a report about the caller: for another moderator; or a ban's appeal overturned by a moderator (an admin's call)"),
-        (status = 404, description = "no such item"),
-        (status = 409, description = "closed already; or, on an item of held posts, `heldCount` is not how many it holds now (more were held since the moderator looked)"),
-        (status = 422, description = "an action on an item of held posts without `heldCount`, or `heldCount` on another item; `shareWithReporter` without a note to share; `days` missing for `suspend` or given for another action; an action that does not fit the item (removing an account, `overturn` on anything but an appeal, anything but `dismiss` or `overturn` on one)"),
+        (status = 404, description = "no such case"),
+        (status = 409, description = "closed already; or, on a case of held posts, `heldCount` is not how many it holds now (more were held since the moderator looked)"),
+        (status = 422, description = "an action on a case of held posts without `heldCount`, or `heldCount` on another case; `shareWithReporter` without a note to share; `days` missing for `suspend` or given for another action; an action that does not fit the case (removing an account, `overturn` on anything but an appeal, anything but `dismiss` or `overturn` on one)"),
     ),
     security(("bearer" = [])))]
 pub async fn act(
@@ -171,13 +171,13 @@ pub async fn act(
     id: web::Path<String>,
     JsonBody(req): JsonBody<ActionRequest>,
 ) -> Result<HttpResponse, AppError> {
-    let id = path_id(&id, "queue item")?;
+    let id = path_id(&id, "case")?;
     Ok(HttpResponse::Ok().json(moderation::act(&ctx, moderator.0, id, &req).await?))
 }
 
 #[utoipa::path(post, path = "/api/v1/admin/reports/actions", tag = "moderation",
     request_body = BulkActionRequest,
-    responses((status = 200, body = Vec<BulkResult>, description = "each item's answer: 200 closed, 403 about the caller, 404 no such item, 409 closed already, 422 the action does not fit it, 503 try again"),
+    responses((status = 200, body = Vec<BulkResult>, description = "each case's answer: 200 closed, 403 about the caller, 404 no such case, 409 closed already, 422 the action does not fit it, 503 try again"),
               (status = 422, description = "`shareWithReporter` without a note to share; `days` missing for `suspend` or given for another action")),
     security(("bearer" = [])))]
 pub async fn act_in_bulk(

@@ -44,7 +44,7 @@ impl Modify for BearerAuth {
         super::shares::share, super::history::history,
         super::reports::file, super::reports::mine, super::strikes::mine, super::strikes::appeal,
         super::strikes::appeal_while_suspended,
-        super::moderation::queue, super::moderation::item, super::moderation::held_posts, super::moderation::act,
+        super::moderation::queue, super::moderation::case, super::moderation::held_posts, super::moderation::act,
         super::moderation::act_in_bulk, super::moderation::set_role, super::moderation::audit_log,
         super::moderation::lift_suspension,
         super::moderation::instance, super::moderation::set_instance,

@@ -3,7 +3,7 @@
 //! comments and likes (taken out of their posts' sets and counts), its
 //! favorites, shares (taken out of their posts' counts), labels, mutes
 //! and hides, its strikes, what it said in its reports, and the snapshots
-//! of what was reported of it (once the queue item is closed), its data
+//! of what was reported of it (once the case is closed), its data
 //! exports and their archives, every follow and block it had (both
 //! sides' sets rebuilt),
 //! and every notification to or by it. Work goes in batches; a request does a

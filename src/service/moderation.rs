@@ -1,7 +1,7 @@
-//! What moderators do with reports: the queue (one item per reported
-//! target, newest first), each item with every report in it, the content
+//! What moderators do with reports: the queue (one case per reported
+//! target, newest first), each case with every report in it, the content
 //! as it was first reported and the account's earlier cases; closing an
-//! item, one or up to 50 at once, which closes every report in it and
+//! case, one or up to 50 at once, which closes every report in it and
 //! tells each reporter (`report_closed`); roles; and the append-only audit
 //! log of every moderator and admin action.
 //!
@@ -29,11 +29,11 @@ use crate::store::{
 
 /// Characters of a moderator's note, and of what the reporters are told.
 pub const MAX_NOTE_CHARS: usize = 1_000;
-/// Queue items one call may close.
+/// Cases one call may close.
 pub const MAX_BULK: usize = 50;
-/// Reports a single item shows per page.
+/// Reports a single case shows per page.
 pub const REPORTS_SHOWN: usize = 50;
-/// Earlier closed cases an item shows of its account.
+/// Earlier closed cases a case shows of its account.
 pub const HISTORY_SHOWN: usize = 20;
 /// Reports closed per store call, and reporters told per batch.
 const CLOSE_BATCH: usize = 500;
@@ -72,7 +72,7 @@ pub async fn set_role(ctx: &Context, admin: i64, uid: i64, role: Role) -> AppRes
     Ok(RoleState { uid, role })
 }
 
-/// A report in a queue item.
+/// A report in a case.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ItemReport {
@@ -86,7 +86,7 @@ pub struct ItemReport {
     pub updated_at: i64,
 }
 
-/// How an item was closed.
+/// How a case was closed.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClosingView {
@@ -110,11 +110,11 @@ pub struct PastCase {
     pub closing: Option<ClosingView>,
 }
 
-/// A strike on the item's account, as the item shows it.
+/// A strike on the case's account, as the case shows it.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PastStrike {
-    /// Also the id of the item that recorded it.
+    /// Also the id of the case that recorded it.
     pub id: i64,
     pub action: String,
     pub target: ReportTarget,
@@ -127,10 +127,11 @@ pub struct PastStrike {
     pub overturned_at: Option<i64>,
 }
 
-/// A queue item: one reported target, every report of it while open.
+/// A case as moderators see it: one reported target (or an author's held
+/// posts, or an appeal), every report of it while open.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct QueueItem {
+pub struct CaseView {
     pub id: i64,
     pub target: ReportTarget,
     pub account: UserCard,
@@ -144,23 +145,23 @@ pub struct QueueItem {
     /// When the latest report came.
     pub reported_at: i64,
     /// In the list, the first 20 reports as filed (their posts and rules
-    /// only on the item itself); on `GET /admin/reports/{id}`, a page of
+    /// only on the case itself); on `GET /admin/reports/{id}`, a page of
     /// them as they stand, continued by `reportsCursor`.
     pub reports: Vec<ItemReport>,
-    /// Set on a single item: its next page of reports is at
+    /// Set on a single case: its next page of reports is at
     /// `?cursor=reportsCursor`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reports_cursor: Option<String>,
-    /// Set on a single item: the account's earlier closed cases, newest
+    /// Set on a single case: the account's earlier closed cases, newest
     /// first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub history: Option<Vec<PastCase>>,
-    /// Set on a single item: the account's strikes, newest first (the
+    /// Set on a single case: the account's strikes, newest first (the
     /// latest 20), overturned ones marked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub strikes: Option<Vec<PastStrike>>,
     pub closing: Option<ClosingView>,
-    /// Set on an item of posts a content filter held: every post of the
+    /// Set on a case of posts a content filter held: every post of the
     /// account held while it is open (`count`; the newest in `posts`).
     /// `dismiss` publishes them all; any other action removes them all.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -181,7 +182,7 @@ fn closing_view(c: &CaseClosing) -> ClosingView {
     }
 }
 
-/// Which items the queue lists.
+/// Which cases the queue lists.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct QueueFilter {
     /// `None`: open ones.
@@ -190,8 +191,8 @@ pub struct QueueFilter {
     pub account: Option<i64>,
 }
 
-/// Queue items, newest first: open ones unless `filter.state` asks for
-/// closed ones, of one category or account if asked. Items about the
+/// Cases, newest first: open ones unless `filter.state` asks for
+/// closed ones, of one category or account if asked. Cases about the
 /// moderator's own content or account are for others to handle.
 pub async fn queue(
     ctx: &Context,
@@ -199,7 +200,7 @@ pub async fn queue(
     filter: QueueFilter,
     cursor: Option<Cursor>,
     limit: usize,
-) -> AppResult<Page<QueueItem>> {
+) -> AppResult<Page<CaseView>> {
     let state = filter.state.unwrap_or(CaseState::Open);
     let open = state == CaseState::Open;
     let (cases, next_cursor) = fill_page(
@@ -216,7 +217,7 @@ pub async fn queue(
         |c| c.id,
     )
     .await?;
-    let items = items(ctx, cases, None).await?;
+    let items = views_of(ctx, cases, None).await?;
     Ok(Page {
         items,
         next_cursor,
@@ -224,14 +225,14 @@ pub async fn queue(
     })
 }
 
-/// Queue items from cases: each with the reports its case keeps a brief
-/// of, or, for a single item, `reports` (a page of the full ones). The
+/// Cases as moderators see them: each with the reports the case keeps a
+/// brief of, or, for a single case, `reports` (a page of the full ones). The
 /// cards of everyone named come in one batched read.
-async fn items(
+async fn views_of(
     ctx: &Context,
     cases: Vec<CaseDoc>,
     reports: Option<Vec<ReportDoc>>,
-) -> AppResult<Vec<QueueItem>> {
+) -> AppResult<Vec<CaseView>> {
     let mut people: Vec<i64> = cases.iter().map(|c| c.account).collect();
     for c in &cases {
         people.extend(c.first_reports.iter().map(|r| r.reporter));
@@ -265,7 +266,7 @@ async fn items(
     let mut full = full;
     Ok(cases
         .into_iter()
-        .map(|c| QueueItem {
+        .map(|c| CaseView {
             id: c.id,
             target: c.target,
             account: card(c.account),
@@ -300,7 +301,7 @@ async fn items(
         .collect())
 }
 
-/// A queue item this moderator may handle: 404 if there is none, 403 if
+/// A case this moderator may handle: 404 if there is none, 403 if
 /// it is about them.
 async fn case_for(ctx: &Context, moderator: i64, case_id: i64) -> AppResult<CaseDoc> {
     let case = ctx
@@ -308,7 +309,7 @@ async fn case_for(ctx: &Context, moderator: i64, case_id: i64) -> AppResult<Case
         .cases_by_ids(&[case_id])
         .await?
         .pop()
-        .ok_or(AppError::NotFound("queue item"))?;
+        .ok_or(AppError::NotFound("case"))?;
     if case.account == moderator {
         return Err(AppError::Forbidden(
             "a report about you is for another moderator",
@@ -317,15 +318,15 @@ async fn case_for(ctx: &Context, moderator: i64, case_id: i64) -> AppResult<Case
     Ok(case)
 }
 
-/// One queue item with a page of its reports (oldest first, after
+/// One case with a page of its reports (oldest first, after
 /// `reports_cursor`) and its account's earlier closed cases.
-pub async fn item(
+pub async fn case(
     ctx: &Context,
     moderator: i64,
     case_id: i64,
     reports_cursor: Option<Cursor>,
     limit: usize,
-) -> AppResult<QueueItem> {
+) -> AppResult<CaseView> {
     let case = case_for(ctx, moderator, case_id).await?;
     let (page, earlier, strikes) = tokio::try_join!(
         async {
@@ -368,11 +369,11 @@ pub async fn item(
             closing: c.closing.as_ref().map(closing_view),
         })
         .collect();
-    let mut one = items(ctx, vec![case], Some(page)).await?;
-    let mut item = one.pop().ok_or(AppError::NotFound("queue item"))?;
-    item.reports_cursor = next.flatten();
-    item.history = Some(history);
-    item.strikes = Some(
+    let mut one = views_of(ctx, vec![case], Some(page)).await?;
+    let mut view = one.pop().ok_or(AppError::NotFound("case"))?;
+    view.reports_cursor = next.flatten();
+    view.history = Some(history);
+    view.strikes = Some(
         strikes
             .into_iter()
             .map(|s| PastStrike {
@@ -387,10 +388,10 @@ pub async fn item(
             })
             .collect(),
     );
-    Ok(item)
+    Ok(view)
 }
 
-/// A post an item holds, as it is now: the item keeps a copy of its newest
+/// A post a case holds, as it is now: the case keeps a copy of its newest
 /// few only (`held.posts`), and an action covers them all.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -399,9 +400,9 @@ pub struct HeldPostNow {
     pub snapshot: Snapshot,
 }
 
-/// Every post an item of held posts holds, oldest first, a page after
+/// Every post a case of held posts holds, oldest first, a page after
 /// `cursor` at a time: what a moderator looks through before an action
-/// that covers them all. 404 for an item that holds none.
+/// that covers them all. 404 for a case that holds none.
 pub async fn held_posts(
     ctx: &Context,
     moderator: i64,
@@ -420,7 +421,7 @@ pub async fn held_posts(
         .into_iter()
         .map(|(post, _)| post)
         .collect();
-    // An item opened before every held post was recorded holds its target.
+    // A case opened before every held post was recorded holds its target.
     if ids.is_empty() && cursor.is_none() && case.target.kind == TargetKind::Post {
         ids.push(case.target.id);
     }
@@ -457,7 +458,7 @@ pub async fn held_posts(
     })
 }
 
-/// What a moderator does with a queue item. Every action but `dismiss`
+/// What a moderator does with a case. Every action but `dismiss`
 /// and `overturn` records a strike on the account (`service::strikes`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -514,9 +515,9 @@ pub struct ActionRequest {
     #[serde(default, deserialize_with = "crate::domain::optional_whole_number")]
     #[schema(minimum = 1, maximum = 365)]
     pub days: Option<i64>,
-    /// On an item of held posts: its `held.count` as the moderator saw it,
+    /// On a case of held posts: its `held.count` as the moderator saw it,
     /// which every action on one needs (422 without). The action covers
-    /// every post the item holds, so it is refused (409) when more were
+    /// every post the case holds, so it is refused (409) when more were
     /// held since.
     #[serde(default, deserialize_with = "crate::domain::optional_whole_number")]
     #[schema(value_type = Option<i64>, minimum = 1)]
@@ -526,13 +527,13 @@ pub struct ActionRequest {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BulkActionRequest {
-    /// 1 to 50 queue items.
+    /// 1 to 50 cases.
     #[serde(deserialize_with = "crate::domain::id_list")]
     #[schema(value_type = Vec<i64>, min_items = 1, max_items = 50)]
     pub ids: Vec<i64>,
     #[serde(flatten)]
     pub act: ActionRequest,
-    /// For each item of held posts among `ids`, its `held.count` as the
+    /// For each case of held posts among `ids`, its `held.count` as the
     /// moderator saw it (`heldCount` of a single action; that field is
     /// refused here).
     #[serde(default)]
@@ -540,7 +541,7 @@ pub struct BulkActionRequest {
     pub held_counts: Vec<HeldCount>,
 }
 
-/// An item of held posts and how many it held when the moderator looked.
+/// A case of held posts and how many it held when the moderator looked.
 #[derive(Debug, Clone, Copy, Deserialize, utoipa::ToSchema)]
 pub struct HeldCount {
     #[serde(deserialize_with = "crate::domain::whole_number_field")]
@@ -551,14 +552,14 @@ pub struct HeldCount {
     pub count: i64,
 }
 
-/// One item's answer to a bulk action.
+/// One case's answer to a bulk action.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BulkResult {
     pub id: i64,
     /// 200 closed, 403 a report about the caller (or a ban's appeal, for
-    /// a moderator), 404 no such item, 409 closed already, 422 the action
-    /// does not fit the item, 503 a store did not answer (try it again).
+    /// a moderator), 404 no such case, 409 closed already, 422 the action
+    /// does not fit the case, 503 a store did not answer (try it again).
     pub status: u16,
 }
 
@@ -600,7 +601,7 @@ fn checked_note(act: &ActionRequest) -> AppResult<String> {
 }
 
 /// The held posts an action on `case` covers: all it holds, which must be
-/// as many as the moderator saw (`held_count`). `None` for an item that
+/// as many as the moderator saw (`held_count`). `None` for a case that
 /// holds none.
 fn held_covered(seen: Option<i64>, case: &CaseDoc) -> AppResult<Option<u64>> {
     if seen.is_some_and(|n| n < 1) {
@@ -610,7 +611,7 @@ fn held_covered(seen: Option<i64>, case: &CaseDoc) -> AppResult<Option<u64>> {
         return match seen {
             Some(_) => Err(AppError::unprocessable(
                 "heldCount",
-                "only an item of held posts has a count of them",
+                "only a case of held posts has a count of them",
             )),
             None => Ok(None),
         };
@@ -618,11 +619,11 @@ fn held_covered(seen: Option<i64>, case: &CaseDoc) -> AppResult<Option<u64>> {
     match seen {
         None => Err(AppError::unprocessable(
             "heldCount",
-            "an action on an item of held posts covers every post it holds: send heldCount, how many you saw",
+            "an action on a case of held posts covers every post it holds: send heldCount, how many you saw",
         )),
         Some(seen) if u64::try_from(seen).ok() != Some(held.count) => {
             Err(AppError::Conflict(format!(
-                "the item holds {} posts now, not {seen}: look at it again",
+                "the case holds {} posts now, not {seen}: look at it again",
                 held.count
             )))
         }
@@ -630,7 +631,7 @@ fn held_covered(seen: Option<i64>, case: &CaseDoc) -> AppResult<Option<u64>> {
     }
 }
 
-/// 422 when the action does not fit the item: removing an account, or
+/// 422 when the action does not fit the case: removing an account, or
 /// anything but `dismiss` and `overturn` on an appeal, and `overturn` on
 /// anything else.
 fn fits(action: Action, case: &CaseDoc) -> AppResult<()> {
@@ -651,47 +652,44 @@ fn fits(action: Action, case: &CaseDoc) -> AppResult<()> {
     }
 }
 
-/// Closes one queue item: every report in it, the reporters told.
+/// Closes one case: every report in it, the reporters told.
 #[tracing::instrument(skip(ctx, act))]
 pub async fn act(
     ctx: &Context,
     moderator: i64,
     case_id: i64,
     act: &ActionRequest,
-) -> AppResult<QueueItem> {
+) -> AppResult<CaseView> {
     let note = checked_note(act)?;
     close(ctx, moderator, case_id, act, act.held_count, &note).await?;
-    item(ctx, moderator, case_id, None, REPORTS_SHOWN).await
+    case(ctx, moderator, case_id, None, REPORTS_SHOWN).await
 }
 
-/// Closes up to 50 items alike, each answered on its own.
+/// Closes up to 50 cases alike, each answered on its own.
 pub async fn act_in_bulk(
     ctx: &Context,
     moderator: i64,
     req: &BulkActionRequest,
 ) -> AppResult<Vec<BulkResult>> {
     if req.ids.is_empty() || req.ids.len() > MAX_BULK {
-        return Err(AppError::invalid(
-            "ids",
-            format!("1 to {MAX_BULK} queue items"),
-        ));
+        return Err(AppError::invalid("ids", format!("1 to {MAX_BULK} cases")));
     }
     if req.held_counts.len() > MAX_BULK {
         return Err(AppError::invalid(
             "heldCounts",
-            format!("at most {MAX_BULK}, one per item"),
+            format!("at most {MAX_BULK}, one per case"),
         ));
     }
     if let Some(i) = req.held_counts.iter().position(|h| h.id < 1 || h.count < 1) {
         return Err(AppError::invalid(
             format!("heldCounts[{i}]"),
-            "an item's id and a count of at least 1",
+            "a case's id and a count of at least 1",
         ));
     }
     if req.act.held_count.is_some() {
         return Err(AppError::unprocessable(
             "heldCount",
-            "in a bulk action each item's count is in heldCounts",
+            "in a bulk action each case's count is in heldCounts",
         ));
     }
     let note = checked_note(&req.act)?;
@@ -709,7 +707,7 @@ pub async fn act_in_bulk(
             Err(AppError::Unprocessable { .. }) => 422,
             // Those before it are closed: say which were not, and why.
             Err(e) => {
-                tracing::warn!(error = %e, id, "a bulk action could not close an item");
+                tracing::warn!(error = %e, id, "a bulk action could not close a case");
                 503
             }
         };
@@ -728,9 +726,7 @@ async fn close(
 ) -> AppResult<()> {
     let case = case_for(ctx, moderator, case_id).await?;
     if case.state != CaseState::Open {
-        return Err(AppError::Conflict(
-            "this queue item is closed already".into(),
-        ));
+        return Err(AppError::Conflict("this case is closed already".into()));
     }
     fits(act.action, &case)?;
     let held_count = held_covered(held_seen, &case)?;
@@ -753,9 +749,9 @@ async fn close(
             _ => None,
         },
     };
-    // The item is claimed first, in one write that only an open item takes:
+    // The case is claimed first, in one write that only an open case takes:
     // of two moderators acting at once, one acts and the other is told 409,
-    // and what the item says was done is what is done. The effects follow,
+    // and what the case says was done is what is done. The effects follow,
     // each safe to repeat; any a failure leaves undone, the sweep finishes
     // (`finish_unfinished`) from what the closing recorded.
     // The store closes it only while it holds `held_count` posts, so that
@@ -763,7 +759,7 @@ async fn close(
     // an action no one took on it.
     let Some(closed) = ctx.docs.close_case(case.id, &closing).await? else {
         return Err(AppError::Conflict(
-            "this queue item is closed already, or holds posts held since: look at it again".into(),
+            "this case is closed already, or holds posts held since: look at it again".into(),
         ));
     };
     audit(
@@ -816,7 +812,7 @@ async fn carry_out(ctx: &Context, case: &CaseDoc) -> AppResult<()> {
     let Some(closing) = &case.closing else {
         return Ok(());
     };
-    // A deleted account's content stayed in the item only while it was
+    // A deleted account's content stayed in the case only while it was
     // open; nothing is done to an account that is gone.
     let account_gone = ctx
         .docs
@@ -831,7 +827,7 @@ async fn carry_out(ctx: &Context, case: &CaseDoc) -> AppResult<()> {
         return Ok(());
     }
     // Content a filter held is published by a dismissal, and removed by
-    // any action that finds fault: all of it, not only what the item shows.
+    // any action that finds fault: all of it, not only what the case shows.
     let held = case.held.is_some();
     match closing.action.as_str() {
         "dismiss" if held => {
@@ -872,7 +868,7 @@ async fn tell_everyone(ctx: &Context, case: &CaseDoc) {
     }
 }
 
-/// How long a closed item's own request has to finish it before the sweep
+/// How long a closed case's own request has to finish it before the sweep
 /// does.
 pub const FINISH_GRACE_MS: i64 = 60_000;
 
@@ -888,7 +884,7 @@ pub async fn finish_unfinished(ctx: &Context, grace_ms: i64) -> AppResult<()> {
         match carry_out(ctx, &case).await {
             Ok(()) => tell_everyone(ctx, &case).await,
             Err(e) => {
-                tracing::warn!(error = %e, case_id = case.id, "a closed item's action is still not done")
+                tracing::warn!(error = %e, case_id = case.id, "a closed case's action is still not done")
             }
         }
     }
@@ -896,7 +892,7 @@ pub async fn finish_unfinished(ctx: &Context, grace_ms: i64) -> AppResult<()> {
 }
 
 /// Holds the posts a closed case recorded but its action did not cover in
-/// the author's next item, where a moderator sees them: they were held as
+/// the author's next case, where a moderator sees them: they were held as
 /// it closed, after the moderator looked.
 async fn hold_again(ctx: &Context, case: &CaseDoc, posts: Vec<i64>) -> AppResult<()> {
     let Some(by) = &case.held else {
@@ -909,7 +905,7 @@ async fn hold_again(ctx: &Context, case: &CaseDoc, posts: Vec<i64>) -> AppResult
         tracing::info!(
             post = doc.id,
             case_id = case.id,
-            "a post held as its item closed is held in the next"
+            "a post held as its case closed is held in the next"
         );
         ctx.docs.forget_held_post(doc.id).await?;
         let body = PostBody::from(doc);
@@ -933,10 +929,10 @@ async fn release_hold(ctx: &Context, post_id: i64) -> AppResult<()> {
 }
 
 /// Puts a post that a `hold` filter matched in the queue (it is stored
-/// already, held: its author's alone): in its author's one open item of
+/// already, held: its author's alone): in its author's one open case of
 /// held posts, so that however many a filter holds, the staff see one
-/// item and are told once, when it opens. Safe to repeat: a post is held
-/// in one item.
+/// case and are told once, when it opens. Safe to repeat: a post is held
+/// in one case.
 pub async fn hold_post(ctx: &Context, body: &PostBody, held: HeldBy) -> AppResult<()> {
     let now = now_ms();
     let mut snapshot = super::reports::post_snapshot(body, now);
@@ -952,8 +948,8 @@ pub async fn hold_post(ctx: &Context, body: &PostBody, held: HeldBy) -> AppResul
         reason: held.reason.clone(),
         snapshot: snapshot.clone(),
     };
-    // An item can close between being found open and the post landing in
-    // it; the post is then held in the author's next item, as a report is.
+    // A case can close between being found open and the post landing in
+    // it; the post is then held in the author's next case, as a report is.
     for _ in 0..3 {
         let tried = std::sync::Mutex::new(Vec::new());
         let case = with_fresh_id(|id| {
@@ -991,7 +987,7 @@ pub async fn hold_post(ctx: &Context, body: &PostBody, held: HeldBy) -> AppResul
         return Ok(());
     }
     Err(AppError::Overloaded(
-        "the author's item of held posts closed as posts were held",
+        "the author's case of held posts closed as posts were held",
     ))
 }
 

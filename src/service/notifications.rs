@@ -112,7 +112,7 @@ pub struct NotificationView {
     /// The closed report, for `report_closed` (`GET /me/reports` has it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub report_id: Option<i64>,
-    /// The queue item, for `report_opened` (`GET /admin/reports/{id}`).
+    /// The case, for `report_opened` (`GET /admin/reports/{id}`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub case_id: Option<i64>,
     /// The strike, for `strike` and `appeal_closed` (`GET /me/strikes`).

@@ -2,7 +2,7 @@
 //! account. Only what the reporter may see can be reported (anything else
 //! answers as if it did not exist), never oneself, within a daily budget
 //! (`MOMENTS_RATE_REPORTS`). Reports of one target are grouped into one
-//! queue item ("case") while it is open, which keeps a snapshot of the
+//! moderation case while it is open, which keeps a snapshot of the
 //! content as it was first reported (`moderation`). Reporting the same
 //! target again while the report is open updates it.
 

@@ -1,5 +1,5 @@
 //! The staff: who moderates (moderators and admins) and the role checks,
-//! telling them of a new queue item, and the append-only audit log of what
+//! telling them of a new case, and the append-only audit log of what
 //! they do. Below every use case that checks a role, tells the staff or
 //! records an action (moderation, strikes, reports, content filters, the
 //! instance's rules).
@@ -91,7 +91,7 @@ pub async fn require_admin(ctx: &Context, uid: i64) -> AppResult<()> {
     }
 }
 
-/// At most this many moderators and admins are told of a new queue item.
+/// At most this many moderators and admins are told of a new case.
 const STAFF_TOLD: usize = 100;
 
 /// A `report_opened` to each moderator and admin, but the reported

@@ -3,7 +3,7 @@
 //! again.
 //!
 //! Every action but `dismiss` records a strike on the account, one per
-//! queue item (its id is the item's, so a retried action records it once),
+//! case (its id is the case's, so a retried action records it once),
 //! and tells the account (`strike`):
 //! - `remove_content`: a post becomes its author's alone, marked
 //!   `moderation: "removed"`; a comment is deleted (its author keeps the
@@ -16,7 +16,7 @@
 //!   finds it whole, so nothing needs undoing.
 //!
 //! The account sees its strikes (`GET /me/strikes`) and may appeal each
-//! once within 20 days of it. An appeal is a queue item of its own:
+//! once within 20 days of it. An appeal is a case of its own:
 //! dismissing it keeps the strike; `overturn` withdraws it, restoring a
 //! removed post and lifting a suspension the strike alone held (only an
 //! admin overturns a ban). An admin may also lift a suspension or ban
@@ -214,7 +214,7 @@ pub(super) async fn overturn(ctx: &Context, strike: &StrikeDoc) -> AppResult<()>
         .pop()
         .filter(|c| c.held.is_some());
     if let Some(case) = &held {
-        // Every post of an item of held posts was removed with it.
+        // Every post of a case of held posts was removed with it.
         each_held_post(ctx, case, |post| restore_removed(ctx, post)).await?;
     } else if strike.action == "remove_content" && strike.target.kind == TargetKind::Post {
         set_post_moderation(ctx, strike.target.id, None).await?;
@@ -243,7 +243,7 @@ pub(super) async fn overturn(ctx: &Context, strike: &StrikeDoc) -> AppResult<()>
     Ok(())
 }
 
-/// Posts read per store call when an action goes over an item's held
+/// Posts read per store call when an action goes over a case's held
 /// posts.
 const HELD_BATCH: usize = 200;
 
@@ -303,7 +303,7 @@ async fn restore_removed(ctx: &Context, post_id: i64) -> AppResult<()> {
 }
 
 /// Until when the account's suspensions other than `overturned`'s hold it
-/// (0: none): its standing strikes, and the items closed with a suspension
+/// (0: none): its standing strikes, and the cases closed with a suspension
 /// or ban whose strike is not written yet. The closing is what decides a
 /// suspension (its strike is recorded only after its effects), so an
 /// overturn racing one reads it there and does not cut it short.
@@ -349,7 +349,7 @@ pub async fn holding_strike(ctx: &Context, uid: i64) -> Option<i64> {
         .map(|s| s.id)
 }
 
-/// The strike an appeal item is about.
+/// The strike an appeal case is about.
 pub(super) async fn appealed_strike(ctx: &Context, case: &CaseDoc) -> AppResult<StrikeDoc> {
     let id = case
         .appeal
@@ -431,7 +431,7 @@ pub struct StrikeView {
 }
 
 /// Strikes as their account sees them: one batched read of the appeals'
-/// items to tell where each stands.
+/// cases to tell where each stands.
 async fn views(ctx: &Context, strikes: Vec<StrikeDoc>) -> AppResult<Vec<StrikeView>> {
     let case_ids: Vec<i64> = strikes
         .iter()
@@ -591,8 +591,8 @@ pub async fn appeal(
         action: strike.action.clone(),
         at: now,
     };
-    // The item first, then the mark on the strike: a failure between
-    // leaves an item that a retry finds (one open item per strike), never
+    // The case first, then the mark on the strike: a failure between
+    // leaves a case that a retry finds (one open case per strike), never
     // a strike marked appealed with nothing in the queue.
     let case = with_fresh_id(|id| {
         let target = ReportTarget {

@@ -36,7 +36,7 @@ pub(crate) async fn queue(app: &TestApp, who: &User, query: &str) -> Vec<Value> 
 }
 
 #[tokio::test]
-async fn reports_of_one_target_are_one_queue_item_with_every_reporter() {
+async fn reports_of_one_target_are_one_case_with_every_reporter() {
     let app = spawn_app().await;
     let author = app.user("rpauthor").await;
     let (a, b) = (app.user("rpa").await, app.user("rpb").await);
@@ -739,7 +739,7 @@ async fn no_report_is_filed_into_a_closed_case() {
 }
 
 #[tokio::test]
-async fn moderators_are_told_of_a_new_queue_item_once() {
+async fn moderators_are_told_of_a_new_case_once() {
     let app = spawn_app().await;
     let m = moderator(&app, "tdmod").await;
     // The first reporter and the reported account are moderators too, so

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::helpers::{assert_problem, follow, spawn_app, wait_until, whole_feed, TestApp, User};
 use crate::reports::{moderator, queue, report};
 
-/// Closes the one open queue item about `target` with `body`.
+/// Closes the one open case about `target` with `body`.
 pub(crate) async fn act_on(app: &TestApp, m: &User, target: Value, body: Value) -> (u16, Value) {
     let items = queue(app, m, "").await;
     let item = items
@@ -327,7 +327,7 @@ async fn a_suspended_account_cannot_sign_in_and_its_content_is_gone_until_lifted
 }
 
 #[tokio::test]
-async fn an_appeal_is_a_queue_item_and_overturning_it_withdraws_the_strike() {
+async fn an_appeal_is_a_case_and_overturning_it_withdraws_the_strike() {
     let app = spawn_app().await;
     let author = app.user("apauthor").await;
     let reader = app.user("apreader").await;
@@ -1101,7 +1101,7 @@ async fn an_overturn_racing_a_suspensions_strike_leaves_that_suspension_whole() 
 }
 
 #[tokio::test]
-async fn of_two_moderators_closing_one_item_at_once_one_closes_it() {
+async fn of_two_moderators_closing_one_case_at_once_one_closes_it() {
     let app = spawn_app().await;
     let author = app.user("twauthor").await;
     let reader = app.user("twreader").await;

@@ -695,7 +695,7 @@ step('markup in names, posts and comments is shown as text, never run', async ()
 // Reporting and moderation. 赵六 follows 王五 and reports his comment, his
 // account and his post; the admin makes 李四 a moderator, who works the
 // queue: removes the post, overturns the strike on appeal, holds a term,
-// dismisses two items at once and suspends the account.
+// dismisses two cases at once and suspends the account.
 const ZHAO = { username: `zhaoliu_${RUN}`, nick: '赵六' };
 const RULES = ['友善待人', '不发广告'];
 const AD_TEXT = '限时特价，私信我下单';
@@ -705,7 +705,7 @@ const APPEAL = '这是我自己做的东西，不是广告';
 const SUSPENSION_APPEAL = '那些私信是老客户问的，不是骚扰';
 const HOLD_TERM = '代购';
 const HELD_TEXT = '代购名牌包，需要的私信';
-// A second held post of the same author joins the first's item.
+// A second held post of the same author joins the first's case.
 const HELD_AGAIN = '代购手表，也私信';
 let wangUid = 0;
 let adPostId = 0;
@@ -751,12 +751,12 @@ async function albumTexts(uid) {
 }
 
 /**
- * The moderation queue item shown on `page` of this kind holding this text.
+ * The moderation case shown on `page` of this kind holding this text.
  * @param {import('playwright-core').Page} page
  * @param {'post' | 'comment' | 'user' | 'appeal'} kind
  * @param {string} text
  */
-function queueItem(page, kind, text) {
+function caseIn(page, kind, text) {
   return page.getByRole('list', { name: '举报队列' }).locator(`.queue-item[data-kind="${kind}"]`).filter({ hasText: text });
 }
 
@@ -879,7 +879,7 @@ step('an admin makes someone a moderator; they get the queue but not the admin t
 });
 
 step('the moderator reads the reported post in the queue and removes it with a shared note', async () => {
-  const item = queueItem(li, 'post', AD_TEXT);
+  const item = caseIn(li, 'post', AD_TEXT);
   await item.locator('.queue-account').getByRole('link', { name: WANG.nick }).waitFor();
   await item.getByText('1 人投诉').waitFor();
   await item.locator('.categories').getByText('垃圾广告').waitFor();
@@ -967,10 +967,10 @@ step('the author sees the post removed, the strike on the Me page, and appeals i
 step('the moderator finds the appeal in the queue and overturns the strike', async () => {
   await visit(li, '/admin');
   await onPage(li, '管理后台');
-  const item = queueItem(li, 'appeal', APPEAL);
+  const item = caseIn(li, 'appeal', APPEAL);
   await item.getByText('对“移除内容”的申诉：').waitFor();
   assert.equal(await item.locator('.snapshot-text').innerText(), AD_TEXT);
-  // The item's detail lists the account's strikes: the removal, appealed
+  // The case's detail lists the account's strikes: the removal, appealed
   // and not (yet) withdrawn.
   await item.getByRole('button', { name: '全部投诉与账号记录' }).click();
   const strikes = item.locator('.queue-detail').getByRole('list', { name: '这个账号的违规记录' });
@@ -1042,11 +1042,11 @@ step('a moderator adds a hold filter; a post with its term waits for review', as
 step('a bulk dismiss closes two items at once, and publishes the held post', async () => {
   await visit(li, '/admin');
   await onPage(li, '管理后台');
-  const held = queueItem(li, 'post', HELD_TEXT);
-  // One item for both of the author's held posts, the newest listed.
+  const held = caseIn(li, 'post', HELD_TEXT);
+  // One case for both of the author's held posts, the newest listed.
   await held.getByText('被过滤词暂扣的 2 条动态（第一条：疑似代购广告）。驳回即全部发布，其他处理全部移除。').waitFor();
   await held.getByRole('list', { name: '最新暂扣的动态' }).getByText(HELD_AGAIN).waitFor();
-  const comment = queueItem(li, 'comment', AD_COMMENT);
+  const comment = caseIn(li, 'comment', AD_COMMENT);
   await held.getByRole('checkbox').check();
   await comment.getByRole('checkbox').check();
   const queue = li.getByRole('region', { name: '举报队列' });
@@ -1060,12 +1060,12 @@ step('a bulk dismiss closes two items at once, and publishes the held post', asy
   await held.waitFor({ state: 'detached' });
   await comment.waitFor({ state: 'detached' });
   // The account's report is still open.
-  await queueItem(li, 'user', '一直私信推销').waitFor();
+  await caseIn(li, 'user', '一直私信推销').waitFor();
 
   await queue.getByLabel('状态').selectOption({ label: '已驳回' });
   await held.getByText('已处理：驳回').waitFor();
   await comment.getByText('已处理：驳回').waitFor();
-  assert.equal(await queueItem(li, 'user', '一直私信推销').count(), 0);
+  assert.equal(await caseIn(li, 'user', '一直私信推销').count(), 0);
 
   await visit(wang, `/post/${heldPostId}`);
   await onPage(wang, '详情');
@@ -1084,7 +1084,7 @@ step('a suspended account is told why at sign-in and appeals from there; a moder
 
   await visit(li, '/admin');
   await onPage(li, '管理后台');
-  const item = queueItem(li, 'user', '一直私信推销');
+  const item = caseIn(li, 'user', '一直私信推销');
   await item.getByText('处理', { exact: true }).click();
   const form = item.locator('form.act-form');
   const action = form.getByLabel('处理方式');
@@ -1142,10 +1142,10 @@ step('a suspended account is told why at sign-in and appeals from there; a moder
   // The appeal is in the moderators' queue, about the suspension.
   await visit(li, '/admin');
   await onPage(li, '管理后台');
-  const appealed = queueItem(li, 'appeal', SUSPENSION_APPEAL);
+  const appealed = caseIn(li, 'appeal', SUSPENSION_APPEAL);
   await appealed.getByText('对“暂停使用”的申诉：').waitFor();
   // A suspended account has no card (no name) for the service to give:
-  // the item names it by its uid.
+  // the case names it by its uid.
   await appealed.locator('.queue-account').getByText(`uid ${wangUid}`).waitFor();
 
   await visit(admin, '/admin');

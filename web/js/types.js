@@ -70,7 +70,7 @@
  *   reportedAt: number, reports: ItemReport[], reportsCursor?: string, history?: PastItem[],
  *   strikes?: PastStrike[],
  *   closing: Closing | null, held?: HeldBy,
- *   appeal?: { strikeId: number, text: string, action: string, at: number } }} QueueItem
+ *   appeal?: { strikeId: number, text: string, action: string, at: number } }} Case
  * @typedef {{ postId: number, filter: number, reason: string, snapshot: Snapshot }} HeldPost
  * @typedef {{ filter: number, reason: string, count?: number, posts?: HeldPost[] }} HeldBy
  * @typedef {{ postId: number, snapshot: Snapshot }} HeldPostNow

@@ -1,6 +1,6 @@
 //! Deletes what has expired, on every backend: sessions past their 30 days,
 //! and notifications and views past theirs; and erases the snapshots of
-//! moderation queue items closed past their retention. Reads already ignore both; this keeps the
+//! moderation cases closed past their retention. Reads already ignore both; this keeps the
 //! stores from growing with them (MongoDB's TTL indexes do the same, and
 //! the sweep covers the embedded store, which has none, and lagging TTL
 //! monitors).
@@ -48,7 +48,7 @@ pub async fn sweep_once(docs: &dyn DocStore) {
     sweep("views", || docs.purge_views_before(views_from, BATCH)).await;
 }
 
-/// Erases the snapshots of queue items closed past the retention
+/// Erases the snapshots of cases closed past the retention
 /// (`MOMENTS_MODERATION_RETENTION_DAYS`, counted from when each opened):
 /// who and when stay, what was reported goes.
 pub async fn erase_old_snapshots(docs: &dyn DocStore, retention_days: u64) {

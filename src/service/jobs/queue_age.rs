@@ -1,4 +1,4 @@
-//! Keeps the gauge of how long the oldest open moderation queue item has
+//! Keeps the gauge of how long the oldest open moderation case has
 //! waited (`moments_moderation_oldest_open_seconds`), so that an operator
 //! can alert before an app store's response window (a day) runs out. Every
 //! instance looks; each look is one indexed read.

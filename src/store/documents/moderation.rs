@@ -1,4 +1,4 @@
-//! Moderation: reports of posts, comments and users, the queue items
+//! Moderation: reports of posts, comments and users, the cases
 //! ("cases") they are grouped into, one open case per target, and the
 //! append-only audit log of what moderators and admins did.
 
@@ -103,7 +103,7 @@ pub struct Snapshot {
     /// When the snapshot was taken.
     pub taken_at: i64,
     /// Set once its text and pictures were erased: the reported account was
-    /// deleted, or the item closed longer ago than the retention.
+    /// deleted, or the case closed longer ago than the retention.
     #[serde(
         default,
         skip_serializing_if = "std::ops::Not::not",
@@ -125,7 +125,7 @@ impl Snapshot {
 /// The most characters of text a snapshot keeps.
 pub const SNAPSHOT_TEXT_MAX: usize = 20_000;
 
-/// A queue item: every report of one target while it is open, and what a
+/// A case: every report of one target while it is open, and what a
 /// moderator decided.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CaseDoc {
@@ -140,7 +140,7 @@ pub struct CaseDoc {
     #[serde(default)]
     pub categories: Vec<ReportCategory>,
     /// The first `FIRST_REPORTS_KEPT` reports, as filed: what the queue
-    /// list shows of each item without reading its reports.
+    /// list shows of each case without reading its reports.
     #[serde(rename = "firstReports", default)]
     pub first_reports: Vec<ReportBrief>,
     pub snapshot: Snapshot,
@@ -173,7 +173,7 @@ pub struct CaseDoc {
 
 impl CaseDoc {
     /// What makes a case the open one: its target's key, or, for posts a
-    /// filter held, their author's, so that one item holds them all.
+    /// filter held, their author's, so that one case holds them all.
     pub fn open_key(&self) -> String {
         match self.held {
             Some(_) => format!("held:{}", self.account),
@@ -208,18 +208,18 @@ impl CaseDoc {
     }
 }
 
-/// The `hold` filter that a post matched. On a queue item, the filter that
+/// The `hold` filter that a post matched. On a case, the filter that
 /// held its first post, and every post of the author it holds: one open
-/// item per author, however many of their posts a filter holds, so that
-/// a flood of held posts is one item and one notification to the staff.
+/// case per author, however many of their posts a filter holds, so that
+/// a flood of held posts is one case and one notification to the staff.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct HeldBy {
     /// The filter's id.
     pub filter: i64,
     /// Its public reason.
     pub reason: String,
-    /// How many of the author's posts the item holds. Every action on the
-    /// item applies to all of them: `dismiss` publishes them, any other
+    /// How many of the author's posts the case holds. Every action on the
+    /// case applies to all of them: `dismiss` publishes them, any other
     /// action removes them.
     #[serde(default = "one")]
     pub count: u64,
@@ -241,7 +241,7 @@ impl CaseDoc {
 }
 
 impl HeldBy {
-    /// What a filter's match says, before any item holds the post.
+    /// What a filter's match says, before any case holds the post.
     pub fn by(filter: i64, reason: String) -> Self {
         HeldBy {
             filter,
@@ -252,7 +252,7 @@ impl HeldBy {
     }
 }
 
-/// A held post as its item shows it.
+/// A held post as its case shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HeldPost {
@@ -263,12 +263,12 @@ pub struct HeldPost {
     pub snapshot: Snapshot,
 }
 
-/// How many of its newest held posts an item keeps a copy of; the rest are
+/// How many of its newest held posts a case keeps a copy of; the rest are
 /// found by `held_posts_of_case`.
 pub const HELD_SHOWN: usize = 5;
 
-/// A post in the item that holds it: what every action on the item finds
-/// the posts it covers by, beyond the few the item shows.
+/// A post in the case that holds it: what every action on the case finds
+/// the posts it covers by, beyond the few the case shows.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct HeldPostDoc {
     #[serde(rename = "_id")]
@@ -278,7 +278,7 @@ pub struct HeldPostDoc {
     pub author: i64,
     #[serde(rename = "heldAt")]
     pub held_at: i64,
-    /// Its place in the item's count when it was held (the first is 1):
+    /// Its place in the case's count when it was held (the first is 1):
     /// an action covers the posts up to the count the moderator saw, so a
     /// post counted after a close that did not see it (FerretDB applies an
     /// update without checking its filter again) is not covered. `None`
@@ -288,7 +288,7 @@ pub struct HeldPostDoc {
     pub seq: Option<u64>,
 }
 
-/// The newest held posts an item shows once `post` joins them.
+/// The newest held posts a case shows once `post` joins them.
 pub fn with_newest(mut shown: Vec<HeldPost>, post: HeldPost) -> Vec<HeldPost> {
     shown.retain(|p| p.post_id != post.post_id);
     shown.insert(0, post);
@@ -399,7 +399,7 @@ pub struct StrikeDoc {
 pub struct StrikeAppeal {
     pub text: String,
     pub at: i64,
-    /// The queue item it is in.
+    /// The case it is in.
     #[serde(rename = "caseId")]
     pub case_id: i64,
 }

@@ -19,7 +19,7 @@ pub enum NotificationKind {
     #[serde(rename = "report_closed")]
     ReportClosed,
     /// To moderators and admins: a target was reported that had no open
-    /// queue item (`caseId`); the actor is the service (uid 0).
+    /// case (`caseId`); the actor is the service (uid 0).
     #[serde(rename = "report_opened")]
     ReportOpened,
     /// A moderator recorded a strike on the recipient's account
@@ -48,7 +48,7 @@ pub struct NotificationDoc {
     /// The report a `report_closed` is about.
     #[serde(rename = "reportId", default, skip_serializing_if = "Option::is_none")]
     pub report_id: Option<i64>,
-    /// The queue item a `report_opened` is about.
+    /// The case a `report_opened` is about.
     #[serde(rename = "caseId", default, skip_serializing_if = "Option::is_none")]
     pub case_id: Option<i64>,
     /// The strike a `strike` or `appeal_closed` is about.

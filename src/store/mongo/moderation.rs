@@ -19,7 +19,7 @@ struct OpenCase {
     case_id: i64,
 }
 
-/// How long the claim of an item's closing refuses another closer.
+/// How long the claim of a case's closing refuses another closer.
 const CLOSE_CLAIM_KEPT_MS: i64 = 60_000;
 
 fn state_text(state: CaseState) -> StoreResult<mongodb::bson::Bson> {
@@ -362,7 +362,7 @@ impl ModerationDocs for MongoDocs {
         if case.state != CaseState::Open || !case.closed_as_seen(closing) {
             return Ok(None);
         }
-        // Of two moderators closing one item at once, one closes it. A
+        // Of two moderators closing one case at once, one closes it. A
         // conditional update decides that on MongoDB, but FerretDB applies
         // one without checking its filter again, so both would win there
         // (docs/FERRETDB.md): the close is claimed first, by the one insert

@@ -1,8 +1,8 @@
 // @ts-check
 // The console's moderation sections, which admin.js places on its page
 // (they have no route of their own). For moderators and admins: the
-// report queue (filter it, read an item's snapshot, every report and the
-// account's history, act on one item or on many at once) and the content
+// report queue (filter it, read a case's snapshot, every report and the
+// account's history, act on one case or on many at once) and the content
 // filters. For admins only: roles, lifting a suspension and the audit log.
 
 import { ApiError, call } from '../api.js';
@@ -14,7 +14,7 @@ import { timeText } from '../post_card.js';
 import { CATEGORIES, instanceRules, strikeWords } from '../report.js';
 import { dateText, serverNow } from '../time.js';
 
-/** @typedef {import('../types.js').QueueItem} QueueItem */
+/** @typedef {import('../types.js').Case} Case */
 /** @typedef {import('../types.js').ItemReport} ItemReport */
 /** @typedef {import('../types.js').ContentFilter} ContentFilter */
 /** @typedef {import('../types.js').AuditEntry} AuditEntry */
@@ -76,9 +76,9 @@ function strikeLine(s) {
 }
 
 /**
- * The actions that fit an item, the first one's words said for what a
+ * The actions that fit a case, the first one's words said for what a
  * dismissal does to it.
- * @param {QueueItem} item
+ * @param {Case} item
  * @returns {[string, string][]}
  */
 function actionsFor(item) {
@@ -132,7 +132,7 @@ function actionFields(actions) {
   };
 }
 
-/** @param {number} status a bulk action's answer for one item */
+/** @param {number} status a bulk action's answer for one case */
 function bulkStatusWords(status) {
   switch (status) {
     case 403: return t('queue.status403');
@@ -145,7 +145,7 @@ function bulkStatusWords(status) {
 }
 
 /**
- * The queue: one item per reported target (or held post, or appeal),
+ * The queue: one case per reported target (or held post, or appeal),
  * newest first, filtered by state, category and account; each with its
  * snapshot and first reports, opened for all of them and the account's
  * history, acted on one by one or ticked for a bulk action.
@@ -171,9 +171,9 @@ export function queueSection() {
   let query = { state: 'open', category: '', account: '' };
   /** The ids ticked for a bulk action. */
   const selected = new Set();
-  /** @type {Map<number, number>} each shown item of held posts' count, which a bulk action sends */
+  /** @type {Map<number, number>} each shown case of held posts' count, which a bulk action sends */
   const heldCounts = new Map();
-  /** @type {Map<number, HTMLInputElement>} each shown open item's checkbox */
+  /** @type {Map<number, HTMLInputElement>} each shown open case's checkbox */
   const boxes = new Map();
 
   const list = pagedList({
@@ -181,7 +181,7 @@ export function queueSection() {
     empty: t('queue.empty'),
     tag: 'ul',
     load: (cursor) => call('GET', '/admin/reports', { query: { ...query, cursor, limit: 20 } }),
-    render: (/** @type {QueueItem} */ item) => queueItem(item, {
+    render: (/** @type {Case} */ item) => caseView(item, {
       selected,
       boxes,
       heldCounts,
@@ -203,7 +203,7 @@ export function queueSection() {
     select.addEventListener('change', () => filterForm.requestSubmit());
   }
 
-  // The bulk action over the ticked items.
+  // The bulk action over the ticked cases.
   const fields = actionFields([['', t('report.choose')], ...['dismiss', 'remove_content', 'warn', 'suspend', 'ban', 'overturn']
     .map((a) => /** @type {[string, string]} */ ([a, actionWords(a)]))]);
   const selectAll = checkField({ label: t('queue.selectAll'), name: 'selectAll' });
@@ -236,7 +236,7 @@ export function queueSection() {
     if (selected.size === 0) throw invalid('ids', t('queue.bulkNone'));
     const body = fields.body();
     const ids = [...selected];
-    // An item of held posts is acted on as seen: if more were held since,
+    // A case of held posts is acted on as seen: if more were held since,
     // the service refuses it (409) rather than cover posts no one saw.
     const counts = ids.flatMap((id) => {
       const count = heldCounts.get(id);
@@ -275,16 +275,16 @@ export function queueSection() {
  */
 
 /**
- * One queue item, drawn again once acted on.
- * @param {QueueItem} initial
+ * One case, drawn again once acted on.
+ * @param {Case} initial
  * @param {Selection} selection
  */
-function queueItem(initial, selection) {
+function caseView(initial, selection) {
   const li = h('li', { class: 'queue-item', 'data-case-id': String(initial.id), 'data-kind': initial.target.kind, tabindex: '-1' });
   draw(initial);
   return li;
 
-  /** @param {QueueItem} item */
+  /** @param {Case} item */
   function draw(item) {
     const kind = t(`target.${item.target.kind}`);
     const open = item.state === 'open';
@@ -354,7 +354,7 @@ function queueItem(initial, selection) {
 }
 
 /**
- * What a filter held: one post, or (an item holds every post of its account
+ * What a filter held: one post, or (a case holds every post of its account
  * held while it is open) how many, the newest of them, and all of them on
  * request: an action covers every one.
  * @param {number} itemId
@@ -394,7 +394,7 @@ function heldNotice(itemId, held) {
 
 /**
  * The content as it was first reported.
- * @param {QueueItem} item
+ * @param {Case} item
  */
 function snapshot(item) {
   const s = item.snapshot;
@@ -439,14 +439,14 @@ function closingLine(c) {
 }
 
 /**
- * All of an item's reports (page by page), the account's earlier closed
- * items and its strikes.
- * @param {QueueItem} item
+ * All of a case's reports (page by page), the account's earlier closed
+ * cases and its strikes.
+ * @param {Case} item
  * @param {HTMLElement} into
  */
 async function loadDetail(item, into) {
   fill(into, h('p', { class: 'list-status', role: 'status' }, h('span', { class: 'spinner', 'aria-hidden': 'true' }), t('list.loading')));
-  /** @type {QueueItem} */
+  /** @type {Case} */
   let full;
   /** @type {string[]} */
   let rules;
@@ -464,7 +464,7 @@ async function loadDetail(item, into) {
     hidden: !cursor,
     onclick: async () => {
       try {
-        /** @type {QueueItem} */
+        /** @type {Case} */
         const page = await busy(more, () => call('GET', `/admin/reports/${item.id}`, { query: { cursor } }));
         for (const r of page.reports) reports.append(reportLine(r, rules));
         cursor = page.reportsCursor ?? null;
@@ -500,9 +500,9 @@ async function loadDetail(item, into) {
 }
 
 /**
- * Acting on one item.
- * @param {QueueItem} item
- * @param {(closed: QueueItem) => void} done
+ * Acting on one case.
+ * @param {Case} item
+ * @param {(closed: Case) => void} done
  */
 function actForm(item, done) {
   const fields = actionFields(actionsFor(item));
