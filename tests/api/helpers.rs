@@ -119,8 +119,10 @@ impl Drop for TestApp {
             return;
         }
         // On MongoDB every test is also a check that its queries would each
-        // reach one shard of a sharded cluster (store/mongo/shard_keys.rs).
-        let scatter = moments::store::mongo::shard_keys::violations_in(&self.settings.mongodb_db);
+        // reach one shard of a sharded cluster (store/mongo/collections/shard_keys.rs).
+        let scatter = moments::store::mongo::collections::shard_keys::violations_in(
+            &self.settings.mongodb_db,
+        );
         if !scatter.is_empty() && !std::thread::panicking() {
             panic!(
                 "queries without their shard key (add the key, or list the query with its reason in shard_keys::SCATTER):\n{}",

@@ -3,10 +3,12 @@
 //! port (`accounts`, `posts`, `comments`, `likes`, `social`,
 //! `notifications`, `fan_outs`, `exports`, `imports`, `live_repairs`, `device_models`,
 //! `favorites`, `labels`, `shares`, `views`, `idempotency`, `moderation`),
-//! beside what exports and imports share (`account_jobs`), the claims of
-//! saved work (`claims`), the validators and indexes
-//! (`schemas`) and the shard keys (`shard_keys`). A test holds this list
-//! to the folder.
+//! beside what exports and imports share (`account_jobs`) and the claims
+//! of saved work (`claims`), which several aggregates take. What the
+//! collections are, apart from any aggregate, is in `collections/`: their
+//! validators and indexes, applied at start-up (`collections/mod.rs`, from
+//! `schemas/*.json`), and the check that each query reaches one shard
+//! (`collections/shard_keys.rs`). A test holds this list to the folder.
 //!
 //! Queries stay inside the subset that both MongoDB and the test stand-in
 //! agree on (TESTING.md): writes address documents by `_id` or by equality,
@@ -16,6 +18,7 @@
 mod account_jobs;
 mod accounts;
 mod claims;
+pub mod collections;
 mod comments;
 mod device_models;
 mod exports;
@@ -29,8 +32,6 @@ mod live_repairs;
 mod moderation;
 mod notifications;
 mod posts;
-mod schemas;
-pub mod shard_keys;
 mod shares;
 mod social;
 mod views;
@@ -68,8 +69,9 @@ impl MongoDocs {
         // Debug builds (the tests) check every query against the shard keys.
         #[cfg(debug_assertions)]
         {
-            opts.command_event_handler =
-                Some(mongodb::event::EventHandler::callback(shard_keys::check));
+            opts.command_event_handler = Some(mongodb::event::EventHandler::callback(
+                collections::shard_keys::check,
+            ));
         }
         let client = Client::with_options(opts).map_err(classify)?;
         Ok(Self {
@@ -390,7 +392,7 @@ pub async fn insert_checked<T: Serialize + Send + Sync>(
                 .find_one(doc! { "_id": attempted })
                 .projection(doc! { "_id": 1 })
                 .comment(mongodb::bson::Bson::String(
-                    shard_keys::NEVER_ON_A_SHARDED_CLUSTER.into(),
+                    collections::shard_keys::NEVER_ON_A_SHARDED_CLUSTER.into(),
                 ))
                 .await
                 .map_err(classify)?
@@ -551,7 +553,7 @@ impl DocStore for MongoDocs {
     }
 
     async fn apply_schemas(&self) -> StoreResult<()> {
-        schemas::apply(&self.db).await
+        collections::apply(&self.db).await
     }
 
     async fn post_ids_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<i64>> {

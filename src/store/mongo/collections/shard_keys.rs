@@ -16,7 +16,7 @@ use std::sync::{Mutex, OnceLock};
 use mongodb::bson::{Bson, Document};
 use mongodb::event::command::CommandEvent;
 
-use super::schemas::SCHEMAS;
+use super::SCHEMAS;
 
 /// Queries that may go to every shard, by collection and the top-level
 /// fields of their filter (sorted), with why. The README's "Sharding"

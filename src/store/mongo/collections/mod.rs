@@ -1,6 +1,7 @@
 //! Applies `schemas/*.json` (one validator and index list per collection) at
 //! start-up: create the collection with its validator, or `collMod` an
 //! existing one; create indexes by name. Running it twice changes nothing.
+//! Beside it, `shard_keys` checks that each query reaches one shard.
 
 use mongodb::bson::{doc, Document};
 use mongodb::options::IndexOptions;
@@ -8,70 +9,90 @@ use mongodb::{Database, IndexModel};
 use serde::Deserialize;
 use std::time::Duration;
 
+pub mod shard_keys;
+
 use super::classify;
 use crate::store::{StoreError, StoreResult};
 
 /// Compiled in, so the binary never depends on where it was started from.
 pub const SCHEMAS: [(&str, &str); 30] = [
-    ("users", include_str!("../../../schemas/users.json")),
-    ("posts", include_str!("../../../schemas/posts.json")),
-    ("comments", include_str!("../../../schemas/comments.json")),
-    ("likes", include_str!("../../../schemas/likes.json")),
+    ("users", include_str!("../../../../schemas/users.json")),
+    ("posts", include_str!("../../../../schemas/posts.json")),
+    (
+        "comments",
+        include_str!("../../../../schemas/comments.json"),
+    ),
+    ("likes", include_str!("../../../../schemas/likes.json")),
     (
         "device_models",
-        include_str!("../../../schemas/device_models.json"),
+        include_str!("../../../../schemas/device_models.json"),
     ),
-    ("follows", include_str!("../../../schemas/follows.json")),
-    ("blocks", include_str!("../../../schemas/blocks.json")),
+    ("follows", include_str!("../../../../schemas/follows.json")),
+    ("blocks", include_str!("../../../../schemas/blocks.json")),
     (
         "notifications",
-        include_str!("../../../schemas/notifications.json"),
+        include_str!("../../../../schemas/notifications.json"),
     ),
-    ("sessions", include_str!("../../../schemas/sessions.json")),
+    (
+        "sessions",
+        include_str!("../../../../schemas/sessions.json"),
+    ),
     (
         "instance_leases",
-        include_str!("../../../schemas/instance_leases.json"),
+        include_str!("../../../../schemas/instance_leases.json"),
     ),
     (
         "idempotency_keys",
-        include_str!("../../../schemas/idempotency_keys.json"),
+        include_str!("../../../../schemas/idempotency_keys.json"),
     ),
-    ("fan_outs", include_str!("../../../schemas/fan_outs.json")),
+    (
+        "fan_outs",
+        include_str!("../../../../schemas/fan_outs.json"),
+    ),
     (
         "live_repairs",
-        include_str!("../../../schemas/live_repairs.json"),
+        include_str!("../../../../schemas/live_repairs.json"),
     ),
-    ("claims", include_str!("../../../schemas/claims.json")),
-    ("favorites", include_str!("../../../schemas/favorites.json")),
-    ("filters", include_str!("../../../schemas/filters.json")),
-    ("labels", include_str!("../../../schemas/labels.json")),
-    ("shares", include_str!("../../../schemas/shares.json")),
-    ("views", include_str!("../../../schemas/views.json")),
-    ("reports", include_str!("../../../schemas/reports.json")),
+    ("claims", include_str!("../../../../schemas/claims.json")),
+    (
+        "favorites",
+        include_str!("../../../../schemas/favorites.json"),
+    ),
+    ("filters", include_str!("../../../../schemas/filters.json")),
+    ("labels", include_str!("../../../../schemas/labels.json")),
+    ("shares", include_str!("../../../../schemas/shares.json")),
+    ("views", include_str!("../../../../schemas/views.json")),
+    ("reports", include_str!("../../../../schemas/reports.json")),
     (
         "moderation_cases",
-        include_str!("../../../schemas/moderation_cases.json"),
+        include_str!("../../../../schemas/moderation_cases.json"),
     ),
     (
         "open_cases",
-        include_str!("../../../schemas/open_cases.json"),
+        include_str!("../../../../schemas/open_cases.json"),
     ),
     (
         "held_posts",
-        include_str!("../../../schemas/held_posts.json"),
+        include_str!("../../../../schemas/held_posts.json"),
     ),
-    ("audit_log", include_str!("../../../schemas/audit_log.json")),
-    ("instance", include_str!("../../../schemas/instance.json")),
+    (
+        "audit_log",
+        include_str!("../../../../schemas/audit_log.json"),
+    ),
+    (
+        "instance",
+        include_str!("../../../../schemas/instance.json"),
+    ),
     (
         "content_filters",
-        include_str!("../../../schemas/content_filters.json"),
+        include_str!("../../../../schemas/content_filters.json"),
     ),
-    ("strikes", include_str!("../../../schemas/strikes.json")),
-    ("exports", include_str!("../../../schemas/exports.json")),
-    ("imports", include_str!("../../../schemas/imports.json")),
+    ("strikes", include_str!("../../../../schemas/strikes.json")),
+    ("exports", include_str!("../../../../schemas/exports.json")),
+    ("imports", include_str!("../../../../schemas/imports.json")),
     (
         "export_chunks",
-        include_str!("../../../schemas/export_chunks.json"),
+        include_str!("../../../../schemas/export_chunks.json"),
     ),
 ];
 
