@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use moments::config::VARIABLES;
+use moments::config::variables;
 use serde_json::Value;
 
 /// How long start-up, or exiting, may take: a debug build on a busy
@@ -180,7 +180,7 @@ fn help_lists_every_setting_with_its_default() {
         assert!(status.success(), "{arg}: {status}\n{}", run.transcript());
         let stdout = run.lines_of(Stream::Stdout).join("\n");
         assert!(stdout.starts_with("usage: moments"), "{arg}:\n{stdout}");
-        for v in VARIABLES {
+        for v in variables() {
             let line = stdout
                 .lines()
                 .find(|l| {
