@@ -19,7 +19,7 @@
 
 use std::time::{Duration, Instant};
 
-use moments::ids::{next_id, now_ms, timestamp_of};
+use moments::ids::{next_id, now_ms};
 use moments::service::{feed::page, Context, Presentation};
 use moments::startup::Application;
 use moments::store::{BlockDoc, LikeDoc, LikeKind, LiveFill, SetKey};
@@ -92,13 +92,7 @@ async fn main() {
             let ctx = ctx.clone();
             let b = *b;
             async move {
-                let id = next_id();
-                let block = BlockDoc {
-                    id,
-                    blocker: b,
-                    blocked,
-                    created_at: timestamp_of(id),
-                };
+                let block = BlockDoc::new(next_id(), b, blocked);
                 assert!(ctx.docs.insert_block(&block).await.unwrap());
             }
         });
@@ -118,14 +112,7 @@ async fn main() {
             let p = post(author);
             ctx.docs.insert_post(&p).await.unwrap();
             for uid in blockers.iter().take(5).chain(&likers) {
-                let id = next_id();
-                let like = LikeDoc {
-                    id,
-                    kind: LikeKind::Post,
-                    target_id: p.id,
-                    uid: *uid,
-                    create_time: timestamp_of(id),
-                };
+                let like = LikeDoc::new(next_id(), LikeKind::Post, p.id, *uid);
                 ctx.docs.insert_like(&like, 10_000).await.unwrap();
             }
         }

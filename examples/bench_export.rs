@@ -164,13 +164,7 @@ fn main() {
         for chunk in ids[..likes].chunks(2_000) {
             let docs: Vec<LikeDoc> = chunk
                 .iter()
-                .map(|&post| LikeDoc {
-                    id: post + 1,
-                    kind: LikeKind::Post,
-                    target_id: post,
-                    uid,
-                    create_time: moments::ids::timestamp_of(post) + 1,
-                })
+                .map(|&post| LikeDoc::new(post + 1, LikeKind::Post, post, uid))
                 .collect();
             join_all(docs.iter().map(|l| ctx.docs.insert_like_only(l)))
                 .await

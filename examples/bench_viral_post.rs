@@ -17,7 +17,7 @@
 
 use std::time::{Duration, Instant};
 
-use moments::ids::{next_id, now_ms, timestamp_of};
+use moments::ids::{next_id, now_ms};
 use moments::service::likes::{like, unlike, LikeTarget};
 use moments::service::{posts, Context, Presentation};
 use moments::startup::Application;
@@ -104,14 +104,7 @@ async fn seed_likes(ctx: &Context, post: i64, n: usize) {
             let u = *u;
             async move {
                 ctx.docs.insert_user(&user(u)).await.unwrap();
-                let id = next_id();
-                let like = LikeDoc {
-                    id,
-                    kind: LikeKind::Post,
-                    target_id: post,
-                    uid: u,
-                    create_time: timestamp_of(id),
-                };
+                let like = LikeDoc::new(next_id(), LikeKind::Post, post, u);
                 ctx.docs.insert_like(&like, 10_000).await.unwrap();
             }
         });

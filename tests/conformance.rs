@@ -769,12 +769,7 @@ async fn follow_counts_are_kept_on_the_user_and_backfilled_once() {
     for u in [a, b] {
         docs.insert_user(&user(u)).await.unwrap();
     }
-    let edge = |n: i64, follower, followee| FollowDoc {
-        id: id(100 + n),
-        follower,
-        followee,
-        created_at: 0,
-    };
+    let edge = |n: i64, follower, followee| FollowDoc::new(id(100 + n), follower, followee);
     assert!(docs.insert_follow(&edge(1, a, b)).await.unwrap());
     assert!(
         !docs.insert_follow(&edge(2, a, b)).await.unwrap(),
@@ -866,13 +861,9 @@ async fn a_saved_fan_out_is_claimed_by_exactly_one_of_concurrent_sweeps() {
     use moments::store::{FanOutDoc, FanOutDocs};
     let docs = fresh_docs("fan_out_claim").await;
     let saved = FanOutDoc {
-        post_id: id(1),
-        author: id(2),
-        visibility: Visibility::Public,
-        active_since: 0,
         resume_before: Some(id(9)),
         saved_at: moments::ids::now_ms(),
-        claimed_until: 0,
+        ..FanOutDoc::new(id(1), id(2), Visibility::Public, 0)
     };
     docs.save_fan_out(&saved).await.unwrap();
     // The real time: the claims' records expire an hour after it, and
@@ -931,16 +922,13 @@ async fn expired_sessions_are_purged_by_the_sweep_on_every_server() {
     );
     let now = moments::ids::now_ms();
     for (n, expires) in [(1, now - 1), (2, now - 1000), (3, now + 3_600_000)] {
-        docs.insert_session(&SessionDoc {
-            id: id(n),
-            uid: id(100),
-            token_hash: format!("{n:064}"),
-            device: "test".into(),
-            created_at: 0,
-            last_seen_at: 0,
-            expires_at: expires,
-            credential_gen: 0,
-        })
+        docs.insert_session(&SessionDoc::new(
+            id(n),
+            id(100),
+            format!("{n:064}"),
+            0,
+            expires,
+        ))
         .await
         .unwrap();
     }
@@ -968,13 +956,7 @@ async fn a_posts_id_arrays_hold_its_newest_ids_first_capped() {
         docs.insert_comment(&comment(n), CAP).await.unwrap();
     }
     for n in 1..=4 {
-        let like = LikeDoc {
-            id: id(200 + n),
-            kind: LikeKind::Post,
-            target_id: post,
-            uid: id(300 + n),
-            create_time: 0,
-        };
+        let like = LikeDoc::new(id(200 + n), LikeKind::Post, post, id(300 + n));
         assert!(docs.insert_like(&like, CAP).await.unwrap());
     }
     let stored = || async { docs.posts_by_ids(&[post]).await.unwrap().pop().unwrap() };
@@ -1009,12 +991,13 @@ async fn hot_comments_rank_by_their_likes_peak_which_never_falls() {
     for n in 1..=4 {
         docs.insert_comment(&comment(n), 10).await.unwrap();
     }
-    let like = |n: i64, uid: i64| LikeDoc {
-        id: id(1000 + 10 * n + uid),
-        kind: LikeKind::Comment,
-        target_id: id(100 + n),
-        uid: id(500 + uid),
-        create_time: 0,
+    let like = |n: i64, uid: i64| {
+        LikeDoc::new(
+            id(1000 + 10 * n + uid),
+            LikeKind::Comment,
+            id(100 + n),
+            id(500 + uid),
+        )
     };
     // c2: two likes, c3: one.
     for (n, uid) in [(2, 1), (2, 2), (3, 1)] {
@@ -1059,12 +1042,8 @@ async fn views_are_stored_once_per_reader_post_and_day() {
     for post in [10, 11] {
         docs.insert_post(&text_post(id(post))).await.unwrap();
     }
-    let view = |n: i64, uid: i64, post: i64, day: i64| ViewDoc {
-        id: id(100 + n),
-        uid: id(uid),
-        post_id: id(post),
-        day,
-        created_at: 0,
+    let view = |n: i64, uid: i64, post: i64, day: i64| {
+        ViewDoc::new(id(100 + n), id(uid), id(post), day, 0)
     };
     let first = [view(1, 1, 10, 5), view(2, 2, 10, 5), view(3, 1, 11, 5)];
     assert_eq!(docs.record_views(id(900), &first).await.unwrap(), 3);

@@ -742,13 +742,14 @@ async fn every_document_written_satisfies_its_collections_validator() {
             .unwrap();
         let now = moments::ids::now_ms();
         docs.save_fan_out(&FanOutDoc {
-            post_id: moments::ids::next_id(),
-            author: 7,
-            visibility: moments::domain::post::Visibility::Friends,
-            active_since: now - 1000,
             resume_before: Some(moments::ids::next_id()),
             saved_at: now,
-            claimed_until: 0,
+            ..FanOutDoc::new(
+                moments::ids::next_id(),
+                7,
+                moments::domain::post::Visibility::Friends,
+                now - 1000,
+            )
         })
         .await
         .unwrap();

@@ -20,15 +20,9 @@ pub fn post(author: i64) -> PostDoc {
 }
 
 pub async fn follow(app: &Application, follower: i64, followee: i64) {
-    let id = next_id();
     app.context()
         .docs
-        .insert_follow(&FollowDoc {
-            id,
-            follower,
-            followee,
-            created_at: timestamp_of(id),
-        })
+        .insert_follow(&FollowDoc::new(next_id(), follower, followee))
         .await
         .unwrap();
 }

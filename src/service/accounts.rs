@@ -344,14 +344,15 @@ pub async fn open_session(
     let hash = token_hash(&token).hex();
     let session = with_fresh_id(|id| {
         let session = SessionDoc {
-            id,
-            uid,
-            token_hash: hash.clone(),
             device: device.clone(),
-            created_at: now,
-            last_seen_at: now,
-            expires_at: now + SESSION_TTL_SECS as i64 * 1000,
             credential_gen,
+            ..SessionDoc::new(
+                id,
+                uid,
+                hash.clone(),
+                now,
+                now + SESSION_TTL_SECS as i64 * 1000,
+            )
         };
         async move { ctx.docs.insert_session(&session).await.map(|()| session) }
     })
@@ -392,16 +393,7 @@ pub async fn honoured_until(ctx: &Context, who: &Authed) -> AppResult<Option<i64
 
 /// Signs out the session this request was made with.
 pub async fn logout(ctx: &Context, who: &Authed) -> AppResult<()> {
-    let session = SessionDoc {
-        id: who.session_id,
-        uid: who.uid,
-        token_hash: who.token_hash.hex(),
-        device: String::new(),
-        created_at: 0,
-        last_seen_at: 0,
-        expires_at: 0,
-        credential_gen: 0,
-    };
+    let session = SessionDoc::new(who.session_id, who.uid, who.token_hash.hex(), 0, 0);
     close_sessions(ctx, who.uid, &[session]).await
 }
 

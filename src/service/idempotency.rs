@@ -88,17 +88,13 @@ pub fn fingerprint(method: &str, path: &str, query: &str, body: &[u8]) -> String
 
 pub async fn claim(ctx: &Context, scope: &str, key: &str, fingerprint: String) -> AppResult<Claim> {
     let now = now_ms();
-    let record = IdempotencyDoc {
-        id: format!("{scope}:{}", digest(&[key.as_bytes()])),
+    let record = IdempotencyDoc::new(
+        format!("{scope}:{}", digest(&[key.as_bytes()])),
         fingerprint,
-        started_at: now,
-        status: None,
-        body: None,
-        expires_at: now + KEEP_MS,
-        reserved_id: crate::ids::next_id(),
-        earlier_ids: Vec::new(),
-        released: false,
-    };
+        now,
+        now + KEEP_MS,
+        crate::ids::next_id(),
+    );
     let first = match ctx
         .docs
         .claim_idempotency_key(&record, now, now - STALE_MS)

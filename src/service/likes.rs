@@ -14,7 +14,6 @@ use super::read::responses::{unknown_user, LikeState, LikeView, Page};
 use super::{with_fresh_id, Context, Presentation, Viewer};
 use crate::domain::cursor::Cursor;
 use crate::error::{AppError, AppResult};
-use crate::ids::timestamp_of;
 use crate::store::{CommentDoc, LikeDoc, LikeKind, LiveChange, LiveKey, NotificationKind, SetKey};
 
 /// Which thing is liked.
@@ -137,13 +136,7 @@ pub async fn like(ctx: &Context, target: LikeTarget, uid: i64) -> AppResult<Like
     // (like_arrays): the like document alone is written here.
     let queued = ctx.like_arrays_queued && kind == LikeKind::Post;
     let (added, id) = with_fresh_id(|id| {
-        let doc = LikeDoc {
-            id,
-            kind,
-            target_id,
-            uid,
-            create_time: timestamp_of(id),
-        };
+        let doc = LikeDoc::new(id, kind, target_id, uid);
         async move {
             let added = if queued {
                 ctx.docs.insert_like_only(&doc).await

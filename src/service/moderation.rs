@@ -967,13 +967,7 @@ pub async fn hold_post(ctx: &Context, body: &PostBody, held: HeldBy) -> AppResul
             async move { ctx.docs.open_case(&case).await }
         })
         .await?;
-        let record = HeldPostDoc {
-            post_id: body.id,
-            case_id: case.id,
-            author,
-            held_at: now,
-            seq: None,
-        };
+        let record = HeldPostDoc::new(body.id, case.id, author, now);
         let Some(new) = ctx.docs.hold_in_case(&record, &shown).await? else {
             continue;
         };

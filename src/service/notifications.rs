@@ -15,7 +15,6 @@ use super::read::responses::{unknown_user, Page};
 use super::{can_see, read::visibility_reads, with_fresh_id, Context, Presentation, Relations};
 use crate::domain::cursor::Cursor;
 use crate::error::AppResult;
-use crate::ids::timestamp_of;
 use crate::store::{BlobKey, NotificationDoc, NotificationKind, PostBody, UserCard};
 
 pub const KEEP_MS: i64 = 30 * 24 * 3600 * 1000;
@@ -53,18 +52,13 @@ pub async fn notify(ctx: &Context, event: Event) {
         }
         let (added, id) = with_fresh_id(|id| {
             let n = NotificationDoc {
-                id,
-                uid: event.recipient,
-                kind: event.kind,
-                actor: event.actor,
                 post_id: event.post_id,
                 comment_id: event.comment_id,
                 report_id: event.report_id,
                 case_id: event.case_id,
                 strike_id: event.strike_id,
-                createtime: timestamp_of(id),
                 dedupe: event.dedupe.clone(),
-                read: false,
+                ..NotificationDoc::new(id, event.recipient, event.kind, event.actor)
             };
             async move {
                 ctx.docs

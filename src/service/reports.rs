@@ -220,18 +220,11 @@ async fn file_within_budget(ctx: &Context, reporter: i64, report: NewReport) -> 
         .await?;
         let filed = with_fresh_id(|id| {
             let doc = ReportDoc {
-                id,
-                reporter,
-                target,
-                account,
-                case_id: case.id,
-                case_reporter: ReportDoc::case_reporter_key(case.id, reporter),
-                category: report.category,
                 comment: report.comment.clone(),
                 post_ids: report.post_ids.clone(),
                 rules: report.rules.clone(),
                 created_at: timestamp_of(id),
-                updated_at: now,
+                ..ReportDoc::new(id, reporter, target, account, case.id, report.category, now)
             };
             async move { ctx.docs.file_report(&doc).await }
         })

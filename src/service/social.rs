@@ -15,7 +15,7 @@ use super::read::visibility_reads::{knowing, settle_blocks};
 use super::{with_fresh_id, Context, Relations, Viewer};
 use crate::domain::cursor::Cursor;
 use crate::error::{AppError, AppResult};
-use crate::ids::{now_ms, timestamp_of};
+use crate::ids::timestamp_of;
 use crate::store::{
     BlobKey, BlockDoc, Changes, FilterDoc, FilterKind, FollowDoc, LiveChange, LiveKey,
     NotificationKind, Owner, SetKey, SetRead, UserCard,
@@ -132,12 +132,7 @@ pub async fn follow(ctx: &Context, me: i64, them: i64) -> AppResult<FollowState>
         )));
     }
     let (added, id) = with_fresh_id(|id| {
-        let edge = FollowDoc {
-            id,
-            follower: me,
-            followee: them,
-            created_at: timestamp_of(id),
-        };
+        let edge = FollowDoc::new(id, me, them);
         async move { ctx.docs.insert_follow(&edge).await.map(|added| (added, id)) }
     })
     .await?;
@@ -267,12 +262,7 @@ pub async fn block(ctx: &Context, me: i64, them: i64) -> AppResult<BlockState> {
         )));
     }
     let (added, id) = with_fresh_id(|id| {
-        let block = BlockDoc {
-            id,
-            blocker: me,
-            blocked: them,
-            created_at: now_ms(),
-        };
+        let block = BlockDoc::new(id, me, them);
         async move { ctx.docs.insert_block(&block).await.map(|added| (added, id)) }
     })
     .await?;

@@ -26,13 +26,9 @@ const DAY_MS: i64 = 24 * 3600 * 1000;
 
 fn fan_out(post_id: i64, author: i64, resume_before: Option<i64>) -> FanOutDoc {
     FanOutDoc {
-        post_id,
-        author,
-        visibility: Visibility::Public,
-        active_since: now_ms() - DAY_MS,
         resume_before,
         saved_at: now_ms(),
-        claimed_until: 0,
+        ..FanOutDoc::new(post_id, author, Visibility::Public, now_ms() - DAY_MS)
     }
 }
 

@@ -271,17 +271,15 @@ async fn the_documents_keep_claims_by_their_rules() {
     // Real times: the app's expiry sweep runs alongside and would purge
     // keys dated in 1970.
     let t0 = moments::ids::now_ms();
-    let key = |started_at: i64| IdempotencyDoc {
-        id: format!("test:{}", app.settings.redis_prefix),
-        fingerprint: "f".repeat(64),
-        started_at,
-        status: None,
-        body: None,
-        expires_at: started_at + 1_000,
-        // Each claim brings an id of its own.
-        reserved_id: started_at,
-        earlier_ids: vec![],
-        released: false,
+    // Each claim brings an id of its own.
+    let key = |started_at: i64| {
+        IdempotencyDoc::new(
+            format!("test:{}", app.settings.redis_prefix),
+            "f".repeat(64),
+            started_at,
+            started_at + 1_000,
+            started_at,
+        )
     };
     let won = |reserved_id, earlier: &[i64]| KeyClaim::Won {
         reserved_id,

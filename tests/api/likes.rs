@@ -239,14 +239,12 @@ async fn a_retried_like_repairs_a_live_step_that_was_lost() {
     assert_eq!(seen["likeCount"], 0);
     // A like whose document was written but whose live step never ran (the
     // instance died in between): the cached set does not know it.
-    let id = moments::ids::next_id();
-    let doc = moments::store::LikeDoc {
-        id,
-        kind: moments::store::LikeKind::Post,
-        target_id: post,
-        uid: fan.uid,
-        create_time: moments::ids::timestamp_of(id),
-    };
+    let doc = moments::store::LikeDoc::new(
+        moments::ids::next_id(),
+        moments::store::LikeKind::Post,
+        post,
+        fan.uid,
+    );
     assert!(app.ctx.docs.insert_like(&doc, 100).await.unwrap());
     let (_, stale) = app
         .get(&format!("/api/v1/posts/{post}"), Some(&fan.token))

@@ -183,18 +183,13 @@ async fn notifications_older_than_30_days_are_gone_everywhere() {
             .ctx
             .docs
             .insert_notification(&moments::store::NotificationDoc {
-                id: moments::ids::first_id_at(at) + 1,
-                uid: me.uid,
-                kind: moments::store::NotificationKind::Follow,
-                actor: a.uid,
-                post_id: None,
-                comment_id: None,
-                report_id: None,
-                case_id: None,
-                strike_id: None,
-                createtime: at,
                 dedupe: dedupe.into(),
-                read: false,
+                ..moments::store::NotificationDoc::new(
+                    moments::ids::first_id_at(at) + 1,
+                    me.uid,
+                    moments::store::NotificationKind::Follow,
+                    a.uid,
+                )
             })
             .await
             .unwrap();
@@ -228,18 +223,13 @@ async fn marking_read_is_one_write_and_unread_counts_are_capped() {
         app.ctx
             .docs
             .insert_notification(&moments::store::NotificationDoc {
-                id,
-                uid: me.uid,
-                kind: moments::store::NotificationKind::Follow,
-                actor: a.uid,
-                post_id: None,
-                comment_id: None,
-                report_id: None,
-                case_id: None,
-                strike_id: None,
-                createtime: moments::ids::timestamp_of(id),
                 dedupe: format!("n{i}"),
-                read: false,
+                ..moments::store::NotificationDoc::new(
+                    id,
+                    me.uid,
+                    moments::store::NotificationKind::Follow,
+                    a.uid,
+                )
             })
             .await
             .unwrap();
@@ -448,18 +438,13 @@ async fn backdated_follow(app: &TestApp, me: &User, actor: i64, id: i64, dedupe:
     app.ctx
         .docs
         .insert_notification(&moments::store::NotificationDoc {
-            id,
-            uid: me.uid,
-            kind: moments::store::NotificationKind::Follow,
-            actor,
-            post_id: None,
-            comment_id: None,
-            report_id: None,
-            case_id: None,
-            strike_id: None,
-            createtime: moments::ids::timestamp_of(id),
             dedupe,
-            read: false,
+            ..moments::store::NotificationDoc::new(
+                id,
+                me.uid,
+                moments::store::NotificationKind::Follow,
+                actor,
+            )
         })
         .await
         .unwrap();

@@ -644,13 +644,7 @@ async fn a_case_of_held_posts_closes_only_as_many_as_were_seen() {
         .await
         .unwrap();
     for post_id in [88, 89] {
-        let record = HeldPostDoc {
-            post_id,
-            case_id: opened.id,
-            author: 5,
-            held_at: 1,
-            seq: None,
-        };
+        let record = HeldPostDoc::new(post_id, opened.id, 5, 1);
         let shown = HeldPost {
             post_id,
             filter: 1,
@@ -692,19 +686,8 @@ async fn no_report_is_filed_into_a_closed_case() {
     };
     let snapshot = stored_snapshot();
     let case = |id: i64| CaseDoc::opening(id, target, 5, snapshot.clone(), 0);
-    let report = |id: i64, case_id: i64, reporter: i64| ReportDoc {
-        id,
-        reporter,
-        target,
-        account: 5,
-        case_id,
-        case_reporter: ReportDoc::case_reporter_key(case_id, reporter),
-        category: ReportCategory::Spam,
-        comment: String::new(),
-        post_ids: Vec::new(),
-        rules: Vec::new(),
-        created_at: 0,
-        updated_at: 0,
+    let report = |id: i64, case_id: i64, reporter: i64| {
+        ReportDoc::new(id, reporter, target, 5, case_id, ReportCategory::Spam, 0)
     };
     let first = docs.open_case(&case(1_000_001)).await.unwrap();
     assert_eq!(first.id, 1_000_001);

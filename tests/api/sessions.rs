@@ -315,14 +315,14 @@ async fn expired_sessions_are_refused_and_purged() {
     let token = format!("{}.{}", ed.uid, "ab".repeat(32));
     let now = now_ms();
     let expired = SessionDoc {
-        id: moments::ids::next_id(),
-        uid: ed.uid,
-        token_hash: token_hash(&token).hex(),
         device: "old phone".into(),
-        created_at: now - 40 * 86_400_000,
-        last_seen_at: now - 40 * 86_400_000,
-        expires_at: now - 1000,
-        credential_gen: 0,
+        ..SessionDoc::new(
+            moments::ids::next_id(),
+            ed.uid,
+            token_hash(&token).hex(),
+            now - 40 * 86_400_000,
+            now - 1000,
+        )
     };
     app.ctx.docs.insert_session(&expired).await.unwrap();
     assert_problem(
@@ -411,14 +411,14 @@ async fn a_password_change_signs_out_every_other_session_however_many() {
     for i in 0..120 {
         let token = format!("{}.{:064x}", gus.uid, i + 1);
         let s = SessionDoc {
-            id: moments::ids::next_id(),
-            uid: gus.uid,
-            token_hash: token_hash(&token).hex(),
             device: format!("device {i}"),
-            created_at: now,
-            last_seen_at: now,
-            expires_at: now + 86_400_000,
-            credential_gen: 0,
+            ..SessionDoc::new(
+                moments::ids::next_id(),
+                gus.uid,
+                token_hash(&token).hex(),
+                now,
+                now + 86_400_000,
+            )
         };
         app.ctx.docs.insert_session(&s).await.unwrap();
         tokens.push(token);

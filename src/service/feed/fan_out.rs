@@ -43,15 +43,7 @@ pub fn plan_fan_out(ctx: &Context, post_id: i64, author: i64, audience: Visibili
     // timeline that exists but is not pushed to would show a gap.
     let days = ctx.settings.active_days as i64;
     let window = (days * DAY_MS).max(DAY_MS + 2 * 3600 * 1000);
-    FanOutDoc {
-        post_id,
-        author,
-        visibility: audience,
-        active_since: now_ms() - window,
-        resume_before: None,
-        saved_at: 0,
-        claimed_until: 0,
-    }
+    FanOutDoc::new(post_id, author, audience, now_ms() - window)
 }
 
 /// Pushes a post to its author's timeline and to those of the active

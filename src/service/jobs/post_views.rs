@@ -149,12 +149,8 @@ impl PostViews {
         }
         let docs = waiting
             .iter()
-            .map(|((post, uid, day), at)| ViewDoc {
-                id: crate::ids::next_id(),
-                uid: *uid,
-                post_id: *post,
-                day: *day,
-                created_at: *at,
+            .map(|((post, uid, day), at)| {
+                ViewDoc::new(crate::ids::next_id(), *uid, *post, *day, *at)
             })
             .collect();
         Some(Batch {

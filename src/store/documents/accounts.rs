@@ -208,6 +208,21 @@ pub struct SessionDoc {
 }
 
 impl SessionDoc {
+    /// A session opened at `created_at` and last seen then, on no named
+    /// device, at credential generation 0.
+    pub fn new(id: i64, uid: i64, token_hash: String, created_at: i64, expires_at: i64) -> Self {
+        Self {
+            id,
+            uid,
+            token_hash,
+            device: String::new(),
+            created_at,
+            last_seen_at: created_at,
+            expires_at,
+            credential_gen: 0,
+        }
+    }
+
     /// `honoured_by`, as the live store has the account: its card, which
     /// an erased account has none of, and which every change of
     /// credentials drops.

@@ -36,6 +36,22 @@ pub struct FanOutDoc {
     pub claimed_until: i64,
 }
 
+impl FanOutDoc {
+    /// A fan-out that reached nobody yet, of the followers active since
+    /// `active_since`; neither saved nor claimed.
+    pub fn new(post_id: i64, author: i64, visibility: Visibility, active_since: i64) -> Self {
+        Self {
+            post_id,
+            author,
+            visibility,
+            active_since,
+            resume_before: None,
+            saved_at: 0,
+            claimed_until: 0,
+        }
+    }
+}
+
 /// Unfinished fan-outs, resumed by whichever instance claims them. Part of
 /// `DocStore`.
 #[async_trait]

@@ -48,6 +48,27 @@ pub struct IdempotencyDoc {
 }
 
 impl IdempotencyDoc {
+    /// A key's first request, started at `started_at` and not finished.
+    pub fn new(
+        id: String,
+        fingerprint: String,
+        started_at: i64,
+        expires_at: i64,
+        reserved_id: i64,
+    ) -> Self {
+        Self {
+            id,
+            fingerprint,
+            started_at,
+            status: None,
+            body: None,
+            expires_at,
+            reserved_id,
+            earlier_ids: Vec::new(),
+            released: false,
+        }
+    }
+
     /// Whether `claim` may take this record's place: it expired before
     /// `now`, or it is the same request again and this one never finished,
     /// having failed or started before `stale_before` (its instance died).

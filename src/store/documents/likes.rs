@@ -34,6 +34,19 @@ pub struct LikeDoc {
     pub create_time: i64,
 }
 
+impl LikeDoc {
+    /// A like made when its id was: the time is the one the id carries.
+    pub fn new(id: i64, kind: LikeKind, target_id: i64, uid: i64) -> Self {
+        Self {
+            id,
+            kind,
+            target_id,
+            uid,
+            create_time: crate::ids::timestamp_of(id),
+        }
+    }
+}
+
 /// Likes of posts and comments. Part of `DocStore`.
 #[async_trait]
 pub trait LikeDocs: Send + Sync {

@@ -73,6 +73,32 @@ pub struct ReportDoc {
 }
 
 impl ReportDoc {
+    /// A report filed at `at` with no comment, posts or rules named.
+    pub fn new(
+        id: i64,
+        reporter: i64,
+        target: ReportTarget,
+        account: i64,
+        case_id: i64,
+        category: ReportCategory,
+        at: i64,
+    ) -> Self {
+        Self {
+            id,
+            reporter,
+            target,
+            account,
+            case_id,
+            case_reporter: Self::case_reporter_key(case_id, reporter),
+            category,
+            comment: String::new(),
+            post_ids: Vec::new(),
+            rules: Vec::new(),
+            created_at: at,
+            updated_at: at,
+        }
+    }
+
     pub fn case_reporter_key(case_id: i64, reporter: i64) -> String {
         format!("{case_id}:{reporter}")
     }
@@ -286,6 +312,20 @@ pub struct HeldPostDoc {
     /// records from before it was kept): covered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seq: Option<u64>,
+}
+
+impl HeldPostDoc {
+    /// A post held in `case_id`, its place in the case's count not yet
+    /// known.
+    pub fn new(post_id: i64, case_id: i64, author: i64, held_at: i64) -> Self {
+        Self {
+            post_id,
+            case_id,
+            author,
+            held_at,
+            seq: None,
+        }
+    }
 }
 
 /// The newest held posts a case shows once `post` joins them.

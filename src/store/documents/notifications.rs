@@ -60,6 +60,27 @@ pub struct NotificationDoc {
     pub read: bool,
 }
 
+impl NotificationDoc {
+    /// An unread notification made when its id was, about nothing beyond
+    /// its actor; callers set the post, comment, case or strike it names.
+    pub fn new(id: i64, uid: i64, kind: NotificationKind, actor: i64) -> Self {
+        Self {
+            id,
+            uid,
+            kind,
+            actor,
+            post_id: None,
+            comment_id: None,
+            createtime: crate::ids::timestamp_of(id),
+            report_id: None,
+            case_id: None,
+            strike_id: None,
+            dedupe: String::new(),
+            read: false,
+        }
+    }
+}
+
 /// Notifications and their read marks. Part of `DocStore`.
 #[async_trait]
 pub trait NotificationDocs: Send + Sync {

@@ -17,6 +17,18 @@ pub struct FollowDoc {
     pub created_at: i64,
 }
 
+impl FollowDoc {
+    /// `follower` follows `followee` from when the id was made.
+    pub fn new(id: i64, follower: i64, followee: i64) -> Self {
+        Self {
+            id,
+            follower,
+            followee,
+            created_at: crate::ids::timestamp_of(id),
+        }
+    }
+}
+
 /// A one-way filter lighter than a block, set by `uid` on `other`.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
 #[serde(rename_all = "lowercase")]
@@ -49,6 +61,18 @@ pub struct BlockDoc {
     pub blocked: i64,
     #[serde(rename = "createdAt")]
     pub created_at: i64,
+}
+
+impl BlockDoc {
+    /// `blocker` blocks `blocked` from when the id was made.
+    pub fn new(id: i64, blocker: i64, blocked: i64) -> Self {
+        Self {
+            id,
+            blocker,
+            blocked,
+            created_at: crate::ids::timestamp_of(id),
+        }
+    }
 }
 
 /// The social graph: follows and blocks. Part of `DocStore`.

@@ -20,6 +20,18 @@ pub struct ViewDoc {
     pub created_at: i64,
 }
 
+impl ViewDoc {
+    pub fn new(id: i64, uid: i64, post_id: i64, day: i64, created_at: i64) -> Self {
+        Self {
+            id,
+            uid,
+            post_id,
+            day,
+            created_at,
+        }
+    }
+}
+
 /// Views and each post's view count. Part of `DocStore`. Written in
 /// batches by `post_views`, never on a read's path.
 #[async_trait]
