@@ -15,6 +15,7 @@ pub mod instance;
 pub mod jobs;
 pub mod labels;
 pub mod likes;
+pub mod media;
 pub mod moderation;
 pub mod notifications;
 pub mod password_pool;

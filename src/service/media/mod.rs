@@ -1,0 +1,3 @@
+//! Photos: uploads turned into stored renditions (`processing`).
+
+pub mod processing;
