@@ -10,7 +10,7 @@ use argon2::Argon2;
 use sha2::{Digest, Sha256};
 
 use super::rate_limits::{self, enforce};
-use super::{password_pool, Context};
+use super::{thread_pool, Context};
 use crate::domain::user::{Password, Username};
 use crate::error::{AppError, AppResult};
 use crate::store::{BlobKey, LiveChange, LiveKey, LiveRead, Owner, SessionDoc, TokenHash, UserDoc};
@@ -33,10 +33,10 @@ pub struct Origin {
     pub user_agent: Option<String>,
 }
 
-pub(super) fn refused(r: password_pool::Refused) -> AppError {
+pub(super) fn refused(r: thread_pool::Refused) -> AppError {
     match r {
-        password_pool::Refused::Busy => AppError::Overloaded("password checks"),
-        password_pool::Refused::Gone => {
+        thread_pool::Refused::Busy => AppError::Overloaded("password checks"),
+        thread_pool::Refused::Gone => {
             AppError::Internal(anyhow::anyhow!("the password pool is gone"))
         }
     }
@@ -45,18 +45,19 @@ pub(super) fn refused(r: password_pool::Refused) -> AppError {
 pub(super) async fn hash_password(ctx: &Context, password: String) -> AppResult<String> {
     ctx.password_hashes
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    password_pool::run(move || {
-        let mut salt = [0u8; 16];
-        getrandom::getrandom(&mut salt).map_err(|e| AppError::Internal(anyhow::anyhow!(e)))?;
-        let salt =
-            SaltString::encode_b64(&salt).map_err(|e| AppError::Internal(anyhow::anyhow!(e)))?;
-        Argon2::default()
-            .hash_password(password.as_bytes(), &salt)
-            .map(|h| h.to_string())
-            .map_err(|e| AppError::Internal(anyhow::anyhow!(e)))
-    })
-    .await
-    .map_err(refused)?
+    thread_pool::passwords()
+        .run(move || {
+            let mut salt = [0u8; 16];
+            getrandom::getrandom(&mut salt).map_err(|e| AppError::Internal(anyhow::anyhow!(e)))?;
+            let salt = SaltString::encode_b64(&salt)
+                .map_err(|e| AppError::Internal(anyhow::anyhow!(e)))?;
+            Argon2::default()
+                .hash_password(password.as_bytes(), &salt)
+                .map(|h| h.to_string())
+                .map_err(|e| AppError::Internal(anyhow::anyhow!(e)))
+        })
+        .await
+        .map_err(refused)?
 }
 
 pub(super) async fn verify_password(
@@ -66,15 +67,16 @@ pub(super) async fn verify_password(
 ) -> AppResult<bool> {
     ctx.password_hashes
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    password_pool::run(move || {
-        let parsed =
-            PasswordHash::new(&hash).map_err(|e| AppError::Internal(anyhow::anyhow!(e)))?;
-        Ok(Argon2::default()
-            .verify_password(password.as_bytes(), &parsed)
-            .is_ok())
-    })
-    .await
-    .map_err(refused)?
+    thread_pool::passwords()
+        .run(move || {
+            let parsed =
+                PasswordHash::new(&hash).map_err(|e| AppError::Internal(anyhow::anyhow!(e)))?;
+            Ok(Argon2::default()
+                .verify_password(password.as_bytes(), &parsed)
+                .is_ok())
+        })
+        .await
+        .map_err(refused)?
 }
 
 /// A hash of a password nobody has, so that an unknown username costs as

@@ -18,7 +18,6 @@ pub mod likes;
 pub mod media;
 pub mod moderation;
 pub mod notifications;
-pub mod password_pool;
 pub mod posts;
 pub mod profiles;
 pub mod rate_limits;
@@ -29,6 +28,7 @@ pub mod social;
 pub mod staff;
 pub mod stream;
 pub mod strikes;
+pub mod thread_pool;
 
 use std::sync::Arc;
 

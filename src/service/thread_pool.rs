@@ -1,12 +1,16 @@
-//! Password hashing on a small fixed pool of threads, behind a bounded queue.
+//! CPU-heavy work on small fixed pools of threads, each behind a bounded
+//! queue: password hashing (`passwords`) and picture processing
+//! (`pictures`), apart so that a login flood does not hold up uploads nor
+//! uploads sign-ins.
 //!
-//! Each argon2id hash takes 19 MiB for its duration. On tokio's blocking
-//! pool (up to 512 threads) a burst of logins would run that many hashes at
-//! once; on this fixed pool at most one per core runs. The queue in front of
-//! it is bounded too: a login flood past it is answered 503 at once instead
-//! of queueing without end, each queued job holding its password and a
-//! waiting request. (The binary also pins glibc's mmap threshold so the
-//! hash buffers go back to the system: see `main.rs`.)
+//! Each argon2id hash takes 19 MiB for its duration, and decoding a photo
+//! up to a few hundred. On tokio's blocking pool (up to 512 threads) a
+//! burst would run that many at once; on these pools at most one per core
+//! runs. The queue in front of each is bounded too: a flood past it is
+//! answered 503 at once instead of queueing without end, each queued job
+//! holding its input and a waiting request. (The binary also pins glibc's
+//! mmap threshold so the big buffers go back to the system: see
+//! `main.rs`.)
 
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -16,34 +20,55 @@ type Job = Box<dyn FnOnce() + Send>;
 /// Jobs waiting per hashing thread. A hash takes about 50 ms here, so a
 /// full queue is under a second of work: longer waits than that are better
 /// answered "try again" than held open.
-const QUEUED_PER_THREAD: usize = 16;
+const PASSWORDS_QUEUED_PER_THREAD: usize = 16;
 
-struct Pool {
+/// Pictures waiting per processing thread. A 12 MP photo takes a few
+/// hundred milliseconds and each waiting one holds its upload, so the
+/// queue is short.
+pub const PICTURES_QUEUED_PER_THREAD: usize = 2;
+
+/// One per core. Leaving a core free for serving was measured under a
+/// login flood and bought other requests nothing (the flood's share of the
+/// HTTP workers is what slows them) for a third fewer sign-ins
+/// (BENCHMARKS.md).
+pub fn threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+}
+
+pub struct ThreadPool {
     jobs: Mutex<mpsc::SyncSender<Job>>,
 }
 
-fn pool() -> &'static Pool {
-    static POOL: OnceLock<Pool> = OnceLock::new();
+/// The pool that hashes and checks passwords.
+pub fn passwords() -> &'static ThreadPool {
+    static POOL: OnceLock<ThreadPool> = OnceLock::new();
     POOL.get_or_init(|| {
-        // One per core. Leaving a core free for serving was measured under a
-        // login flood and bought other requests nothing (the flood's share
-        // of the HTTP workers is what slows them) for a third fewer
-        // sign-ins (BENCHMARKS.md).
-        let threads = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(2);
-        Pool::start(threads, threads * QUEUED_PER_THREAD)
+        ThreadPool::start(
+            "password",
+            threads(),
+            threads() * PASSWORDS_QUEUED_PER_THREAD,
+        )
     })
 }
 
-impl Pool {
-    fn start(threads: usize, queued: usize) -> Pool {
+/// The pool that decodes, resizes and encodes uploaded pictures.
+pub fn pictures() -> &'static ThreadPool {
+    static POOL: OnceLock<ThreadPool> = OnceLock::new();
+    POOL.get_or_init(|| {
+        ThreadPool::start("picture", threads(), threads() * PICTURES_QUEUED_PER_THREAD)
+    })
+}
+
+impl ThreadPool {
+    fn start(name: &str, threads: usize, queued: usize) -> ThreadPool {
         let (tx, rx) = mpsc::sync_channel::<Job>(queued);
         let rx = Arc::new(Mutex::new(rx));
         for i in 0..threads {
             let rx = rx.clone();
             let _ = std::thread::Builder::new()
-                .name(format!("password-{i}"))
+                .name(format!("{name}-{i}"))
                 .spawn(move || loop {
                     let job = match rx.lock() {
                         Ok(guard) => guard.recv(),
@@ -55,12 +80,14 @@ impl Pool {
                     }
                 });
         }
-        Pool {
+        ThreadPool {
             jobs: Mutex::new(tx),
         }
     }
 
-    async fn run<T: Send + 'static>(
+    /// Runs `f` on this pool and waits for it without blocking the async
+    /// worker; refuses at once when the queue is full.
+    pub async fn run<T: Send + 'static>(
         &self,
         f: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, Refused> {
@@ -89,12 +116,6 @@ pub enum Refused {
     Gone,
 }
 
-/// Runs `f` on the password pool and waits for it without blocking the
-/// async worker; refuses at once when the queue is full.
-pub async fn run<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, Refused> {
-    pool().run(f).await
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,7 +123,7 @@ mod tests {
     #[tokio::test]
     async fn jobs_run_and_answer() {
         let answers =
-            futures_util::future::join_all((0..8).map(|i| super::run(move || i * 2))).await;
+            futures_util::future::join_all((0..8).map(|i| passwords().run(move || i * 2))).await;
         assert_eq!(answers, (0..8).map(|i| Ok(i * 2)).collect::<Vec<_>>());
     }
 
@@ -110,7 +131,7 @@ mod tests {
     async fn a_full_queue_refuses_instead_of_growing() {
         // One thread, held by a job that waits on a gate; a queue of 4
         // behind it.
-        let pool = Pool::start(1, 4);
+        let pool = ThreadPool::start("test", 1, 4);
         let (started, running) = tokio::sync::oneshot::channel();
         let (open, gate) = std::sync::mpsc::channel::<()>();
         let holder = pool.run(move || {
