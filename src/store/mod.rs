@@ -4,22 +4,27 @@
 //! device models. `LiveStore` is derived state (Redis's role): sets of ids,
 //! cached bodies and cards, sessions. Every live key can be rebuilt from the
 //! documents, so the live port offers a few generic, batchable operations
-//! and the services decide what to rebuild from where.
+//! and the services decide what to rebuild from where. `MediaStore` holds
+//! the bytes of uploaded pictures (S3's role), which the documents
+//! describe.
 
 pub mod embedded;
 pub mod faults;
 pub mod live_checks;
 pub mod metered;
 pub mod mongo;
+pub mod objects;
 pub mod redis;
 
 mod documents;
 mod event_log;
 mod live;
+mod media;
 
 pub use documents::*;
 pub use event_log::*;
 pub use live::*;
+pub use media::*;
 
 use serde::{Deserialize, Deserializer};
 

@@ -1,0 +1,87 @@
+//! The media store's adapters against real storage: files in a folder (the
+//! embedded default) and an S3-compatible server (SeaweedFS, which
+//! scripts/test.sh starts and names in `MOMENTS_TEST_S3_*`). Both must
+//! keep the port's promises alike.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use bytes::Bytes;
+use moments::store::objects::{ObjectMedia, S3Bucket};
+use moments::store::MediaStore;
+
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!("{name} is not set: run scripts/test.sh, which starts SeaweedFS")
+    })
+}
+
+fn s3() -> ObjectMedia {
+    ObjectMedia::s3(&S3Bucket {
+        endpoint: env("MOMENTS_TEST_S3_ENDPOINT"),
+        bucket: env("MOMENTS_TEST_S3_BUCKET"),
+        region: "us-east-1".into(),
+        access_key_id: env("MOMENTS_TEST_S3_ACCESS_KEY_ID"),
+        secret_access_key: env("MOMENTS_TEST_S3_SECRET_ACCESS_KEY"),
+    })
+    .unwrap()
+}
+
+/// A key no other run uses.
+fn key(name: &str) -> String {
+    let mut bytes = [0u8; 16];
+    getrandom::getrandom(&mut bytes).unwrap();
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{hex}/{name}")
+}
+
+async fn keeps_its_promises(store: &dyn MediaStore) {
+    let (original, preview) = (key("o.jpg"), key("p.jpg"));
+    let bytes = Bytes::from((0..70_000u32).map(|i| (i % 251) as u8).collect::<Vec<_>>());
+    assert!(store.get(&original).await.unwrap().is_none(), "nothing yet");
+    store.put(&original, bytes.clone()).await.unwrap();
+    store
+        .put(&preview, Bytes::from_static(b"small"))
+        .await
+        .unwrap();
+    assert_eq!(store.get(&original).await.unwrap().unwrap(), bytes);
+    assert_eq!(store.get(&preview).await.unwrap().unwrap(), "small");
+    // Deleting takes what it names and leaves the rest; a key already gone
+    // is not an error.
+    store
+        .delete(&[original.clone(), key("never-stored.jpg")])
+        .await
+        .unwrap();
+    assert!(store.get(&original).await.unwrap().is_none());
+    assert_eq!(store.get(&preview).await.unwrap().unwrap(), "small");
+    store.delete(std::slice::from_ref(&preview)).await.unwrap();
+    assert!(store.get(&preview).await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn files_keep_the_media_stores_promises() {
+    let dir = std::env::temp_dir().join(key("media"));
+    keeps_its_promises(&ObjectMedia::files(&dir).unwrap()).await;
+    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+}
+
+#[tokio::test]
+async fn s3_keeps_the_media_stores_promises() {
+    keeps_its_promises(&s3()).await;
+}
+
+#[tokio::test]
+async fn an_s3_store_that_does_not_answer_is_unavailable() {
+    let gone = ObjectMedia::s3(&S3Bucket {
+        endpoint: "http://127.0.0.1:9".into(),
+        bucket: "moments-test".into(),
+        region: "us-east-1".into(),
+        access_key_id: "k".into(),
+        secret_access_key: "s".into(),
+    })
+    .unwrap();
+    let err = gone.put(&key("o.jpg"), Bytes::from_static(b"x")).await;
+    assert!(
+        matches!(err, Err(moments::store::StoreError::Unavailable(_))),
+        "{err:?}"
+    );
+}
