@@ -207,6 +207,7 @@ fn benches(c: &mut Criterion) {
     let sample: serde_json::Value = serde_json::from_slice(&write_post(
         &f.parts,
         &f.cards,
+        "/media",
         &reader(&f, &zh, &comments_liked),
     ))
     .expect("an expanded post is JSON");
@@ -226,11 +227,25 @@ fn benches(c: &mut Criterion) {
     let mut g = c.benchmark_group("write_post");
     g.bench_function("zh_no_text", |b| {
         let r = reader(&f, &plain, &comments_liked);
-        b.iter(|| write_post(black_box(&f.parts), black_box(&f.cards), black_box(&r)))
+        b.iter(|| {
+            write_post(
+                black_box(&f.parts),
+                black_box(&f.cards),
+                "/media",
+                black_box(&r),
+            )
+        })
     });
     g.bench_function("with_createtime_text", |b| {
         let r = reader(&f, &zh, &comments_liked);
-        b.iter(|| write_post(black_box(&f.parts), black_box(&f.cards), black_box(&r)))
+        b.iter(|| {
+            write_post(
+                black_box(&f.parts),
+                black_box(&f.cards),
+                "/media",
+                black_box(&r),
+            )
+        })
     });
     g.finish();
 

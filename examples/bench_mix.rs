@@ -25,7 +25,7 @@ use std::time::Instant;
 
 use futures_util::future::join_all;
 use moments::config::Settings;
-use moments::domain::post::{Category, NewPost, Visibility};
+use moments::domain::post::NewPost;
 use moments::ids::{next_id, now_ms};
 use moments::service::{accounts, posts, social, Context, Presentation};
 use moments::startup::Application;
@@ -225,16 +225,7 @@ async fn seed(ctx: &Context, args: &Args) -> (Vec<i64>, Vec<String>) {
     }
     let count = authored.len();
     in_chunks(authored, |(author, content)| async move {
-        let post = NewPost {
-            category: Category::Text,
-            content,
-            picture_urls: vec![],
-            device: String::new(),
-            geo: None,
-            visibility: Visibility::Public,
-            audience: None,
-            mentions: vec![],
-        };
+        let post = NewPost::text(content);
         let pres = Presentation {
             now: now_ms(),
             ..Presentation::default()

@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 use moments::config::Settings;
-use moments::domain::post::{Category, NewPost, Visibility};
+use moments::domain::post::NewPost;
 use moments::ids::{next_id, now_ms};
 use moments::service::{accounts, posts, social, Presentation};
 use moments::startup::Application;
@@ -157,16 +157,7 @@ async fn seed(ctx: &moments::service::Context, users: usize, follow: bool) -> Va
 }
 
 fn text_post(content: &str) -> NewPost {
-    NewPost {
-        category: Category::Text,
-        content: content.into(),
-        picture_urls: vec![],
-        device: String::new(),
-        geo: None,
-        visibility: Visibility::Public,
-        audience: None,
-        mentions: vec![],
-    }
+    NewPost::text(content)
 }
 
 fn presentation() -> Presentation {

@@ -18,7 +18,8 @@ const TIME_BITS: u32 = 40;
 pub const MAX_INSTANCE: u16 = (1 << INSTANCE_BITS) - 1;
 
 /// A day in milliseconds, the unit of every time in the documents.
-pub const DAY_MS: i64 = 24 * 3600 * 1000;
+pub const DAY_MS: i64 = 24 * HOUR_MS;
+pub const HOUR_MS: i64 = 3600 * 1000;
 
 /// Milliseconds since the Unix epoch, UTC.
 pub fn now_ms() -> i64 {

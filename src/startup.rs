@@ -36,14 +36,16 @@ use crate::service::jobs::like_arrays;
 use crate::service::jobs::post_views::PostViews;
 use crate::service::jobs::repair::LiveRepair;
 use crate::service::jobs::shared_tables::{self, SharedCopy};
+use crate::service::media::Library;
 use crate::service::read::near_cache::NearCache;
 use crate::service::{accounts, jobs::expiry, jobs::instance_lease, Context};
 use crate::store::embedded::{self, documents::EmbeddedDocs, live::MemoryLive};
 use crate::store::faults::Faults;
 use crate::store::metered::{count_request_trips, MeteredDocs, MeteredLive, RoundTrips};
 use crate::store::mongo::MongoDocs;
+use crate::store::objects::ObjectMedia;
 use crate::store::redis::RedisLive;
-use crate::store::{DocStore, LiveStore};
+use crate::store::{DocStore, LiveStore, MediaStore};
 
 /// Pins glibc's mmap threshold at its default 128 KiB. Left dynamic, glibc
 /// raises it to the size of the largest block freed, so every 19 MiB argon2
@@ -189,6 +191,24 @@ pub async fn connect_stores(
     Ok((docs, live))
 }
 
+/// The media store that `settings` names: an S3-compatible bucket, or
+/// files under the data directory.
+pub fn connect_media(settings: &Settings) -> anyhow::Result<Arc<dyn MediaStore>> {
+    Ok(match &settings.media.s3 {
+        Some(bucket) => {
+            tracing::info!(bucket = %bucket.bucket, endpoint = %bucket.endpoint, "media in S3");
+            Arc::new(ObjectMedia::s3(bucket).context("configuring the S3 media store")?)
+        }
+        None => {
+            let dir = settings.data_dir.join("media");
+            Arc::new(
+                ObjectMedia::files(&dir)
+                    .with_context(|| format!("opening the media folder {}", dir.display()))?,
+            )
+        }
+    })
+}
+
 impl Application {
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         let (docs, live) = connect_stores(&settings).await?;
@@ -256,6 +276,7 @@ impl Application {
             streams: Arc::default(),
             exports: Arc::default(),
             imports: Arc::default(),
+            media: Arc::new(Library::new(connect_media(&settings)?, &settings.media)),
         };
         if let Some((user, password)) = &settings.admin {
             let uid = accounts::bootstrap_admin(&context, user, password.expose())

@@ -1,8 +1,8 @@
 //! Typed settings read from the environment, validated once at start-up.
 //!
 //! [`variables`] is the one list of settings, written in a file per area
-//! (`server`, `stores`, `social`, `moderation`, `stream`, `account_jobs`,
-//! `rate_limits`): `from_lookup` reads exactly the variables in it,
+//! (`server`, `stores`, `media`, `social`, `moderation`, `stream`,
+//! `account_jobs`, `rate_limits`): `from_lookup` reads exactly the variables in it,
 //! `moments --help` and the README's table are generated from it, and any
 //! other `MOMENTS_*` variable is warned about at start-up as a likely typo.
 
@@ -11,8 +11,10 @@ use std::path::PathBuf;
 
 use crate::domain::addr::IpBlock;
 use crate::domain::user::{Password, Username};
+pub use crate::store::objects::S3Bucket;
 
 mod account_jobs;
+mod media;
 mod moderation;
 mod rate_limits;
 mod server;
@@ -109,6 +111,8 @@ pub struct RateLimits {
     /// each names someone by username, so this bounds how many names an
     /// account can try, as `user_lookups` does for one at a time.
     pub import_rows: Rate,
+    /// Bytes of pictures uploaded per account: the media quota.
+    pub media_bytes: Rate,
 }
 
 impl Default for RateLimits {
@@ -124,6 +128,7 @@ impl Default for RateLimits {
             user_lookups: Rate::new(30, 60),
             reports: Rate::new(50, 24 * 3600),
             import_rows: Rate::new(20_000, 24 * 3600),
+            media_bytes: Rate::new(1 << 30, 24 * 3600),
         }
     }
 }
@@ -221,6 +226,45 @@ pub struct Settings {
     pub exports: ExportSettings,
     /// Imports of lists of people (`service::imports`).
     pub imports: ImportSettings,
+    /// Uploaded pictures (`service::media`).
+    pub media: MediaSettings,
+}
+
+/// What an upload may be, what is kept of it and where, each a
+/// `MOMENTS_MEDIA_*` or `MOMENTS_S3_*` setting.
+#[derive(Debug, Clone)]
+pub struct MediaSettings {
+    /// Bytes an uploaded file may have.
+    pub max_bytes: usize,
+    /// Pixels (width × height) an uploaded picture may have.
+    pub max_pixels: u64,
+    /// The longest side a stored original keeps.
+    pub original_side: u32,
+    /// The shorter side of a preview.
+    pub preview_side: u32,
+    /// Hours an upload that no post took is kept.
+    pub unattached_hours: u64,
+    /// Uploads one instance receives at once.
+    pub uploads: usize,
+    /// What media URLs start with, without a trailing `/`.
+    pub base_url: String,
+    /// An S3-compatible bucket; `None`: files under `data_dir/media`.
+    pub s3: Option<S3Bucket>,
+}
+
+impl Default for MediaSettings {
+    fn default() -> Self {
+        Self {
+            max_bytes: 16 << 20,
+            max_pixels: 50_000_000,
+            original_side: 4096,
+            preview_side: 480,
+            unattached_hours: 24,
+            uploads: 16,
+            base_url: "/media".into(),
+            s3: None,
+        }
+    }
 }
 
 /// The bounds and clocks of live updates, each a `MOMENTS_STREAM_*` setting.
@@ -373,6 +417,7 @@ impl Default for Settings {
             stream: StreamSettings::default(),
             exports: ExportSettings::default(),
             imports: ImportSettings::default(),
+            media: MediaSettings::default(),
         }
     }
 }
@@ -470,6 +515,11 @@ struct Draft {
     rates: RateLimits,
     admin_username: Option<String>,
     admin_password: Option<Secret>,
+    /// The S3 settings read so far; settled into `settings.media.s3` once
+    /// all are.
+    s3: S3Bucket,
+    /// Whether any `MOMENTS_S3_*` that needs the rest was set.
+    s3_given: bool,
 }
 
 /// `MOMENTS_BODY_LIMIT` unset: request bodies above this many bytes are
@@ -486,6 +536,7 @@ const HOST_PORT: &str =
 const AREAS: &[&[Variable]] = &[
     server::VARIABLES,
     stores::VARIABLES,
+    media::VARIABLES,
     social::VARIABLES,
     moderation::VARIABLES,
     stream::VARIABLES,
@@ -627,6 +678,11 @@ impl Settings {
             rates: RateLimits::default(),
             admin_username: None,
             admin_password: None,
+            s3: S3Bucket {
+                region: "us-east-1".into(),
+                ..S3Bucket::default()
+            },
+            s3_given: false,
         };
         let mut errors = Vec::new();
         let mut set = Vec::new();
@@ -641,6 +697,7 @@ impl Settings {
                 errors.push(var.refusal(&raw, why));
             }
         }
+        let s3 = media::settle_s3(&draft, &mut errors);
         let mut s = draft.settings;
         let admin_set =
             ["MOMENTS_ADMIN_USERNAME", "MOMENTS_ADMIN_PASSWORD"].map(|n| set.contains(&n));
@@ -654,6 +711,7 @@ impl Settings {
         if let (Some(u), Some(p)) = (draft.admin_username, draft.admin_password) {
             s.admin = Some((u, p));
         }
+        s.media.s3 = s3;
         s.rate_limits = draft.rate_limits_on.then_some(draft.rates);
         if errors.is_empty() {
             Ok(s)

@@ -84,6 +84,17 @@ pub(super) const VARIABLES: &[Variable] = &[
         },
     },
     Variable {
+        name: "MOMENTS_RATE_MEDIA_BYTES",
+        default: DefaultValue::Literal("1073741824/1d"),
+        allowed: RATE,
+        meaning: "bytes of pictures uploaded per account (the files as sent): the media quota",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.rates.media_bytes = rate(v)?;
+            Ok(())
+        },
+    },
+    Variable {
         name: "MOMENTS_RATE_WRITES",
         default: DefaultValue::Literal("120/1m"),
         allowed: RATE,

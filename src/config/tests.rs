@@ -61,7 +61,8 @@ fn the_table_names_each_setting_once_and_as_a_setting() {
             "{n}"
         );
         assert!(
-            n.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'),
+            n.bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'),
             "{n}"
         );
     }

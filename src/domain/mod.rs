@@ -10,6 +10,7 @@ pub mod device_models;
 pub mod instance;
 pub mod label;
 pub mod lang;
+pub mod media;
 pub mod people_csv;
 pub mod post;
 pub mod report;

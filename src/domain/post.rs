@@ -146,6 +146,12 @@ fn picture_urls_schema() -> utoipa::openapi::Array {
         .build()
 }
 
+fn media_ids_schema() -> utoipa::openapi::Array {
+    let mut a = id_array_schema(MAX_PICTURES);
+    a.unique_items = true;
+    a
+}
+
 fn mentions_schema() -> utoipa::openapi::Array {
     id_array_schema(MAX_MENTIONS)
 }
@@ -162,6 +168,12 @@ pub struct NewPostRequest {
     #[serde(default)]
     #[schema(schema_with = picture_urls_schema)]
     pub picture_urls: Vec<String>,
+    /// Pictures uploaded with `POST /media`, in the order the post shows
+    /// them: each the caller's, on no other post, each once. With
+    /// `pictureUrls`, at most 9 pictures in all.
+    #[serde(default, deserialize_with = "super::id_list")]
+    #[schema(schema_with = media_ids_schema)]
+    pub media_ids: Vec<i64>,
     /// The raw device model, as the phone reports it ("ONEPLUS A6000").
     #[serde(default)]
     #[schema(schema_with = device_schema)]
@@ -186,6 +198,9 @@ pub struct NewPost {
     pub category: Category,
     pub content: String,
     pub picture_urls: Vec<String>,
+    /// Distinct, in order; checked to be the author's and free when the
+    /// post is published.
+    pub media_ids: Vec<i64>,
     pub device: String,
     pub geo: Option<Geo>,
     pub visibility: Visibility,
@@ -198,6 +213,22 @@ pub struct NewPost {
 }
 
 impl NewPost {
+    /// A public text post with nothing else on it, for seeding and
+    /// benchmarks (which change what they need with `..`).
+    pub fn text(content: impl Into<String>) -> Self {
+        NewPost {
+            category: Category::Text,
+            content: content.into(),
+            picture_urls: vec![],
+            media_ids: vec![],
+            device: String::new(),
+            geo: None,
+            visibility: Visibility::Public,
+            audience: None,
+            mentions: vec![],
+        }
+    }
+
     pub fn parse(req: NewPostRequest) -> Result<Self, AppError> {
         let content = parse_text("content", &req.content, MAX_CONTENT_CHARS, false)?;
         if req.picture_urls.len() > MAX_PICTURES {
@@ -212,14 +243,37 @@ impl NewPost {
             .enumerate()
             .map(|(i, u)| parse_http_url(&format!("pictureUrls[{i}]"), u))
             .collect::<Result<Vec<_>, _>>()?;
+        if req.picture_urls.len() + req.media_ids.len() > MAX_PICTURES {
+            return Err(AppError::invalid(
+                "mediaIds",
+                format!("at most {MAX_PICTURES} pictures, pictureUrls and mediaIds together"),
+            ));
+        }
+        let mut media_ids: Vec<i64> = Vec::with_capacity(req.media_ids.len());
+        for (i, id) in req.media_ids.iter().enumerate() {
+            if *id < 1 {
+                return Err(AppError::invalid(
+                    format!("mediaIds[{i}]"),
+                    "ids are positive",
+                ));
+            }
+            if media_ids.contains(id) {
+                return Err(AppError::invalid(
+                    format!("mediaIds[{i}]"),
+                    "a picture can be on a post once",
+                ));
+            }
+            media_ids.push(*id);
+        }
+        let pictures = picture_urls.len() + media_ids.len();
         match req.category {
-            Category::Picture if picture_urls.is_empty() => {
+            Category::Picture if pictures == 0 => {
                 return Err(AppError::invalid(
                     "pictureUrls",
                     "a PICTURE post needs at least one picture",
                 ))
             }
-            _ if content.is_empty() && picture_urls.is_empty() => {
+            _ if content.is_empty() && pictures == 0 => {
                 return Err(AppError::invalid(
                     "content",
                     "a post needs content or pictures",
@@ -269,6 +323,7 @@ impl NewPost {
             category: req.category,
             content,
             picture_urls,
+            media_ids,
             device,
             geo,
             visibility: req.visibility,

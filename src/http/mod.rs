@@ -14,6 +14,7 @@ pub mod imports;
 pub mod labels;
 pub mod likes;
 pub mod live_tools;
+pub mod media;
 pub mod moderation;
 pub mod notifications;
 pub mod openapi;
@@ -43,6 +44,7 @@ pub fn api(cfg: &mut web::ServiceConfig) {
             .configure(comments::routes)
             .configure(likes::routes)
             .configure(favorites::routes)
+            .configure(media::routes)
             .configure(history::routes)
             .configure(reports::routes)
             .configure(moderation::routes)
@@ -60,6 +62,7 @@ pub fn api(cfg: &mut web::ServiceConfig) {
             .configure(live_tools::routes),
     )
     .configure(ops::routes)
+    .configure(media::files)
     .configure(web_client::routes);
 }
 

@@ -41,6 +41,7 @@ impl Modify for BearerAuth {
         super::likes::like_post, super::likes::unlike_post, super::likes::like_comment,
         super::likes::unlike_comment, super::likes::list, super::likes::liked_by_me,
         super::favorites::favorite, super::favorites::unfavorite, super::favorites::list,
+        super::media::upload, super::media::get, super::media::describe, super::media::delete,
         super::shares::share, super::history::history,
         super::reports::file, super::reports::mine, super::strikes::mine, super::strikes::appeal,
         super::strikes::appeal_while_suspended,
@@ -56,7 +57,7 @@ impl Modify for BearerAuth {
     components(schemas(
         crate::service::read::responses::LikeView, crate::service::device_models::DeviceModelView,
         crate::service::notifications::NotificationView, crate::service::device_models::ImportRow,
-        super::problem::Problem,
+        super::problem::Problem, super::media::UploadForm,
         crate::service::stream::connection::Ready, crate::service::stream::connection::PostNew,
         crate::service::stream::connection::PostDeleted, crate::service::stream::delivery::PostCounts,
         crate::service::stream::connection::CommentNew, crate::service::stream::connection::UnreadCount,
@@ -168,8 +169,11 @@ fn complete_errors(doc: &mut serde_json::Value) {
 /// they are added to the schema it made.
 fn require_something_to_post(doc: &mut serde_json::Value) {
     use crate::domain::VISIBLE_TEXT_PATTERN;
-    let with_picture = serde_json::json!({
-        "required": ["pictureUrls"], "properties": { "pictureUrls": { "minItems": 1 } } });
+    // A picture is a URL or an upload.
+    let with_picture = serde_json::json!({ "anyOf": [
+        { "required": ["pictureUrls"], "properties": { "pictureUrls": { "minItems": 1 } } },
+        { "required": ["mediaIds"], "properties": { "mediaIds": { "minItems": 1 } } },
+    ] });
     if let Some(schema) = doc.pointer_mut("/components/schemas/NewPostRequest") {
         schema["allOf"] = serde_json::json!([
             { "anyOf": [
@@ -481,6 +485,8 @@ mod tests {
             "POST /api/v1/admin/device-models/import/preview",
             "POST /api/v1/me/imports",
             "POST /api/v1/me/imports/preview",
+            // A picture: MOMENTS_MEDIA_MAX_BYTES, in a form, not JSON.
+            "POST /api/v1/media",
         ];
         // A sign-in's device name is cut to 100 characters, not refused.
         let unbounded_allowed = ["POST /api/v1/sessions .device"];

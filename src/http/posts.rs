@@ -32,10 +32,12 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     params(PresentationQuery, IdempotencyKeyHeader),
     responses((status = 201, body = ExpandedPost, description = "published, as its author sees it; \
                  a retry with the same Idempotency-Key answers the same, with Idempotent-Replayed: true"),
-              (status = 409, description = "the first request with this Idempotency-Key is still running"),
+              (status = 409, description = "the first request with this Idempotency-Key is still running; or \
+                 another post took one of `mediaIds` at the same moment"),
               (status = 422, description = "well formed, but `field` names what is not there or not the author's \
                  to name: `audience.labels` a label that is not the author's, `mentions` the author, no such user, \
-                 or someone who may not see the post (code `unprocessable`); or this Idempotency-Key was used for \
+                 or someone who may not see the post, `mediaIds[i]` no upload of the author's, or one on another \
+                 post (code `unprocessable`); or this Idempotency-Key was used for \
                  a different request (code `idempotency_key_reused`)")),
     security(("bearer" = [])))]
 pub async fn create(

@@ -1,7 +1,7 @@
 //! Erasing a deleted account's traces, so that every other user's reads
 //! show none of it: its posts (tombstoned, so every read drops them), its
 //! comments and likes (taken out of their posts' sets and counts), its
-//! favorites, shares (taken out of their posts' counts), labels, mutes
+//! pictures, favorites, shares (taken out of their posts' counts), labels, mutes
 //! and hides, its strikes, what it said in its reports, and the snapshots
 //! of what was reported of it (once the case is closed), its data
 //! exports and their archives, every follow and block it had (both
@@ -40,6 +40,14 @@ pub async fn erase_traces(ctx: &Context, uid: i64, budget: usize) -> AppResult<b
             posts::remove_post(ctx, PostBody::from(doc)).await?;
         }
         spend!(ids.len());
+    }
+    // Its posts' pictures went with them; then the rest of its uploads.
+    loop {
+        let n = super::media::sweeps::erase_of(ctx, uid, BATCH).await?;
+        if n == 0 {
+            break;
+        }
+        spend!(n);
     }
     loop {
         let mine = ctx.docs.comments_by_author(uid, None, BATCH).await?;

@@ -87,6 +87,9 @@ pub struct Context {
     pub exports: Arc<exports::Exports>,
     /// The imports this instance applies.
     pub imports: Arc<imports::Imports>,
+    /// Where uploaded pictures' bytes are, and how many uploads are being
+    /// received.
+    pub media: Arc<media::Library>,
 }
 
 /// Runs an insert that takes a generated id, with a fresh id each time the

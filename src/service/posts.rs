@@ -7,14 +7,14 @@ use super::read::paging::fill_page;
 use super::read::post_json::PostJson;
 use super::read::responses::Page;
 use super::read::visibility::{Place, RelationSets};
-use super::{can_see, insert_reserved, Context, Presentation, Relations, Viewer};
+use super::{can_see, insert_reserved, media, Context, Presentation, Relations, Viewer};
 use crate::domain::cursor::Cursor;
 use crate::domain::post::NewPost;
 use crate::domain::user::AlbumWindow;
 use crate::error::{AppError, AppResult};
 use crate::store::{
     BlobKey, CachedCard, Changes, FilterKind, LabelDoc, LiveChange, NotificationKind, Owner,
-    PostBody, PostDoc, PostModeration, SetKey,
+    PostBody, PostDoc, PostModeration, SetKey, StoreError,
 };
 
 #[tracing::instrument(skip(ctx, post, pres))]
@@ -39,38 +39,61 @@ pub async fn create_post(
             .pop()
             .filter(|p| p.author_uid == author))
     };
+    // The pictures it names, checked before anything is written; an
+    // earlier try of this same post may have taken them already.
+    let own_tries: Vec<i64> = reserved
+        .iter()
+        .flat_map(|r| std::iter::once(r.id).chain(r.earlier.iter().copied()))
+        .collect();
+    let chosen = media::attachments::choose(ctx, author, &post.media_ids, &own_tries).await?;
     // Whether this try made it (not an earlier one, whose post may have
     // been viewed and commented on since).
     let made_here = std::sync::atomic::AtomicBool::new(false);
-    let doc = insert_reserved(
+    let made = insert_reserved(
         reserved,
         |id| {
-            let doc = PostDoc {
-                id,
-                author_uid: author,
-                category: post.category,
-                content: post.content.clone(),
-                picture_urls: post.picture_urls.clone(),
-                device: post.device.clone(),
-                geo: post.geo.clone(),
-                visibility: post.visibility,
-                audience: post.audience.clone(),
-                createtime: crate::ids::timestamp_of(id),
-                comments_postid: Vec::new(),
-                likes_postid: Vec::new(),
-                deleted: false,
-                moderation: held.as_ref().map(|_| PostModeration::Held),
-            };
-            let made_here = &made_here;
+            let post = &post;
+            let (made_here, chosen, held) = (&made_here, &chosen, &held);
             async move {
-                ctx.docs.insert_post(&doc).await?;
+                let media = media::attachments::attach(ctx, author, chosen, id).await?;
+                let doc = PostDoc {
+                    id,
+                    author_uid: author,
+                    category: post.category,
+                    content: post.content.clone(),
+                    picture_urls: post.picture_urls.clone(),
+                    media,
+                    device: post.device.clone(),
+                    geo: post.geo.clone(),
+                    visibility: post.visibility,
+                    audience: post.audience.clone(),
+                    createtime: crate::ids::timestamp_of(id),
+                    comments_postid: Vec::new(),
+                    likes_postid: Vec::new(),
+                    deleted: false,
+                    moderation: held.as_ref().map(|_| PostModeration::Held),
+                };
+                if let Err(e) = ctx.docs.insert_post(&doc).await {
+                    // Not made: its pictures are free for the next try,
+                    // which may be under another id.
+                    media::attachments::detach(ctx, author, chosen, id).await?;
+                    return Err(e);
+                }
                 made_here.store(true, std::sync::atomic::Ordering::Relaxed);
                 Ok(doc)
             }
         },
         earlier,
     )
-    .await?;
+    .await;
+    let doc = match made {
+        Err(StoreError::Duplicate(media::attachments::TAKEN_MEANWHILE)) => {
+            return Err(AppError::Conflict(
+                "a picture in mediaIds was taken by another post at the same moment".into(),
+            ))
+        }
+        other => other?,
+    };
     if doc.deleted {
         // Made by an earlier try, and deleted since: no fan-out, no
         // mentions again, nothing to answer.
@@ -306,6 +329,7 @@ pub async fn delete_post(ctx: &Context, id: i64, uid: i64) -> AppResult<()> {
 /// tombstone, its sets are dropped.
 pub async fn remove_post(ctx: &Context, body: PostBody) -> AppResult<()> {
     let id = body.id;
+    media::sweeps::check_soon(ctx, body.author_uid, &body.media).await?;
     ctx.docs.delete_post(id).await?;
     ctx.pulled_authors.forget_posts_of(body.author_uid);
     let tomb = PostBody {
@@ -324,6 +348,11 @@ pub async fn remove_post(ctx: &Context, body: PostBody) -> AppResult<()> {
         )
         .await;
     super::stream::events::post_gone(ctx, id);
+    // Its pictures go with it; a failure here leaves them to the sweep,
+    // which `check_soon` pointed at them.
+    if let Err(e) = media::attachments::delete_stored(ctx, tomb.author_uid, &tomb.media).await {
+        tracing::warn!(post = id, error = %e, "could not delete a deleted post's pictures yet");
+    }
     Ok(())
 }
 

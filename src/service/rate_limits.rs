@@ -215,6 +215,23 @@ pub fn import_row_budgets(limits: Option<&RateLimits>, uid: i64, rows: usize) ->
         .collect()
 }
 
+/// What an upload of `bytes` bytes costs the account's media quota.
+pub fn media_byte_budgets(limits: Option<&RateLimits>, uid: i64, bytes: usize) -> Vec<Budget> {
+    limits
+        .map(|l| {
+            budget(
+                "media_bytes",
+                &format!("u:{uid}"),
+                l.media_bytes,
+                i64::try_from(bytes).unwrap_or(i64::MAX),
+                "bytes of pictures uploaded",
+                "media_bytes",
+            )
+        })
+        .into_iter()
+        .collect()
+}
+
 pub fn report_budgets(limits: Option<&RateLimits>, uid: i64) -> Vec<Budget> {
     limits
         .map(|l| {

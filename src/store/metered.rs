@@ -418,6 +418,19 @@ metered! {
         counted fn delete_device_model(key: &str) -> bool;
     }
 
+    impl MediaDocs for MeteredDocs {
+        counted fn insert_media(media: &MediaDoc) -> ();
+        batch(ids) fn media_by_ids(uid: i64, ids: &[i64]) -> Vec<MediaDoc>;
+        batch(ids) fn move_media(uid: i64, ids: &[i64], from: MediaState, to: MediaState, since: i64) -> u64;
+        counted fn describe_media(uid: i64, id: i64, description: &str, focus: Option<crate::domain::media::Focus>) -> Option<MediaDoc>;
+        batch(ids) fn attach_media(uid: i64, ids: &[i64], post_id: i64, now: i64) -> u64;
+        batch(ids) fn detach_media(uid: i64, ids: &[i64], post_id: i64, now: i64) -> ();
+        // The sweeps' and an account's erasure and export, not a request's.
+        background fn media_in_state_before(state: MediaState, before: i64, limit: usize) -> Vec<MediaDoc>;
+        background fn media_of(uid: i64, after: Option<i64>, limit: usize) -> Vec<MediaDoc>;
+        batch(ids) fn delete_media(uid: i64, ids: &[i64]) -> u64;
+    }
+
     impl FavoriteDocs for MeteredDocs {
         counted fn insert_favorite(favorite: &FavoriteDoc) -> bool;
         counted fn delete_favorite(uid: i64, post_id: i64) -> bool;

@@ -14,7 +14,7 @@ use super::media::MediaStore;
 use super::{StoreError, StoreResult};
 
 /// Where an S3-compatible bucket is, and how to sign in to it.
-#[derive(Debug, Clone)]
+#[derive(Clone, Default)]
 pub struct S3Bucket {
     /// `http(s)://host:port` of the service; empty for AWS itself.
     pub endpoint: String,
@@ -22,6 +22,19 @@ pub struct S3Bucket {
     pub region: String,
     pub access_key_id: String,
     pub secret_access_key: String,
+}
+
+/// Shown without the secret, which settings and logs must never print.
+impl std::fmt::Debug for S3Bucket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("S3Bucket")
+            .field("endpoint", &self.endpoint)
+            .field("bucket", &self.bucket)
+            .field("region", &self.region)
+            .field("access_key_id", &self.access_key_id)
+            .field("secret_access_key", &"[redacted]")
+            .finish()
+    }
 }
 
 pub struct ObjectMedia {
@@ -45,7 +58,20 @@ impl ObjectMedia {
             .with_bucket_name(&bucket.bucket)
             .with_region(&bucket.region)
             .with_access_key_id(&bucket.access_key_id)
-            .with_secret_access_key(&bucket.secret_access_key);
+            .with_secret_access_key(&bucket.secret_access_key)
+            // A store that does not answer must cost an upload seconds, not
+            // the client's default minutes of retries: the client is told
+            // 503 and tries again itself.
+            .with_retry(object_store::RetryConfig {
+                backoff: object_store::BackoffConfig::default(),
+                max_retries: 2,
+                retry_timeout: std::time::Duration::from_secs(5),
+            })
+            .with_client_options(
+                object_store::ClientOptions::new()
+                    .with_connect_timeout(std::time::Duration::from_secs(2))
+                    .with_timeout(std::time::Duration::from_secs(30)),
+            );
         if !bucket.endpoint.is_empty() {
             // A self-hosted service answers at one host for every bucket,
             // often over plain HTTP inside the deployment.

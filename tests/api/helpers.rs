@@ -62,6 +62,8 @@ pub fn test_settings() -> Settings {
         s.mongodb_uri = Some(env("MOMENTS_TEST_MONGODB_URI"));
         s.redis_url = Some(env("MOMENTS_TEST_REDIS_URL"));
     }
+    // Media are files under the data directory by default; the media tests
+    // run on S3 as well (tests/api/media.rs).
     s
 }
 

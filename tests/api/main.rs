@@ -21,6 +21,7 @@ mod imports;
 mod instances;
 mod likes;
 mod live_state;
+mod media;
 mod metrics;
 mod notifications;
 mod ops;

@@ -50,6 +50,7 @@ async fn the_expanded_post_has_the_documented_shape() {
             "visibility",
             "author",
             "pictureUrls",
+            "media",
             "likeCount",
             "commentCount",
             "shareCount",

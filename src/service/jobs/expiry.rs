@@ -1,5 +1,6 @@
 //! Deletes what has expired, on every backend: sessions past their 30 days,
-//! and notifications and views past theirs; and erases the snapshots of
+//! and notifications and views past theirs, pictures no post took
+//! (`media::sweeps`); and erases the snapshots of
 //! moderation cases closed past their retention. Reads already ignore both; this keeps the
 //! stores from growing with them (MongoDB's TTL indexes do the same, and
 //! the sweep covers the embedded store, which has none, and lagging TTL
@@ -79,6 +80,9 @@ pub fn spawn(ctx: crate::service::Context) -> tokio::task::JoinHandle<()> {
             erase_old_snapshots(ctx.docs.as_ref(), ctx.settings.moderation_retention_days).await;
             if let Err(e) = crate::service::moderation::finish_unfinished(&ctx, grace_ms).await {
                 tracing::warn!(error = %e, "could not finish closed moderation items");
+            }
+            if let Err(e) = crate::service::media::sweeps::sweep_once(&ctx).await {
+                tracing::warn!(error = %e, "could not sweep media");
             }
             if let Err(e) = crate::service::exports::delete_expired(&ctx).await {
                 tracing::warn!(error = %e, "could not delete expired data exports");

@@ -266,6 +266,7 @@ fn probe_of(kept: &SetView, key: SetKey, viewer: Viewer, first: &Loaded) -> Opti
 fn template_of<'s>(
     snap: &'s PostSnapshot,
     cards: &HashMap<i64, UserCard>,
+    media_base: &str,
     generation_of: impl Fn(i64) -> Option<u64> + Copy,
 ) -> Option<(std::borrow::Cow<'s, PostTemplate>, Option<PostSnapshot>)> {
     use std::borrow::Cow;
@@ -274,7 +275,7 @@ fn template_of<'s>(
             return Some((Cow::Borrowed(t), None));
         }
     }
-    let made = PostTemplate::make(snap, cards, generation_of)?;
+    let made = PostTemplate::make(snap, cards, media_base, generation_of)?;
     if snap.template.get().is_none() {
         return match snap.template.set(made) {
             Ok(()) => snap.template.get().map(|t| (Cow::Borrowed(t), None)),
@@ -293,6 +294,9 @@ fn template_of<'s>(
 /// A post's body as a page has it: read in this request, or the one its
 /// snapshot holds (not copied: most posts of a warm page are written from
 /// their template and need no body of their own).
+// A page holds a few dozen of these at most: boxing the body would cost an
+// allocation per post read to save bytes no one counts.
+#[allow(clippy::large_enum_variant)]
 enum Body {
     Read(PostBody),
     Kept(Arc<PostSnapshot>),
@@ -835,7 +839,9 @@ pub async fn assemble_visible(
         // still has their card.
         if let Some(snap) = &c.snapshot {
             let generation_of = |uid: i64| loader.generation(Owner::User(uid));
-            if let Some((template, again)) = template_of(snap, &cards, generation_of) {
+            if let Some((template, again)) =
+                template_of(snap, &cards, ctx.media.base_url(), generation_of)
+            {
                 if let Some(again) = again {
                     loader.keep_snapshot(again);
                 }
@@ -999,7 +1005,7 @@ pub async fn assemble_visible(
             author: parts.body.author_uid,
             liked: reader.liked,
             like_count: parts.likers.count,
-            json: write_post(&parts, &cards, &reader),
+            json: write_post(&parts, &cards, ctx.media.base_url(), &reader),
         });
     }
     loader.finish("assemble_posts");

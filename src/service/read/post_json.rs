@@ -19,6 +19,7 @@ use super::responses::{unknown_user, Page, ReplyToView};
 use super::snapshot::{Hole, PostParts, PostSnapshot, PostSource, PostTemplate, LATEST_LIKES};
 use crate::ids;
 use crate::service::device_models::DeviceNames;
+use crate::service::media::MediaView;
 use crate::service::Presentation;
 use crate::store::{PostBody, UserCard};
 
@@ -85,9 +86,10 @@ pub struct ReaderPart<'a> {
 pub fn write_post(
     parts: &PostParts,
     cards: &HashMap<i64, UserCard>,
+    media_base: &str,
     reader: &ReaderPart<'_>,
 ) -> Vec<u8> {
-    PostTemplate::of(parts.source(), cards, Vec::new()).write(&parts.body, reader)
+    PostTemplate::of(parts.source(), cards, media_base, Vec::new()).write(&parts.body, reader)
 }
 
 impl PostTemplate {
@@ -98,6 +100,7 @@ impl PostTemplate {
     pub fn make(
         snap: &PostSnapshot,
         cards: &HashMap<i64, UserCard>,
+        media_base: &str,
         generation_of: impl Fn(i64) -> Option<u64>,
     ) -> Option<Self> {
         let mut gens = Vec::with_capacity(snap.people.len());
@@ -105,13 +108,19 @@ impl PostTemplate {
             cards.get(uid)?;
             gens.push((*uid, generation_of(*uid).filter(|g| *g != 0)?));
         }
-        Some(Self::of(snap.source(), cards, gens))
+        Some(Self::of(snap.source(), cards, media_base, gens))
     }
 
     /// The one place an expanded post's fields are laid out, in the order
     /// and with the names `ExpandedPost` serialises (a test holds them to
     /// it byte for byte).
-    fn of(src: PostSource<'_>, cards: &HashMap<i64, UserCard>, gens: Vec<(i64, u64)>) -> Self {
+    /// `media_base` is what media URLs start with (`MOMENTS_MEDIA_BASE_URL`).
+    fn of(
+        src: PostSource<'_>,
+        cards: &HashMap<i64, UserCard>,
+        media_base: &str,
+        gens: Vec<(i64, u64)>,
+    ) -> Self {
         let mut t = Writer::default();
         let b = src.body;
         t.raw(b"{\"id\":");
@@ -143,6 +152,13 @@ impl PostTemplate {
         t.json(&card(cards, b.author_uid));
         t.raw(b",\"pictureUrls\":");
         t.json(&b.picture_urls);
+        t.raw(b",\"media\":");
+        t.json(
+            &b.media
+                .iter()
+                .map(|m| MediaView::of(m, media_base))
+                .collect::<Vec<_>>(),
+        );
         t.raw(b",\"likeCount\":");
         t.uint(src.likers.count);
         t.raw(b",\"commentCount\":");
@@ -319,6 +335,7 @@ mod tests {
     use super::*;
     use crate::domain::device_models::DisplayName;
     use crate::domain::lang::Lang;
+    use crate::domain::media::{Encoding, Focus, Media, MediaKey};
     use crate::domain::post::{Audience, Category, Geo, Visibility};
     use crate::domain::time_text::TzOffset;
     use crate::service::device_models::DeviceNames;
@@ -339,6 +356,7 @@ mod tests {
         devices: &DeviceNames,
         pres: &Presentation,
     ) -> ExpandedPost {
+        let media_base = MEDIA_BASE;
         let b = &parts.body;
         ExpandedPost {
             id: b.id,
@@ -354,6 +372,11 @@ mod tests {
             moderation: b.moderation,
             author: card_of(cards, b.author_uid),
             picture_urls: b.picture_urls.clone(),
+            media: b
+                .media
+                .iter()
+                .map(|m| MediaView::of(m, media_base))
+                .collect(),
             like_count: parts.likers.count,
             comment_count: parts.comment_count,
             share_count: parts.share_count,
@@ -384,6 +407,7 @@ mod tests {
     }
 
     const HOUR: i64 = 3_600_000;
+    const MEDIA_BASE: &str = "https://media.example/m";
 
     fn card(uid: i64) -> UserCard {
         UserCard {
@@ -453,6 +477,29 @@ mod tests {
                         "https://cdn.example/p/1.jpg".into(),
                         "https://cdn.example/p/2.jpg".into(),
                     ]
+                } else {
+                    Vec::new()
+                },
+                media: if with_everything {
+                    (0..2)
+                        .map(|i| Media {
+                            id: 700 + i,
+                            key: MediaKey::random().unwrap(),
+                            encoding: if i == 0 {
+                                Encoding::Jpeg
+                            } else {
+                                Encoding::Png
+                            },
+                            width: 4032,
+                            height: 3024,
+                            size: 1_234_567,
+                            preview_width: 640,
+                            preview_height: 480,
+                            blurhash: "LEHV6nWB2yk8pyo0adR*.7kCMdnj".into(),
+                            description: format!("西湖 \"{i}\" \\ </script>"),
+                            focus: (i == 0).then_some(Focus { x: -0.5, y: 0.25 }),
+                        })
+                        .collect()
                 } else {
                     Vec::new()
                 },
@@ -547,7 +594,7 @@ mod tests {
             let snap = snapshot(with_everything);
             let cards: HashMap<i64, UserCard> =
                 snap.people.iter().map(|u| (*u, card(*u))).collect();
-            let template = PostTemplate::make(&snap, &cards, |_| Some(5)).unwrap();
+            let template = PostTemplate::make(&snap, &cards, MEDIA_BASE, |_| Some(5)).unwrap();
             for lang in [None, Some(Lang::Zh), Some(Lang::En)] {
                 for (is_author, liked) in [(false, false), (true, true), (false, true)] {
                     let pres = Presentation {
@@ -568,7 +615,7 @@ mod tests {
                     let expected = built(&parts, &reader, &cards);
                     // From a snapshot's template, and written whole.
                     let from_template = template.write(&snap.body, &reader);
-                    let whole = write_post(&parts, &cards, &reader);
+                    let whole = write_post(&parts, &cards, MEDIA_BASE, &reader);
                     for written in [from_template, whole] {
                         assert_eq!(
                             String::from_utf8_lossy(&written),
@@ -582,7 +629,12 @@ mod tests {
                     let mut without_one = cards.clone();
                     without_one.remove(&snap.body.author_uid);
                     assert_eq!(
-                        String::from_utf8_lossy(&write_post(&parts, &without_one, &reader)),
+                        String::from_utf8_lossy(&write_post(
+                            &parts,
+                            &without_one,
+                            MEDIA_BASE,
+                            &reader
+                        )),
                         String::from_utf8_lossy(&built(&parts, &reader, &without_one)),
                     );
                 }
@@ -594,16 +646,19 @@ mod tests {
     fn a_template_stands_while_the_cards_on_it_do() {
         let snap = snapshot(true);
         let cards: HashMap<i64, UserCard> = snap.people.iter().map(|u| (*u, card(*u))).collect();
-        let template = PostTemplate::make(&snap, &cards, |_| Some(5)).unwrap();
+        let template = PostTemplate::make(&snap, &cards, MEDIA_BASE, |_| Some(5)).unwrap();
         assert!(template.stands(|_| Some(5)));
         let changed = snap.people[1];
         assert!(!template.stands(|u| Some(if u == changed { 6 } else { 5 })));
         // No template without every card, nor without a generation for each.
         let mut missing = cards.clone();
         missing.remove(&changed);
-        assert!(PostTemplate::make(&snap, &missing, |_| Some(5)).is_none());
-        assert!(PostTemplate::make(&snap, &cards, |u| (u != changed).then_some(5)).is_none());
-        assert!(PostTemplate::make(&snap, &cards, |_| Some(0)).is_none());
+        assert!(PostTemplate::make(&snap, &missing, MEDIA_BASE, |_| Some(5)).is_none());
+        assert!(
+            PostTemplate::make(&snap, &cards, MEDIA_BASE, |u| (u != changed).then_some(5))
+                .is_none()
+        );
+        assert!(PostTemplate::make(&snap, &cards, MEDIA_BASE, |_| Some(0)).is_none());
     }
 
     #[test]
@@ -619,7 +674,7 @@ mod tests {
             liked: false,
             comments_liked: &[],
         };
-        let written = PostTemplate::make(&snap, &cards, |_| Some(1))
+        let written = PostTemplate::make(&snap, &cards, MEDIA_BASE, |_| Some(1))
             .unwrap()
             .write(&snap.body, &reader);
         let value: serde_json::Value = serde_json::from_slice(&written).unwrap();

@@ -30,6 +30,8 @@ pub struct ExpandedPost {
     pub moderation: Option<PostModeration>,
     pub author: UserCard,
     pub picture_urls: Vec<String>,
+    /// Pictures uploaded with the post, in its order.
+    pub media: Vec<crate::service::media::MediaView>,
     pub like_count: u64,
     pub comment_count: u64,
     /// Shares recorded (one per reader, post and platform).

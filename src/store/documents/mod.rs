@@ -16,6 +16,7 @@ mod imports;
 mod labels;
 mod likes;
 mod live_repairs;
+mod media;
 mod moderation;
 mod notifications;
 mod posts;
@@ -35,6 +36,7 @@ pub use imports::*;
 pub use labels::*;
 pub use likes::*;
 pub use live_repairs::*;
+pub use media::*;
 pub use moderation::*;
 pub use notifications::*;
 pub use posts::*;
@@ -48,7 +50,8 @@ use crate::store::StoreResult;
 
 /// The documents: the truth, one port per aggregate (accounts, posts,
 /// the social graph, notifications, device models, idempotency keys,
-/// unfinished fan-outs, stale live keys, data exports and imports) and the store-wide operations here. Every method is
+/// unfinished fan-outs, stale live keys, data exports and imports, media)
+/// and the store-wide operations here. Every method is
 /// one store round trip, and every batch method takes all the ids of a page
 /// at once, so a page of N items costs a constant number of calls.
 #[async_trait]
@@ -70,6 +73,7 @@ pub trait DocStore:
     + ImportDocs
     + LiveRepairDocs
     + ModerationDocs
+    + MediaDocs
     + Send
     + Sync
 {

@@ -4,6 +4,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use crate::domain::media::Media;
 use crate::domain::post::{Audience, Category, Geo, Visibility};
 use crate::store::{lenient_bool, StoreResult};
 
@@ -18,6 +19,10 @@ pub struct PostDoc {
     pub content: String,
     #[serde(rename = "pictureUrls")]
     pub picture_urls: Vec<String>,
+    /// Pictures uploaded here, in the order the post shows them: copies of
+    /// their records' `media`, so that reading a post reads nothing more.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub media: Vec<Media>,
     pub device: String,
     pub geo: Option<Geo>,
     pub visibility: Visibility,
@@ -56,6 +61,7 @@ impl PostDoc {
             category: Category::Text,
             content: content.into(),
             picture_urls: vec![],
+            media: vec![],
             device: String::new(),
             geo: None,
             visibility: Visibility::Public,
@@ -79,6 +85,8 @@ pub struct PostBody {
     pub category: Category,
     pub content: String,
     pub picture_urls: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub media: Vec<Media>,
     pub device: String,
     pub geo: Option<Geo>,
     pub visibility: Visibility,
@@ -99,6 +107,7 @@ impl From<PostDoc> for PostBody {
             category: p.category,
             content: p.content,
             picture_urls: p.picture_urls,
+            media: p.media,
             device: p.device,
             geo: p.geo,
             visibility: p.visibility,

@@ -2,7 +2,8 @@
 //! store-wide operations and shared helpers here, one file per aggregate
 //! port (`accounts`, `posts`, `comments`, `likes`, `social`,
 //! `notifications`, `fan_outs`, `exports`, `imports`, `live_repairs`, `device_models`,
-//! `favorites`, `labels`, `shares`, `views`, `idempotency`, `moderation`),
+//! `favorites`, `labels`, `shares`, `views`, `idempotency`, `moderation`,
+//! `media`),
 //! beside what exports and imports share (`account_jobs`) and the claims
 //! of saved work (`claims`), which several aggregates take. What the
 //! collections are, apart from any aggregate, is in `collections/`: their
@@ -29,6 +30,7 @@ mod imports;
 mod labels;
 mod likes;
 mod live_repairs;
+mod media;
 mod moderation;
 mod notifications;
 mod posts;

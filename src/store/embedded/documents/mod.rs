@@ -1,7 +1,7 @@
 //! `DocStore` on redb: the tables, helpers and store-wide operations here,
 //! one file per aggregate port (`accounts`, `posts`, `comments`, `likes`,
 //! `social`, `notifications`, `fan_outs`, `exports`, `imports`, `live_repairs`, `device_models`,
-//! `favorites`, `labels`, `shares`, `views`, `idempotency`, `moderation`,
+//! `favorites`, `labels`, `shares`, `views`, `idempotency`, `moderation`, `media`,
 //! and `account_jobs`, what exports and imports share; a test holds this
 //! list to the folder).
 //!
@@ -22,6 +22,7 @@ mod imports;
 mod labels;
 mod likes;
 mod live_repairs;
+mod media;
 mod moderation;
 mod notifications;
 mod posts;
@@ -164,6 +165,14 @@ const FAN_OUTS: TableDefinition<u64, &[u8]> = TableDefinition::new("fan_outs");
 /// Record id → stale live keys of one owner (`LiveRepairDoc` JSON): only used when
 /// the live state is in a Redis that other processes share.
 const LIVE_REPAIRS: TableDefinition<&str, &[u8]> = TableDefinition::new("live_repairs");
+
+/// Media id → the picture's record (`MediaDoc` JSON).
+const MEDIA: TableDefinition<u64, &[u8]> = TableDefinition::new("media");
+/// (state, since, media id) of every picture: what the sweeps take, oldest
+/// first.
+const MEDIA_BY_STATE: TableDefinition<(u8, i64, u64), ()> = TableDefinition::new("media_by_state");
+/// (owner, media id) of every picture: an account's media.
+const MEDIA_BY_OWNER: TableDefinition<(u64, u64), ()> = TableDefinition::new("media_by_owner");
 
 fn filter_code(k: FilterKind) -> u8 {
     match k {
@@ -535,6 +544,9 @@ impl DocStore for EmbeddedDocs {
             exports::open_tables(txn)?;
             imports::open_tables(txn)?;
             txn.open_table(LIVE_REPAIRS).map_err(other)?;
+            txn.open_table(MEDIA).map_err(other)?;
+            txn.open_table(MEDIA_BY_STATE).map_err(other)?;
+            txn.open_table(MEDIA_BY_OWNER).map_err(other)?;
             // Notifications from before the id index: indexed once.
             let mut by_id = txn.open_table(NOTIFICATION_IDS).map_err(other)?;
             if by_id.is_empty().map_err(other)? {

@@ -15,7 +15,7 @@ use super::classify;
 use crate::store::{StoreError, StoreResult};
 
 /// Compiled in, so the binary never depends on where it was started from.
-pub const SCHEMAS: [(&str, &str); 30] = [
+pub const SCHEMAS: [(&str, &str); 31] = [
     ("users", include_str!("../../../../schemas/users.json")),
     ("posts", include_str!("../../../../schemas/posts.json")),
     (
@@ -94,6 +94,7 @@ pub const SCHEMAS: [(&str, &str); 30] = [
         "export_chunks",
         include_str!("../../../../schemas/export_chunks.json"),
     ),
+    ("media", include_str!("../../../../schemas/media.json")),
 ];
 
 #[derive(Deserialize)]
