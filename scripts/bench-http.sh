@@ -2,9 +2,11 @@
 # HTTP load runs against a release build of the service:
 #   read   GET /api/v1/posts/{id} with warm caches, as a signed-in viewer
 #   write  a mix of new posts, comments, likes and unlikes by 100 users
+#   preview  GET of one uploaded picture's preview (a 12 MP phone JPEG's),
+#          as a grid loads it, beside GET /healthz
 # on the embedded default, on MongoDB (wire) + Redis, or on MongoDB (wire) + a
 # six-node Redis Cluster (scripts/stores.sh).
-# Usage: scripts/bench-http.sh [embedded|stores|cluster] [read|write] [seconds] [connections]
+# Usage: scripts/bench-http.sh [embedded|stores|cluster] [read|write|preview] [seconds] [connections]
 # MOMENTS_HTTP_PERF=FILE records a perf profile of the read run into FILE.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -75,7 +77,15 @@ read -r POST TOKEN <<<"$SEED"
 URL="http://127.0.0.1:$PORT/api/v1/posts/$POST"
 echo "== $(nproc) cores, backend $BACKEND, workload $WORKLOAD, $CONNECTIONS connections, ${DURATION}s, rate limits $MOMENTS_RATE_LIMITS, at $(git rev-parse --short HEAD)"
 echo "== server RSS before: $(ps -o rss= -p $APP_PID) KiB"
-if [ "$WORKLOAD" = read ]; then
+if [ "$WORKLOAD" = preview ]; then
+  cargo run --release --locked --quiet --example sample_photo -- "$DATA/photo.jpg" 4032 3024 6 textured
+  PREVIEW=$(curl -sf -H "authorization: Bearer $TOKEN" -F "file=@$DATA/photo.jpg;type=image/jpeg" \
+    "http://127.0.0.1:$PORT/api/v1/media" | python3 -c 'import json,sys; print(json.load(sys.stdin)["previewUrl"])')
+  echo "== ceiling: GET /healthz, same tool and connections, ${DURATION}s"
+  wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency "http://127.0.0.1:$PORT/healthz" | grep -E "Requests/sec|50%|99%"
+  echo "== GET $PREVIEW ($(curl -s "http://127.0.0.1:$PORT$PREVIEW" | wc -c) bytes)"
+  wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency "http://127.0.0.1:$PORT$PREVIEW" | grep -E "Requests/sec|Transfer/sec|50%|99%"
+elif [ "$WORKLOAD" = read ]; then
   echo "== ceiling: GET /healthz, same tool and connections, 5s"
   wrk -t1 -c"$CONNECTIONS" -d5s --latency "http://127.0.0.1:$PORT/healthz" | grep -E "Requests/sec|50%|99%"
   PERF_PID=

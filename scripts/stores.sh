@@ -170,6 +170,17 @@ start_moments() { # suite, backend, env...
         MOMENTS_REDIS_URL="$MOMENTS_TEST_REDIS_URL"
         MOMENTS_REDIS_PREFIX="$suite$port:"
       )
+      # Media in SeaweedFS when test.sh started it: the browser and the
+      # contract run the S3 adapter on the MongoDB backends, files on the
+      # embedded default.
+      if [ -n "${MOMENTS_TEST_S3_ENDPOINT:-}" ]; then
+        server_env+=(
+          MOMENTS_S3_ENDPOINT="$MOMENTS_TEST_S3_ENDPOINT"
+          MOMENTS_S3_BUCKET="$MOMENTS_TEST_S3_BUCKET"
+          MOMENTS_S3_ACCESS_KEY_ID="$MOMENTS_TEST_S3_ACCESS_KEY_ID"
+          MOMENTS_S3_SECRET_ACCESS_KEY="$MOMENTS_TEST_S3_SECRET_ACCESS_KEY"
+        )
+      fi
       ;;
     *) echo "usage: $0 [embedded|stores]" >&2; exit 2 ;;
   esac

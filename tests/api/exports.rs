@@ -277,6 +277,7 @@ async fn an_archive_holds_what_the_api_shows_its_owner_and_nothing_private_of_ot
     );
     let bytes = download(&app, &me, &done).await;
     let files = unzip(&bytes);
+    // No picture was uploaded here: nothing in media/.
     let names: Vec<&str> = files.keys().map(String::as_str).collect();
     let mut want: Vec<&str> = moments::service::exports::archive::FILES.to_vec();
     want.sort_unstable();

@@ -747,6 +747,47 @@ pub async fn a_page_of_nine_picture_posts_costs_no_more_round_trips(store: Store
     );
 }
 
+pub async fn the_export_carries_each_posts_originals(store: Store) {
+    let app = app_on(store).await;
+    let ann = app.user("ann").await;
+    let a = upload(&app, &ann).await;
+    let b = upload(&app, &ann).await;
+    let loose = upload(&app, &ann).await;
+    let (_, post) = post_with(&app, &ann, &[id(&b), id(&a)]).await;
+    let done = super::exports::export(&app, &ann).await;
+    assert_eq!(done["state"], "ready", "{done}");
+    let files = super::exports::unzip(&super::exports::download(&app, &ann, &done).await);
+    let posts: Value = serde_json::from_slice(&files["posts.json"]).unwrap();
+    let archived = posts
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == post["id"])
+        .unwrap();
+    let named: Vec<&str> = archived["media"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["file"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        named,
+        [
+            format!("media/{}.jpg", id(&b)),
+            format!("media/{}.jpg", id(&a))
+        ]
+    );
+    for (m, file) in [&b, &a].iter().zip(&named) {
+        let (_, _, original) = fetch(&app, m["url"].as_str().unwrap(), &[]).await;
+        assert_eq!(files[*file], original, "{file}");
+        assert!(!has_app1(&files[*file]));
+    }
+    // Only what is on a post; the offline album shows them.
+    assert!(!files.contains_key(&format!("media/{}.jpg", id(&loose))));
+    let album = String::from_utf8_lossy(&files["album.js"]);
+    assert!(album.contains(named[0]), "album.js names the pictures");
+}
+
 /// Every test above, on each media store.
 macro_rules! on_both_media_stores {
     ($($test:ident),* $(,)?) => {
@@ -776,6 +817,7 @@ on_both_media_stores!(
     the_sweep_deletes_what_no_post_took_and_frees_what_a_lost_post_took,
     the_quota_and_the_upload_bound_answer_before_any_work,
     a_page_of_nine_picture_posts_costs_no_more_round_trips,
+    the_export_carries_each_posts_originals,
 );
 
 #[tokio::test]

@@ -19,9 +19,10 @@ use serde_json::Value;
 use super::run::Run;
 pub use super::sink::Sink;
 use crate::domain::cursor::Cursor;
+use crate::domain::media::Rendition;
 use crate::error::{AppError, AppResult};
 use crate::service::{accounts, posts, reports, Context, Presentation};
-use crate::store::{FilterKind, LikeKind, StoreError};
+use crate::store::{FilterKind, LikeKind, MediaState, StoreError};
 
 pub const README: &str = include_str!("assets/README.txt");
 pub const INDEX_HTML: &str = include_str!("assets/index.html");
@@ -49,6 +50,10 @@ pub const FILES: &[&str] = &[
     "sessions.json",
     "reports.json",
 ];
+
+/// The folder of the originals of the pictures on the account's posts,
+/// beside `FILES`: `media/{id}.jpg` (or `.png`), named in posts.json.
+pub const MEDIA_FOLDER: &str = "media/";
 
 /// Why a run stopped before the end.
 #[derive(Debug, thiserror::Error)]
@@ -79,6 +84,17 @@ struct Entry<'z> {
 
 impl<'z> Entry<'z> {
     fn open(zip: &'z mut Zip, name: &str, at: i64) -> io::Result<Self> {
+        Self::open_at_level(zip, name, at, flate2::Compression::new(6))
+    }
+
+    /// `open`, deflating at `level`: pictures are compressed already, and
+    /// deflating them again costs CPU for nothing.
+    fn open_at_level(
+        zip: &'z mut Zip,
+        name: &str,
+        at: i64,
+        level: flate2::Compression,
+    ) -> io::Result<Self> {
         let (entry, config) = zip
             .new_file(name)
             .compression_method(rawzip::CompressionMethod::Deflate)
@@ -86,7 +102,7 @@ impl<'z> Entry<'z> {
             .unix_permissions(0o644)
             .start()
             .map_err(io::Error::other)?;
-        let encoder = DeflateEncoder::new(entry, flate2::Compression::new(6));
+        let encoder = DeflateEncoder::new(entry, level);
         Ok(Entry {
             data: config.wrap(encoder),
         })
@@ -189,6 +205,7 @@ fn archived_post(
         "category": field("category"),
         "content": field("content"),
         "pictureUrls": field("pictureUrls"),
+        "media": archived_media(&field("media")),
         "device": { "model": field("deviceModel"), "name": field("device") },
         "place": field("geo"),
         "visibility": field("visibility"),
@@ -199,6 +216,37 @@ fn archived_post(
         "shareCount": field("shareCount"),
         "viewCount": field("viewCount"),
     })
+}
+
+/// Where the archive keeps an uploaded picture's original, by its id and
+/// the extension its URL ends with.
+pub fn media_file(id: i64, extension: &str) -> String {
+    format!("{MEDIA_FOLDER}{id}.{extension}")
+}
+
+/// A post's uploaded pictures as the archive keeps them: each original's
+/// file in the archive, with its size, alt text and focus.
+fn archived_media(media: &Value) -> Value {
+    let Some(list) = media.as_array() else {
+        return Value::Array(Vec::new());
+    };
+    Value::Array(
+        list.iter()
+            .map(|m| {
+                let extension = m["url"]
+                    .as_str()
+                    .and_then(|u| u.rsplit_once('.'))
+                    .map_or("jpg", |(_, ext)| ext);
+                serde_json::json!({
+                    "file": media_file(m["id"].as_i64().unwrap_or_default(), extension),
+                    "width": m["width"],
+                    "height": m["height"],
+                    "description": m["description"],
+                    "focus": m["focus"],
+                })
+            })
+            .collect(),
+    )
 }
 
 /// The uids an audience names, for one batch's username read.
@@ -430,6 +478,39 @@ async fn write_files(
         }
         album.put(b"\n]};\n").map_err(io_stop)?;
         album.close().map_err(io_stop)?;
+    }
+
+    // media/: the originals of the pictures on the account's posts, one
+    // at a time (each is capped on its long side: a few MB at most).
+    let mut after = None;
+    loop {
+        let page = ctx.docs.media_of(uid, after, batch).await?;
+        let Some(last) = page.last() else { break };
+        after = Some(last.id);
+        for doc in &page {
+            let on_a_post = matches!(doc.state, MediaState::Attached | MediaState::Posted);
+            if !on_a_post {
+                continue;
+            }
+            let m = &doc.media;
+            let object = m.key.object(Rendition::Original, m.encoding);
+            // Gone from the store (its post deleted as this ran): nothing
+            // to keep.
+            let Some(bytes) = ctx.media.store.get(&object).await? else {
+                continue;
+            };
+            let _held = run.hold(1);
+            let name = media_file(m.id, m.encoding.extension());
+            let mut e = Entry::open_at_level(zip, &name, at, flate2::Compression::fast())
+                .map_err(io_stop)?;
+            e.put(&bytes).map_err(io_stop)?;
+            e.close().map_err(io_stop)?;
+            store_chunks(ctx, run, sink, false).await?;
+        }
+        between_batches(ctx, run, sink).await?;
+        if page.len() < batch {
+            break;
+        }
     }
 
     // comments.json: the account's comments, with their post and whom

@@ -35,6 +35,22 @@
     if (p.moderation) meta.appendChild(el('span', 'tag', p.moderation));
     a.appendChild(meta);
     a.appendChild(el('p', 'text', p.content || ''));
+    var media = p.media || [];
+    if (media.length) {
+      // The originals travel in the archive, beside this page.
+      var grid = el('div', 'pictures');
+      media.forEach(function (m, i) {
+        var link = el('a');
+        link.href = m.file;
+        var img = el('img');
+        img.src = m.file;
+        img.alt = m.description || ('Picture ' + (i + 1));
+        img.loading = 'lazy';
+        link.appendChild(img);
+        grid.appendChild(link);
+      });
+      a.appendChild(grid);
+    }
     var pictures = p.pictureUrls || [];
     if (pictures.length) {
       // Links, not images: the album loads nothing by itself.
