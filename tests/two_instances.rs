@@ -1256,3 +1256,68 @@ async fn a_content_filter_added_through_one_instance_refuses_and_holds_on_the_ot
         .drop()
         .await;
 }
+
+/// The S3 bucket scripts/test.sh started (SeaweedFS).
+fn s3_bucket() -> moments::config::S3Bucket {
+    moments::config::S3Bucket {
+        endpoint: env("MOMENTS_TEST_S3_ENDPOINT"),
+        bucket: env("MOMENTS_TEST_S3_BUCKET"),
+        region: "us-east-1".into(),
+        access_key_id: env("MOMENTS_TEST_S3_ACCESS_KEY_ID"),
+        secret_access_key: env("MOMENTS_TEST_S3_SECRET_ACCESS_KEY"),
+    }
+}
+
+#[tokio::test]
+async fn a_picture_uploaded_through_one_instance_is_posted_and_served_through_the_other() {
+    let db = fresh_db("media_");
+    let tune = |s: &mut Settings| s.media.s3 = Some(s3_bucket());
+    let a = Instance::start_with(&db, env("MOMENTS_TEST_REDIS_URL"), tune).await;
+    let b = Instance::start_with(&db, env("MOMENTS_TEST_REDIS_URL"), tune).await;
+    let (_, token) = a.user("photographer").await;
+    let photo = moments::service::media::samples::phone_jpeg(120, 80, 6).unwrap();
+    let mut body = b"--b41\r\nContent-Disposition: form-data; name=\"file\"; filename=\"p.jpg\"\r\nContent-Type: image/jpeg\r\n\r\n".to_vec();
+    body.extend_from_slice(&photo);
+    body.extend_from_slice(b"\r\n--b41--\r\n");
+    let resp = a
+        .http
+        .post(format!("{}/api/v1/media", a.base))
+        .bearer_auth(&token)
+        .header("content-type", "multipart/form-data; boundary=b41")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 201);
+    let media: Value = resp.json().await.unwrap();
+    // The other instance publishes it and reads it back.
+    let post = b
+        .ok(
+            Method::POST,
+            "/api/v1/posts",
+            Some(&token),
+            Some(json!({"category": "PICTURE", "mediaIds": [media["id"]]})),
+        )
+        .await;
+    assert_eq!(post["media"][0], media);
+    let seen = a
+        .ok(
+            Method::GET,
+            &format!("/api/v1/posts/{}", post["id"]),
+            Some(&token),
+            None,
+        )
+        .await;
+    assert_eq!(seen["media"], post["media"]);
+    // Either serves the bytes the other stored.
+    let url = media["url"].as_str().unwrap();
+    let fetch = |x: &Instance| {
+        let request = x.http.get(format!("{}{url}", x.base));
+        async move { request.send().await.unwrap().bytes().await.unwrap() }
+    };
+    let (from_a, from_b) = (fetch(&a).await, fetch(&b).await);
+    assert!(from_a.len() > 100);
+    assert_eq!(from_a, from_b);
+    a.stop().await;
+    b.stop().await;
+}

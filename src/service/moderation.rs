@@ -18,6 +18,7 @@ use super::staff::{audit, moderates, Role};
 use super::strikes::{self, Sanction, MAX_SUSPENSION_DAYS};
 use super::{with_fresh_id, Context};
 use crate::domain::cursor::Cursor;
+use crate::domain::media::Rendition;
 use crate::domain::report::{ReportCategory, TargetKind};
 use crate::error::{AppError, AppResult};
 use crate::ids::{now_ms, DAY_MS};
@@ -446,7 +447,14 @@ pub async fn held_posts(
         .filter_map(|id| docs.remove(id))
         .map(|doc| {
             let post_id = doc.id;
-            let mut snapshot = super::reports::post_snapshot(&PostBody::from(doc), now);
+            let body = PostBody::from(doc);
+            let mut snapshot = super::reports::post_snapshot(&body, now);
+            // Held, the post and its pictures are there to look at.
+            snapshot.picture_urls.extend(
+                body.media
+                    .iter()
+                    .map(|m| super::media::url_of(ctx.media.base_url(), m, Rendition::Preview)),
+            );
             snapshot.author_name = author_name.clone();
             HeldPostNow { post_id, snapshot }
         })
@@ -936,6 +944,9 @@ async fn release_hold(ctx: &Context, post_id: i64) -> AppResult<()> {
 pub async fn hold_post(ctx: &Context, body: &PostBody, held: HeldBy) -> AppResult<()> {
     let now = now_ms();
     let mut snapshot = super::reports::post_snapshot(body, now);
+    snapshot
+        .picture_urls
+        .extend(super::media::evidence::keep(ctx, &body.media).await);
     snapshot.author_name = load_cards(ctx, &[body.author_uid])
         .await?
         .remove(&body.author_uid)

@@ -97,7 +97,11 @@ async fn target_snapshot(ctx: &Context, reporter: i64, report: &NewReport) -> Ap
             let body = visible_post(ctx, report.target_id, Some(reporter))
                 .await?
                 .body;
-            (body.author_uid, post_snapshot(&body, now))
+            let mut snapshot = post_snapshot(&body, now);
+            snapshot
+                .picture_urls
+                .extend(super::media::evidence::keep(ctx, &body.media).await);
+            (body.author_uid, snapshot)
         }
         ReportedKind::Comment => {
             let (comment, post) = visible_comment(ctx, report.target_id, Some(reporter)).await?;

@@ -788,6 +788,49 @@ pub async fn the_export_carries_each_posts_originals(store: Store) {
     assert!(album.contains(named[0]), "album.js names the pictures");
 }
 
+pub async fn a_reported_posts_pictures_stay_in_its_snapshot_after_it_is_deleted(store: Store) {
+    use base64::Engine;
+    let app = app_on(store).await;
+    let (ann, bob) = (app.user("ann").await, app.user("bob").await);
+    let pictures = [id(&upload(&app, &ann).await), id(&upload(&app, &ann).await)];
+    let (_, post) = post_with(&app, &ann, &pictures).await;
+    let (s, report) = app
+        .post(
+            "/api/v1/reports",
+            Some(&bob.token),
+            json!({"targetType": "post", "targetId": id(&post), "category": "spam"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{report}");
+    // The author deletes it, pictures and all, at once.
+    assert_eq!(
+        app.delete(&format!("/api/v1/posts/{}", id(&post)), Some(&ann.token))
+            .await
+            .0,
+        StatusCode::NO_CONTENT
+    );
+    assert!(records_of(&app, ann.uid).await.is_empty());
+    let admin = app.admin().await;
+    let (s, queue) = app.get("/api/v1/admin/reports", Some(&admin.token)).await;
+    assert_eq!(s, StatusCode::OK, "{queue}");
+    let kept: Vec<&str> = queue["items"][0]["snapshot"]["pictureUrls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u.as_str().unwrap())
+        .collect();
+    assert_eq!(kept.len(), 2, "{queue}");
+    for url in kept {
+        let b64 = url.strip_prefix("data:image/jpeg;base64,").expect(url);
+        let jpeg = base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .unwrap();
+        let small = image::load_from_memory(&jpeg).unwrap();
+        assert_eq!(small.width().max(small.height()), 160);
+        assert!(!has_app1(&jpeg));
+    }
+}
+
 /// Every test above, on each media store.
 macro_rules! on_both_media_stores {
     ($($test:ident),* $(,)?) => {
@@ -818,6 +861,7 @@ on_both_media_stores!(
     the_quota_and_the_upload_bound_answer_before_any_work,
     a_page_of_nine_picture_posts_costs_no_more_round_trips,
     the_export_carries_each_posts_originals,
+    a_reported_posts_pictures_stay_in_its_snapshot_after_it_is_deleted,
 );
 
 #[tokio::test]

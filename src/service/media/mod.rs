@@ -1,11 +1,13 @@
 //! Photos: an upload turned into stored renditions (`processing`), kept
 //! and described for its owner (`uploads`), taken by a post and deleted
 //! with it (`attachments`), and swept when no post took it (`sweeps`);
-//! phone-like sample pictures for tests and benchmarks (`samples`).
+//! small copies kept in moderation snapshots (`evidence`); phone-like
+//! sample pictures for tests and benchmarks (`samples`).
 //! `Library` is what every part shares: the media store, the bound on
 //! uploads received at once, and the URLs clients fetch.
 
 pub mod attachments;
+pub mod evidence;
 pub mod processing;
 pub mod samples;
 pub mod sweeps;

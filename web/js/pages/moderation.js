@@ -393,12 +393,22 @@ function heldNotice(itemId, held) {
 }
 
 /**
+ * A picture a snapshot shows: a URL the author gave, one of this service's
+ * media URLs (a held post's), or the small copy of an uploaded picture
+ * the snapshot keeps inline, which outlives the post.
+ * @param {string} url
+ */
+function snapshotPicture(url) {
+  return webUrl(url) ?? (/^(\/media\/|data:image\/(jpeg|png);base64,)/.test(url) ? url : null);
+}
+
+/**
  * The content as it was first reported.
  * @param {Case} item
  */
 function snapshot(item) {
   const s = item.snapshot;
-  const pictures = s.pictureUrls.flatMap((url) => webUrl(url) ?? []);
+  const pictures = s.pictureUrls.flatMap((url) => snapshotPicture(url) ?? []);
   const postId = item.target.kind === 'post' ? item.target.id : s.postId;
   return h('figure', { class: 'snapshot' },
     h('figcaption', { class: 'fine muted' },
