@@ -41,6 +41,9 @@ impl Encoding {
     }
 }
 
+/// The longest focus text taken, spaces included.
+pub const MAX_FOCUS_CHARS: usize = 64;
+
 /// A focus as text (`Focus::parse` takes these and more), for the OpenAPI
 /// document: two numbers from -1 to 1, with up to six decimals.
 pub const FOCUS_PATTERN: &str = concat!(
@@ -63,6 +66,9 @@ impl Focus {
     /// `"x,y"`, each a number from −1 to 1.
     pub fn parse(raw: &str) -> Result<Self, AppError> {
         let bad = || AppError::invalid("focus", "must be \"x,y\", each a number from -1 to 1");
+        if raw.len() > MAX_FOCUS_CHARS {
+            return Err(bad());
+        }
         let (x, y) = raw.trim().split_once(',').ok_or_else(bad)?;
         let number = |s: &str| {
             let s = s.trim();
@@ -84,8 +90,9 @@ impl Focus {
     }
 }
 
+/// `null` is taken as absent: the alt text stays as it was.
 fn description_schema() -> utoipa::openapi::Object {
-    super::text_schema(MAX_DESCRIPTION_CHARS, false, false)
+    super::text_schema(MAX_DESCRIPTION_CHARS, false, true)
 }
 
 /// `PUT /media/{id}`: what is given replaces what was; `focus: null`
@@ -103,13 +110,24 @@ pub struct MediaPatchRequest {
 }
 
 fn focus_schema() -> utoipa::openapi::Object {
+    focus_text_schema(true)
+}
+
+/// The document's schema for a focus as text; `nullable` where `null`
+/// takes the focus away.
+pub fn focus_text_schema(nullable: bool) -> utoipa::openapi::Object {
     super::StringSchema {
         pattern: Some(FOCUS_PATTERN.into()),
-        max: Some(64),
-        nullable: true,
+        max: Some(MAX_FOCUS_CHARS),
+        nullable,
         ..Default::default()
     }
     .build()
+}
+
+/// The document's schema for alt text sent as a form field (never null).
+pub fn description_text_schema() -> utoipa::openapi::Object {
+    super::text_schema(MAX_DESCRIPTION_CHARS, false, false)
 }
 
 /// A field that may be given as `null`: `Some(None)`, apart from absent.

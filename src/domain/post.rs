@@ -169,8 +169,8 @@ pub struct NewPostRequest {
     #[schema(schema_with = picture_urls_schema)]
     pub picture_urls: Vec<String>,
     /// Pictures uploaded with `POST /media`, in the order the post shows
-    /// them: each the caller's, on no other post, each once. With
-    /// `pictureUrls`, at most 9 pictures in all.
+    /// them: each the caller's, on no other post, each once; not with
+    /// `pictureUrls`.
     #[serde(default, deserialize_with = "super::id_list")]
     #[schema(schema_with = media_ids_schema)]
     pub media_ids: Vec<i64>,
@@ -243,10 +243,17 @@ impl NewPost {
             .enumerate()
             .map(|(i, u)| parse_http_url(&format!("pictureUrls[{i}]"), u))
             .collect::<Result<Vec<_>, _>>()?;
-        if req.picture_urls.len() + req.media_ids.len() > MAX_PICTURES {
+        // One kind of picture a post: the grid shows uploads or URLs.
+        if !req.picture_urls.is_empty() && !req.media_ids.is_empty() {
             return Err(AppError::invalid(
                 "mediaIds",
-                format!("at most {MAX_PICTURES} pictures, pictureUrls and mediaIds together"),
+                "a post shows uploaded pictures or pictureUrls, not both",
+            ));
+        }
+        if req.media_ids.len() > MAX_PICTURES {
+            return Err(AppError::invalid(
+                "mediaIds",
+                format!("at most {MAX_PICTURES} pictures"),
             ));
         }
         let mut media_ids: Vec<i64> = Vec::with_capacity(req.media_ids.len());

@@ -48,7 +48,10 @@ pub fn files(cfg: &mut web::ServiceConfig) {
 const FORM_SLACK: usize = 64 * 1024;
 
 /// The upload form, as the OpenAPI document types it.
-#[derive(utoipa::ToSchema)]
+/// Its serde attributes are what the document reads (no other field is
+/// taken); the handler reads the parts itself.
+#[derive(serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 pub struct UploadForm {
     /// The picture: JPEG, PNG, WebP or GIF (its first frame), at most
@@ -57,15 +60,19 @@ pub struct UploadForm {
     #[schema(value_type = String, format = Binary)]
     file: Vec<u8>,
     /// Alt text, at most 1,500 characters.
-    #[schema(max_length = 1500)]
+    #[schema(schema_with = crate::domain::media::description_text_schema)]
     description: Option<String>,
     /// `"x,y"`, each from -1 to 1: where a crop should stay.
-    #[schema(example = "0.5,-0.25")]
+    #[schema(schema_with = focus_form_schema)]
     focus: Option<String>,
 }
 
 /// A form that could not be read; `limit` is the file's bound, which a
 /// body past its own bound overstepped.
+fn focus_form_schema() -> utoipa::openapi::Object {
+    crate::domain::media::focus_text_schema(false)
+}
+
 fn form_error(e: actix_multipart::MultipartError, limit: usize) -> AppError {
     match e {
         actix_multipart::MultipartError::Payload(actix_web::error::PayloadError::Overflow) => {

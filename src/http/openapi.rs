@@ -185,6 +185,10 @@ fn require_something_to_post(doc: &mut serde_json::Value) {
                 { "properties": { "category": { "not": { "const": "PICTURE" } } } },
                 with_picture,
             ] },
+            // Uploads or URLs, not both.
+            { "not": { "required": ["pictureUrls", "mediaIds"],
+                       "properties": { "pictureUrls": { "minItems": 1 },
+                                       "mediaIds": { "minItems": 1 } } } },
             // `only` and `except` name their audience; nothing else does.
             { "anyOf": [
                 { "required": ["visibility", "audience"],

@@ -455,23 +455,22 @@ pub async fn a_post_takes_only_its_authors_free_pictures_each_once(store: Store)
     assert_eq!(post_with(&app, &ann, &[mine]).await.0, StatusCode::CREATED);
     let (s, problem) = post_with(&app, &ann, &[mine]).await;
     assert_eq!(s.as_u16(), 422, "{problem}");
-    // Nine pictures, URLs and uploads together, is the most.
-    let urls: Vec<String> = (0..8)
-        .map(|i| format!("https://cdn.example/{i}.jpg"))
-        .collect();
+    // Uploads or URLs, not both; and nothing is taken by the refusal.
     let fresh = id(&upload(&app, &ann).await);
-    let (s, post) = app
+    let (s, problem) = app
         .post(
             "/api/v1/posts",
             Some(&ann.token),
-            json!({"category": "PICTURE", "pictureUrls": urls, "mediaIds": [fresh]}),
+            json!({"category": "PICTURE", "pictureUrls": ["https://cdn.example/0.jpg"], "mediaIds": [fresh]}),
         )
         .await;
-    assert_eq!(s, StatusCode::CREATED, "{post}");
     assert_eq!(
-        post["pictureUrls"].as_array().unwrap().len() + post["media"].as_array().unwrap().len(),
-        9
+        (s.as_u16(), &problem["field"]),
+        (400, &json!("mediaIds")),
+        "{problem}"
     );
+    let (s, post) = post_with(&app, &ann, &[fresh]).await;
+    assert_eq!(s, StatusCode::CREATED, "{post}");
 }
 
 pub async fn an_idempotent_retry_publishes_its_pictures_once(store: Store) {
