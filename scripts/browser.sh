@@ -22,7 +22,9 @@ if [ "$backend" = embedded ]; then
   shots="$PWD/target/screenshots"
   if [ "${MOMENTS_UPDATE_SCREENSHOTS:-}" = 1 ]; then shots="$PWD/docs/screenshots"; fi
 fi
-(cd tests/browser && MOMENTS_BASE_URL="$BASE" MOMENTS_ADMIN_USERNAME="$ADMIN_USERNAME" \
+# A phone photo: 640 × 480 with Orientation 6 and a GPS position in its EXIF.
+cargo run --locked --quiet --example sample_photo -- "$MOMENTS_RUN_DIR/phone.jpg" 640 480 6
+(cd tests/browser && MOMENTS_SAMPLE_PHOTO="$MOMENTS_RUN_DIR/phone.jpg" MOMENTS_BASE_URL="$BASE" MOMENTS_ADMIN_USERNAME="$ADMIN_USERNAME" \
   MOMENTS_ADMIN_PASSWORD="$ADMIN_PASSWORD" MOMENTS_SCREENSHOTS_DIR="$shots" \
   node --test --test-concurrency=1 ./*.test.mjs)
 SUITE_PASSED=1

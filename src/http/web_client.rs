@@ -53,6 +53,7 @@ pub static ASSETS: &[Asset] = assets![
     "js/forms.js" => JS,
     "js/lists.js" => JS,
     "js/post_card.js" => JS,
+    "js/blurhash.js" => JS,
     "js/report.js" => JS,
     "js/live.js" => JS,
     "js/types.js" => JS,
@@ -70,11 +71,13 @@ pub static ASSETS: &[Asset] = assets![
 ];
 
 /// Scripts, styles and API calls come from this origin alone; nothing
-/// inline, no eval. Pictures are URLs on any http(s) host by the product's
-/// design (no upload), so images alone may load from elsewhere, and
-/// `Referrer-Policy: no-referrer` keeps those hosts from learning the page.
+/// inline, no eval. Picture URLs may name any http(s) host, and uploads
+/// may be served by a CDN (`MOMENTS_MEDIA_BASE_URL`), so images alone may
+/// load from elsewhere, and `Referrer-Policy: no-referrer` keeps those
+/// hosts from learning the page; `blob:` is a photo being uploaded, shown
+/// from the phone's own copy until its preview is stored.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
-     style-src 'self'; img-src 'self' https: http: data:; connect-src 'self'; \
+     style-src 'self'; img-src 'self' https: http: data: blob:; connect-src 'self'; \
      manifest-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 pub fn routes(cfg: &mut web::ServiceConfig) {

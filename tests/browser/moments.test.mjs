@@ -1513,6 +1513,95 @@ step('My data → Import previews a Mastodon list row by row, says when it went 
   assert.deepEqual([...after].filter((uid) => !before.has(uid)).sort(), [sunUid, zhouAccount.uid].sort());
 });
 
+step('photos from the phone go up with progress, post as a grid over blurhash placeholders, and open upright without their location', async () => {
+  const photo = process.env.MOMENTS_SAMPLE_PHOTO;
+  assert.ok(photo, 'scripts/browser.sh writes a phone JPEG (GPS and Orientation in its EXIF) and names it');
+  const { readFileSync } = await import('node:fs');
+  const sent = readFileSync(photo);
+  const hasApp1 = (/** @type {Uint8Array} */ bytes) => {
+    // JPEG segments up to the scan: is any of them APP1 (EXIF or XMP)?
+    let i = 2;
+    while (i + 4 <= bytes.length && bytes[i] === 0xff) {
+      if (bytes[i + 1] === 0xda) return false;
+      if (bytes[i + 1] === 0xe1) return true;
+      i += 2 + ((bytes[i + 2] << 8) | bytes[i + 3]);
+    }
+    return false;
+  };
+  assert.ok(hasApp1(sent), 'the photo as the phone wrote it carries EXIF');
+
+  const qian = await phone();
+  await signUp(qian, { username: `qianjiu_${RUN}`, nick: '钱九' });
+  await qian.getByRole('link', { name: '发表' }).click();
+  await onPage(qian, '发表动态');
+  const picker = qian.getByLabel('从相册选择照片');
+  const file = (/** @type {string} */ name) => ({ name, mimeType: 'image/jpeg', buffer: sent });
+  await picker.setInputFiles([file('IMG_0001.jpg'), file('IMG_0002.jpg'), file('IMG_0003.jpg'), file('IMG_0004.jpg')]);
+  const tiles = qian.getByRole('list', { name: '照片（最多 9 张）' }).getByRole('listitem');
+  assert.equal(await tiles.count(), 4);
+  for (let i = 0; i < 4; i++) await tiles.nth(i).getByText('已上传').waitFor();
+  // One is removed before posting: it is deleted, and not posted.
+  await qian.getByRole('button', { name: '移除照片 4' }).click();
+  assert.equal(await tiles.count(), 3);
+  // A file that is no picture is refused on its own tile; the rest post.
+  await refused(qian, { method: 'POST', path: '/api/v1/media', status: 422 }, () =>
+    picker.setInputFiles([{ name: 'notes.jpg', mimeType: 'image/jpeg', buffer: Buffer.from('not a picture at all') }]));
+  const bad = tiles.nth(3);
+  await bad.getByText(/上传失败/).waitFor();
+  await bad.getByRole('button', { name: '重试' }).waitFor();
+  await bad.getByRole('button', { name: /移除照片/ }).click();
+  assert.equal(await tiles.count(), 3);
+  await qian.getByLabel('照片 2 的描述').fill('湖边的落日');
+  await qian.getByLabel('这一刻的想法').fill('三张照片');
+  await qian.getByRole('button', { name: '发表', exact: true }).click();
+  await onPage(qian, '详情');
+
+  const card = postWith(qian, '三张照片');
+  const grid = card.locator('[data-key="media"]');
+  const shown = grid.getByRole('button', { name: /^查看原图 \d\/3$/ });
+  assert.equal(await shown.count(), 3);
+  // Each preview sits over its blurhash, painted from the post's JSON.
+  assert.equal(await grid.locator('canvas.blurhash').count(), 3);
+  const painted = await grid.locator('canvas.blurhash').first().evaluate((canvas) => {
+    const c = /** @type {HTMLCanvasElement} */ (canvas);
+    const [r, g, b, a] = c.getContext('2d')?.getImageData(16, 16, 1, 1).data ?? [];
+    return a === 255 && r + g + b > 0;
+  });
+  assert.ok(painted, 'the placeholder is painted');
+  const { token } = await session(qian);
+  const post = await (await request(`/api/v1/posts/${/#\/post\/(\d+)$/.exec(qian.url())?.[1]}`, { headers: { authorization: `Bearer ${token}` } })).json();
+  assert.equal(post.media.length, 3);
+  assert.equal(post.media[1].description, '湖边的落日');
+  const srcs = await grid.locator('img').evaluateAll((imgs) => imgs.map((i) => /** @type {HTMLImageElement} */ (i).getAttribute('src')));
+  assert.deepEqual(srcs, post.media.map((/** @type {{ previewUrl: string }} */ m) => m.previewUrl));
+  assert.equal(await grid.locator('img').nth(1).getAttribute('alt'), '湖边的落日');
+  await qian.waitForFunction(() => document.querySelectorAll('[data-key="media"] .media-tile.loaded').length === 3);
+
+  // Its author's feed shows the same grid.
+  await qian.getByRole('link', { name: '朋友圈' }).click();
+  await onPage(qian, '朋友圈');
+  await postWith(qian, '三张照片').locator('[data-key="media"] canvas.blurhash').nth(2).waitFor();
+  await screenshot(qian, 'photos');
+
+  // A tap opens the original: upright (the phone held it turned).
+  await postWith(qian, '三张照片').getByRole('button', { name: '查看原图 1/3' }).click();
+  const opened = qian.getByRole('dialog').getByRole('img');
+  await opened.waitFor();
+  await qian.waitForFunction(() => {
+    const img = document.querySelector('dialog.lightbox img');
+    return img instanceof HTMLImageElement && img.complete && img.naturalWidth > 0;
+  });
+  const size = await opened.evaluate((img) => [/** @type {HTMLImageElement} */ (img).naturalWidth, /** @type {HTMLImageElement} */ (img).naturalHeight]);
+  assert.deepEqual(size, [480, 640]);
+  assert.equal(await opened.getAttribute('src'), post.media[0].url);
+  await qian.keyboard.press('Escape');
+  await qian.getByRole('dialog').waitFor({ state: 'detached' });
+  // The original as anyone downloads it keeps no EXIF: no location.
+  const original = new Uint8Array(await (await request(post.media[0].url)).arrayBuffer());
+  assert.equal(original[0], 0xff);
+  assert.ok(!hasApp1(original), 'the stored original has no EXIF');
+});
+
 step('no page logged an error', () => {
   assert.deepEqual(consoleErrors, []);
 });

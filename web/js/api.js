@@ -100,11 +100,7 @@ export async function call(method, path, options = {}) {
     data = null;
   }
   if (!res.ok) {
-    const problem =
-      data && typeof data === 'object' && typeof data.status === 'number'
-        ? /** @type {Problem} */ (data)
-        : { type: 'about:blank', title: res.statusText, status: res.status, detail: res.statusText || t('error.generic'), code: `http_${res.status}` };
-    const retryAfter = Number(res.headers.get('retry-after'));
+    const error = apiError(res.status, res.statusText, data, res.headers.get('retry-after'));
     // The service no longer knows this browser's session (expired,
     // signed out elsewhere), or there was none: sign in again. A wrong
     // password at sign-in is a 401 too, shown by its form instead, and so
@@ -113,10 +109,65 @@ export async function call(method, path, options = {}) {
       forget();
       window.dispatchEvent(new Event(SIGNED_OUT_EVENT));
     }
-    throw new ApiError(res.status, problem, Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : null);
+    throw error;
   }
   if (data && typeof data === 'object' && typeof data.serverTime === 'number') noteServerTime(data.serverTime);
   return data;
+}
+
+/**
+ * The error an answer that is not 2xx stands for.
+ * @param {number} status
+ * @param {string} statusText
+ * @param {any} data the answer's JSON, if it was JSON
+ * @param {string | null} retryAfterHeader
+ */
+function apiError(status, statusText, data, retryAfterHeader) {
+  const problem =
+    data && typeof data === 'object' && typeof data.status === 'number'
+      ? /** @type {Problem} */ (data)
+      : { type: 'about:blank', title: statusText, status, detail: statusText || t('error.generic'), code: `http_${status}` };
+  const retryAfter = Number(retryAfterHeader);
+  return new ApiError(status, problem, Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : null);
+}
+
+/**
+ * Uploads a picture (`POST /media`, multipart) and tells how far its
+ * bytes have gone: fetch cannot, so this one call is an XMLHttpRequest.
+ * @param {File} file
+ * @param {(fraction: number) => void} onProgress 0 to 1
+ * @returns {{ done: Promise<import('./types.js').MediaView>, abort: () => void }}
+ */
+export function uploadPicture(file, onProgress) {
+  const xhr = new XMLHttpRequest();
+  const done = new Promise((resolve, reject) => {
+    xhr.open('POST', new URL('/api/v1/media', location.origin));
+    xhr.setRequestHeader('accept', 'application/json, application/problem+json');
+    const session = current();
+    if (session) xhr.setRequestHeader('authorization', `Bearer ${session.token}`);
+    xhr.upload.onprogress = (e) => {
+      if (e.lengthComputable) onProgress(e.loaded / e.total);
+    };
+    const networkError = () =>
+      reject(new ApiError(0, { type: 'about:blank', title: t('error.network'), status: 0, detail: t('error.network'), code: 'network' }, null));
+    xhr.onerror = networkError;
+    xhr.onabort = networkError;
+    xhr.onload = () => {
+      /** @type {any} */
+      let data = null;
+      try {
+        data = xhr.responseText ? JSON.parse(xhr.responseText) : null;
+      } catch {
+        data = null;
+      }
+      if (xhr.status === 201) resolve(data);
+      else reject(apiError(xhr.status, xhr.statusText, data, xhr.getResponseHeader('retry-after')));
+    };
+    const form = new FormData();
+    form.append('file', file, file.name);
+    xhr.send(form);
+  });
+  return { done, abort: () => xhr.abort() };
 }
 
 /**

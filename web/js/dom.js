@@ -64,6 +64,15 @@ export function webUrl(url) {
   return url && /^https?:\/\//i.test(url) ? url : null;
 }
 
+/**
+ * A URL of this service's media: http(s), or a path on this origin (the
+ * default media base is `/media`); null otherwise.
+ * @param {string} url
+ */
+export function mediaUrl(url) {
+  return webUrl(url) ?? (url && url.startsWith('/') && !url.startsWith('//') ? url : null);
+}
+
 /** An id unique in this page, for label/aria wiring. */
 let nextId = 0;
 export function uniqueId(prefix = 'f') {

@@ -9,8 +9,9 @@
 // banner on a post of mine that moderation removed or holds. The report
 // panel a post or a comment opens is report.js's.
 
+import { placeholder } from './blurhash.js';
 import { ApiError, call, idempotentCreates } from './api.js';
-import { avatar, fill, h, uniqueId, webUrl } from './dom.js';
+import { avatar, fill, h, mediaUrl, uniqueId, webUrl } from './dom.js';
 import { busy, field, formAlert, onSubmit } from './forms.js';
 import { lang, t } from './i18n.js';
 import { watchPost } from './live.js';
@@ -19,6 +20,69 @@ import { current } from './session.js';
 import { relativeTime, serverNow } from './time.js';
 
 /** @typedef {import('./types.js').Post} Post */
+/** @typedef {import('./types.js').MediaView} MediaView */
+
+/**
+ * Uploaded pictures as the nine-picture grid: each preview over its
+ * blurhash placeholder (shown until the preview has loaded), at its
+ * focus point; a tap opens the original in a dialog.
+ * @param {MediaView[]} media
+ */
+function mediaGrid(media) {
+  return h(
+    'div',
+    { class: `pictures pictures-${Math.min(media.length, 9)}`, 'data-key': 'media' },
+    media.map((m, i) => {
+      const alt = m.description || t('post.picture', { n: i + 1, total: media.length });
+      const img = h('img', {
+        src: mediaUrl(m.previewUrl),
+        alt,
+        width: m.previewWidth,
+        height: m.previewHeight,
+        loading: 'lazy',
+        decoding: 'async',
+      });
+      if (m.focus) {
+        // Mastodon's convention: y grows upwards.
+        img.style.objectPosition = `${((m.focus.x + 1) / 2) * 100}% ${((1 - m.focus.y) / 2) * 100}%`;
+      }
+      const tile = h(
+        'button',
+        { type: 'button', class: 'picture media-tile', 'aria-label': t('post.openPicture', { n: i + 1, total: media.length }),
+          onclick: () => openPicture(m, alt) },
+        placeholder(m.blurhash),
+        img,
+      );
+      const loaded = () => tile.classList.add('loaded');
+      if (img.complete && img.naturalWidth > 0) loaded();
+      else img.addEventListener('load', loaded, { once: true });
+      return tile;
+    }),
+  );
+}
+
+/**
+ * The original picture, full size, in a modal dialog (Esc or the button
+ * closes it; focus goes back to the tile).
+ * @param {MediaView} m
+ * @param {string} alt
+ */
+function openPicture(m, alt) {
+  const dialog = h(
+    'dialog',
+    { class: 'lightbox', 'aria-label': alt },
+    h('button', { type: 'button', class: 'lightbox-close', 'aria-label': t('post.closePicture'), onclick: () => dialog.close() }, '✕'),
+    h('img', { src: mediaUrl(m.url), alt, width: m.width, height: m.height }),
+    m.description && h('p', { class: 'lightbox-alt' }, m.description),
+  );
+  dialog.addEventListener('close', () => dialog.remove());
+  // A tap outside the picture closes it too.
+  dialog.addEventListener('click', (e) => {
+    if (e.target === dialog) dialog.close();
+  });
+  document.body.append(dialog);
+  dialog.showModal();
+}
 /** @typedef {import('./types.js').Comment} Comment */
 /** @typedef {import('./types.js').PostCounts} PostCounts */
 
@@ -193,6 +257,7 @@ export function postCard(initial, options = {}) {
     const me = current()?.me.uid;
     const mine = me === post.author.uid;
     const pictures = post.pictureUrls.flatMap((url) => webUrl(url) ?? []);
+    const media = (post.media ?? []).filter((m) => mediaUrl(m.previewUrl) && mediaUrl(m.url));
     return [
       h('a', { class: 'post-avatar', href: `#/u/${post.author.uid}`, tabindex: '-1', 'aria-hidden': 'true' }, avatar(post.author)),
       h(
@@ -201,6 +266,7 @@ export function postCard(initial, options = {}) {
         h('h2', { class: 'post-author', id: nameId }, userLink(post.author, 'author')),
         post.moderation && moderationBanner(post.moderation),
         post.content && h('p', { class: 'post-content' }, post.content),
+        media.length > 0 && mediaGrid(media),
         pictures.length > 0 &&
           h(
             'div',

@@ -1,9 +1,10 @@
 // @ts-check
-// Writing a post: text with emoji, up to nine picture URLs shown as the
-// grid readers will see, the device model, an optional place, and who may
-// see it.
+// Writing a post: text with emoji, up to nine photos from the phone
+// (each uploaded at once, with its progress, alt text, and a way to remove
+// or retry it) or picture URLs, shown as the grid readers will see, the
+// device model, an optional place, and who may see it.
 
-import { call, idempotentCreates } from '../api.js';
+import { ApiError, call, idempotentCreates, uploadPicture } from '../api.js';
 import { fill, h } from '../dom.js';
 import { busy, field, formAlert, onSubmit } from '../forms.js';
 import { t } from '../i18n.js';
@@ -93,6 +94,97 @@ export function render({ main, title }) {
     preview.hidden = urls.length === 0;
   }
 
+  /**
+   * A photo being uploaded, or uploaded.
+   * @typedef {{ file: File, local: string, media: import('../types.js').MediaView | null,
+   *   uploading: boolean, abort: (() => void) | null, tile: HTMLElement, progress: HTMLProgressElement,
+   *   status: HTMLElement, retry: HTMLButtonElement, alt: HTMLInputElement }} Photo
+   */
+  /** @type {Photo[]} */
+  const photos = [];
+  const photoTiles = h('div', { class: 'photo-tiles', role: 'list', 'aria-label': t('compose.photos') });
+  const photoInputId = 'compose-photos';
+  const photoInput = /** @type {HTMLInputElement} */ (h('input', {
+    id: photoInputId, type: 'file', accept: 'image/*', multiple: true, class: 'visually-hidden', 'data-key': 'photos',
+  }));
+  const photoPicker = h('label', { for: photoInputId, class: 'button-quiet small photo-picker' }, `📷 ${t('compose.addPhotos')}`);
+  photoInput.addEventListener('change', () => {
+    for (const file of Array.from(photoInput.files ?? [])) {
+      if (photos.length >= MAX_PICTURES) break;
+      addPhoto(file);
+    }
+    photoInput.value = '';
+    drawPhotoControls();
+  });
+
+  /** @param {File} file */
+  function addPhoto(file) {
+    const n = photos.length + 1;
+    const progress = h('progress', { max: 1, value: 0, 'aria-label': t('compose.uploading') });
+    const status = h('p', { class: 'photo-status fine', 'aria-live': 'polite' });
+    const retry = h('button', { type: 'button', class: 'link-button', hidden: true }, t('compose.retry'));
+    const alt = /** @type {HTMLInputElement} */ (h('input', {
+      type: 'text', maxlength: 1500, placeholder: t('compose.altText'), 'aria-label': t('compose.altTextOf', { n }), 'data-key': 'alt',
+    }));
+    const local = URL.createObjectURL(file);
+    const tile = h('div', { class: 'photo-tile', role: 'listitem' },
+      h('img', { src: local, alt: '', class: 'photo-thumb' }),
+      progress, status, alt,
+      h('div', { class: 'row' },
+        retry,
+        h('button', { type: 'button', class: 'link-button danger', 'data-key': 'remove-photo',
+          'aria-label': t('compose.removePhoto', { n }), onclick: () => removePhoto(photo) }, '✕')));
+    /** @type {Photo} */
+    const photo = { file, local, media: null, uploading: false, abort: null, tile, progress, status, retry, alt };
+    retry.addEventListener('click', () => startUpload(photo));
+    photos.push(photo);
+    photoTiles.append(tile);
+    startUpload(photo);
+  }
+
+  /** @param {Photo} photo */
+  async function startUpload(photo) {
+    photo.uploading = true;
+    photo.retry.hidden = true;
+    photo.tile.classList.remove('failed');
+    photo.progress.hidden = false;
+    photo.status.textContent = t('compose.uploading');
+    const { done, abort } = uploadPicture(photo.file, (fraction) => {
+      photo.progress.value = fraction;
+    });
+    photo.abort = abort;
+    try {
+      photo.media = await done;
+      photo.status.textContent = t('compose.uploaded');
+      photo.tile.classList.add('uploaded');
+      photo.progress.hidden = true;
+    } catch (error) {
+      if (!photos.includes(photo)) return;
+      photo.tile.classList.add('failed');
+      photo.status.textContent = t('compose.uploadFailed', { detail: error instanceof ApiError ? error.words : t('error.generic') });
+      photo.retry.hidden = false;
+    } finally {
+      photo.uploading = false;
+      photo.abort = null;
+    }
+  }
+
+  /** @param {Photo} photo */
+  function removePhoto(photo) {
+    photo.abort?.();
+    photos.splice(photos.indexOf(photo), 1);
+    photo.tile.remove();
+    URL.revokeObjectURL(photo.local);
+    // Stored already: deleted now rather than left to the day's sweep.
+    if (photo.media) call('DELETE', `/media/${photo.media.id}`).catch(() => {});
+    drawPhotoControls();
+    photoPicker.focus();
+  }
+
+  function drawPhotoControls() {
+    photoPicker.hidden = photos.length >= MAX_PICTURES;
+  }
+
   const device = field({
     label: t('compose.device'), name: 'device', value: localStorage.getItem(DEVICE_KEY) ?? '', hint: t('compose.deviceHint'), maxlength: 100,
   });
@@ -130,6 +222,9 @@ export function render({ main, title }) {
     formAlert(),
     content.wrap,
     emoji,
+    h('fieldset', { class: 'photos-set' },
+      h('legend', {}, t('compose.photos')),
+      photoInput, photoPicker, photoTiles),
     h('fieldset', { class: 'pictures-set' },
       h('legend', {}, t('compose.pictures')),
       pictureFields,
@@ -151,14 +246,28 @@ export function render({ main, title }) {
 
   const create = idempotentCreates();
   onSubmit(form, async () => {
+    if (photos.some((p) => p.uploading)) {
+      const detail = t('compose.stillUploading');
+      throw new ApiError(0, { type: 'about:blank', title: detail, status: 0, detail, code: 'uploading' }, null);
+    }
     const pictureUrls = pictureInputs.map((i) => i.value.trim());
+    const stored = photos.flatMap((p) => (p.media ? [p] : []));
+    // Alt text typed while or after a photo went up is set before it is posted.
+    await Promise.all(stored.map(async (p) => {
+      const description = p.alt.value.trim();
+      if (p.media && description !== p.media.description) {
+        p.media = await call('PUT', `/media/${p.media.id}`, { json: { description } });
+      }
+    }));
+    const mediaIds = stored.flatMap((p) => (p.media ? [p.media.id] : []));
     /** @type {Record<string, unknown>} */
     const body = {
-      category: pictureUrls.length ? 'PICTURE' : 'TEXT',
+      category: pictureUrls.length || mediaIds.length ? 'PICTURE' : 'TEXT',
       content: content.input.value,
       pictureUrls,
       visibility: visibility.value,
     };
+    if (mediaIds.length) body.mediaIds = mediaIds;
     const model = device.input.value.trim();
     if (model) body.device = model;
     if (lat.input.value !== '' || lon.input.value !== '' || placeName.input.value.trim()) {
