@@ -46,6 +46,9 @@ pub enum AppError {
     /// 409 `conflict`.
     #[error("{0}")]
     Conflict(String),
+    /// 408 `request_timeout`: the body did not arrive in time (uploads).
+    #[error("the request's body did not arrive within {0}")]
+    RequestTimeout(&'static str),
     /// 413 `payload_too_large`.
     #[error("request body is larger than {limit} bytes")]
     PayloadTooLarge { limit: usize },

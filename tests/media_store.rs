@@ -6,8 +6,19 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use bytes::Bytes;
+use futures_util::StreamExt;
 use moments::store::objects::{ObjectMedia, S3Bucket};
-use moments::store::MediaStore;
+use moments::store::{ByteRange, MediaStore};
+
+async fn gather(
+    mut body: futures_util::stream::BoxStream<'static, moments::store::StoreResult<Bytes>>,
+) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(chunk) = body.next().await {
+        out.extend_from_slice(&chunk.unwrap());
+    }
+    out
+}
 
 fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| {
@@ -45,6 +56,31 @@ async fn keeps_its_promises(store: &dyn MediaStore) {
         .unwrap();
     assert_eq!(store.get(&original).await.unwrap().unwrap(), bytes);
     assert_eq!(store.get(&preview).await.unwrap().unwrap(), "small");
+    // Read as a stream, whole or a range of it.
+    let whole = store.read(&original, None).await.unwrap().unwrap();
+    assert_eq!((whole.len, whole.served), (70_000, Some((0, 69_999))));
+    assert_eq!(gather(whole.body).await, bytes);
+    let cases = [
+        (ByteRange::FromTo(10, 19), Some((10, 19))),
+        (ByteRange::From(69_990), Some((69_990, 69_999))),
+        (ByteRange::Last(5), Some((69_995, 69_999))),
+        (ByteRange::FromTo(65_000, 99_999), Some((65_000, 69_999))),
+        (ByteRange::From(70_000), None),
+    ];
+    for (range, want) in cases {
+        let part = store.read(&original, Some(range)).await.unwrap().unwrap();
+        assert_eq!((part.len, part.served), (70_000, want), "{range:?}");
+        let got = gather(part.body).await;
+        match want {
+            Some((a, b)) => assert_eq!(got, bytes[a as usize..=b as usize], "{range:?}"),
+            None => assert!(got.is_empty()),
+        }
+    }
+    assert!(store
+        .read(&key("never-stored.jpg"), Some(ByteRange::Last(3)))
+        .await
+        .unwrap()
+        .is_none());
     // Deleting takes what it names and leaves the rest; a key already gone
     // is not an error.
     store

@@ -73,6 +73,31 @@ pub(super) const VARIABLES: &[Variable] = &[
         },
     },
     Variable {
+        name: "MOMENTS_MEDIA_UPLOADS_PER_ACCOUNT",
+        default: DefaultValue::Literal("4"),
+        allowed: "a whole number, 1 to 1024",
+        meaning: "of those, how many one account may have at once (429 with Retry-After past \
+                  it), so that a few slow uploads of one account cannot take every place",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.media.uploads_per_account = whole_usize(v, 1, 1024)?;
+            Ok(())
+        },
+    },
+    Variable {
+        name: "MOMENTS_MEDIA_RECEIVE_SECONDS",
+        default: DefaultValue::Literal("300"),
+        allowed: "a whole number of seconds, 5 to 3600",
+        meaning: "how long an upload's body may take to arrive, and at most 30 s may pass \
+                  without a byte of it (408 past either): a client that sends a byte a minute \
+                  does not keep its place for ever",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.media.receive_secs = whole(v, 5, 3600)?;
+            Ok(())
+        },
+    },
+    Variable {
         name: "MOMENTS_MEDIA_BASE_URL",
         default: DefaultValue::Literal("/media"),
         allowed: "a path starting with / or an http(s):// URL, without spaces",

@@ -246,6 +246,10 @@ pub struct MediaSettings {
     pub unattached_hours: u64,
     /// Uploads one instance receives at once.
     pub uploads: usize,
+    /// Of those, how many one account may have.
+    pub uploads_per_account: usize,
+    /// Seconds an upload's whole body may take to arrive.
+    pub receive_secs: u64,
     /// What media URLs start with, without a trailing `/`.
     pub base_url: String,
     /// An S3-compatible bucket; `None`: files under `data_dir/media`.
@@ -261,6 +265,8 @@ impl Default for MediaSettings {
             preview_side: 480,
             unattached_hours: 24,
             uploads: 16,
+            uploads_per_account: 4,
+            receive_secs: 300,
             base_url: "/media".into(),
             s3: None,
         }

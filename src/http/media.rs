@@ -3,6 +3,7 @@
 //! `/media/{key}/{rendition}.{ext}` (`files`), which the default media
 //! URLs name.
 
+use actix_web::body::SizedStream;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::{Method, StatusCode};
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -18,6 +19,7 @@ use crate::error::AppError;
 use crate::service::media::uploads::{self, Upload};
 use crate::service::media::MediaView;
 use crate::service::Context;
+use crate::store::ByteRange;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(super::resource("/media", [(Method::POST, web::to(upload))]));
@@ -47,6 +49,12 @@ pub fn files(cfg: &mut web::ServiceConfig) {
 /// alt text and the focus.
 const FORM_SLACK: usize = 64 * 1024;
 
+/// The longest an upload's body may pause between two bytes.
+const IDLE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Why a body stopped arriving, as a payload error carries it.
+const IDLE_MESSAGE: &str = "no byte of the body for 30 s";
+
 /// The upload form, as the OpenAPI document types it.
 /// Its serde attributes are what the document reads (no other field is
 /// taken); the handler reads the parts itself.
@@ -74,9 +82,15 @@ fn focus_form_schema() -> utoipa::openapi::Object {
 }
 
 fn form_error(e: actix_multipart::MultipartError, limit: usize) -> AppError {
+    use actix_web::error::PayloadError;
     match e {
-        actix_multipart::MultipartError::Payload(actix_web::error::PayloadError::Overflow) => {
+        actix_multipart::MultipartError::Payload(PayloadError::Overflow) => {
             AppError::PayloadTooLarge { limit }
+        }
+        actix_multipart::MultipartError::Payload(PayloadError::Io(e))
+            if e.kind() == std::io::ErrorKind::TimedOut =>
+        {
+            AppError::RequestTimeout("30 s of the last byte")
         }
         other => AppError::invalid(
             "body",
@@ -117,9 +131,10 @@ fn text_part(bytes: &[u8], field: &str) -> Result<String, AppError> {
     responses(
         (status = 201, body = MediaView, description = "stored: the original (upright, capped on its long side, without any metadata), a preview for the grid and a blurhash; attach it to a post with `mediaIds`. Deleted after `MOMENTS_MEDIA_UNATTACHED_HOURS` if no post takes it"),
         (status = 400, description = "not a multipart/form-data body, no `file`, an unknown field, a bad `description` or `focus`"),
+        (status = 408, description = "the body did not arrive within `MOMENTS_MEDIA_RECEIVE_SECONDS`, or 30 s passed without a byte of it"),
         (status = 413, description = "the file is larger than `MOMENTS_MEDIA_MAX_BYTES`"),
         (status = 422, description = "not a JPEG, PNG, WebP or GIF picture; sent as one format and being another; cut short or damaged; more pixels than `MOMENTS_MEDIA_MAX_PIXELS`"),
-        (status = 429, description = "the account's media quota (`MOMENTS_RATE_MEDIA_BYTES`) is spent"),
+        (status = 429, description = "the account's media quota (`MOMENTS_RATE_MEDIA_BYTES`) is spent, or it has `MOMENTS_MEDIA_UPLOADS_PER_ACCOUNT` uploads under way"),
         (status = 503, description = "too many uploads at once, or the media store does not answer; try again after `Retry-After`"),
     ),
     security(("bearer" = [])))]
@@ -130,7 +145,7 @@ pub async fn upload(
     payload: web::Payload,
 ) -> Result<HttpResponse, AppError> {
     // Taken before a byte of the body is read, and held until answered.
-    let _slot = ctx.media.admit()?;
+    let _slot = ctx.media.admit(user.uid)?;
     let max = ctx.settings.media.max_bytes;
     let too_big = || AppError::PayloadTooLarge { limit: max };
     let declared = req
@@ -141,17 +156,44 @@ pub async fn upload(
     if declared.is_some_and(|n| n > max + FORM_SLACK) {
         return Err(too_big());
     }
-    // The whole body is bounded too, whatever its parts say of themselves.
-    let mut seen = 0usize;
-    let bounded = payload.map(move |chunk| {
-        let chunk = chunk?;
-        seen += chunk.len();
-        if seen > max + FORM_SLACK {
-            return Err(actix_web::error::PayloadError::Overflow);
-        }
-        Ok(chunk)
-    });
-    let mut form = actix_multipart::Multipart::new(req.headers(), bounded);
+    // The whole body is bounded too, whatever its parts say of themselves,
+    // and so is every pause in it: a place is not held by a client that
+    // sends a byte a minute.
+    let bounded =
+        futures_util::stream::unfold((payload, 0usize), move |(mut payload, seen)| async move {
+            use actix_web::error::PayloadError;
+            let next = match tokio::time::timeout(IDLE, payload.next()).await {
+                Err(_) => Err(PayloadError::Io(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    IDLE_MESSAGE,
+                ))),
+                Ok(None) => return None,
+                Ok(Some(chunk)) => chunk,
+            };
+            let seen = seen + next.as_ref().map_or(0, Bytes::len);
+            let next = next.and_then(|chunk| {
+                if seen > max + FORM_SLACK {
+                    Err(PayloadError::Overflow)
+                } else {
+                    Ok(chunk)
+                }
+            });
+            Some((next, (payload, seen)))
+        })
+        // The form reader may ask again after the end.
+        .fuse();
+    let form = actix_multipart::Multipart::new(req.headers(), bounded);
+    let deadline = std::time::Duration::from_secs(ctx.settings.media.receive_secs);
+    let upload = tokio::time::timeout(deadline, read_form(form, max))
+        .await
+        .map_err(|_| AppError::RequestTimeout("MOMENTS_MEDIA_RECEIVE_SECONDS"))??;
+    let view = uploads::upload(&ctx, user.uid, upload).await?;
+    Ok(HttpResponse::Created().json(view))
+}
+
+/// The upload's parts: its file, and its alt text and focus if given.
+async fn read_form(mut form: actix_multipart::Multipart, max: usize) -> Result<Upload, AppError> {
+    let too_big = || AppError::PayloadTooLarge { limit: max };
     let (mut file, mut description, mut focus) = (None, String::new(), None);
     while let Some(field) = form.try_next().await.map_err(|e| form_error(e, max))? {
         let name = field.name().unwrap_or_default().to_string();
@@ -196,18 +238,12 @@ pub async fn upload(
     }
     let (bytes, content_type) =
         file.ok_or_else(|| AppError::invalid("file", "the picture is required"))?;
-    let view = uploads::upload(
-        &ctx,
-        user.uid,
-        Upload {
-            bytes,
-            content_type,
-            description,
-            focus,
-        },
-    )
-    .await?;
-    Ok(HttpResponse::Created().json(view))
+    Ok(Upload {
+        bytes,
+        content_type,
+        description,
+        focus,
+    })
 }
 
 #[utoipa::path(get, path = "/api/v1/media/{id}", tag = "media",
@@ -272,40 +308,34 @@ pub async fn delete(
     Ok(HttpResponse::NoContent().finish())
 }
 
-/// One byte range a client asked for, if it asked for exactly one
-/// (`bytes=a-b`, `bytes=a-`, `bytes=-n`); several or a malformed one are
-/// answered with the whole object, as RFC 9110 allows.
-fn one_range(req: &HttpRequest, len: usize) -> Option<Result<(usize, usize), ()>> {
+/// The one byte range a client asked for (`bytes=a-b`, `bytes=a-`,
+/// `bytes=-n`); several, a malformed one or one that ends before it
+/// starts are ignored and the whole object answered, as RFC 9110 says.
+fn one_range(req: &HttpRequest) -> Option<ByteRange> {
     let raw = req.headers().get(header::RANGE)?.to_str().ok()?;
     let spec = raw.trim().strip_prefix("bytes=")?;
     if spec.contains(',') {
         return None;
     }
     let (start, end) = spec.split_once('-')?;
-    let number = |s: &str| -> Option<usize> {
+    let number = |s: &str| -> Option<u64> {
         (!s.is_empty() && s.len() <= 19 && s.bytes().all(|b| b.is_ascii_digit()))
             .then(|| s.parse().ok())
             .flatten()
     };
-    let (first, last) = match (start.trim(), end.trim()) {
-        ("", suffix) => {
-            let n = number(suffix)?;
-            if n == 0 {
-                return Some(Err(()));
-            }
-            (len.saturating_sub(n), len.checked_sub(1)?)
+    match (start.trim(), end.trim()) {
+        ("", suffix) => Some(ByteRange::Last(number(suffix)?)),
+        (a, "") => Some(ByteRange::From(number(a)?)),
+        (a, b) => {
+            let (first, last) = (number(a)?, number(b)?);
+            (first <= last).then_some(ByteRange::FromTo(first, last))
         }
-        (a, "") => (number(a)?, len.saturating_sub(1)),
-        (a, b) => (number(a)?, number(b)?.min(len.saturating_sub(1))),
-    };
-    if first >= len || first > last {
-        return Some(Err(()));
     }
-    Some(Ok((first, last)))
 }
 
 /// A stored rendition: immutable (its key is fresh for every upload), so
-/// cached for a year by anyone, validated by its `ETag`, cut to a `Range`.
+/// cached for a year by anyone, validated by its `ETag`, cut to a `Range`,
+/// and sent as it is read, never whole in memory.
 pub async fn serve(
     ctx: web::Data<Context>,
     req: HttpRequest,
@@ -335,33 +365,46 @@ pub async fn serve(
         cache(&mut r);
         return Ok(r.finish());
     }
-    let bytes = ctx
+    let range = one_range(&req);
+    // A HEAD is told the length and sent nothing: one byte is asked for,
+    // only to learn it.
+    let head = req.method() == Method::HEAD;
+    let asked = if head {
+        Some(ByteRange::FromTo(0, 0))
+    } else {
+        range
+    };
+    let reading = ctx
         .media
         .store
-        .get(&key.object(rendition, encoding))
+        .read(&key.object(rendition, encoding), asked)
         .await?
         .ok_or(AppError::NotFound("media"))?;
-    let mut r = HttpResponse::Ok();
-    cache(&mut r);
-    r.content_type(encoding.content_type())
-        .insert_header((header::ACCEPT_RANGES, "bytes"));
-    let len = bytes.len();
-    match one_range(&req, len) {
-        None => Ok(r.body(bytes)),
-        Some(Ok((first, last))) => {
-            r.status(StatusCode::PARTIAL_CONTENT)
-                .insert_header((header::CONTENT_RANGE, format!("bytes {first}-{last}/{len}")));
-            Ok(r.body(bytes.slice(first..=last)))
-        }
-        Some(Err(())) => {
-            let mut r = HttpResponse::RangeNotSatisfiable();
-            cache(&mut r);
-            r.insert_header((
+    let len = reading.len;
+    let Some((first, last)) = reading.served else {
+        // Not cached as the object is: the answer is about this request.
+        let mut r = HttpResponse::RangeNotSatisfiable();
+        r.insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+            .insert_header((
                 header::CONTENT_RANGE,
                 HeaderValue::from_str(&format!("bytes */{len}"))
                     .unwrap_or(HeaderValue::from_static("bytes */0")),
             ));
-            Ok(r.finish())
-        }
+        return Ok(r.finish());
+    };
+    let mut r = HttpResponse::Ok();
+    cache(&mut r);
+    r.content_type(encoding.content_type())
+        .insert_header((header::ACCEPT_RANGES, "bytes"));
+    if head {
+        // The length is announced and nothing is sent after a HEAD's
+        // headers, so the body is an empty stream of that length.
+        let nothing = futures_util::stream::empty::<Result<Bytes, crate::error::StoreError>>();
+        return Ok(r.body(SizedStream::new(len, nothing)));
     }
+    if range.is_some() {
+        r.status(StatusCode::PARTIAL_CONTENT)
+            .insert_header((header::CONTENT_RANGE, format!("bytes {first}-{last}/{len}")));
+    }
+    Ok(r.body(SizedStream::new(last - first + 1, reading.body)))
 }

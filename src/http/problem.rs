@@ -62,6 +62,11 @@ impl AppError {
                 "idempotency_key_reused",
                 "Idempotency key reused",
             ),
+            AppError::RequestTimeout(_) => (
+                StatusCode::REQUEST_TIMEOUT,
+                "request_timeout",
+                "Request timeout",
+            ),
             AppError::PayloadTooLarge { .. } => (
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "payload_too_large",

@@ -74,9 +74,14 @@ pub async fn create_post(
                     moderation: held.as_ref().map(|_| PostModeration::Held),
                 };
                 if let Err(e) = ctx.docs.insert_post(&doc).await {
-                    // Not made: its pictures are free for the next try,
-                    // which may be under another id.
-                    media::attachments::detach(ctx, author, chosen, id).await?;
+                    // Surely not made (its id was taken): its pictures are
+                    // free for the next try, under another id. Any other
+                    // error may have come after the insert did land: they
+                    // stay taken, and the sweep frees them if no post
+                    // with this id turns up (or a retry takes them back).
+                    if matches!(e, StoreError::IdTaken | StoreError::Duplicate(_)) {
+                        media::attachments::detach(ctx, author, chosen, id).await?;
+                    }
                     return Err(e);
                 }
                 made_here.store(true, std::sync::atomic::Ordering::Relaxed);

@@ -16,6 +16,7 @@ use super::read::responses::Page;
 use super::social::visible_user;
 use super::{with_fresh_id, Context};
 use crate::domain::cursor::Cursor;
+use crate::domain::media::Media;
 use crate::domain::report::{NewReport, ReportCategory, ReportedKind};
 use crate::error::{AppError, AppResult};
 use crate::ids::{now_ms, timestamp_of};
@@ -89,18 +90,23 @@ pub(super) fn post_snapshot(body: &PostBody, now: i64) -> Snapshot {
     }
 }
 
-/// The reported thing as the reporter may see it now, as a snapshot.
-async fn target_snapshot(ctx: &Context, reporter: i64, report: &NewReport) -> AppResult<Snapshot> {
+/// The reported thing as the reporter may see it now, as a snapshot, and
+/// the uploaded pictures it has (kept in the snapshot once the report is
+/// known to be filed: shrinking them is the costly part).
+async fn target_snapshot(
+    ctx: &Context,
+    reporter: i64,
+    report: &NewReport,
+) -> AppResult<(Snapshot, Vec<Media>)> {
     let now = now_ms();
+    let mut media = Vec::new();
     let (author, mut snapshot) = match report.target_type {
         ReportedKind::Post => {
             let body = visible_post(ctx, report.target_id, Some(reporter))
                 .await?
                 .body;
-            let mut snapshot = post_snapshot(&body, now);
-            snapshot
-                .picture_urls
-                .extend(super::media::evidence::keep(ctx, &body.media).await);
+            let snapshot = post_snapshot(&body, now);
+            media = body.media;
             (body.author_uid, snapshot)
         }
         ReportedKind::Comment => {
@@ -150,7 +156,7 @@ async fn target_snapshot(ctx: &Context, reporter: i64, report: &NewReport) -> Ap
             .map(|c| c.nick_name)
             .unwrap_or_default();
     }
-    Ok(snapshot)
+    Ok((snapshot, media))
 }
 
 /// Files a report, or updates the reporter's open one of the same target.
@@ -189,7 +195,7 @@ async fn file_within_budget(ctx: &Context, reporter: i64, report: NewReport) -> 
             ));
         }
     }
-    let snapshot = target_snapshot(ctx, reporter, &report).await?;
+    let (mut snapshot, media) = target_snapshot(ctx, reporter, &report).await?;
     let account = snapshot.author;
     if !report.post_ids.is_empty() {
         let visible = visible_bodies(ctx, &report.post_ids, Some(reporter)).await?;
@@ -204,6 +210,9 @@ async fn file_within_budget(ctx: &Context, reporter: i64, report: NewReport) -> 
             ));
         }
     }
+    snapshot
+        .picture_urls
+        .extend(super::media::evidence::keep(ctx, &media).await);
     let target = ReportTarget {
         kind: report.target_type.into(),
         id: report.target_id,

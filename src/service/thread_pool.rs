@@ -75,7 +75,12 @@ impl ThreadPool {
                         Err(_) => return,
                     };
                     match job {
-                        Ok(job) => job(),
+                        // A job that panics loses its answer (its caller
+                        // gets `Gone`), not the thread: a picture that
+                        // trips a decoder must not shrink the pool.
+                        Ok(job) => {
+                            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                        }
                         Err(_) => return,
                     }
                 });
@@ -112,7 +117,7 @@ impl ThreadPool {
 pub enum Refused {
     /// The queue is full: the caller answers 503 with `Retry-After`.
     Busy,
-    /// The pool is gone (never, short of a panic in it).
+    /// The pool is gone, or the job panicked.
     Gone,
 }
 

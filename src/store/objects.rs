@@ -7,11 +7,15 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use futures_util::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::ObjectStore;
 
-use super::media::MediaStore;
+use super::media::{ByteRange, MediaStore, Reading};
 use super::{StoreError, StoreResult};
+
+/// How much of a file one step of a `read` stream takes.
+const FILE_CHUNK: usize = 256 * 1024;
 
 /// Where an S3-compatible bucket is, and how to sign in to it.
 #[derive(Clone, Default)]
@@ -116,16 +120,8 @@ impl MediaStore for ObjectMedia {
     async fn get(&self, key: &str) -> StoreResult<Option<Bytes>> {
         let path = path(key)?;
         if let Some(folder) = &self.folder {
-            // A picture is a few dozen KB to a few MB, mostly in the page
-            // cache: read here it costs microseconds, where the crate's
-            // hand-off to the blocking pool and back cost more than the
-            // read (measured: previews served at a third of /healthz's
-            // rate that way, BENCHMARKS.md). `Path` has refused `..` and
-            // empty parts, so the file is under the folder.
-            let file = path
-                .parts()
-                .fold(folder.clone(), |dir, part| dir.join(part.as_ref()));
-            return match std::fs::read(&file) {
+            // Read here, on the calling thread: see `read`.
+            return match std::fs::read(file_of(folder, &path)) {
                 Ok(bytes) => Ok(Some(Bytes::from(bytes))),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
                 Err(e) => Err(StoreError::Other(e.into())),
@@ -138,6 +134,45 @@ impl MediaStore for ObjectMedia {
         }
     }
 
+    async fn read(&self, key: &str, range: Option<ByteRange>) -> StoreResult<Option<Reading>> {
+        let path = path(key)?;
+        if let Some(folder) = &self.folder {
+            // A picture is a few dozen KB to a few MB, mostly in the page
+            // cache: read here it costs microseconds a chunk, where the
+            // crate's hand-off to the blocking pool and back cost more
+            // than the read (measured: previews served at a third of
+            // /healthz's rate that way, BENCHMARKS.md).
+            return read_file(&file_of(folder, &path), range);
+        }
+        let (len, served) = match range {
+            None => (None, None),
+            Some(range) => {
+                let len = match self.store.head(&path).await {
+                    Ok(meta) => meta.size,
+                    Err(object_store::Error::NotFound { .. }) => return Ok(None),
+                    Err(e) => return Err(classify(e)),
+                };
+                let Some(served) = range.within(len) else {
+                    return Ok(Some(unsatisfiable(len)));
+                };
+                (Some(len), Some(served))
+            }
+        };
+        let options = object_store::GetOptions {
+            range: served.map(|(first, last)| object_store::GetRange::Bounded(first..last + 1)),
+            ..Default::default()
+        };
+        let got = match self.store.get_opts(&path, options).await {
+            Ok(got) => got,
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(classify(e)),
+        };
+        let len = len.unwrap_or(got.meta.size);
+        let served = Some((got.range.start, got.range.end.saturating_sub(1)));
+        let body = got.into_stream().map_err(classify).boxed();
+        Ok(Some(Reading { len, served, body }))
+    }
+
     async fn delete(&self, keys: &[String]) -> StoreResult<()> {
         for key in keys {
             match self.store.delete(&path(key)?).await {
@@ -147,4 +182,60 @@ impl MediaStore for ObjectMedia {
         }
         Ok(())
     }
+}
+
+/// The file of `path` under `folder`: `Path` has refused `..` and empty
+/// parts, so it is under the folder.
+fn file_of(folder: &std::path::Path, path: &Path) -> std::path::PathBuf {
+    path.parts()
+        .fold(folder.to_path_buf(), |dir, part| dir.join(part.as_ref()))
+}
+
+fn unsatisfiable(len: u64) -> Reading {
+    Reading {
+        len,
+        served: None,
+        body: futures_util::stream::empty().boxed(),
+    }
+}
+
+/// A file, or the range of it, read a chunk at a time as the body is sent.
+fn read_file(file: &std::path::Path, range: Option<ByteRange>) -> StoreResult<Option<Reading>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut opened = match std::fs::File::open(file) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(StoreError::Other(e.into())),
+    };
+    let len = opened
+        .metadata()
+        .map_err(|e| StoreError::Other(e.into()))?
+        .len();
+    let Some((first, last)) = range.unwrap_or(ByteRange::From(0)).within(len) else {
+        return Ok(Some(unsatisfiable(len)));
+    };
+    opened
+        .seek(SeekFrom::Start(first))
+        .map_err(|e| StoreError::Other(e.into()))?;
+    let left = last - first + 1;
+    let body = futures_util::stream::unfold((opened, left), |(mut f, left)| async move {
+        if left == 0 {
+            return None;
+        }
+        let want = usize::try_from(left).unwrap_or(usize::MAX).min(FILE_CHUNK);
+        let mut chunk = vec![0u8; want];
+        match f.read_exact(&mut chunk) {
+            Ok(()) => Some((Ok(Bytes::from(chunk)), (f, left - want as u64))),
+            // Cut short under the reader: end the body with an error
+            // rather than send fewer bytes than were announced.
+            Err(e) => Some((Err(StoreError::Other(e.into())), (f, 0))),
+        }
+    })
+    .fuse()
+    .boxed();
+    Ok(Some(Reading {
+        len,
+        served: Some((first, last)),
+        body,
+    }))
 }

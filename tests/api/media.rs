@@ -225,9 +225,42 @@ pub async fn an_upload_is_stored_upright_without_metadata(store: Store) {
         h["content-range"].to_str().unwrap(),
         format!("bytes 10-19/{}", original.len())
     );
+    let (s, h, tail) = fetch(&app, url, &[("range", "bytes=-7")]).await;
+    assert_eq!(s, StatusCode::PARTIAL_CONTENT);
+    assert_eq!(tail, original[original.len() - 7..]);
+    assert_eq!(
+        h["content-range"].to_str().unwrap(),
+        format!(
+            "bytes {}-{}/{}",
+            original.len() - 7,
+            original.len() - 1,
+            original.len()
+        )
+    );
     let (s, h, _) = fetch(&app, url, &[("range", "bytes=999999999-")]).await;
     assert_eq!(s, StatusCode::RANGE_NOT_SATISFIABLE);
-    assert!(h["content-range"].to_str().unwrap().starts_with("bytes */"));
+    assert_eq!(
+        h["content-range"].to_str().unwrap(),
+        format!("bytes */{}", original.len())
+    );
+    // About this request, not the object: no one may cache it as the object.
+    assert!(!h.contains_key("cache-control"));
+    // A range that ends before it starts is no range: the whole object.
+    let (s, _, whole) = fetch(&app, url, &[("range", "bytes=5-3")]).await;
+    assert_eq!((s, whole.len()), (StatusCode::OK, original.len()));
+    // HEAD: the length and the headers, no bytes.
+    let resp = app
+        .client
+        .head(format!("{}{url}", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(
+        resp.headers()["content-length"].to_str().unwrap(),
+        original.len().to_string()
+    );
+    assert_eq!(resp.headers()["etag"].to_str().unwrap(), etag);
 
     let (s, h, small) = fetch(&app, preview, &[]).await;
     assert_eq!(
@@ -671,31 +704,109 @@ pub async fn the_sweep_deletes_what_no_post_took_and_frees_what_a_lost_post_took
 pub async fn the_quota_and_the_upload_bound_answer_before_any_work(store: Store) {
     let photo = phone_jpeg(300, 200, 1).unwrap();
     let mut settings = settings_on(store);
+    // Room for a few uploads of it a day.
+    let budget = photo.len() * 5;
     if let Some(limits) = settings.rate_limits.as_mut() {
-        // Room for one upload of it a day, not two.
-        limits.media_bytes = moments::config::Rate::new(photo.len() as u32 * 3 / 2, 86_400);
+        limits.media_bytes = moments::config::Rate::new(budget as u32, 86_400);
     }
     let app = spawn_app_with(settings).await;
     let ann = app.user("ann").await;
-    let (s, _, _) = upload_parts(&app, &ann, &[file(photo.clone(), "image/jpeg")]).await;
-    assert_eq!(s, StatusCode::CREATED);
-    let (s, problem, headers) =
-        upload_parts(&app, &ann, &[file(photo.clone(), "image/jpeg")]).await;
+    let mut taken = Vec::new();
+    let refused = loop {
+        let (s, answer, headers) =
+            upload_parts(&app, &ann, &[file(photo.clone(), "image/jpeg")]).await;
+        if s != StatusCode::CREATED {
+            break (s, answer, headers);
+        }
+        taken.push(answer);
+        assert!(taken.len() <= 5, "the quota never ran out");
+    };
+    let (s, problem, headers) = refused;
     assert_eq!(s, StatusCode::TOO_MANY_REQUESTS, "{problem}");
     assert!(headers.contains_key("retry-after"));
+    // Each upload cost what it sent or what it stored, whichever is more
+    // (this small photo stores more: a preview as large as itself), and
+    // the quota took exactly as many as fit.
+    let (_, _, preview) = fetch(&app, taken[0]["previewUrl"].as_str().unwrap(), &[]).await;
+    let stored = taken[0]["size"].as_u64().unwrap() as usize + preview.len();
+    let each = stored.max(photo.len());
+    assert!(
+        !taken.is_empty() && taken.len() * each <= budget,
+        "{} of {each}",
+        taken.len()
+    );
+    assert!(
+        (taken.len() + 1) * each > budget,
+        "{} of {each}",
+        taken.len()
+    );
+    assert_eq!(records_of(&app, ann.uid).await.len(), taken.len());
     // Every place for an upload taken: 503 with Retry-After, body unread.
     let bob = app.user("bob").await;
     let held: Vec<_> = (0..app.settings.media.uploads)
-        .map(|_| app.ctx.media.admit().unwrap())
+        .map(|i| app.ctx.media.admit(-1 - i as i64).unwrap())
         .collect();
     let (s, problem, headers) =
         upload_parts(&app, &bob, &[file(photo.clone(), "image/jpeg")]).await;
     assert_eq!(s, StatusCode::SERVICE_UNAVAILABLE, "{problem}");
     assert!(headers.contains_key("retry-after"));
     drop(held);
-    let (s, _, _) = upload_parts(&app, &bob, &[file(photo, "image/jpeg")]).await;
+    let (s, _, _) = upload_parts(&app, &bob, &[file(photo.clone(), "image/jpeg")]).await;
     assert_eq!(s, StatusCode::CREATED);
     assert_eq!(records_of(&app, bob.uid).await.len(), 1);
+    // One account's uploads under way take only its own places: a few
+    // slow ones cannot take everyone's.
+    let cy = app.user("cyd").await;
+    let cys: Vec<_> = (0..app.settings.media.uploads_per_account)
+        .map(|_| app.ctx.media.admit(cy.uid).unwrap())
+        .collect();
+    let (s, problem, headers) = upload_parts(&app, &cy, &[file(photo.clone(), "image/jpeg")]).await;
+    assert_eq!(s, StatusCode::TOO_MANY_REQUESTS, "{problem}");
+    assert!(headers.contains_key("retry-after"));
+    let dee = app.user("dee").await;
+    let (s, _, _) = upload_parts(&app, &dee, &[file(photo.clone(), "image/jpeg")]).await;
+    assert_eq!(s, StatusCode::CREATED);
+    drop(cys);
+    let (s, _, _) = upload_parts(&app, &cy, &[file(photo, "image/jpeg")]).await;
+    assert_eq!(s, StatusCode::CREATED);
+}
+
+pub async fn an_upload_whose_body_stops_arriving_is_refused_and_frees_its_place(store: Store) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut settings = settings_on(store);
+    settings.media.receive_secs = 1;
+    settings.media.uploads_per_account = 1;
+    let app = spawn_app_with(settings).await;
+    let ann = app.user("ann").await;
+    let photo = phone_jpeg(300, 200, 1).unwrap();
+    let body = form(&[file(photo.clone(), "image/jpeg")]);
+    // The headers and half the body, and then nothing.
+    let addr = app.base.trim_start_matches("http://");
+    let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /api/v1/media HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: multipart/form-data; boundary={BOUNDARY}\r\nContent-Length: {}\r\n\r\n",
+        ann.token,
+        body.len()
+    );
+    conn.write_all(head.as_bytes()).await.unwrap();
+    conn.write_all(&body[..body.len() / 2]).await.unwrap();
+    // Read until the answer's code is in, or the server hangs up.
+    let mut answer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !String::from_utf8_lossy(&answer).contains("request_timeout") {
+        match conn.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => answer.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("request_timeout"), "{answer}");
+    // Nothing stored, and its place (the account's only one) is free.
+    assert!(records_of(&app, ann.uid).await.is_empty());
+    let (s, problem, _) = upload_parts(&app, &ann, &[file(photo, "image/jpeg")]).await;
+    assert_eq!(s, StatusCode::CREATED, "{problem}");
 }
 
 pub async fn a_page_of_nine_picture_posts_costs_no_more_round_trips(store: Store) {
@@ -858,6 +969,7 @@ on_both_media_stores!(
     pictures_go_with_their_post_and_their_account,
     the_sweep_deletes_what_no_post_took_and_frees_what_a_lost_post_took,
     the_quota_and_the_upload_bound_answer_before_any_work,
+    an_upload_whose_body_stops_arriving_is_refused_and_frees_its_place,
     a_page_of_nine_picture_posts_costs_no_more_round_trips,
     the_export_carries_each_posts_originals,
     a_reported_posts_pictures_stay_in_its_snapshot_after_it_is_deleted,

@@ -9,15 +9,19 @@ use base64::Engine;
 
 use super::processing::{self, Bounds};
 use crate::domain::media::{Media, Rendition};
-use crate::service::thread_pool;
 use crate::service::Context;
 
 /// The long side of a snapshot's picture: enough to judge it, about 5 KB.
 pub const SIDE: u32 = 160;
 
 /// A `data:` URL of a small copy of each picture that can still be read,
-/// in order; a picture whose bytes are gone or that the pool is too busy
-/// to shrink is left out (the snapshot still names the post).
+/// in order; a picture whose bytes are gone is left out (the snapshot
+/// still names the post).
+///
+/// Shrunk on tokio's blocking pool, not the picture pool: a busy upload
+/// pool must not cost a report its evidence, and a preview is small (at
+/// most `MOMENTS_MEDIA_PREVIEW_SIDE` by three times that), a few
+/// milliseconds each, behind a report's own rate limit.
 pub async fn keep(ctx: &Context, media: &[Media]) -> Vec<String> {
     let reads = media.iter().map(|m| {
         let object = m.key.object(Rendition::Preview, m.encoding);
@@ -31,9 +35,8 @@ pub async fn keep(ctx: &Context, media: &[Media]) -> Vec<String> {
             original_side: SIDE,
             preview_side: 16,
         };
-        let small = thread_pool::pictures()
-            .run(move || processing::process(&preview, "", &bounds))
-            .await;
+        let small =
+            tokio::task::spawn_blocking(move || processing::process(&preview, "", &bounds)).await;
         match small {
             Ok(Ok(made)) => kept.push(format!(
                 "data:{};base64,{}",

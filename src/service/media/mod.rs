@@ -13,7 +13,8 @@ pub mod samples;
 pub mod sweeps;
 pub mod uploads;
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
@@ -28,31 +29,83 @@ pub struct Library {
     /// Uploads being received: each holds up to `MOMENTS_MEDIA_MAX_BYTES`
     /// of body, so their number is what bounds the memory uploads take.
     receiving: Arc<tokio::sync::Semaphore>,
+    /// Of those, each account's (`MOMENTS_MEDIA_UPLOADS_PER_ACCOUNT`).
+    receiving_by_account: Arc<Mutex<HashMap<i64, usize>>>,
+    per_account: usize,
     /// What URLs start with (`MOMENTS_MEDIA_BASE_URL`).
     base_url: String,
 }
 
 /// An upload's place among those received at once, held until it is
 /// answered.
-pub type UploadSlot = tokio::sync::OwnedSemaphorePermit;
+pub struct UploadSlot {
+    _place: tokio::sync::OwnedSemaphorePermit,
+    _account: AccountPlace,
+}
+
+/// One of an account's places; given back when dropped.
+struct AccountPlace {
+    uid: i64,
+    by_account: Arc<Mutex<HashMap<i64, usize>>>,
+}
+
+impl Drop for AccountPlace {
+    fn drop(&mut self) {
+        if let Ok(mut counts) = self.by_account.lock() {
+            if let Some(n) = counts.get_mut(&self.uid) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    counts.remove(&self.uid);
+                }
+            }
+        }
+    }
+}
 
 impl Library {
     pub fn new(store: Arc<dyn MediaStore>, settings: &MediaSettings) -> Self {
         Self {
             store,
             receiving: Arc::new(tokio::sync::Semaphore::new(settings.uploads)),
+            receiving_by_account: Arc::default(),
+            per_account: settings.uploads_per_account,
             base_url: settings.base_url.clone(),
         }
     }
 
-    /// A place for one more upload, taken before its body is read: 503
-    /// with `Retry-After` when every place is taken, so a burst of uploads
-    /// waits at the client rather than in this process's memory.
-    pub fn admit(&self) -> AppResult<UploadSlot> {
-        self.receiving
+    /// A place for one more upload of `uid`'s, taken before its body is
+    /// read: 429 when the account has all its places (this instance's),
+    /// 503 when every place is taken; both with `Retry-After`, so a burst
+    /// of uploads waits at the client rather than in this process's
+    /// memory.
+    pub fn admit(&self, uid: i64) -> AppResult<UploadSlot> {
+        let account = {
+            let mut counts = self
+                .receiving_by_account
+                .lock()
+                .map_err(|_| AppError::Overloaded("uploads"))?;
+            let n = counts.entry(uid).or_default();
+            if *n >= self.per_account {
+                return Err(AppError::RateLimited {
+                    what: "uploads at once",
+                    retry_after_secs: 1,
+                });
+            }
+            *n += 1;
+            AccountPlace {
+                uid,
+                by_account: self.receiving_by_account.clone(),
+            }
+        };
+        let place = self
+            .receiving
             .clone()
             .try_acquire_owned()
-            .map_err(|_| AppError::Overloaded("uploads"))
+            .map_err(|_| AppError::Overloaded("uploads"))?;
+        Ok(UploadSlot {
+            _place: place,
+            _account: account,
+        })
     }
 
     pub fn base_url(&self) -> &str {

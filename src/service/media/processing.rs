@@ -16,8 +16,17 @@
 //!   an encoder writes no EXIF, XMP or IPTC, so a phone's GPS position,
 //!   its serial numbers and the rest never reach storage. The orientation
 //!   the EXIF gave is applied to the pixels first, so nothing is lost with
-//!   it. The ICC colour profile is kept (it says how to show the colours
-//!   and nothing about the person).
+//!   it. The ICC colour profile is kept (it says how to show the colours,
+//!   as an iPhone's Display P3 pictures need) when it is a well-formed
+//!   profile of at most 64 KiB, as a camera's are; a larger or malformed
+//!   one is dropped and the colours are shown as sRGB. Kept whole, a 15 MB
+//!   "profile" would ride along in every preview.
+//! - Memory: the decoder may allocate at most 4 bytes per allowed pixel
+//!   (`max_alloc`: 200 MB at 50 MP), which bounds a PNG's compressed
+//!   colour profile too; a 16-bit picture thus has fewer pixels allowed.
+//!   The pixels are made 8-bit before they are turned upright, so one
+//!   picture peaks at about twice `max_alloc`, and the picture pool runs
+//!   one per core.
 //! - Opaque pictures become JPEG, pictures with transparency PNG: the two
 //!   formats every client shows. An animated GIF keeps its first frame.
 
@@ -142,9 +151,7 @@ pub fn process(bytes: &[u8], content_type: &str, bounds: &Bounds) -> Result<Proc
     let mut limits = image::Limits::default();
     limits.max_image_width = Some(MAX_SIDE);
     limits.max_image_height = Some(MAX_SIDE);
-    // Four bytes a pixel for the decoded picture, twice over for what the
-    // decoders hold beside it.
-    limits.max_alloc = Some(bounds.max_pixels.saturating_mul(8));
+    limits.max_alloc = Some(bounds.max_pixels.saturating_mul(4));
     reader.limits(limits);
     let mut decoder = reader.into_decoder().map_err(refusal)?;
     let (width, height) = decoder.dimensions();
@@ -156,14 +163,17 @@ pub fn process(bytes: &[u8], content_type: &str, bounds: &Bounds) -> Result<Proc
         return Err(Refusal::TooLarge { width, height });
     }
     let orientation = decoder.orientation().map_err(refusal)?;
-    let icc = decoder.icc_profile().map_err(refusal)?;
-    let mut picture = DynamicImage::from_decoder(decoder).map_err(refusal)?;
-    picture.apply_orientation(orientation);
-    let picture = if picture.color().has_alpha() {
-        DynamicImage::ImageRgba8(picture.into_rgba8())
+    let icc = decoder
+        .icc_profile()
+        .map_err(refusal)?
+        .filter(|p| usable_profile(p));
+    let decoded = DynamicImage::from_decoder(decoder).map_err(refusal)?;
+    let mut picture = if decoded.color().has_alpha() {
+        DynamicImage::ImageRgba8(decoded.into_rgba8())
     } else {
-        DynamicImage::ImageRgb8(picture.into_rgb8())
+        DynamicImage::ImageRgb8(decoded.into_rgb8())
     };
+    picture.apply_orientation(orientation);
     let encoding = if picture.color().has_alpha() {
         Encoding::Png
     } else {
@@ -180,6 +190,20 @@ pub fn process(bytes: &[u8], content_type: &str, bounds: &Bounds) -> Result<Proc
         preview: encode(&preview, encoding, icc.as_deref(), 80)?,
         blurhash,
     })
+}
+
+/// The largest colour profile kept: a camera's or phone's is a few KB.
+pub const MAX_PROFILE_BYTES: usize = 64 * 1024;
+
+/// Whether `profile` looks like an ICC profile (its header says its own
+/// length and carries the `acsp` signature) and is small enough to keep.
+fn usable_profile(profile: &[u8]) -> bool {
+    const HEADER: usize = 128;
+    if profile.len() < HEADER || profile.len() > MAX_PROFILE_BYTES {
+        return false;
+    }
+    let declared = u32::from_be_bytes([profile[0], profile[1], profile[2], profile[3]]);
+    declared as usize == profile.len() && &profile[36..40] == b"acsp"
 }
 
 fn refusal(e: image::ImageError) -> Refusal {
@@ -388,6 +412,53 @@ pub(crate) mod tests {
                 height: 30
             }
         );
+    }
+
+    /// A JPEG carrying `profile` as its ICC profile.
+    fn jpeg_with_profile(profile: Vec<u8>) -> Vec<u8> {
+        let picture = image::RgbImage::from_pixel(40, 30, image::Rgb([200, 30, 30]));
+        let mut jpeg = Vec::new();
+        let mut encoder = JpegEncoder::new_with_quality(&mut jpeg, 90);
+        encoder.set_icc_profile(profile).unwrap();
+        encoder
+            .write_image(picture.as_raw(), 40, 30, image::ExtendedColorType::Rgb8)
+            .unwrap();
+        jpeg
+    }
+
+    fn profile_of(jpeg: &[u8]) -> Option<Vec<u8>> {
+        let mut decoder = ImageReader::new(Cursor::new(jpeg))
+            .with_guessed_format()
+            .unwrap()
+            .into_decoder()
+            .unwrap();
+        decoder.icc_profile().unwrap()
+    }
+
+    /// A profile of `len` bytes whose header is well formed.
+    fn profile(len: usize) -> Vec<u8> {
+        let mut p = vec![7u8; len];
+        p[..4].copy_from_slice(&(len as u32).to_be_bytes());
+        p[36..40].copy_from_slice(b"acsp");
+        p
+    }
+
+    #[test]
+    fn a_camera_colour_profile_is_kept_and_a_huge_or_bogus_one_dropped() {
+        let kept = process(&jpeg_with_profile(profile(560)), "image/jpeg", &BOUNDS).unwrap();
+        assert_eq!(profile_of(&kept.original.bytes), Some(profile(560)));
+        assert_eq!(profile_of(&kept.preview.bytes), Some(profile(560)));
+        // 200 KB riding in a JPEG's APP2 segments: not in any rendition.
+        let huge = process(&jpeg_with_profile(profile(200_000)), "image/jpeg", &BOUNDS).unwrap();
+        assert_eq!(profile_of(&huge.original.bytes), None);
+        assert!(
+            huge.preview.bytes.len() < 10_000,
+            "{}",
+            huge.preview.bytes.len()
+        );
+        // Bytes that are no profile, whatever their size.
+        let bogus = process(&jpeg_with_profile(vec![1u8; 600]), "image/jpeg", &BOUNDS).unwrap();
+        assert_eq!(profile_of(&bogus.original.bytes), None);
     }
 
     fn crc32(bytes: &[u8]) -> u32 {

@@ -30,8 +30,13 @@ pub async fn sweep_once(ctx: &Context) -> AppResult<()> {
                 .docs
                 .media_in_state_before(state, unattached_before, BATCH)
                 .await?;
-            delete_by_owner(ctx, &stale).await?;
-            if stale.len() < BATCH {
+            let found = stale.len();
+            let doomed = match state {
+                MediaState::Ready => claim(ctx, stale).await?,
+                _ => stale,
+            };
+            delete_by_owner(ctx, &doomed).await?;
+            if found < BATCH {
                 break;
             }
         }
@@ -51,6 +56,24 @@ pub async fn sweep_once(ctx: &Context) -> AppResult<()> {
         }
     }
     Ok(())
+}
+
+/// Of pictures found on no post, those this sweep has taken back to
+/// `storing` (which no post can take) first: one a post took between the
+/// read and now stays with that post.
+async fn claim(ctx: &Context, stale: Vec<MediaDoc>) -> AppResult<Vec<MediaDoc>> {
+    let mut claimed = Vec::with_capacity(stale.len());
+    let now = now_ms();
+    for m in stale {
+        let moved = ctx
+            .docs
+            .move_media(m.uid, &[m.id], MediaState::Ready, MediaState::Storing, now)
+            .await?;
+        if moved == 1 {
+            claimed.push(m);
+        }
+    }
+    Ok(claimed)
 }
 
 async fn delete_by_owner(ctx: &Context, media: &[MediaDoc]) -> AppResult<()> {

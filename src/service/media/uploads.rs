@@ -31,7 +31,8 @@ fn refused(r: Refusal) -> AppError {
 }
 
 /// Processes and stores `upload` as `uid`'s; the picture as it is now
-/// answered. Charged to the account's media quota by the bytes sent.
+/// answered. Charged to the account's media quota by the bytes sent, or
+/// stored if more.
 pub async fn upload(ctx: &Context, uid: i64, upload: Upload) -> AppResult<MediaView> {
     rate_limits::enforce(
         ctx,
@@ -48,6 +49,7 @@ pub async fn upload(ctx: &Context, uid: i64, upload: Upload) -> AppResult<MediaV
         original_side: settings.original_side,
         preview_side: settings.preview_side,
     };
+    let sent = upload.bytes.len();
     let (bytes, content_type) = (upload.bytes, upload.content_type);
     let made = thread_pool::pictures()
         .run(move || processing::process(&bytes, &content_type, &bounds))
@@ -57,6 +59,16 @@ pub async fn upload(ctx: &Context, uid: i64, upload: Upload) -> AppResult<MediaV
             Refused::Gone => AppError::Internal(anyhow::anyhow!("the picture pool is gone")),
         })?
         .map_err(refused)?;
+    // A small file can decode into a large one (a few colours of PNG, kept
+    // as such): what is stored beyond what was sent is charged too.
+    let stored = made.original.bytes.len() + made.preview.bytes.len();
+    if stored > sent {
+        rate_limits::enforce(
+            ctx,
+            &rate_limits::media_byte_budgets(ctx.settings.rate_limits.as_ref(), uid, stored - sent),
+        )
+        .await?;
+    }
     let key = MediaKey::random()
         .ok_or_else(|| AppError::Internal(anyhow::anyhow!("no random bytes for a media key")))?;
     let now = now_ms();
