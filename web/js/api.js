@@ -84,11 +84,7 @@ export async function call(method, path, options = {}) {
     // stays busy for ever.
     res = await fetch(url, { method, headers, body, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
   } catch {
-    throw new ApiError(
-      0,
-      { type: 'about:blank', title: t('error.network'), status: 0, detail: t('error.network'), code: 'network' },
-      null,
-    );
+    throw networkError();
   }
   if (res.status === 204) return null;
   const text = await res.text();
@@ -99,59 +95,68 @@ export async function call(method, path, options = {}) {
   } catch {
     data = null;
   }
-  if (!res.ok) {
-    const error = apiError(res.status, res.statusText, data, res.headers.get('retry-after'));
-    // The service no longer knows this browser's session (expired,
-    // signed out elsewhere), or there was none: sign in again. A wrong
-    // password at sign-in is a 401 too, shown by its form instead, and so
-    // is one in the appeal of an account that cannot sign in (/appeals).
-    if (res.status === 401 && !path.startsWith('/sessions') && path !== '/appeals') {
-      forget();
-      window.dispatchEvent(new Event(SIGNED_OUT_EVENT));
-    }
-    throw error;
-  }
+  if (!res.ok) throw refusal(path, res.status, res.statusText, data, res.headers.get('retry-after'));
   if (data && typeof data === 'object' && typeof data.serverTime === 'number') noteServerTime(data.serverTime);
   return data;
 }
 
+/** The error of a request that got no answer (offline, timed out). */
+function networkError() {
+  return new ApiError(0, { type: 'about:blank', title: t('error.network'), status: 0, detail: t('error.network'), code: 'network' }, null);
+}
+
 /**
- * The error an answer that is not 2xx stands for.
+ * The error an answer that is not 2xx stands for; a 401 also ends the
+ * session here, whichever of the two helpers below got it.
+ * @param {string} path under /api/v1
  * @param {number} status
  * @param {string} statusText
  * @param {any} data the answer's JSON, if it was JSON
  * @param {string | null} retryAfterHeader
  */
-function apiError(status, statusText, data, retryAfterHeader) {
+function refusal(path, status, statusText, data, retryAfterHeader) {
   const problem =
     data && typeof data === 'object' && typeof data.status === 'number'
       ? /** @type {Problem} */ (data)
       : { type: 'about:blank', title: statusText, status, detail: statusText || t('error.generic'), code: `http_${status}` };
   const retryAfter = Number(retryAfterHeader);
+  // The service no longer knows this browser's session (expired,
+  // signed out elsewhere), or there was none: sign in again. A wrong
+  // password at sign-in is a 401 too, shown by its form instead, and so
+  // is one in the appeal of an account that cannot sign in (/appeals).
+  if (status === 401 && !path.startsWith('/sessions') && path !== '/appeals') {
+    forget();
+    window.dispatchEvent(new Event(SIGNED_OUT_EVENT));
+  }
   return new ApiError(status, problem, Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : null);
 }
 
+/** An upload of 16 MiB on a slow phone line takes minutes, not hours. */
+const UPLOAD_TIMEOUT_MS = 10 * 60_000;
+
 /**
- * Uploads a picture (`POST /media`, multipart) and tells how far its
- * bytes have gone: fetch cannot, so this one call is an XMLHttpRequest.
+ * Uploads a picture (`POST /media`, multipart: `file`, and `description`
+ * when there is one) and tells how far its bytes have gone: fetch cannot,
+ * so this one call is an XMLHttpRequest, with the same session, errors
+ * and sign-out as `call`. `abort` ends it; `done` then rejects with
+ * status 0.
  * @param {File} file
- * @param {(fraction: number) => void} onProgress 0 to 1
+ * @param {{ description?: string, onProgress?: (fraction: number) => void }} [options] fraction: 0 to 1
  * @returns {{ done: Promise<import('./types.js').MediaView>, abort: () => void }}
  */
-export function uploadPicture(file, onProgress) {
+export function uploadPicture(file, options = {}) {
+  const path = '/media';
   const xhr = new XMLHttpRequest();
   const done = new Promise((resolve, reject) => {
-    xhr.open('POST', new URL('/api/v1/media', location.origin));
+    xhr.open('POST', new URL(`/api/v1${path}`, location.origin));
+    xhr.timeout = UPLOAD_TIMEOUT_MS;
     xhr.setRequestHeader('accept', 'application/json, application/problem+json');
     const session = current();
     if (session) xhr.setRequestHeader('authorization', `Bearer ${session.token}`);
     xhr.upload.onprogress = (e) => {
-      if (e.lengthComputable) onProgress(e.loaded / e.total);
+      if (e.lengthComputable && e.total > 0) options.onProgress?.(e.loaded / e.total);
     };
-    const networkError = () =>
-      reject(new ApiError(0, { type: 'about:blank', title: t('error.network'), status: 0, detail: t('error.network'), code: 'network' }, null));
-    xhr.onerror = networkError;
-    xhr.onabort = networkError;
+    xhr.onerror = xhr.onabort = xhr.ontimeout = () => reject(networkError());
     xhr.onload = () => {
       /** @type {any} */
       let data = null;
@@ -160,11 +165,12 @@ export function uploadPicture(file, onProgress) {
       } catch {
         data = null;
       }
-      if (xhr.status === 201) resolve(data);
-      else reject(apiError(xhr.status, xhr.statusText, data, xhr.getResponseHeader('retry-after')));
+      if (xhr.status === 201 && data && typeof data === 'object') resolve(data);
+      else reject(refusal(path, xhr.status, xhr.statusText, data, xhr.getResponseHeader('retry-after')));
     };
     const form = new FormData();
     form.append('file', file, file.name);
+    if (options.description) form.append('description', options.description);
     xhr.send(form);
   });
   return { done, abort: () => xhr.abort() };

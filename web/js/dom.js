@@ -73,6 +73,17 @@ export function mediaUrl(url) {
   return webUrl(url) ?? (url && url.startsWith('/') && !url.startsWith('//') ? url : null);
 }
 
+/**
+ * A picture a moderation snapshot shows: a URL the author gave, one of
+ * this service's media URLs (a held post's), or the small copy of an
+ * uploaded picture the snapshot keeps inline, which outlives the post;
+ * null otherwise.
+ * @param {string} url
+ */
+export function snapshotPicture(url) {
+  return webUrl(url) ?? (/^(\/media\/|data:image\/(jpeg|png);base64,)/.test(url) ? url : null);
+}
+
 /** An id unique in this page, for label/aria wiring. */
 let nextId = 0;
 export function uniqueId(prefix = 'f') {

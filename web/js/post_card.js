@@ -21,19 +21,26 @@ import { relativeTime, serverNow } from './time.js';
 
 /** @typedef {import('./types.js').Post} Post */
 /** @typedef {import('./types.js').MediaView} MediaView */
+/** @typedef {import('./types.js').Comment} Comment */
+/** @typedef {import('./types.js').PostCounts} PostCounts */
 
 /**
- * Uploaded pictures as the nine-picture grid: each preview over its
- * blurhash placeholder (shown until the preview has loaded), at its
- * focus point; a tap opens the original in a dialog.
+ * Uploaded pictures as the nine-picture grid (above any `pictureUrls`,
+ * though the service takes one kind or the other for a post): each
+ * preview over its blurhash placeholder, which shows until the preview
+ * has loaded, at its focus point, with its width and height given so
+ * nothing moves when it arrives. One picture
+ * is shown larger, in its own shape (up to 3:4 or 4:3); two to nine as
+ * squares. A tap opens the original in a dialog.
  * @param {MediaView[]} media
  */
 function mediaGrid(media) {
+  const total = media.length;
   return h(
     'div',
-    { class: `pictures pictures-${Math.min(media.length, 9)}`, 'data-key': 'media' },
+    { class: `pictures pictures-${Math.min(total, 9)}`, 'data-key': 'media' },
     media.map((m, i) => {
-      const alt = m.description || t('post.picture', { n: i + 1, total: media.length });
+      const alt = m.description || t('post.picture', { n: i + 1, total });
       const img = h('img', {
         src: mediaUrl(m.previewUrl),
         alt,
@@ -42,17 +49,19 @@ function mediaGrid(media) {
         loading: 'lazy',
         decoding: 'async',
       });
-      if (m.focus) {
-        // Mastodon's convention: y grows upwards.
-        img.style.objectPosition = `${((m.focus.x + 1) / 2) * 100}% ${((1 - m.focus.y) / 2) * 100}%`;
-      }
+      if (m.focus) img.style.objectPosition = focusPosition(m.focus);
       const tile = h(
         'button',
-        { type: 'button', class: 'picture media-tile', 'aria-label': t('post.openPicture', { n: i + 1, total: media.length }),
+        { type: 'button', class: 'picture media-tile', 'aria-label': t('post.openPicture', { n: i + 1, total }), 'aria-haspopup': 'dialog',
           onclick: () => openPicture(m, alt) },
         placeholder(m.blurhash),
         img,
       );
+      if (total === 1 && m.previewWidth > 0 && m.previewHeight > 0) {
+        const ratio = Math.min(4 / 3, Math.max(3 / 4, m.previewWidth / m.previewHeight));
+        tile.style.aspectRatio = String(ratio);
+      }
+      // Until then the placeholder shows through the transparent image.
       const loaded = () => tile.classList.add('loaded');
       if (img.complete && img.naturalWidth > 0) loaded();
       else img.addEventListener('load', loaded, { once: true });
@@ -62,29 +71,47 @@ function mediaGrid(media) {
 }
 
 /**
- * The original picture, full size, in a modal dialog (Esc or the button
- * closes it; focus goes back to the tile).
+ * A focus point (x, y in −1..1, y up, Mastodon's convention) as
+ * `object-position`.
+ * @param {{ x: number, y: number }} focus
+ */
+function focusPosition(focus) {
+  const at = (/** @type {number} */ v) => Math.min(100, Math.max(0, ((v + 1) / 2) * 100));
+  return `${at(focus.x)}% ${at(-focus.y)}%`;
+}
+
+/**
+ * The original picture, whole, in a modal dialog: Esc, the close button
+ * or a tap beside the picture closes it, and focus goes back to the tile
+ * that opened it. Its blurhash shows until the original arrives.
  * @param {MediaView} m
  * @param {string} alt
  */
 function openPicture(m, alt) {
+  const opener = document.activeElement;
+  const img = h('img', { src: mediaUrl(m.url), alt, width: m.width, height: m.height, decoding: 'async' });
+  const painted = placeholder(m.blurhash);
+  if (painted) img.style.backgroundImage = `url("${painted.toDataURL()}")`;
+  img.addEventListener('load', () => {
+    img.style.backgroundImage = '';
+  }, { once: true });
   const dialog = h(
     'dialog',
     { class: 'lightbox', 'aria-label': alt },
     h('button', { type: 'button', class: 'lightbox-close', 'aria-label': t('post.closePicture'), onclick: () => dialog.close() }, '✕'),
-    h('img', { src: mediaUrl(m.url), alt, width: m.width, height: m.height }),
+    img,
     m.description && h('p', { class: 'lightbox-alt' }, m.description),
   );
-  dialog.addEventListener('close', () => dialog.remove());
-  // A tap outside the picture closes it too.
+  dialog.addEventListener('close', () => {
+    dialog.remove();
+    if (opener instanceof HTMLElement && opener.isConnected) opener.focus();
+  });
   dialog.addEventListener('click', (e) => {
     if (e.target === dialog) dialog.close();
   });
   document.body.append(dialog);
   dialog.showModal();
 }
-/** @typedef {import('./types.js').Comment} Comment */
-/** @typedef {import('./types.js').PostCounts} PostCounts */
 
 /**
  * @typedef {{

@@ -17,7 +17,7 @@
  *   geo?: Geo | null, likeCount: number, commentCount: number, shareCount: number, viewCount: number,
  *   likedByMe: boolean, comments: Comment[], likes: Like[], serverTime: number,
  *   moderation?: 'held' | 'removed', media: MediaView[] }} Post
- * @typedef {{ id: number, type: string, url: string, previewUrl: string, width: number, height: number,
+ * @typedef {{ id: number, type: 'image', url: string, previewUrl: string, width: number, height: number,
  *   previewWidth: number, previewHeight: number, blurhash: string, description: string,
  *   focus: { x: number, y: number } | null, size: number }} MediaView
  * @typedef {{ uid: number, nickName: string, headImg: string, followersCount: number,

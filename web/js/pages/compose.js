@@ -5,7 +5,7 @@
 // device model, an optional place, and who may see it.
 
 import { ApiError, call, idempotentCreates, uploadPicture } from '../api.js';
-import { fill, h } from '../dom.js';
+import { fill, h, mediaUrl } from '../dom.js';
 import { busy, field, formAlert, onSubmit } from '../forms.js';
 import { t } from '../i18n.js';
 
@@ -14,6 +14,8 @@ const EMOJI = ['😀', '😂', '😍', '🥰', '😎', '😭', '👍', '🙏', '
 const VISIBILITIES = /** @type {const} */ (['public', 'followers', 'friends', 'private']);
 const SAMPLES = ['lake', 'hills', 'city'];
 const DEVICE_KEY = 'moments.device';
+
+/** @typedef {import('../types.js').MediaView} MediaView */
 
 /** @param {import('../main.js').PageContext} ctx */
 export function render({ main, title }) {
@@ -85,6 +87,7 @@ export function render({ main, title }) {
     addPicture.hidden = pictureInputs.length >= MAX_PICTURES;
     samples.hidden = pictureInputs.length > MAX_PICTURES - SAMPLES.length;
     drawPreview();
+    drawControls();
   }
 
   function drawPreview() {
@@ -95,94 +98,190 @@ export function render({ main, title }) {
   }
 
   /**
-   * A photo being uploaded, or uploaded.
-   * @typedef {{ file: File, local: string, media: import('../types.js').MediaView | null,
-   *   uploading: boolean, abort: (() => void) | null, tile: HTMLElement, progress: HTMLProgressElement,
-   *   status: HTMLElement, retry: HTMLButtonElement, alt: HTMLInputElement }} Photo
+   * A photo from the phone: uploading, stored (`media`), or refused.
+   * @typedef {{ file: File, local: string | null, media: MediaView | null, uploading: boolean, waiting: boolean,
+   *   abort: (() => void) | null, tile: HTMLElement, thumb: HTMLImageElement, progress: HTMLProgressElement,
+   *   status: HTMLElement, retry: HTMLButtonElement, remove: HTMLButtonElement, alt: HTMLInputElement }} Photo
    */
   /** @type {Photo[]} */
   const photos = [];
   const photoTiles = h('div', { class: 'photo-tiles', role: 'list', 'aria-label': t('compose.photos') });
   const photoInputId = 'compose-photos';
+  // The input is the control (focusable, named by the label that shows
+  // instead of it); the label is what a finger taps.
   const photoInput = /** @type {HTMLInputElement} */ (h('input', {
-    id: photoInputId, type: 'file', accept: 'image/*', multiple: true, class: 'visually-hidden', 'data-key': 'photos',
+    id: photoInputId, type: 'file', accept: 'image/*', multiple: true, class: 'visually-hidden', 'data-field': 'mediaIds',
   }));
   const photoPicker = h('label', { for: photoInputId, class: 'button-quiet small photo-picker' }, `📷 ${t('compose.addPhotos')}`);
+  const photoNote = h('p', { class: 'hint', 'aria-live': 'polite', hidden: true });
+  const onlyUrls = h('p', { class: 'hint', hidden: true }, t('compose.photosOrUrls'));
+  const onlyPhotos = h('p', { class: 'hint', hidden: true }, t('compose.photosOrUrls'));
   photoInput.addEventListener('change', () => {
-    for (const file of Array.from(photoInput.files ?? [])) {
-      if (photos.length >= MAX_PICTURES) break;
-      addPhoto(file);
-    }
+    const files = Array.from(photoInput.files ?? []);
+    const room = Math.max(0, MAX_PICTURES - photos.length);
+    for (const file of files.slice(0, room)) addPhoto(file);
+    photoNote.textContent = files.length > room ? t('compose.tooManyPhotos', { n: files.length - room }) : '';
+    photoNote.hidden = files.length <= room;
     photoInput.value = '';
-    drawPhotoControls();
+    drawControls();
   });
 
   /** @param {File} file */
   function addPhoto(file) {
-    const n = photos.length + 1;
-    const progress = h('progress', { max: 1, value: 0, 'aria-label': t('compose.uploading') });
+    const local = URL.createObjectURL(file);
+    const thumb = h('img', { src: local, alt: '', class: 'photo-thumb' });
+    const progress = h('progress', { max: 1, value: 0 });
     const status = h('p', { class: 'photo-status fine', 'aria-live': 'polite' });
     const retry = h('button', { type: 'button', class: 'link-button', hidden: true }, t('compose.retry'));
-    const alt = /** @type {HTMLInputElement} */ (h('input', {
-      type: 'text', maxlength: 1500, placeholder: t('compose.altText'), 'aria-label': t('compose.altTextOf', { n }), 'data-key': 'alt',
-    }));
-    const local = URL.createObjectURL(file);
+    const remove = h('button', { type: 'button', class: 'link-button danger', 'data-key': 'remove-photo' }, '✕');
+    const alt = h('input', { type: 'text', maxlength: 1500, placeholder: t('compose.altText'), 'data-key': 'alt' });
     const tile = h('div', { class: 'photo-tile', role: 'listitem' },
-      h('img', { src: local, alt: '', class: 'photo-thumb' }),
-      progress, status, alt,
-      h('div', { class: 'row' },
-        retry,
-        h('button', { type: 'button', class: 'link-button danger', 'data-key': 'remove-photo',
-          'aria-label': t('compose.removePhoto', { n }), onclick: () => removePhoto(photo) }, '✕')));
+      thumb, progress, status, alt, h('div', { class: 'photo-actions' }, retry, remove));
     /** @type {Photo} */
-    const photo = { file, local, media: null, uploading: false, abort: null, tile, progress, status, retry, alt };
-    retry.addEventListener('click', () => startUpload(photo));
+    const photo = { file, local, media: null, uploading: false, waiting: false, abort: null, tile, thumb, progress, status, retry, remove, alt };
+    retry.addEventListener('click', () => {
+      startUpload(photo);
+      photo.alt.focus();
+    });
+    remove.addEventListener('click', () => removePhoto(photo));
     photos.push(photo);
     photoTiles.append(tile);
     startUpload(photo);
   }
 
+  /**
+   * Uploads sent at once: the service takes four per account at a time
+   * (429 past them), and a phone's uplink is shared by them anyway. The
+   * rest wait their turn, in order.
+   */
+  const UPLOADS_AT_ONCE = 3;
+  let sending = 0;
+
   /** @param {Photo} photo */
-  async function startUpload(photo) {
+  function startUpload(photo) {
     photo.uploading = true;
     photo.retry.hidden = true;
     photo.tile.classList.remove('failed');
     photo.progress.hidden = false;
+    photo.progress.value = 0;
+    if (sending >= UPLOADS_AT_ONCE) {
+      photo.waiting = true;
+      photo.status.textContent = t('compose.waiting');
+      drawControls();
+      return;
+    }
+    void send(photo);
+  }
+
+  /** @param {Photo} photo */
+  async function send(photo) {
+    photo.waiting = false;
+    sending += 1;
     photo.status.textContent = t('compose.uploading');
-    const { done, abort } = uploadPicture(photo.file, (fraction) => {
-      photo.progress.value = fraction;
+    drawControls();
+    // Alt text typed before the upload began goes with it.
+    const description = photo.alt.value.trim() || undefined;
+    const { done, abort } = uploadPicture(photo.file, {
+      description,
+      onProgress: (fraction) => {
+        photo.progress.value = fraction;
+      },
     });
     photo.abort = abort;
     try {
-      photo.media = await done;
+      const media = await done;
+      if (!photos.includes(photo)) {
+        // Removed while its last bytes went up: not left for the sweep.
+        call('DELETE', `/media/${media.id}`).catch(() => {});
+        return;
+      }
+      photo.media = media;
       photo.status.textContent = t('compose.uploaded');
       photo.tile.classList.add('uploaded');
       photo.progress.hidden = true;
+      showStoredPreview(photo, media);
     } catch (error) {
       if (!photos.includes(photo)) return;
       photo.tile.classList.add('failed');
       photo.status.textContent = t('compose.uploadFailed', { detail: error instanceof ApiError ? error.words : t('error.generic') });
       photo.retry.hidden = false;
     } finally {
+      sending -= 1;
       photo.uploading = false;
       photo.abort = null;
+      const next = photos.find((p) => p.waiting);
+      if (next) void send(next);
+      drawControls();
     }
+  }
+
+  /**
+   * The tile shows the service's preview once it is stored (what readers
+   * will see, turned upright), and the phone's copy is let go.
+   * @param {Photo} photo
+   * @param {MediaView} media
+   */
+  function showStoredPreview(photo, media) {
+    const url = mediaUrl(media.previewUrl);
+    if (!url) return;
+    const local = photo.local;
+    photo.thumb.addEventListener('load', () => {
+      if (local) URL.revokeObjectURL(local);
+      if (photo.local === local) photo.local = null;
+    }, { once: true });
+    photo.thumb.addEventListener('error', () => {
+      if (local && photo.local === local) photo.thumb.src = local;
+    }, { once: true });
+    photo.thumb.src = url;
   }
 
   /** @param {Photo} photo */
   function removePhoto(photo) {
+    const at = photos.indexOf(photo);
+    if (at < 0) return;
+    photos.splice(at, 1);
     photo.abort?.();
-    photos.splice(photos.indexOf(photo), 1);
     photo.tile.remove();
-    URL.revokeObjectURL(photo.local);
+    if (photo.local) URL.revokeObjectURL(photo.local);
+    photo.local = null;
     // Stored already: deleted now rather than left to the day's sweep.
     if (photo.media) call('DELETE', `/media/${photo.media.id}`).catch(() => {});
-    drawPhotoControls();
-    photoPicker.focus();
+    photoNote.hidden = true;
+    drawControls();
+    // Focus stays in the photos: on the next tile's remove button, or on
+    // the picker.
+    const next = photos[at] ?? photos[at - 1];
+    if (next) next.remove.focus();
+    else photoInput.focus();
   }
 
-  function drawPhotoControls() {
+  const publish = h('button', { type: 'submit', class: 'button-primary wide', 'aria-describedby': 'compose-publish-note' }, t('compose.publish'));
+  const publishNote = h('p', { class: 'hint', id: 'compose-publish-note', 'aria-live': 'polite', hidden: true }, t('compose.stillUploading'));
+
+  /**
+   * What may be done now: a post has photos or picture URLs, at most nine;
+   * numbers follow the tiles' order; Publish waits for every upload.
+   */
+  function drawControls() {
+    const uploading = photos.some((p) => p.uploading);
+    const hasUrls = pictureInputs.length > 0;
+    const hasPhotos = photos.length > 0;
+    photoInput.disabled = hasUrls || photos.length >= MAX_PICTURES;
+    photoPicker.classList.toggle('disabled', hasUrls);
     photoPicker.hidden = photos.length >= MAX_PICTURES;
+    onlyUrls.hidden = !hasUrls;
+    addPicture.disabled = hasPhotos;
+    samples.disabled = hasPhotos;
+    onlyPhotos.hidden = !hasPhotos;
+    photos.forEach((p, i) => {
+      const n = i + 1;
+      p.progress.setAttribute('aria-label', t('compose.uploadProgress', { n }));
+      p.retry.setAttribute('aria-label', t('compose.retryPhoto', { n }));
+      p.remove.setAttribute('aria-label', t('compose.removePhoto', { n }));
+      p.alt.setAttribute('aria-label', t('compose.altTextOf', { n }));
+    });
+    publish.disabled = uploading;
+    publishNote.hidden = !uploading;
   }
 
   const device = field({
@@ -224,9 +323,13 @@ export function render({ main, title }) {
     emoji,
     h('fieldset', { class: 'photos-set' },
       h('legend', {}, t('compose.photos')),
-      photoInput, photoPicker, photoTiles),
+      onlyUrls,
+      photoInput, photoPicker,
+      h('p', { class: 'field-error', id: `${photoInputId}-error`, hidden: true }),
+      photoNote, photoTiles),
     h('fieldset', { class: 'pictures-set' },
       h('legend', {}, t('compose.pictures')),
+      onlyPhotos,
       pictureFields,
       h('div', { class: 'row' }, addPicture, samples),
       preview),
@@ -240,7 +343,8 @@ export function render({ main, title }) {
       h('label', { for: visibilityId }, t('compose.visibility')),
       visibility,
       h('p', { class: 'field-error', id: `${visibilityId}-error`, hidden: true })),
-    h('button', { type: 'submit', class: 'button-primary wide' }, t('compose.publish')),
+    publish,
+    publishNote,
   );
   drawPictureControls();
 
@@ -251,15 +355,17 @@ export function render({ main, title }) {
       throw new ApiError(0, { type: 'about:blank', title: detail, status: 0, detail, code: 'uploading' }, null);
     }
     const pictureUrls = pictureInputs.map((i) => i.value.trim());
-    const stored = photos.flatMap((p) => (p.media ? [p] : []));
-    // Alt text typed while or after a photo went up is set before it is posted.
-    await Promise.all(stored.map(async (p) => {
-      const description = p.alt.value.trim();
-      if (p.media && description !== p.media.description) {
-        p.media = await call('PUT', `/media/${p.media.id}`, { json: { description } });
+    // Alt text typed while or after a photo went up is set before it is
+    // posted; a photo the service refused is left out.
+    const stored = photos.flatMap((p) => (p.media ? [{ photo: p, media: p.media }] : []));
+    await Promise.all(stored.map(async (s) => {
+      const description = s.photo.alt.value.trim();
+      if (description !== s.media.description) {
+        s.media = await call('PUT', `/media/${s.media.id}`, { json: { description } });
+        s.photo.media = s.media;
       }
     }));
-    const mediaIds = stored.flatMap((p) => (p.media ? [p.media.id] : []));
+    const mediaIds = stored.map((s) => s.media.id);
     /** @type {Record<string, unknown>} */
     const body = {
       category: pictureUrls.length || mediaIds.length ? 'PICTURE' : 'TEXT',
@@ -279,6 +385,7 @@ export function render({ main, title }) {
     }
     const post = await create(body, (key) => call('POST', '/posts', { json: body, headers: { 'idempotency-key': key } }));
     if (model) localStorage.setItem(DEVICE_KEY, model);
+    for (const p of photos) if (p.local) URL.revokeObjectURL(p.local);
     location.hash = `#/post/${post.id}`;
   });
   main.append(form);

@@ -4,7 +4,7 @@
 // may be made), signing out.
 
 import { call } from '../api.js';
-import { append, avatar, fill, h, webUrl } from '../dom.js';
+import { append, avatar, fill, h, snapshotPicture } from '../dom.js';
 import { busy, field, formAlert, onSubmit } from '../forms.js';
 import { lang, setLang, t } from '../i18n.js';
 import { pagedList } from '../lists.js';
@@ -129,7 +129,7 @@ function reportItem(r) {
  */
 function strikeItem(s) {
   const item = h('li', { class: 'strike', 'data-strike-id': String(s.id), tabindex: '-1' });
-  const pictures = s.snapshot.pictureUrls.flatMap((url) => webUrl(url) ?? []);
+  const pictures = s.snapshot.pictureUrls.flatMap((url) => snapshotPicture(url) ?? []);
   append(item, [
     h('p', { class: 'item-head' },
       h('span', { class: `pill action-${s.action}${s.overturnedAt ? ' overturned' : ''}` }, strikeWords(s.action)),

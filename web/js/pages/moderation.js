@@ -6,7 +6,7 @@
 // filters. For admins only: roles, lifting a suspension and the audit log.
 
 import { ApiError, call } from '../api.js';
-import { avatar, fill, h, webUrl } from '../dom.js';
+import { avatar, fill, h, snapshotPicture } from '../dom.js';
 import { busy, checkField, field, formAlert, invalid, onSubmit, selectField } from '../forms.js';
 import { lang, t } from '../i18n.js';
 import { pagedList } from '../lists.js';
@@ -390,16 +390,6 @@ function heldNotice(itemId, held) {
     newest.length > 0 && h('ul', { class: 'held-posts', 'aria-label': t('queue.heldNewest') },
       newest.map((p) => line(p.postId, p.reason, p.snapshot))),
     count > newest.length && all);
-}
-
-/**
- * A picture a snapshot shows: a URL the author gave, one of this service's
- * media URLs (a held post's), or the small copy of an uploaded picture
- * the snapshot keeps inline, which outlives the post.
- * @param {string} url
- */
-function snapshotPicture(url) {
-  return webUrl(url) ?? (/^(\/media\/|data:image\/(jpeg|png);base64,)/.test(url) ? url : null);
 }
 
 /**
