@@ -101,6 +101,42 @@ async fn write_everything(c: &Client) {
     let (ann_uid, ann) = c.user("ann").await;
     let (bob_uid, bob) = c.user("bob").await;
     let (cat_uid, cat) = c.user("cat").await;
+    // A photo uploaded and posted: the media collection's records.
+    let boundary = "validators-boundary";
+    let mut form = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.jpg\"\r\n\
+         Content-Type: image/jpeg\r\n\r\n"
+    )
+    .into_bytes();
+    form.extend(moments::service::media::samples::phone_jpeg(64, 48, 6).unwrap());
+    form.extend(
+        format!(
+            "\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"description\"\r\n\r\n湖\r\n--{boundary}--\r\n"
+        )
+        .as_bytes(),
+    );
+    let uploaded = c
+        .http
+        .post(format!("{}/api/v1/media", c.base))
+        .bearer_auth(&ann)
+        .header(
+            "content-type",
+            format!("multipart/form-data; boundary={boundary}"),
+        )
+        .body(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(uploaded.status(), reqwest::StatusCode::CREATED);
+    let media: Value = uploaded.json().await.unwrap();
+    c.call(
+        Method::POST,
+        "/api/v1/posts",
+        Some(&ann),
+        &[],
+        Some(json!({"category": "PICTURE", "content": "湖", "mediaIds": [media["id"]]})),
+    )
+    .await;
     c.call(
         Method::PATCH,
         "/api/v1/me",
@@ -689,6 +725,7 @@ async fn every_document_written_satisfies_its_collections_validator() {
         admin: Some((ADMIN.0.into(), Secret::new(ADMIN.1))),
         workers: Some(1),
         rate_limits: None,
+        data_dir: std::env::temp_dir().join(&db_name),
         ..Settings::default()
     };
     moments::telemetry::init("warn");
@@ -804,6 +841,7 @@ async fn every_document_written_satisfies_its_collections_validator() {
         checked.push((collection, docs.len()));
     }
     let _ = db.drop().await;
+    let _ = std::fs::remove_dir_all(std::env::temp_dir().join(&db_name));
     assert!(
         errors.is_empty(),
         "documents that break their validator:\n{}",
