@@ -105,7 +105,6 @@ pub async fn queue(
     let account = q
         .account
         .as_deref()
-        .filter(|a| !a.is_empty())
         .map(|a| path_id(a, "account").map_err(|_| AppError::invalid("account", "must be a uid")))
         .transpose()?;
     let filter = QueueFilter {

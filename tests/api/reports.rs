@@ -91,6 +91,14 @@ async fn reports_of_one_target_are_one_case_with_every_reporter() {
     assert_eq!(queue(&app, &m, &by_account).await.len(), 1);
     let other = format!("?account={}", a.uid);
     assert_eq!(queue(&app, &m, &other).await.len(), 0);
+    // An account that is not a uid, empty included, is refused rather than read as no filter.
+    for bad in ["?account=", "?account=abc", "?account=0"] {
+        let (s, body) = app
+            .get(&format!("/api/v1/admin/reports{bad}"), Some(&m.token))
+            .await;
+        assert_eq!(s.as_u16(), 400, "{bad}: {body}");
+        assert_eq!(body["field"], "account", "{bad}: {body}");
+    }
     // The single item has every report as it stands.
     let id = item["id"].as_i64().unwrap();
     let (s, one) = app

@@ -214,8 +214,14 @@ impl Connection {
             let unread_due = self.unread.due();
             tokio::select! {
                 _ = tokio::time::sleep_until(unread_due.unwrap_or(ends_at)), if unread_due.is_some() => {
-                    let last = self.last;
-                    self.tell_unread(last).await?;
+                    // The log first: a notification already logged is told
+                    // before the count that includes it (and may tell the
+                    // count itself, ending the window).
+                    self.handle(vec![Wake::Log]).await?;
+                    if self.unread.due().is_some() {
+                        let last = self.last;
+                        self.tell_unread(last).await?;
+                    }
                 }
                 wake = self.wakes.recv() => {
                     let Some(wake) = wake else { return Ok(()) };
