@@ -256,3 +256,225 @@ async fn a_crash_loses_at_most_the_views_waiting_to_be_written() {
     app.wait().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Photos through a `kill -9`: uploads are cut at every stage (receiving,
+/// processing, storing) by killing the process while four accounts upload
+/// at once. Every acknowledged upload is there after a restart, whole, and
+/// postable; no record names bytes that are not stored; no stored bytes
+/// are without a record; and the sweep deletes what the cut uploads left.
+#[tokio::test]
+async fn photos_cut_by_kill_9_leave_no_bytes_nobody_knows_of() {
+    use moments::store::MediaState;
+    use std::collections::BTreeSet;
+    use support::multipart;
+
+    let dir = std::env::temp_dir().join(format!("moments-photos-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let client = reqwest::Client::new();
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let api = format!("{base}/api/v1");
+    let mut app = start(&dir, port);
+    wait_ready(&client, &base, &mut app).await;
+    let mut accounts = Vec::new();
+    for i in 0..4 {
+        accounts.push(account(&client, &api, &format!("photographer{i}")).await);
+    }
+    // Large enough that processing and storing take a while: the kill
+    // lands inside some upload's work, not only between requests.
+    let photo = moments::service::media::samples::phone_jpeg(1600, 1200, 6).unwrap();
+    let acknowledged = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (first_tx, mut first_rx) = tokio::sync::mpsc::channel::<()>(64);
+    let mut uploaders = Vec::new();
+    for (uid, token) in accounts.clone() {
+        for _ in 0..4 {
+            let (client, api, token) = (client.clone(), api.clone(), token.clone());
+            let (photo, acknowledged, told) =
+                (photo.clone(), acknowledged.clone(), first_tx.clone());
+            uploaders.push(tokio::spawn(async move {
+                loop {
+                    let sent = client
+                        .post(format!("{api}/media"))
+                        .bearer_auth(&token)
+                        .header("content-type", multipart::CONTENT_TYPE)
+                        .body(multipart::jpeg(photo.clone()))
+                        .send()
+                        .await;
+                    let Ok(resp) = sent else { return };
+                    if resp.status().as_u16() != 201 {
+                        // Busy (503, 429): a moment, as a client would.
+                        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                        continue;
+                    }
+                    let Ok(media) = resp.json::<serde_json::Value>().await else {
+                        return;
+                    };
+                    acknowledged
+                        .lock()
+                        .unwrap()
+                        .push((uid, token.clone(), media));
+                    let _ = told.try_send(());
+                }
+            }));
+        }
+    }
+    drop(first_tx);
+    // Eight answers, then the kill, with up to sixteen uploads under way.
+    for _ in 0..8 {
+        first_rx.recv().await.unwrap();
+    }
+    app.kill().unwrap();
+    app.wait().unwrap();
+    for u in uploaders {
+        u.await.unwrap();
+    }
+    let acknowledged = acknowledged.lock().unwrap().clone();
+    assert!(acknowledged.len() >= 8);
+
+    // Restarted: every acknowledged upload is its owner's, served whole,
+    // and a post takes it.
+    let mut again = start(&dir, port);
+    wait_ready(&client, &base, &mut again).await;
+    for (_, token, media) in &acknowledged {
+        let id = media["id"].as_i64().unwrap();
+        let (s, got) = call(
+            &client,
+            reqwest::Method::GET,
+            format!("{api}/media/{id}"),
+            Some(token),
+            None,
+        )
+        .await;
+        assert_eq!(s, 200, "{got}");
+        for url in [&media["url"], &media["previewUrl"]] {
+            let bytes = client
+                .get(format!("{base}{}", url.as_str().unwrap()))
+                .send()
+                .await
+                .unwrap()
+                .error_for_status()
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap();
+            let image = image::load_from_memory(&bytes).expect("a whole picture");
+            assert!(image.width() > 0);
+        }
+    }
+    let (_, token, media) = &acknowledged[0];
+    let (s, post) = call(
+        &client,
+        reqwest::Method::POST,
+        format!("{api}/posts"),
+        Some(token),
+        Some(json!({"category": "PICTURE", "mediaIds": [media["id"]]})),
+    )
+    .await;
+    assert_eq!(s, 201, "{post}");
+    let stopped = Command::new("kill")
+        .args(["-TERM", &again.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(stopped.success());
+    assert!(again.wait().unwrap().success());
+
+    // What the directory holds, read in-process.
+    let settings = moments::config::Settings {
+        listen: "127.0.0.1:0".into(),
+        data_dir: dir.clone(),
+        ..moments::config::Settings::default()
+    };
+    let (docs, live) = moments::startup::connect_stores(&settings).await.unwrap();
+    let records = |docs: std::sync::Arc<dyn moments::store::DocStore>| {
+        let accounts = accounts.clone();
+        async move {
+            let mut all = Vec::new();
+            for (uid, _) in &accounts {
+                all.extend(docs.media_of(*uid, None, 1000).await.unwrap());
+            }
+            all
+        }
+    };
+    let stored = |dir: &Path| -> BTreeSet<String> {
+        let root = dir.join("media");
+        let mut found = BTreeSet::new();
+        let mut folders = vec![root.clone()];
+        while let Some(folder) = folders.pop() {
+            for entry in std::fs::read_dir(&folder).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    folders.push(path);
+                } else {
+                    let name = path.strip_prefix(&root).unwrap();
+                    found.insert(name.to_string_lossy().into_owned());
+                }
+            }
+        }
+        found
+    };
+    let before = records(docs.clone()).await;
+    let acked: BTreeSet<i64> = acknowledged
+        .iter()
+        .map(|(_, _, m)| m["id"].as_i64().unwrap())
+        .collect();
+    let mut named = BTreeSet::new();
+    for r in &before {
+        assert!(
+            r.state != MediaState::Storing || !acked.contains(&r.id),
+            "an acknowledged upload is stored"
+        );
+        named.extend(r.media.objects());
+        if r.state == MediaState::Storing {
+            // A write the kill cut short is written aside.
+            named.extend(r.media.objects().map(|o| format!("{o}.writing")));
+        }
+    }
+    let on_disk = stored(&dir);
+    let unnamed: Vec<&String> = on_disk.difference(&named).collect();
+    assert!(unnamed.is_empty(), "bytes no record names: {unnamed:?}");
+    for r in before.iter().filter(|r| r.state != MediaState::Storing) {
+        for object in r.media.objects() {
+            assert!(
+                on_disk.contains(&object),
+                "{object} of {:?} is missing",
+                r.state
+            );
+        }
+    }
+
+    // The sweep, a day later for the cut uploads: their records and
+    // whatever bytes they stored are gone; everything else stays.
+    let cut: Vec<&moments::store::MediaDoc> = before
+        .iter()
+        .filter(|r| r.state == MediaState::Storing)
+        .collect();
+    let long_ago = moments::ids::now_ms() - 25 * moments::ids::HOUR_MS;
+    for r in &cut {
+        docs.move_media(
+            r.uid,
+            &[r.id],
+            MediaState::Storing,
+            MediaState::Storing,
+            long_ago,
+        )
+        .await
+        .unwrap();
+    }
+    let app = moments::startup::Application::build_on(settings, docs.clone(), live)
+        .await
+        .unwrap();
+    moments::service::media::sweeps::sweep_once(app.context())
+        .await
+        .unwrap();
+    let after = records(docs.clone()).await;
+    let kept: BTreeSet<i64> = before
+        .iter()
+        .filter(|r| r.state != MediaState::Storing)
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(after.iter().map(|r| r.id).collect::<BTreeSet<_>>(), kept);
+    let named: BTreeSet<String> = after.iter().flat_map(|r| r.media.objects()).collect();
+    assert_eq!(stored(&dir), named, "exactly the bytes of the records kept");
+    drop(app);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -100,6 +100,44 @@ async fn files_keep_the_media_stores_promises() {
     std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
 }
 
+/// What a picture leaves in the folder: its files while it is stored;
+/// nothing once it is deleted, not even a write that a crash cut short
+/// (its aside file) or the picture's own folder.
+#[tokio::test]
+async fn deleted_files_leave_nothing_behind() {
+    let dir = std::env::temp_dir().join(key("media"));
+    let store = ObjectMedia::files(&dir).unwrap();
+    let picture = key("original.jpg");
+    let (folder, name) = picture.split_once('/').unwrap();
+    store
+        .put(&picture, Bytes::from_static(b"whole"))
+        .await
+        .unwrap();
+    let listed = |path: std::path::PathBuf| -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(path)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(
+        listed(dir.join(folder)),
+        [name],
+        "no aside file once written"
+    );
+    // The preview's write was cut short by a crash: only its aside file.
+    let preview = format!("{folder}/preview.jpg");
+    std::fs::write(dir.join(folder).join("preview.jpg.writing"), b"hal").unwrap();
+    assert!(
+        store.get(&preview).await.unwrap().is_none(),
+        "not a picture"
+    );
+    store.delete(&[picture, preview]).await.unwrap();
+    assert!(listed(dir.clone()).is_empty(), "{:?}", listed(dir.clone()));
+    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+}
+
 #[tokio::test]
 async fn s3_keeps_the_media_stores_promises() {
     keeps_its_promises(&s3()).await;

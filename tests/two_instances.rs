@@ -1276,15 +1276,12 @@ async fn a_picture_uploaded_through_one_instance_is_posted_and_served_through_th
     let b = Instance::start_with(&db, env("MOMENTS_TEST_REDIS_URL"), tune).await;
     let (_, token) = a.user("photographer").await;
     let photo = moments::service::media::samples::phone_jpeg(120, 80, 6).unwrap();
-    let mut body = b"--b41\r\nContent-Disposition: form-data; name=\"file\"; filename=\"p.jpg\"\r\nContent-Type: image/jpeg\r\n\r\n".to_vec();
-    body.extend_from_slice(&photo);
-    body.extend_from_slice(b"\r\n--b41--\r\n");
     let resp = a
         .http
         .post(format!("{}/api/v1/media", a.base))
         .bearer_auth(&token)
-        .header("content-type", "multipart/form-data; boundary=b41")
-        .body(body)
+        .header("content-type", support::multipart::CONTENT_TYPE)
+        .body(support::multipart::jpeg(photo))
         .send()
         .await
         .unwrap();

@@ -9,6 +9,9 @@
 //! tests/conformance.rs.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/multipart.rs"]
+mod multipart;
+
 use futures_util::TryStreamExt;
 use mongodb::bson::{Bson, Document};
 use reqwest::Method;
@@ -102,28 +105,17 @@ async fn write_everything(c: &Client) {
     let (bob_uid, bob) = c.user("bob").await;
     let (cat_uid, cat) = c.user("cat").await;
     // A photo uploaded and posted: the media collection's records.
-    let boundary = "validators-boundary";
-    let mut form = format!(
-        "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.jpg\"\r\n\
-         Content-Type: image/jpeg\r\n\r\n"
-    )
-    .into_bytes();
-    form.extend(moments::service::media::samples::phone_jpeg(64, 48, 6).unwrap());
-    form.extend(
-        format!(
-            "\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"description\"\r\n\r\n湖\r\n--{boundary}--\r\n"
-        )
-        .as_bytes(),
-    );
+    use multipart::{field, file, form, CONTENT_TYPE};
+    let photo = moments::service::media::samples::phone_jpeg(64, 48, 6).unwrap();
     let uploaded = c
         .http
         .post(format!("{}/api/v1/media", c.base))
         .bearer_auth(&ann)
-        .header(
-            "content-type",
-            format!("multipart/form-data; boundary={boundary}"),
-        )
-        .body(form)
+        .header("content-type", CONTENT_TYPE)
+        .body(form(&[
+            file(photo, "image/jpeg"),
+            field("description", "湖"),
+        ]))
         .send()
         .await
         .unwrap();

@@ -1,7 +1,10 @@
-//! The media store on the `object_store` crate: files under a folder on
-//! the embedded default, or an S3-compatible bucket at scale. Both write
-//! an object whole (a file is written aside and renamed into place; an S3
-//! PUT is atomic), which is the media port's promise.
+//! The media store: files under a folder on the embedded default, or an
+//! S3-compatible bucket at scale through the `object_store` crate. Both
+//! write an object whole, which is the media port's promise: an S3 PUT is
+//! atomic; a file is written aside, flushed to the disk, and renamed into
+//! place, so an upload acknowledged survives a crash or a power cut as the
+//! documents (which fsync every commit) do, and a write cut short leaves
+//! only its aside file, which deleting the object removes too.
 
 use std::sync::Arc;
 
@@ -42,21 +45,22 @@ impl std::fmt::Debug for S3Bucket {
 }
 
 pub struct ObjectMedia {
-    store: Arc<dyn ObjectStore>,
-    /// The folder, when the objects are files: read on the calling thread
-    /// (see `get`).
-    folder: Option<std::path::PathBuf>,
+    place: Place,
+}
+
+enum Place {
+    /// Files under this folder, read and written here by hand: see `read`
+    /// and `write_file`.
+    Folder(std::path::PathBuf),
+    Bucket(Arc<dyn ObjectStore>),
 }
 
 impl ObjectMedia {
     /// Files under `dir`, created if missing.
     pub fn files(dir: &std::path::Path) -> StoreResult<Self> {
         std::fs::create_dir_all(dir).map_err(|e| StoreError::Other(e.into()))?;
-        let store = object_store::local::LocalFileSystem::new_with_prefix(dir)
-            .map_err(|e| StoreError::Other(e.into()))?;
         Ok(Self {
-            store: Arc::new(store),
-            folder: Some(dir.to_path_buf()),
+            place: Place::Folder(dir.to_path_buf()),
         })
     }
 
@@ -90,8 +94,7 @@ impl ObjectMedia {
         }
         let store = builder.build().map_err(|e| StoreError::Other(e.into()))?;
         Ok(Self {
-            store: Arc::new(store),
-            folder: None,
+            place: Place::Bucket(Arc::new(store)),
         })
     }
 }
@@ -110,24 +113,38 @@ fn classify(e: object_store::Error) -> StoreError {
 #[async_trait]
 impl MediaStore for ObjectMedia {
     async fn put(&self, key: &str, bytes: Bytes) -> StoreResult<()> {
-        self.store
-            .put(&path(key)?, bytes.into())
-            .await
-            .map(|_| ())
-            .map_err(classify)
+        let path = path(key)?;
+        match &self.place {
+            Place::Folder(folder) => {
+                // Two fsyncs cost milliseconds: off the async workers.
+                let file = file_of(folder, &path);
+                tokio::task::spawn_blocking(move || write_file(&file, &bytes))
+                    .await
+                    .map_err(|e| StoreError::Other(e.into()))?
+                    .map_err(|e| StoreError::Other(e.into()))
+            }
+            Place::Bucket(store) => store
+                .put(&path, bytes.into())
+                .await
+                .map(|_| ())
+                .map_err(classify),
+        }
     }
 
     async fn get(&self, key: &str) -> StoreResult<Option<Bytes>> {
         let path = path(key)?;
-        if let Some(folder) = &self.folder {
+        let store = match &self.place {
             // Read here, on the calling thread: see `read`.
-            return match std::fs::read(file_of(folder, &path)) {
-                Ok(bytes) => Ok(Some(Bytes::from(bytes))),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(StoreError::Other(e.into())),
-            };
-        }
-        match self.store.get(&path).await {
+            Place::Folder(folder) => {
+                return match std::fs::read(file_of(folder, &path)) {
+                    Ok(bytes) => Ok(Some(Bytes::from(bytes))),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                    Err(e) => Err(StoreError::Other(e.into())),
+                }
+            }
+            Place::Bucket(store) => store,
+        };
+        match store.get(&path).await {
             Ok(got) => got.bytes().await.map(Some).map_err(classify),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(classify(e)),
@@ -136,18 +153,19 @@ impl MediaStore for ObjectMedia {
 
     async fn read(&self, key: &str, range: Option<ByteRange>) -> StoreResult<Option<Reading>> {
         let path = path(key)?;
-        if let Some(folder) = &self.folder {
+        let store = match &self.place {
             // A picture is a few dozen KB to a few MB, mostly in the page
             // cache: read here it costs microseconds a chunk, where the
             // crate's hand-off to the blocking pool and back cost more
             // than the read (measured: previews served at a third of
             // /healthz's rate that way, BENCHMARKS.md).
-            return read_file(&file_of(folder, &path), range);
-        }
+            Place::Folder(folder) => return read_file(&file_of(folder, &path), range),
+            Place::Bucket(store) => store,
+        };
         let (len, served) = match range {
             None => (None, None),
             Some(range) => {
-                let len = match self.store.head(&path).await {
+                let len = match store.head(&path).await {
                     Ok(meta) => meta.size,
                     Err(object_store::Error::NotFound { .. }) => return Ok(None),
                     Err(e) => return Err(classify(e)),
@@ -162,7 +180,7 @@ impl MediaStore for ObjectMedia {
             range: served.map(|(first, last)| object_store::GetRange::Bounded(first..last + 1)),
             ..Default::default()
         };
-        let got = match self.store.get_opts(&path, options).await {
+        let got = match store.get_opts(&path, options).await {
             Ok(got) => got,
             Err(object_store::Error::NotFound { .. }) => return Ok(None),
             Err(e) => return Err(classify(e)),
@@ -175,13 +193,64 @@ impl MediaStore for ObjectMedia {
 
     async fn delete(&self, keys: &[String]) -> StoreResult<()> {
         for key in keys {
-            match self.store.delete(&path(key)?).await {
-                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(classify(e)),
+            let path = path(key)?;
+            match &self.place {
+                Place::Folder(folder) => {
+                    let file = file_of(folder, &path);
+                    for gone in [aside(&file), file.clone()] {
+                        match std::fs::remove_file(&gone) {
+                            Ok(()) => {}
+                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                            Err(e) => return Err(StoreError::Other(e.into())),
+                        }
+                    }
+                    // A picture's folder goes with its last file, else the
+                    // media folder fills with empty ones; one that still
+                    // holds a file refuses, which is the point.
+                    if let Some(parent) = file.parent().filter(|p| p != folder) {
+                        let _ = std::fs::remove_dir(parent);
+                    }
+                }
+                Place::Bucket(store) => match store.delete(&path).await {
+                    Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                    Err(e) => return Err(classify(e)),
+                },
             }
         }
         Ok(())
     }
+}
+
+/// Where `file` is written before it is renamed into place. A key is
+/// written once (keys are random), so one name is enough, and a crash
+/// mid-write leaves it where deleting the object finds it.
+fn aside(file: &std::path::Path) -> std::path::PathBuf {
+    let mut name = file.as_os_str().to_owned();
+    name.push(".writing");
+    name.into()
+}
+
+/// `bytes` as `file`, whole or not at all, on the disk before it returns:
+/// the data is flushed before the rename, and the folder (and a new
+/// folder's parent) after it, so neither a crash nor a power cut leaves a
+/// named file short or missing.
+fn write_file(file: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let folder = file.parent().unwrap_or(std::path::Path::new("."));
+    if !folder.exists() {
+        std::fs::create_dir_all(folder)?;
+        // The new folder's own name, on the disk too.
+        if let Some(above) = folder.parent() {
+            std::fs::File::open(above)?.sync_all()?;
+        }
+    }
+    let staged = aside(file);
+    let mut out = std::fs::File::create(&staged)?;
+    out.write_all(bytes)?;
+    out.sync_all()?;
+    drop(out);
+    std::fs::rename(&staged, file)?;
+    std::fs::File::open(folder)?.sync_all()
 }
 
 /// The file of `path` under `folder`: `Path` has refused `..` and empty

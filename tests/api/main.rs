@@ -23,6 +23,8 @@ mod likes;
 mod live_state;
 mod media;
 mod metrics;
+#[path = "../support/multipart.rs"]
+mod multipart;
 mod notifications;
 mod ops;
 mod posts;

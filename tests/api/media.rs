@@ -11,6 +11,7 @@ use reqwest::{header, Method, StatusCode};
 use serde_json::{json, Value};
 
 use super::helpers::*;
+use super::multipart::{field, file, form, Part, BOUNDARY, CONTENT_TYPE};
 
 #[derive(Clone, Copy)]
 pub enum Store {
@@ -46,54 +47,6 @@ async fn app_on(store: Store) -> TestApp {
     spawn_app_with(settings_on(store)).await
 }
 
-/// One part of a multipart/form-data body.
-struct Part<'a> {
-    name: &'a str,
-    content_type: Option<&'a str>,
-    bytes: Vec<u8>,
-}
-
-fn file(bytes: Vec<u8>, content_type: &str) -> Part<'_> {
-    Part {
-        name: "file",
-        content_type: Some(content_type),
-        bytes,
-    }
-}
-
-fn field<'a>(name: &'a str, text: &str) -> Part<'a> {
-    Part {
-        name,
-        content_type: None,
-        bytes: text.as_bytes().to_vec(),
-    }
-}
-
-const BOUNDARY: &str = "moments-test-boundary-7d3f";
-
-fn form(parts: &[Part<'_>]) -> Vec<u8> {
-    let mut body = Vec::new();
-    for p in parts {
-        body.extend_from_slice(format!("--{BOUNDARY}\r\n").as_bytes());
-        match p.content_type {
-            Some(ct) => body.extend_from_slice(
-                format!(
-                    "Content-Disposition: form-data; name=\"{}\"; filename=\"IMG_0001.jpg\"\r\nContent-Type: {ct}\r\n\r\n",
-                    p.name
-                )
-                .as_bytes(),
-            ),
-            None => body.extend_from_slice(
-                format!("Content-Disposition: form-data; name=\"{}\"\r\n\r\n", p.name).as_bytes(),
-            ),
-        }
-        body.extend_from_slice(&p.bytes);
-        body.extend_from_slice(b"\r\n");
-    }
-    body.extend_from_slice(format!("--{BOUNDARY}--\r\n").as_bytes());
-    body
-}
-
 /// `POST /api/v1/media` with these parts: the status, the body, the headers.
 async fn upload_parts(
     app: &TestApp,
@@ -104,10 +57,7 @@ async fn upload_parts(
         .client
         .post(format!("{}/api/v1/media", app.base))
         .bearer_auth(&who.token)
-        .header(
-            header::CONTENT_TYPE,
-            format!("multipart/form-data; boundary={BOUNDARY}"),
-        )
+        .header(header::CONTENT_TYPE, CONTENT_TYPE)
         .body(form(parts))
         .send()
         .await
@@ -506,22 +456,30 @@ pub async fn a_post_takes_only_its_authors_free_pictures_each_once(store: Store)
     assert_eq!(s, StatusCode::CREATED, "{post}");
 }
 
+/// `POST /posts` of these pictures under an idempotency key.
+async fn publish_with_key(
+    app: &TestApp,
+    who: &User,
+    key: &str,
+    media_ids: &[i64],
+) -> (StatusCode, Value) {
+    let resp = app
+        .client
+        .post(format!("{}/api/v1/posts", app.base))
+        .bearer_auth(&who.token)
+        .header("Idempotency-Key", key)
+        .json(&json!({"category": "PICTURE", "mediaIds": media_ids}))
+        .send()
+        .await
+        .unwrap();
+    (resp.status(), resp.json::<Value>().await.unwrap())
+}
+
 pub async fn an_idempotent_retry_publishes_its_pictures_once(store: Store) {
     let app = app_on(store).await;
     let ann = app.user("ann").await;
     let pictures = [id(&upload(&app, &ann).await), id(&upload(&app, &ann).await)];
-    let send = || async {
-        let resp = app
-            .client
-            .post(format!("{}/api/v1/posts", app.base))
-            .bearer_auth(&ann.token)
-            .header("Idempotency-Key", "compose-with-photos-1")
-            .json(&json!({"category": "PICTURE", "mediaIds": pictures}))
-            .send()
-            .await
-            .unwrap();
-        (resp.status(), resp.json::<Value>().await.unwrap())
-    };
+    let send = || publish_with_key(&app, &ann, "compose-with-photos-1", &pictures);
     let (s1, first) = send().await;
     let (s2, second) = send().await;
     assert_eq!(
@@ -538,6 +496,39 @@ pub async fn an_idempotent_retry_publishes_its_pictures_once(store: Store) {
         )
         .await;
     assert_eq!(album["items"].as_array().unwrap().len(), 1);
+
+    // The insert lands but its answer is lost: the pictures stay taken (a
+    // post may hold them), and the retry answers that post, with them.
+    use moments::store::faults::Fault;
+    let more = [id(&upload(&app, &ann).await), id(&upload(&app, &ann).await)];
+    app.ctx
+        .faults
+        .inject("PostDocs", "insert_post", Fault::FailAfter, 1);
+    let send = || publish_with_key(&app, &ann, "compose-with-photos-2", &more);
+    let (s, lost) = send().await;
+    assert_eq!(s, StatusCode::SERVICE_UNAVAILABLE, "{lost}");
+    let held = app.ctx.docs.media_by_ids(ann.uid, &more).await.unwrap();
+    assert!(
+        held.iter().all(|m| m.state == MediaState::Attached),
+        "kept taken: {:?}",
+        held.iter().map(|m| m.state).collect::<Vec<_>>()
+    );
+    let (s, retried) = send().await;
+    assert_eq!(s, StatusCode::CREATED, "{retried}");
+    let shown: Vec<i64> = retried["media"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(id)
+        .collect();
+    assert_eq!(shown, more, "the post made, with its pictures in order");
+    let (_, album) = app
+        .get(
+            &format!("/api/v1/users/{}/posts", ann.uid),
+            Some(&ann.token),
+        )
+        .await;
+    assert_eq!(album["items"].as_array().unwrap().len(), 2, "one post more");
 }
 
 pub async fn an_upload_is_described_and_deleted_by_its_owner(store: Store) {
@@ -640,8 +631,19 @@ pub async fn the_sweep_deletes_what_no_post_took_and_frees_what_a_lost_post_took
     let old = upload(&app, &ann).await;
     let fresh = upload(&app, &ann).await;
     let lost = upload(&app, &ann).await;
+    let cut = upload(&app, &ann).await;
     let long_ago = moments::ids::now_ms() - 25 * moments::ids::HOUR_MS;
     let docs = &app.ctx.docs;
+    // Its instance died while storing it: bytes stored, never ready.
+    docs.move_media(
+        ann.uid,
+        &[id(&cut)],
+        MediaState::Ready,
+        MediaState::Storing,
+        long_ago,
+    )
+    .await
+    .unwrap();
     docs.move_media(
         ann.uid,
         &[id(&old)],
@@ -664,6 +666,11 @@ pub async fn the_sweep_deletes_what_no_post_took_and_frees_what_a_lost_post_took
         .map(|m| (m.id, m.state))
         .collect();
     assert_eq!(states.get(&id(&old)), None, "a day unattached: deleted");
+    assert_eq!(states.get(&id(&cut)), None, "cut short a day ago: deleted");
+    for url in [&cut["url"], &cut["previewUrl"]] {
+        let (s, _, _) = fetch(&app, url.as_str().unwrap(), &[]).await;
+        assert_eq!(s, StatusCode::NOT_FOUND, "{url}");
+    }
     assert_eq!(
         fetch(&app, old["previewUrl"].as_str().unwrap(), &[])
             .await

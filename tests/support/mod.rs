@@ -3,6 +3,7 @@
 //! started on a backend and followed through its log, with `Api` to call it.
 #![allow(dead_code)]
 
+pub mod multipart;
 pub mod sse;
 
 use std::io::{BufRead, BufReader};
