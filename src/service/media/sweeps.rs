@@ -60,18 +60,32 @@ pub async fn sweep_once(ctx: &Context) -> AppResult<()> {
 
 /// Of pictures found on no post, those this sweep has taken back to
 /// `storing` (which no post can take) first: one a post took between the
-/// read and now stays with that post.
+/// read and now stays with that post. Two round trips an owner, not one a
+/// picture: the move, then a read of which moved (those `storing` since
+/// this claim; another sweep claiming the same picture in the same
+/// millisecond only deletes it twice).
 async fn claim(ctx: &Context, stale: Vec<MediaDoc>) -> AppResult<Vec<MediaDoc>> {
-    let mut claimed = Vec::with_capacity(stale.len());
-    let now = now_ms();
+    let mut by_owner: HashMap<i64, Vec<MediaDoc>> = HashMap::new();
     for m in stale {
+        by_owner.entry(m.uid).or_default().push(m);
+    }
+    let now = now_ms();
+    let mut claimed = Vec::new();
+    for (uid, pictures) in by_owner {
+        let ids: Vec<i64> = pictures.iter().map(|m| m.id).collect();
         let moved = ctx
             .docs
-            .move_media(m.uid, &[m.id], MediaState::Ready, MediaState::Storing, now)
+            .move_media(uid, &ids, MediaState::Ready, MediaState::Storing, now)
             .await?;
-        if moved == 1 {
-            claimed.push(m);
+        if moved == 0 {
+            continue;
         }
+        let now_held = ctx.docs.media_by_ids(uid, &ids).await?;
+        claimed.extend(
+            now_held
+                .into_iter()
+                .filter(|m| m.state == MediaState::Storing && m.state_since == now),
+        );
     }
     Ok(claimed)
 }
