@@ -7,7 +7,7 @@
 # on the embedded default, on MongoDB (wire) + Redis, or on MongoDB (wire) + a
 # six-node Redis Cluster (scripts/stores.sh).
 # Usage: scripts/bench-http.sh [embedded|stores|cluster] [read|write|preview] [seconds] [connections]
-# MOMENTS_HTTP_PERF=FILE records a perf profile of the read run into FILE.
+# MOMENTS_HTTP_PERF=FILE records a perf profile of the measured read or preview run into FILE.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BACKEND=${1:-embedded}
@@ -77,6 +77,14 @@ read -r POST TOKEN <<<"$SEED"
 URL="http://127.0.0.1:$PORT/api/v1/posts/$POST"
 echo "== $(nproc) cores, backend $BACKEND, workload $WORKLOAD, $CONNECTIONS connections, ${DURATION}s, rate limits $MOMENTS_RATE_LIMITS, at $(git rev-parse --short HEAD)"
 echo "== server RSS before: $(ps -o rss= -p $APP_PID) KiB"
+# Profiles the server through the measured run, when MOMENTS_HTTP_PERF names a file.
+PERF_PID=
+start_perf() {
+  if [ -n "${MOMENTS_HTTP_PERF:-}" ]; then
+    perf record -F 499 ${MOMENTS_HTTP_PERF_CALLS:--g} -p $APP_PID -o "$MOMENTS_HTTP_PERF" -- sleep "$DURATION" >/dev/null 2>&1 &
+    PERF_PID=$!
+  fi
+}
 if [ "$WORKLOAD" = preview ]; then
   cargo run --release --locked --quiet --example sample_photo -- "$DATA/photo.jpg" 4032 3024 6 textured
   PREVIEW=$(curl -sf -H "authorization: Bearer $TOKEN" -F "file=@$DATA/photo.jpg;type=image/jpeg" \
@@ -84,15 +92,13 @@ if [ "$WORKLOAD" = preview ]; then
   echo "== ceiling: GET /healthz, same tool and connections, ${DURATION}s"
   wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency "http://127.0.0.1:$PORT/healthz" | grep -E "Requests/sec|50%|99%"
   echo "== GET $PREVIEW ($(curl -s "http://127.0.0.1:$PORT$PREVIEW" | wc -c) bytes)"
+  start_perf
   wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency "http://127.0.0.1:$PORT$PREVIEW" | grep -E "Requests/sec|Transfer/sec|50%|99%"
+  [ -n "$PERF_PID" ] && wait $PERF_PID
 elif [ "$WORKLOAD" = read ]; then
   echo "== ceiling: GET /healthz, same tool and connections, 5s"
   wrk -t1 -c"$CONNECTIONS" -d5s --latency "http://127.0.0.1:$PORT/healthz" | grep -E "Requests/sec|50%|99%"
-  PERF_PID=
-  if [ -n "${MOMENTS_HTTP_PERF:-}" ]; then
-    perf record -F 499 ${MOMENTS_HTTP_PERF_CALLS:--g} -p $APP_PID -o "$MOMENTS_HTTP_PERF" -- sleep "$DURATION" >/dev/null 2>&1 &
-    PERF_PID=$!
-  fi
+  start_perf
   wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency -H "Authorization: Bearer $TOKEN" "$URL"
   [ -n "$PERF_PID" ] && wait $PERF_PID
   echo "== response size: $(curl -s -H "authorization: Bearer $TOKEN" "$URL" | wc -c) bytes"
