@@ -292,8 +292,15 @@ fn read_file(file: &std::path::Path, range: Option<ByteRange>) -> StoreResult<Op
             return None;
         }
         let want = usize::try_from(left).unwrap_or(usize::MAX).min(FILE_CHUNK);
-        let mut chunk = vec![0u8; want];
-        match f.read_exact(&mut chunk) {
+        // Not zeroed first: read_to_end fills what it grows.
+        let mut chunk = Vec::with_capacity(want);
+        let read = (&mut f).take(want as u64).read_to_end(&mut chunk);
+        let read = read.and_then(|n| {
+            (n == want)
+                .then_some(())
+                .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::UnexpectedEof))
+        });
+        match read {
             Ok(()) => Some((Ok(Bytes::from(chunk)), (f, left - want as u64))),
             // Cut short under the reader: end the body with an error
             // rather than send fewer bytes than were announced.
