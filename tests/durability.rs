@@ -257,11 +257,12 @@ async fn a_crash_loses_at_most_the_views_waiting_to_be_written() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Photos through a `kill -9`: uploads are cut at every stage (receiving,
-/// processing, storing) by killing the process while four accounts upload
-/// at once. Every acknowledged upload is there after a restart, whole, and
+/// Photos through a `kill -9`, which lands wherever the uploads of four
+/// accounts are: mostly receiving or processing, rarely mid-store (the
+/// sweep test in tests/api/media.rs covers a record cut mid-store every
+/// time). Every acknowledged upload is there after a restart, whole, and
 /// postable; no record names bytes that are not stored; no stored bytes
-/// are without a record; and the sweep deletes what the cut uploads left.
+/// are without a record; and the sweep deletes what cut uploads left.
 #[tokio::test]
 async fn photos_cut_by_kill_9_leave_no_bytes_nobody_knows_of() {
     use moments::store::MediaState;
