@@ -41,6 +41,7 @@ use crate::service::read::near_cache::NearCache;
 use crate::service::{accounts, jobs::expiry, jobs::instance_lease, Context};
 use crate::store::embedded::{self, documents::EmbeddedDocs, live::MemoryLive};
 use crate::store::faults::Faults;
+use crate::store::media_cache::CachedMedia;
 use crate::store::metered::{count_request_trips, MeteredDocs, MeteredLive, RoundTrips};
 use crate::store::mongo::MongoDocs;
 use crate::store::objects::ObjectMedia;
@@ -194,7 +195,7 @@ pub async fn connect_stores(
 /// The media store that `settings` names: an S3-compatible bucket, or
 /// files under the data directory.
 pub fn connect_media(settings: &Settings) -> anyhow::Result<Arc<dyn MediaStore>> {
-    Ok(match &settings.media.s3 {
+    let store: Arc<dyn MediaStore> = match &settings.media.s3 {
         Some(bucket) => {
             tracing::info!(bucket = %bucket.bucket, endpoint = %bucket.endpoint, "media in S3");
             Arc::new(ObjectMedia::s3(bucket).context("configuring the S3 media store")?)
@@ -206,6 +207,10 @@ pub fn connect_media(settings: &Settings) -> anyhow::Result<Arc<dyn MediaStore>>
                     .with_context(|| format!("opening the media folder {}", dir.display()))?,
             )
         }
+    };
+    Ok(match settings.media.cache_bytes {
+        0 => store,
+        budget => Arc::new(CachedMedia::new(store, budget)),
     })
 }
 

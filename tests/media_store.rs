@@ -7,6 +7,7 @@
 
 use bytes::Bytes;
 use futures_util::StreamExt;
+use moments::store::media_cache::CachedMedia;
 use moments::store::objects::{ObjectMedia, S3Bucket};
 use moments::store::{ByteRange, MediaStore};
 
@@ -97,6 +98,53 @@ async fn keeps_its_promises(store: &dyn MediaStore) {
 async fn files_keep_the_media_stores_promises() {
     let dir = std::env::temp_dir().join(key("media"));
     keeps_its_promises(&ObjectMedia::files(&dir).unwrap()).await;
+    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+}
+
+/// Copies held in memory in front of either store keep the same promises:
+/// the 70 KB object is held after its first whole read, so its ranges are
+/// cut from the copy, and a delete forgets it.
+#[tokio::test]
+async fn held_copies_keep_the_media_stores_promises() {
+    let dir = std::env::temp_dir().join(key("media"));
+    let files = CachedMedia::new(
+        std::sync::Arc::new(ObjectMedia::files(&dir).unwrap()),
+        1 << 20,
+    );
+    keeps_its_promises(&files).await;
+    assert_eq!(files.held_bytes(), 0, "everything read was deleted");
+    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+    let s3 = CachedMedia::new(std::sync::Arc::new(s3()), 1 << 20);
+    keeps_its_promises(&s3).await;
+    assert_eq!(s3.held_bytes(), 0);
+}
+
+/// The copies never take more than their budget, and what no longer fits
+/// is still read from the store.
+#[tokio::test]
+async fn held_copies_stay_within_their_budget() {
+    let dir = std::env::temp_dir().join(key("media"));
+    let store = CachedMedia::new(
+        std::sync::Arc::new(ObjectMedia::files(&dir).unwrap()),
+        100_000,
+    );
+    let keys: Vec<String> = (0..5).map(|i| key(&format!("{i}.jpg"))).collect();
+    for (i, k) in keys.iter().enumerate() {
+        store
+            .put(k, Bytes::from(vec![i as u8; 40_000]))
+            .await
+            .unwrap();
+    }
+    for _ in 0..2 {
+        for (i, k) in keys.iter().enumerate() {
+            let read = store.read(k, None).await.unwrap().unwrap();
+            assert_eq!(gather(read.body).await, vec![i as u8; 40_000]);
+            assert!(store.held_bytes() <= 100_000, "{}", store.held_bytes());
+        }
+    }
+    assert_eq!(store.held_bytes(), 80_000, "the two newest fit");
+    store.delete(&keys).await.unwrap();
+    assert_eq!(store.held_bytes(), 0);
     std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
 }
 

@@ -98,6 +98,19 @@ pub(super) const VARIABLES: &[Variable] = &[
         },
     },
     Variable {
+        name: "MOMENTS_MEDIA_CACHE_BYTES",
+        default: DefaultValue::Literal("33554432"),
+        allowed: "a whole number of bytes, 0 to 4294967296",
+        meaning: "memory for copies of small stored pictures (previews, up to 256 KiB each), \
+                  served without reading the store; the oldest go first, each is kept a minute \
+                  at most (so another instance's delete reaches this one), 0 keeps none",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.settings.media.cache_bytes = whole_usize(v, 0, 4 << 30)?;
+            Ok(())
+        },
+    },
+    Variable {
         name: "MOMENTS_MEDIA_BASE_URL",
         default: DefaultValue::Literal("/media"),
         allowed: "a path starting with / or an http(s):// URL, without spaces",

@@ -250,6 +250,8 @@ pub struct MediaSettings {
     pub uploads_per_account: usize,
     /// Seconds an upload's whole body may take to arrive.
     pub receive_secs: u64,
+    /// Bytes of small pictures held in memory in front of the store.
+    pub cache_bytes: usize,
     /// What media URLs start with, without a trailing `/`.
     pub base_url: String,
     /// An S3-compatible bucket; `None`: files under `data_dir/media`.
@@ -267,6 +269,7 @@ impl Default for MediaSettings {
             uploads: 16,
             uploads_per_account: 4,
             receive_secs: 300,
+            cache_bytes: 32 << 20,
             base_url: "/media".into(),
             s3: None,
         }

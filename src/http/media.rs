@@ -34,15 +34,11 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 }
 
 /// The stored renditions, outside `/api/v1`: what `MOMENTS_MEDIA_BASE_URL`
-/// names by default.
+/// names by default. A static prefix whose handler reads the rest of the
+/// path itself: a `{key}/{file}` pattern is matched by a regex on every
+/// request, which was 2% of serving a preview (BENCHMARKS.md, "Photos").
 pub fn files(cfg: &mut web::ServiceConfig) {
-    cfg.service(super::resource(
-        "/media/{key}/{file}",
-        [
-            (Method::GET, web::to(serve)),
-            (Method::HEAD, web::to(serve)),
-        ],
-    ));
+    cfg.service(web::scope("/media").default_service(web::to(serve)));
 }
 
 /// Room in a form beyond its file: the part headers and boundaries, the
@@ -336,17 +332,23 @@ fn one_range(req: &HttpRequest) -> Option<ByteRange> {
 /// A stored rendition: immutable (its key is fresh for every upload), so
 /// cached for a year by anyone, validated by its `ETag`, cut to a `Range`,
 /// and sent as it is read, never whole in memory.
-pub async fn serve(
-    ctx: web::Data<Context>,
-    req: HttpRequest,
-    path: web::Path<(String, String)>,
-) -> Result<HttpResponse, AppError> {
-    let (key, file) = path.into_inner();
-    let named = MediaKey::parse(&key).zip(
-        file.split_once('.')
-            .and_then(|(name, ext)| Rendition::from_name(name).zip(Encoding::from_extension(ext))),
-    );
-    let Some((key, (rendition, encoding))) = named else {
+pub async fn serve(ctx: web::Data<Context>, req: HttpRequest) -> Result<HttpResponse, AppError> {
+    if !matches!(*req.method(), Method::GET | Method::HEAD) {
+        return Err(AppError::MethodNotAllowed("GET, HEAD".into()));
+    }
+    let named = req
+        .path()
+        .strip_prefix("/media/")
+        .and_then(|rest| rest.split_once('/'))
+        .and_then(|(key, file)| {
+            let (name, ext) = file.split_once('.')?;
+            Some((
+                MediaKey::parse(key)?,
+                Rendition::from_name(name)?,
+                Encoding::from_extension(ext)?,
+            ))
+        });
+    let Some((key, rendition, encoding)) = named else {
         return Err(AppError::NotFound("media"));
     };
     let etag = format!("\"{}-{}\"", key.as_str(), rendition.name());

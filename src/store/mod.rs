@@ -11,6 +11,7 @@
 pub mod embedded;
 pub mod faults;
 pub mod live_checks;
+pub mod media_cache;
 pub mod metered;
 pub mod mongo;
 pub mod objects;

@@ -212,7 +212,30 @@ pub async fn an_upload_is_stored_upright_without_metadata(store: Store) {
     );
     assert_eq!(resp.headers()["etag"].to_str().unwrap(), etag);
 
+    // The preview is held in memory after its first whole read: a range
+    // of it reads the same before (from the store) and after (the copy).
+    let (s, _, early) = fetch(&app, preview, &[("range", "bytes=10-19")]).await;
+    assert_eq!((s, early.len()), (StatusCode::PARTIAL_CONTENT, 10));
     let (s, h, small) = fetch(&app, preview, &[]).await;
+    let (_, h_held, held) = fetch(&app, preview, &[]).await;
+    assert_eq!((&held, &h_held["etag"]), (&small, &h["etag"]));
+    let (s_late, _, late) = fetch(&app, preview, &[("range", "bytes=10-19")]).await;
+    assert_eq!(
+        (s_late, &late, &early[..]),
+        (
+            StatusCode::PARTIAL_CONTENT,
+            &small[10..20].to_vec(),
+            &small[10..20]
+        )
+    );
+    let resp = app
+        .client
+        .post(format!("{}{preview}", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(resp.headers()["allow"], "GET, HEAD");
     assert_eq!(
         (s, &h["content-type"]),
         (StatusCode::OK, &"image/jpeg".parse().unwrap())
@@ -573,6 +596,9 @@ pub async fn an_upload_is_described_and_deleted_by_its_owner(store: Store) {
     }
     let bob = app.user("bob").await;
     assert_problem(&app.delete(&path, Some(&bob.token)).await, 404, "not_found");
+    // Read once, so this instance holds a copy the delete must forget.
+    let preview = media["previewUrl"].as_str().unwrap();
+    assert_eq!(fetch(&app, preview, &[]).await.0, StatusCode::OK);
     assert_eq!(
         app.delete(&path, Some(&ann.token)).await.0,
         StatusCode::NO_CONTENT
@@ -592,21 +618,32 @@ pub async fn pictures_go_with_their_post_and_their_account(store: Store) {
     let ann = app.user("ann").await;
     let on_post = upload(&app, &ann).await;
     let (_, post) = post_with(&app, &ann, &[id(&on_post)]).await;
+    let preview = on_post["previewUrl"].as_str().unwrap();
+    assert_eq!(
+        fetch(&app, preview, &[]).await.0,
+        StatusCode::OK,
+        "held now"
+    );
     assert_eq!(
         app.delete(&format!("/api/v1/posts/{}", id(&post)), Some(&ann.token))
             .await
             .0,
         StatusCode::NO_CONTENT
     );
-    assert_eq!(
-        fetch(&app, on_post["url"].as_str().unwrap(), &[]).await.0,
-        StatusCode::NOT_FOUND
-    );
+    for url in [on_post["url"].as_str().unwrap(), preview] {
+        assert_eq!(
+            fetch(&app, url, &[]).await.0,
+            StatusCode::NOT_FOUND,
+            "{url}"
+        );
+    }
     assert!(records_of(&app, ann.uid).await.is_empty());
 
     let kept = upload(&app, &ann).await;
     let loose = upload(&app, &ann).await;
     post_with(&app, &ann, &[id(&kept)]).await;
+    let kept_preview = kept["previewUrl"].as_str().unwrap();
+    assert_eq!(fetch(&app, kept_preview, &[]).await.0, StatusCode::OK);
     let (s, _) = app
         .call(
             Method::DELETE,
@@ -616,10 +653,12 @@ pub async fn pictures_go_with_their_post_and_their_account(store: Store) {
         )
         .await;
     assert!(s.is_success(), "{s}");
-    for m in [&kept, &loose] {
+    for url in [&kept["url"], &kept["previewUrl"], &loose["url"]] {
+        let url = url.as_str().unwrap();
         assert_eq!(
-            fetch(&app, m["url"].as_str().unwrap(), &[]).await.0,
-            StatusCode::NOT_FOUND
+            fetch(&app, url, &[]).await.0,
+            StatusCode::NOT_FOUND,
+            "{url}"
         );
     }
     assert!(records_of(&app, ann.uid).await.is_empty());
