@@ -38,7 +38,9 @@ use crate::service::jobs::repair::LiveRepair;
 use crate::service::jobs::shared_tables::{self, SharedCopy};
 use crate::service::media::Library;
 use crate::service::read::near_cache::NearCache;
+use crate::service::search::Search;
 use crate::service::{accounts, jobs::expiry, jobs::instance_lease, Context};
+use crate::store::embedded::search::EmbeddedSearch;
 use crate::store::embedded::{self, documents::EmbeddedDocs, live::MemoryLive};
 use crate::store::faults::Faults;
 use crate::store::media_cache::CachedMedia;
@@ -214,6 +216,26 @@ pub fn connect_media(settings: &Settings) -> anyhow::Result<Arc<dyn MediaStore>>
     })
 }
 
+/// The search index in the data directory; without one (another instance
+/// holds the folder) this instance serves everything but search.
+pub fn open_search(settings: &Settings) -> Search {
+    let dir = settings.data_dir.join("search");
+    match EmbeddedSearch::open(&dir) {
+        Ok(index) => {
+            crate::domain::search_text::warm_up();
+            Search::new(Arc::new(index))
+        }
+        Err(e) => {
+            let why = format!(
+                "the search index in {} could not be opened: {e}",
+                dir.display()
+            );
+            tracing::warn!("{why}; give each instance its own MOMENTS_DATA_DIR");
+            Search::unavailable(why)
+        }
+    }
+}
+
 impl Application {
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         let (docs, live) = connect_stores(&settings).await?;
@@ -282,6 +304,7 @@ impl Application {
             exports: Arc::default(),
             imports: Arc::default(),
             media: Arc::new(Library::new(connect_media(&settings)?, &settings.media)),
+            search: Arc::new(open_search(&settings)),
         };
         if let Some((user, password)) = &settings.admin {
             let uid = accounts::bootstrap_admin(&context, user, password.expose())
@@ -318,6 +341,7 @@ impl Application {
             crate::service::stream::Hub::spawn(context.clone()).await?,
             crate::service::exports::Exports::spawn(context.clone()),
             crate::service::imports::Imports::spawn(context.clone()),
+            Search::spawn_indexer(context.clone()),
             PostViews::spawn_flusher(
                 context.clone(),
                 Duration::from_millis(settings.view_flush_ms),

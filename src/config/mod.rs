@@ -113,6 +113,8 @@ pub struct RateLimits {
     pub import_rows: Rate,
     /// Bytes of pictures uploaded per account: the media quota.
     pub media_bytes: Rate,
+    /// Searches per account: each asks the index and checks every hit.
+    pub searches: Rate,
 }
 
 impl Default for RateLimits {
@@ -129,6 +131,7 @@ impl Default for RateLimits {
             reports: Rate::new(50, 24 * 3600),
             import_rows: Rate::new(20_000, 24 * 3600),
             media_bytes: Rate::new(1 << 30, 24 * 3600),
+            searches: Rate::new(60, 60),
         }
     }
 }

@@ -60,6 +60,17 @@ pub(super) const VARIABLES: &[Variable] = &[
         },
     },
     Variable {
+        name: "MOMENTS_RATE_SEARCHES",
+        default: DefaultValue::Literal("60/1m"),
+        allowed: RATE,
+        meaning: "searches (GET /search) per account, each page one",
+        echo: Echo::Plain,
+        apply: |d, v| {
+            d.rates.searches = rate(v)?;
+            Ok(())
+        },
+    },
+    Variable {
         name: "MOMENTS_RATE_REPORTS",
         default: DefaultValue::Literal("50/1d"),
         allowed: RATE,

@@ -14,6 +14,8 @@ pub mod media;
 pub mod people_csv;
 pub mod post;
 pub mod report;
+pub mod search_query;
+pub mod search_text;
 pub mod share;
 pub mod time_text;
 pub mod user;

@@ -24,6 +24,7 @@ pub mod problem;
 pub mod profiles;
 pub mod reports;
 pub mod request_id;
+pub mod search;
 pub mod shares;
 pub mod social;
 pub mod stream;
@@ -54,6 +55,7 @@ pub fn api(cfg: &mut web::ServiceConfig) {
             .configure(profiles::routes)
             .configure(social::routes)
             .configure(feed::routes)
+            .configure(search::routes)
             .configure(notifications::routes)
             .configure(stream::routes)
             .configure(exports::routes)

@@ -23,6 +23,7 @@ pub mod profiles;
 pub mod rate_limits;
 pub mod read;
 pub mod reports;
+pub mod search;
 pub mod shares;
 pub mod social;
 pub mod staff;
@@ -90,6 +91,8 @@ pub struct Context {
     /// Where uploaded pictures' bytes are, and how many uploads are being
     /// received.
     pub media: Arc<media::Library>,
+    /// The search index and its indexer's wake-up.
+    pub search: Arc<search::Search>,
 }
 
 /// Runs an insert that takes a generated id, with a fresh id each time the

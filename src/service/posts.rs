@@ -85,6 +85,7 @@ pub async fn create_post(
                     return Err(e);
                 }
                 made_here.store(true, std::sync::atomic::Ordering::Relaxed);
+                ctx.search.wake();
                 Ok(doc)
             }
         },
@@ -336,6 +337,7 @@ pub async fn remove_post(ctx: &Context, body: PostBody) -> AppResult<()> {
     let id = body.id;
     media::sweeps::check_soon(ctx, body.author_uid, &body.media).await?;
     ctx.docs.delete_post(id).await?;
+    ctx.search.forget(id);
     ctx.pulled_authors.forget_posts_of(body.author_uid);
     let tomb = PostBody {
         deleted: true,

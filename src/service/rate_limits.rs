@@ -232,6 +232,23 @@ pub fn media_byte_budgets(limits: Option<&RateLimits>, uid: i64, bytes: usize) -
         .collect()
 }
 
+/// Searches, per account: each page asks the index and checks its hits.
+pub fn search_budgets(limits: Option<&RateLimits>, uid: i64) -> Vec<Budget> {
+    limits
+        .map(|l| {
+            budget(
+                "searches",
+                &format!("u:{uid}"),
+                l.searches,
+                1,
+                "searches",
+                "searches",
+            )
+        })
+        .into_iter()
+        .collect()
+}
+
 pub fn report_budgets(limits: Option<&RateLimits>, uid: i64) -> Vec<Budget> {
     limits
         .map(|l| {

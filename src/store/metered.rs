@@ -247,6 +247,8 @@ metered! {
             before: Option<i64>,
             limit: usize,
         ) -> Vec<i64>;
+        // The search indexer, not a request's round trip.
+        background fn posts_after(after: Option<i64>, limit: usize) -> Vec<PostDoc>;
     }
 
     impl CommentDocs for MeteredDocs {

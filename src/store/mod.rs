@@ -16,6 +16,7 @@ pub mod metered;
 pub mod mongo;
 pub mod objects;
 pub mod redis;
+pub mod search;
 
 mod documents;
 mod event_log;

@@ -32,6 +32,7 @@ mod privacy;
 mod rate_limits;
 mod repair;
 mod reports;
+mod search;
 mod sessions;
 mod shares;
 mod social;

@@ -146,6 +146,11 @@ pub trait PostDocs: Send + Sync {
         limit: usize,
     ) -> StoreResult<Vec<i64>>;
 
+    /// Posts with ids above `after`, oldest first, deleted ones included
+    /// (flagged): what the search indexer reads in order (its comment and
+    /// like arrays may be left empty).
+    async fn posts_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<PostDoc>>;
+
     /// Ids of these authors' live posts below `before`, newest first, merged:
     /// what a home timeline holds, read from the documents.
     async fn post_ids_by_authors(

@@ -2,12 +2,14 @@
 //! live state in process. What `moments serve` runs on when no MongoDB or
 //! Redis is configured, so that `cargo run` just works: a real product mode
 //! with the same ports, behaviours and errors as MongoDB + Redis. The
-//! live state's part in live updates is `event_log`.
+//! live state's part in live updates is `event_log`; the search index is
+//! `search` (tantivy, in the same folder).
 
 pub mod documents;
 pub mod event_log;
 pub mod group_commit;
 pub mod live;
+pub mod search;
 
 use std::path::Path;
 use std::sync::Arc;

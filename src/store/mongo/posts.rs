@@ -96,6 +96,22 @@ impl PostDocs for MongoDocs {
         insert_new(&self.posts(), post, "post").await
     }
 
+    async fn posts_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<PostDoc>> {
+        let filter = match after {
+            Some(a) => doc! { "_id": { "$gt": a } },
+            None => doc! {},
+        };
+        let cursor = self
+            .posts()
+            .find(filter)
+            .projection(doc! { "comments_postid": 0, "likes_postid": 0 })
+            .sort(doc! { "_id": 1 })
+            .limit(limit as i64)
+            .await
+            .map_err(classify)?;
+        collect(cursor).await
+    }
+
     async fn posts_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<PostDoc>> {
         by_ids(self.posts(), ids).await
     }

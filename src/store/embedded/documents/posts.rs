@@ -26,6 +26,22 @@ impl PostDocs for EmbeddedDocs {
         .await
     }
 
+    async fn posts_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<PostDoc>> {
+        self.read(move |txn| {
+            let table = txn.open_table(POSTS).map_err(other)?;
+            let low = after.map_or(0, |a| id(a).saturating_add(1));
+            let mut out = Vec::new();
+            for entry in table.range(low..).map_err(other)? {
+                if out.len() >= limit {
+                    break;
+                }
+                out.push(decode(entry.map_err(other)?.1.value())?);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
     async fn posts_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<PostDoc>> {
         let ids = ids.to_vec();
         let cap = self.array_cap;

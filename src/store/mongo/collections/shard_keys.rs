@@ -42,6 +42,8 @@ pub const SCATTER: &[(&str, &[&str], &str)] = &[
     ("exports", &["expiresAt"], "the expiry sweep of exports"),
     ("imports", &["claimedUntil", "state"], "the import job's claims, every second, on an index of the unfinished ones"),
     ("posts", &["_id", "deleted"], "the repair tools' full scan"),
+    ("posts", &["_id"], "the search indexer: posts in id order past its mark, a batch a second"),
+    ("posts", &[], "the search indexer's first pass, from the first post"),
     ("media", &["state", "stateSince"], "the media sweeps: unattached pictures, attachments to check"),
     // Deliberate, on the request path.
     (

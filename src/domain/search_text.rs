@@ -1,0 +1,277 @@
+//! How text is cut into the terms search matches, the same for a post's
+//! content when it is indexed, for a query, and for marking the matched
+//! words in an answer, whichever engine holds the index.
+//!
+//! - Chinese is cut by a dictionary (jieba's, about 350,000 words): a
+//!   text is indexed in search mode (each long word and the dictionary
+//!   words inside it: 中华人民共和国 is found by 人民 and by 共和国), a
+//!   query in the plain mode (one cut per word), so 西湖 finds
+//!   我们今天去西湖划船. Unknown runs of characters are cut into single
+//!   characters, on both sides alike (no guessing model whose guess could
+//!   differ between a text and a query).
+//! - Other scripts: words of letters and digits, lowercased, accents
+//!   dropped, English words stemmed (Snowball), so "Running" finds "run".
+//! - Full-width letters and digits (ＡＢＣ１２３), ligatures and other
+//!   compatibility forms are folded to their plain forms (NFKC) first.
+//!   Traditional characters are not folded to simplified: no small,
+//!   well-kept crate does it by the character without a regex engine.
+//! - Punctuation, emoji and symbols separate words and are not terms.
+//!
+//! Every term keeps where it came from in the original text (byte
+//! offsets), which is how an answer marks the words that matched.
+
+use std::sync::OnceLock;
+
+use unicode_normalization::char::is_combining_mark;
+use unicode_normalization::UnicodeNormalization;
+
+/// A word as search matches it, and where it stands in the text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Term {
+    /// The folded form: what the index holds and a query looks for.
+    pub text: String,
+    /// Byte offsets into the original text, `start..end`.
+    pub start: usize,
+    pub end: usize,
+}
+
+/// Whether a text is being indexed (every dictionary word inside a long
+/// one too) or asked for (one cut per word).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    Indexing,
+    Querying,
+}
+
+fn dictionary() -> &'static jieba_rs::Jieba {
+    static JIEBA: OnceLock<jieba_rs::Jieba> = OnceLock::new();
+    JIEBA.get_or_init(jieba_rs::Jieba::new)
+}
+
+fn stemmer() -> &'static rust_stemmers::Stemmer {
+    static STEMMER: OnceLock<rust_stemmers::Stemmer> = OnceLock::new();
+    STEMMER.get_or_init(|| rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English))
+}
+
+/// Loads the dictionary now rather than on the first search or post (it
+/// takes a few dozen milliseconds and about 20 MB).
+pub fn warm_up() {
+    let _ = dictionary();
+    let _ = stemmer();
+}
+
+/// The text folded character by character (compatibility forms to plain
+/// ones, accents dropped, lowercase), and for each byte of the folded text
+/// the original character it came from (its start and end).
+struct Folded {
+    text: String,
+    origin: Vec<(usize, usize)>,
+}
+
+fn fold(text: &str) -> Folded {
+    let mut folded = Folded {
+        text: String::with_capacity(text.len()),
+        origin: Vec::with_capacity(text.len()),
+    };
+    for (start, c) in text.char_indices() {
+        let end = start + c.len_utf8();
+        let mut push = |out: char| {
+            let before = folded.text.len();
+            folded.text.push(out);
+            folded.origin.extend(std::iter::repeat_n(
+                (start, end),
+                folded.text.len() - before,
+            ));
+        };
+        if c.is_ascii() {
+            push(c.to_ascii_lowercase());
+            continue;
+        }
+        for plain in std::iter::once(c).nfkd().filter(|d| !is_combining_mark(*d)) {
+            for composed in std::iter::once(plain).nfkc() {
+                for lower in composed.to_lowercase() {
+                    push(lower);
+                }
+            }
+        }
+    }
+    folded
+}
+
+/// A character of a Chinese word (the CJK ideograph blocks).
+fn is_han(c: char) -> bool {
+    matches!(c,
+        '\u{3400}'..='\u{4DBF}'
+        | '\u{4E00}'..='\u{9FFF}'
+        | '\u{F900}'..='\u{FAFF}'
+        | '\u{20000}'..='\u{2FA1F}')
+}
+
+/// The terms of `text`, in order.
+pub fn terms(text: &str, cut: Cut) -> Vec<Term> {
+    let folded = fold(text);
+    let mut out = Vec::new();
+    let origin = |from: usize, to: usize| (folded.origin[from].0, folded.origin[to - 1].1);
+    // Runs of Chinese go to the dictionary; runs of other letters and
+    // digits are words; everything else only separates.
+    let mut chars = folded.text.char_indices().peekable();
+    while let Some((start, c)) = chars.next() {
+        let han = is_han(c);
+        if !han && !c.is_alphanumeric() {
+            continue;
+        }
+        let mut end = start + c.len_utf8();
+        while let Some(&(i, next)) = chars.peek() {
+            let same = if han {
+                is_han(next)
+            } else {
+                next.is_alphanumeric() && !is_han(next)
+            };
+            if !same {
+                break;
+            }
+            end = i + next.len_utf8();
+            chars.next();
+        }
+        let run = &folded.text[start..end];
+        if han {
+            let words = match cut {
+                Cut::Indexing => dictionary().cut_for_search(run, false),
+                Cut::Querying => dictionary().cut(run, false),
+            };
+            for word in words {
+                let (from, to) = origin(start + word.byte_start, start + word.byte_end);
+                out.push(Term {
+                    text: word.word.to_string(),
+                    start: from,
+                    end: to,
+                });
+            }
+        } else {
+            let (from, to) = origin(start, end);
+            out.push(Term {
+                text: stemmer().stem(run).into_owned(),
+                start: from,
+                end: to,
+            });
+        }
+    }
+    out
+}
+
+/// The spans of `text` whose terms are among `wanted` (folded terms, as a
+/// query's), merged where they overlap, as `start..end` in UTF-16 code
+/// units: what a browser's `String.prototype.slice` takes.
+pub fn marks(text: &str, wanted: &[String]) -> Vec<(usize, usize)> {
+    let mut spans: Vec<(usize, usize)> = terms(text, Cut::Indexing)
+        .into_iter()
+        .filter(|t| wanted.contains(&t.text))
+        .map(|t| (t.start, t.end))
+        .collect();
+    spans.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
+    for (start, end) in spans {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
+    let utf16 = |byte: usize| text[..byte].encode_utf16().count();
+    merged
+        .into_iter()
+        .map(|(start, end)| (utf16(start), utf16(end)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(text: &str, cut: Cut) -> Vec<String> {
+        terms(text, cut).into_iter().map(|t| t.text).collect()
+    }
+
+    fn finds(query: &str, text: &str) -> bool {
+        let indexed = words(text, Cut::Indexing);
+        let asked = words(query, Cut::Querying);
+        !asked.is_empty() && asked.iter().all(|w| indexed.contains(w))
+    }
+
+    #[test]
+    fn chinese_is_found_by_the_words_inside_a_sentence() {
+        let cases = [
+            ("西湖", "我们今天去西湖划船", true),
+            ("划船", "我们今天去西湖划船", true),
+            ("西湖 划船", "我们今天去西湖划船", true),
+            ("人民", "中华人民共和国成立了", true),
+            ("共和国", "中华人民共和国成立了", true),
+            ("北京", "我们今天去西湖划船", false),
+            ("天安门", "我爱北京天安门", true),
+            ("咖啡", "周末和朋友在星巴克喝咖啡，很开心！", true),
+        ];
+        for (query, text, want) in cases {
+            assert_eq!(finds(query, text), want, "{query} in {text}");
+        }
+    }
+
+    #[test]
+    fn english_is_folded_and_stemmed() {
+        let cases = [
+            ("running", "I went for a run this morning", true),
+            ("Runs", "Running by the lake", true),
+            ("LAKE", "running by the lake", true),
+            ("photos", "A photo of the sunset", true),
+            ("cafe", "Coffee at the Café de Flore", true),
+            ("sunset", "sunrise over the sea", false),
+        ];
+        for (query, text, want) in cases {
+            assert_eq!(finds(query, text), want, "{query} in {text}");
+        }
+    }
+
+    #[test]
+    fn full_width_forms_are_their_plain_forms() {
+        assert!(finds("iphone 15", "新买的ＩＰｈｏｎｅ　１５到了"));
+        assert!(finds("ＡＢＣ", "abc"));
+    }
+
+    #[test]
+    fn emoji_and_mixed_scripts_do_not_break_the_cut() {
+        let text = "今天🎉去West Lake划船🚣‍♀️ so fun!!! 😀";
+        let found = words(text, Cut::Indexing);
+        assert!(found.contains(&"今天".to_string()), "{found:?}");
+        assert!(found.contains(&"west".to_string()), "{found:?}");
+        assert!(found.contains(&"划船".to_string()), "{found:?}");
+        assert!(found.iter().all(|w| !w.contains('🎉')), "{found:?}");
+        for term in terms(text, Cut::Indexing) {
+            assert!(text.is_char_boundary(term.start) && text.is_char_boundary(term.end));
+        }
+        assert!(terms("🎉🎉 ！！ ...", Cut::Querying).is_empty());
+        assert!(terms("", Cut::Indexing).is_empty());
+    }
+
+    #[test]
+    fn marks_name_the_matched_words_in_utf16_units() {
+        let text = "😀去西湖划船";
+        // The emoji is two UTF-16 units; 西湖 is the next two after 去.
+        assert_eq!(marks(text, &["西湖".to_string()]), [(3, 5)]);
+        let text = "Running and RUNS";
+        assert_eq!(marks(text, &["run".to_string()]), [(0, 7), (12, 16)]);
+        // Search mode's words inside a longer one mark the longer span once.
+        let text = "中华人民共和国";
+        assert_eq!(
+            marks(text, &["人民".to_string(), "共和国".to_string()]),
+            [(2, 7)]
+        );
+    }
+
+    #[test]
+    fn a_term_points_back_at_the_original_text() {
+        let text = "ＣＡＦÉ au lait";
+        let t = &terms(text, Cut::Indexing)[0];
+        assert_eq!(
+            (t.text.as_str(), &text[t.start..t.end]),
+            ("cafe", "ＣＡＦÉ")
+        );
+    }
+}

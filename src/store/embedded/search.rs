@@ -1,0 +1,277 @@
+//! The embedded search index: a `tantivy` index in `MOMENTS_DATA_DIR/search`.
+//! Text arrives cut already (`domain::search_text`), so the index and the
+//! answers' marks cut alike; a query is built from its terms directly, no
+//! query language is parsed. Commits are flushed to the disk before they
+//! return (tantivy syncs its files and then its list of them), and a
+//! commit carries how far indexing got in order (`indexed_through`), so
+//! after a crash indexing resumes from the last commit, never past it.
+
+use std::ops::Bound;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use tantivy::collector::TopDocs;
+use tantivy::query::{BooleanQuery, Occur, Query, RangeQuery, TermQuery, TermSetQuery};
+use tantivy::schema::{
+    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, INDEXED,
+};
+use tantivy::tokenizer::{PreTokenizedString, Token};
+use tantivy::{Index, IndexReader, IndexWriter, Order, ReloadPolicy, TantivyDocument, Term};
+
+use crate::domain::search_text::{terms, Cut};
+use crate::store::search::{IndexedPost, PostSearch, SearchIndex};
+use crate::store::{StoreError, StoreResult};
+
+/// Memory the writer buffers before it writes a segment (tantivy's
+/// smallest allowed is 15 MB for its one thread).
+const WRITER_BYTES: usize = 32 << 20;
+
+#[derive(Clone, Copy)]
+struct Fields {
+    id: Field,
+    author: Field,
+    createtime: Field,
+    content: Field,
+    has_media: Field,
+    findable: Field,
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut b = Schema::builder();
+    // Frequencies for ranking by relevance; no positions: a search holds
+    // every word, not a phrase, and positions would double the index.
+    let text = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default().set_index_option(IndexRecordOption::WithFreqs),
+    );
+    let fields = Fields {
+        id: b.add_i64_field("id", INDEXED | FAST),
+        author: b.add_i64_field("author", INDEXED),
+        createtime: b.add_i64_field("createtime", INDEXED | FAST),
+        content: b.add_text_field("content", text),
+        has_media: b.add_bool_field("has_media", INDEXED),
+        findable: b.add_bool_field("findable", INDEXED),
+    };
+    (b.build(), fields)
+}
+
+pub struct EmbeddedSearch {
+    fields: Fields,
+    index: Index,
+    /// One writer per index (tantivy's rule); held while a batch is added
+    /// and committed.
+    writer: Arc<Mutex<IndexWriter>>,
+    reader: IndexReader,
+}
+
+fn failed(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+    StoreError::Other(anyhow::Error::new(e))
+}
+
+impl EmbeddedSearch {
+    /// The index in `dir`, created if there is none.
+    pub fn open(dir: &Path) -> StoreResult<Self> {
+        std::fs::create_dir_all(dir).map_err(failed)?;
+        let (schema, fields) = schema();
+        let directory = tantivy::directory::MmapDirectory::open(dir).map_err(failed)?;
+        let index = Index::open_or_create(directory, schema).map_err(failed)?;
+        let writer = index
+            .writer_with_num_threads(1, WRITER_BYTES)
+            .map_err(failed)?;
+        // Reloaded by hand after each commit, so a post indexed is found by
+        // the next search, not some time later.
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(failed)?;
+        Ok(Self {
+            fields,
+            index,
+            writer: Arc::new(Mutex::new(writer)),
+            reader,
+        })
+    }
+
+    fn document(&self, post: &IndexedPost) -> TantivyDocument {
+        let f = self.fields;
+        let mut doc = TantivyDocument::new();
+        doc.add_i64(f.id, post.id);
+        doc.add_i64(f.author, post.author);
+        doc.add_i64(f.createtime, post.createtime);
+        doc.add_bool(f.has_media, post.has_media);
+        doc.add_bool(f.findable, post.findable);
+        let tokens = terms(&post.content, Cut::Indexing)
+            .into_iter()
+            .enumerate()
+            .map(|(position, t)| Token {
+                offset_from: t.start,
+                offset_to: t.end,
+                position,
+                text: t.text,
+                position_length: 1,
+            })
+            .collect();
+        doc.add_pre_tokenized_text(
+            f.content,
+            PreTokenizedString {
+                // Not stored: the documents hold the text.
+                text: String::new(),
+                tokens,
+            },
+        );
+        doc
+    }
+
+    /// Adds, replaces and removes, then commits (with `mark` when given)
+    /// and makes the commit visible to searches: off the async workers,
+    /// since a commit syncs files.
+    async fn change(
+        &self,
+        posts: Vec<TantivyDocument>,
+        ids: Vec<i64>,
+        gone: Vec<i64>,
+        mark: Option<i64>,
+    ) -> StoreResult<()> {
+        let writer = self.writer.clone();
+        let reader = self.reader.clone();
+        let id_field = self.fields.id;
+        tokio::task::spawn_blocking(move || -> StoreResult<()> {
+            // A panic in another batch leaves nothing half-committed (an
+            // uncommitted batch is rolled back below), so its poison does
+            // not stop indexing.
+            let mut writer = writer.lock().unwrap_or_else(|p| p.into_inner());
+            let run = |writer: &mut IndexWriter| -> tantivy::Result<()> {
+                for id in ids.iter().chain(&gone) {
+                    writer.delete_term(Term::from_field_i64(id_field, *id));
+                }
+                for doc in posts {
+                    writer.add_document(doc)?;
+                }
+                let mut commit = writer.prepare_commit()?;
+                if let Some(mark) = mark {
+                    commit.set_payload(&mark.to_string());
+                }
+                commit.commit()?;
+                Ok(())
+            };
+            if let Err(e) = run(&mut writer) {
+                let _ = writer.rollback();
+                return Err(failed(e));
+            }
+            reader.reload().map_err(failed)
+        })
+        .await
+        .map_err(|e| StoreError::Other(e.into()))?
+    }
+
+    fn query(&self, s: &PostSearch) -> Box<dyn Query> {
+        let f = self.fields;
+        let mut must: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for term in &s.terms {
+            must.push((
+                Occur::Must,
+                Box::new(TermQuery::new(
+                    Term::from_field_text(f.content, term),
+                    IndexRecordOption::WithFreqs,
+                )),
+            ));
+        }
+        // The circle's posts, or any findable one.
+        let circle = TermSetQuery::new(s.circle.iter().map(|a| Term::from_field_i64(f.author, *a)));
+        let findable = TermQuery::new(
+            Term::from_field_bool(f.findable, true),
+            IndexRecordOption::Basic,
+        );
+        must.push((
+            Occur::Must,
+            Box::new(BooleanQuery::union(vec![
+                Box::new(circle),
+                Box::new(findable),
+            ])),
+        ));
+        if let Some(author) = s.from {
+            must.push((
+                Occur::Must,
+                Box::new(TermQuery::new(
+                    Term::from_field_i64(f.author, author),
+                    IndexRecordOption::Basic,
+                )),
+            ));
+        }
+        if s.has_media {
+            must.push((
+                Occur::Must,
+                Box::new(TermQuery::new(
+                    Term::from_field_bool(f.has_media, true),
+                    IndexRecordOption::Basic,
+                )),
+            ));
+        }
+        if s.since.is_some() || s.until.is_some() {
+            let at = |ms: i64| Term::from_field_i64(f.createtime, ms);
+            must.push((
+                Occur::Must,
+                Box::new(RangeQuery::new(
+                    s.since
+                        .map_or(Bound::Unbounded, |ms| Bound::Included(at(ms))),
+                    s.until
+                        .map_or(Bound::Unbounded, |ms| Bound::Excluded(at(ms))),
+                )),
+            ));
+        }
+        if let Some(before) = s.before {
+            must.push((
+                Occur::Must,
+                Box::new(RangeQuery::new(
+                    Bound::Unbounded,
+                    Bound::Excluded(Term::from_field_i64(f.id, before)),
+                )),
+            ));
+        }
+        Box::new(BooleanQuery::new(must))
+    }
+}
+
+#[async_trait]
+impl SearchIndex for EmbeddedSearch {
+    async fn index_posts(&self, posts: &[IndexedPost]) -> StoreResult<()> {
+        let docs = posts.iter().map(|p| self.document(p)).collect();
+        let ids = posts.iter().map(|p| p.id).collect();
+        self.change(docs, ids, vec![], None).await
+    }
+
+    async fn remove_posts(&self, ids: &[i64]) -> StoreResult<()> {
+        self.change(vec![], vec![], ids.to_vec(), None).await
+    }
+
+    async fn search_posts(&self, search: &PostSearch) -> StoreResult<Vec<i64>> {
+        if search.limit == 0 {
+            return Ok(vec![]);
+        }
+        let query = self.query(search);
+        let searcher = self.reader.searcher();
+        let limit = search.limit;
+        let hits = tokio::task::spawn_blocking(move || {
+            searcher.search(
+                &query,
+                &TopDocs::with_limit(limit).order_by_fast_field::<i64>("id", Order::Desc),
+            )
+        })
+        .await
+        .map_err(|e| StoreError::Other(e.into()))?
+        .map_err(failed)?;
+        Ok(hits.into_iter().filter_map(|(id, _)| id).collect())
+    }
+
+    async fn indexed_through(&self) -> StoreResult<Option<i64>> {
+        let metas = self.index.load_metas().map_err(failed)?;
+        Ok(metas.payload.and_then(|p| p.parse().ok()))
+    }
+
+    async fn index_posts_through(&self, posts: &[IndexedPost], mark: i64) -> StoreResult<()> {
+        let docs = posts.iter().map(|p| self.document(p)).collect();
+        let ids = posts.iter().map(|p| p.id).collect();
+        self.change(docs, ids, vec![], Some(mark)).await
+    }
+}

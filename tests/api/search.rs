@@ -1,0 +1,260 @@
+//! Search through the API: Chinese and English words, newest first, pages
+//! that fill past what a reader may not see, and the visibility rules on
+//! every hit (friends-only, blocks, deletes).
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::helpers::{
+    assert_problem, follow, ids, spawn_app_with, test_settings, wait_until, TestApp, User,
+};
+
+fn encoded(q: &str) -> String {
+    q.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+async fn search(app: &TestApp, who: &User, q: &str, extra: &str) -> (StatusCode, Value) {
+    app.get(
+        &format!("/api/v1/search?q={}{extra}", encoded(q)),
+        Some(&who.token),
+    )
+    .await
+}
+
+/// The ids `who` finds for `q` on its first page.
+async fn found(app: &TestApp, who: &User, q: &str) -> Vec<i64> {
+    let (s, page) = search(app, who, q, "").await;
+    assert_eq!(s, StatusCode::OK, "{page}");
+    ids(page["items"].as_array().unwrap())
+}
+
+/// Waits until the indexer has caught up with `post` (its author finds
+/// it by `q`): indexing follows the documents a moment after the write.
+async fn indexed(app: &TestApp, author: &User, q: &str, post: i64) {
+    wait_until(&format!("post {post} indexed under {q}"), || async {
+        found(app, author, q).await.contains(&post)
+    })
+    .await;
+}
+
+/// An app whose search budget the waits for the indexer cannot spend.
+async fn app() -> TestApp {
+    let mut settings = test_settings();
+    if let Some(limits) = settings.rate_limits.as_mut() {
+        limits.searches = moments::config::Rate::new(100_000, 60);
+    }
+    spawn_app_with(settings).await
+}
+
+async fn post_with(app: &TestApp, user: &User, body: Value) -> i64 {
+    let (s, post) = app.post("/api/v1/posts", Some(&user.token), body).await;
+    assert_eq!(s.as_u16(), 201, "{post}");
+    post["id"].as_i64().unwrap()
+}
+
+#[tokio::test]
+async fn posts_are_found_by_their_chinese_and_english_words() {
+    let app = app().await;
+    let ann = app.user("ann").await;
+    let bob = app.user("bob").await;
+    let lake = app.text_post(&ann, "我们今天去西湖划船").await;
+    let run = app
+        .text_post(&ann, "Running by the West Lake at sunset 🌅")
+        .await;
+    let autumn = app.text_post(&ann, "北京的秋天，天高云淡").await;
+    indexed(&app, &ann, "秋天", autumn).await;
+
+    // Anyone finds public posts, by the words inside a sentence.
+    assert_eq!(found(&app, &bob, "西湖").await, [lake]);
+    assert_eq!(found(&app, &bob, "划船").await, [lake]);
+    assert_eq!(found(&app, &bob, "SUNSETS").await, [run]);
+    assert_eq!(found(&app, &bob, "lake run").await, [run]);
+    assert_eq!(found(&app, &bob, "北京 秋天").await, [autumn]);
+    assert!(found(&app, &bob, "上海").await.is_empty());
+    assert!(found(&app, &bob, "lake 上海").await.is_empty());
+
+    // The expanded post, as a feed shows it, and where the words matched.
+    let (_, page) = search(&app, &bob, "西湖", "&lang=en").await;
+    assert_eq!(page["items"][0]["content"], "我们今天去西湖划船");
+    assert_eq!(page["items"][0]["author"]["uid"], ann.uid);
+    assert!(page["items"][0]["createtimeText"].is_string(), "{page}");
+    assert_eq!(page["marks"][lake.to_string()], json!([[5, 7]]));
+    let (_, page) = search(&app, &bob, "running sunset", "").await;
+    assert_eq!(page["marks"][run.to_string()], json!([[0, 7], [28, 34]]));
+}
+
+#[tokio::test]
+async fn a_reader_finds_only_what_the_rules_let_them_read() {
+    let app = app().await;
+    let ann = app.user("ann").await;
+    let friend = app.user("friend").await;
+    let follower = app.user("follower").await;
+    let stranger = app.user("stranger").await;
+    follow(&app, &ann, &friend).await;
+    follow(&app, &friend, &ann).await;
+    follow(&app, &follower, &ann).await;
+    let secret = post_with(
+        &app,
+        &ann,
+        json!({"category": "TEXT", "content": "秘密基地 secret hideout", "visibility": "friends"}),
+    )
+    .await;
+    let open = app.text_post(&ann, "an open hideout").await;
+    // Indexed in id order: once the newer is found, the older is too.
+    indexed(&app, &ann, "hideout", open).await;
+    assert_eq!(found(&app, &ann, "hideout").await, [open, secret]);
+    assert_eq!(found(&app, &friend, "hideout").await, [open, secret]);
+    assert_eq!(found(&app, &follower, "hideout").await, [open]);
+    assert_eq!(found(&app, &stranger, "hideout").await, [open]);
+    assert!(found(&app, &stranger, "秘密基地").await.is_empty());
+
+    // A block either way: the blocked finds nothing of the blocker.
+    let (s, _) = app
+        .put(
+            &format!("/api/v1/users/{}/block", follower.uid),
+            Some(&ann.token),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(found(&app, &follower, "hideout").await.is_empty());
+    assert_eq!(found(&app, &stranger, "hideout").await, [open]);
+
+    // A deleted post is gone from the next search.
+    assert_eq!(
+        app.delete(&format!("/api/v1/posts/{open}"), Some(&ann.token))
+            .await
+            .0,
+        StatusCode::NO_CONTENT
+    );
+    assert!(found(&app, &stranger, "hideout").await.is_empty());
+    assert_eq!(found(&app, &friend, "hideout").await, [secret]);
+}
+
+#[tokio::test]
+async fn a_page_is_filled_past_the_hits_a_reader_may_not_see() {
+    let app = app().await;
+    let ann = app.user("ann").await;
+    let follower = app.user("follower").await;
+    follow(&app, &follower, &ann).await;
+    let public = app.text_post(&ann, "needle in the open").await;
+    let mut last = 0;
+    for i in 0..24 {
+        last = post_with(
+            &app,
+            &ann,
+            json!({"category": "TEXT", "content": format!("needle {i} for friends"), "visibility": "friends"}),
+        )
+        .await;
+    }
+    indexed(&app, &ann, "needle", last).await;
+    // The follower's circle holds ann, so all 25 are hits; 24 are not
+    // theirs to read, and the page still reaches the one that is.
+    let (s, page) = search(&app, &follower, "needle", "&limit=5").await;
+    assert_eq!(s, StatusCode::OK, "{page}");
+    assert_eq!(page["items"][0]["id"], public, "{page}");
+    assert_eq!(page["items"].as_array().unwrap().len(), 1);
+
+    // Pages of public hits, newest first, each once.
+    let mut posted = Vec::new();
+    for i in 0..7 {
+        posted.push(app.text_post(&ann, &format!("haystack {i}")).await);
+    }
+    indexed(&app, &ann, "haystack", *posted.last().unwrap()).await;
+    let mut seen = Vec::new();
+    let mut cursor = String::new();
+    for _ in 0..5 {
+        let (s, page) = search(
+            &app,
+            &follower,
+            "haystack",
+            &format!("&limit=3&cursor={cursor}"),
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK, "{page}");
+        let items = page["items"].as_array().unwrap();
+        assert!(items.len() <= 3);
+        seen.extend(items.iter().map(|p| p["id"].as_i64().unwrap()));
+        match page["nextCursor"].as_str() {
+            Some(c) => cursor = c.to_string(),
+            None => break,
+        }
+    }
+    posted.reverse();
+    assert_eq!(seen, posted);
+}
+
+#[tokio::test]
+async fn filters_narrow_by_author_day_and_pictures() {
+    let app = app().await;
+    let ann = app.user("ann").await;
+    let bob = app.user("bob").await;
+    let anns = app.text_post(&ann, "coffee with friends").await;
+    let bobs = app.text_post(&bob, "coffee alone").await;
+    indexed(&app, &bob, "coffee", bobs).await;
+    assert_eq!(found(&app, &bob, "coffee from:ann").await, [anns]);
+    assert_eq!(found(&app, &bob, "from:@bob").await, [bobs]);
+    assert!(found(&app, &bob, "coffee from:nobody_here")
+        .await
+        .is_empty());
+    let today = moments::domain::calendar::civil_date(moments::ids::now_ms());
+    let today = format!("{:04}-{:02}-{:02}", today.0, today.1, today.2);
+    assert_eq!(
+        found(&app, &bob, &format!("coffee since:{today}")).await,
+        [bobs, anns]
+    );
+    assert!(found(&app, &bob, "coffee until:2025-01-01")
+        .await
+        .is_empty());
+    assert!(found(&app, &bob, "coffee has:media").await.is_empty());
+}
+
+#[tokio::test]
+async fn a_search_that_asks_too_much_or_nothing_is_refused() {
+    let mut settings = test_settings();
+    if let Some(limits) = settings.rate_limits.as_mut() {
+        limits.searches = moments::config::Rate::new(12, 60);
+    }
+    let app = spawn_app_with(settings).await;
+    let ann = app.user("ann").await;
+    let long = "字".repeat(201);
+    let many = (0..13)
+        .map(|i| format!("w{i}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    for bad in ["", &long] {
+        assert_problem(&search(&app, &ann, bad, "").await, 400, "invalid_input");
+    }
+    for unclear in ["   ", "🎉", &many, "x since:2026-13-01", "x has:links"] {
+        let (s, p) = search(&app, &ann, unclear, "").await;
+        assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{unclear:?}: {p}");
+    }
+    assert_problem(
+        &search(&app, &ann, "x", "&type=users").await,
+        400,
+        "invalid_input",
+    );
+    assert_problem(
+        &search(&app, &ann, "x", "&limit=101").await,
+        400,
+        "invalid_input",
+    );
+    let (s, _) = app.get("/api/v1/search?q=x", None).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    // The budget: searches past it answer 429 with when to try again.
+    let mut refused = None;
+    for _ in 0..13 {
+        let (s, body) = search(&app, &ann, "x", "").await;
+        if s == StatusCode::TOO_MANY_REQUESTS {
+            refused = Some(body);
+            break;
+        }
+        assert_eq!(s, StatusCode::OK, "{body}");
+    }
+    let refused = refused.expect("the 13th search of a budget of 12 is refused");
+    assert_eq!(refused["status"], 429, "{refused}");
+}

@@ -1,0 +1,142 @@
+//! The embedded search index against a real folder: what it finds, in
+//! what order, through which filters, and what it keeps across a reopen.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use moments::domain::search_text::{terms, Cut};
+use moments::store::embedded::search::EmbeddedSearch;
+use moments::store::search::{IndexedPost, PostSearch, SearchIndex};
+
+fn folder() -> std::path::PathBuf {
+    let mut bytes = [0u8; 8];
+    getrandom::getrandom(&mut bytes).unwrap();
+    let name: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    std::env::temp_dir().join(format!("moments-search-{name}"))
+}
+
+fn post(id: i64, author: i64, content: &str) -> IndexedPost {
+    IndexedPost {
+        id,
+        author,
+        createtime: id * 1000,
+        content: content.into(),
+        has_media: false,
+        findable: true,
+    }
+}
+
+fn asking(q: &str) -> PostSearch {
+    PostSearch {
+        terms: terms(q, Cut::Querying)
+            .into_iter()
+            .map(|t| t.text)
+            .collect(),
+        limit: 20,
+        ..PostSearch::default()
+    }
+}
+
+#[tokio::test]
+async fn posts_are_found_by_their_words_newest_first_through_the_filters() {
+    let dir = folder();
+    let index = EmbeddedSearch::open(&dir).unwrap();
+    index
+        .index_posts(&[
+            post(1, 10, "我们今天去西湖划船"),
+            post(2, 11, "West Lake at sunset, rowing a boat"),
+            post(3, 10, "西湖的日落 sunset over the lake"),
+            IndexedPost {
+                has_media: true,
+                ..post(4, 12, "又去西湖了，拍了九张照片")
+            },
+            IndexedPost {
+                findable: false,
+                ..post(5, 13, "只给朋友看的西湖")
+            },
+        ])
+        .await
+        .unwrap();
+    assert_eq!(
+        index.search_posts(&asking("西湖")).await.unwrap(),
+        [4, 3, 1]
+    );
+    assert_eq!(
+        index.search_posts(&asking("Sunsets")).await.unwrap(),
+        [3, 2]
+    );
+    assert_eq!(
+        index.search_posts(&asking("西湖 sunset")).await.unwrap(),
+        [3]
+    );
+    assert!(index
+        .search_posts(&asking("北京"))
+        .await
+        .unwrap()
+        .is_empty());
+    // Not findable: only a reader whose circle holds its author finds it.
+    let circle = PostSearch {
+        circle: vec![13],
+        ..asking("西湖")
+    };
+    assert_eq!(index.search_posts(&circle).await.unwrap(), [5, 4, 3, 1]);
+    // The page cursor, the author, pictures, the days.
+    let page = PostSearch {
+        before: Some(4),
+        limit: 1,
+        ..asking("西湖")
+    };
+    assert_eq!(index.search_posts(&page).await.unwrap(), [3]);
+    let from = PostSearch {
+        from: Some(10),
+        ..asking("西湖")
+    };
+    assert_eq!(index.search_posts(&from).await.unwrap(), [3, 1]);
+    let only_author = PostSearch {
+        from: Some(11),
+        limit: 20,
+        ..PostSearch::default()
+    };
+    assert_eq!(index.search_posts(&only_author).await.unwrap(), [2]);
+    let media = PostSearch {
+        has_media: true,
+        ..asking("西湖")
+    };
+    assert_eq!(index.search_posts(&media).await.unwrap(), [4]);
+    let days = PostSearch {
+        since: Some(2000),
+        until: Some(4000),
+        ..asking("西湖")
+    };
+    assert_eq!(index.search_posts(&days).await.unwrap(), [3]);
+
+    // Indexing a post again replaces it; removing forgets it.
+    index
+        .index_posts(&[post(3, 10, "no longer about that lake")])
+        .await
+        .unwrap();
+    assert_eq!(index.search_posts(&asking("西湖")).await.unwrap(), [4, 1]);
+    index.remove_posts(&[4, 99]).await.unwrap();
+    assert_eq!(index.search_posts(&asking("西湖")).await.unwrap(), [1]);
+    drop(index);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
+async fn how_far_indexing_got_is_kept_with_what_it_indexed() {
+    let dir = folder();
+    let index = EmbeddedSearch::open(&dir).unwrap();
+    assert_eq!(index.indexed_through().await.unwrap(), None);
+    index
+        .index_posts_through(&[post(7, 1, "kept across a restart")], 7)
+        .await
+        .unwrap();
+    drop(index);
+    let reopened = EmbeddedSearch::open(&dir).unwrap();
+    assert_eq!(reopened.indexed_through().await.unwrap(), Some(7));
+    assert_eq!(
+        reopened.search_posts(&asking("restart")).await.unwrap(),
+        [7]
+    );
+    drop(reopened);
+    std::fs::remove_dir_all(dir).unwrap();
+}
