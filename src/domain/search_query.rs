@@ -64,11 +64,19 @@ impl PostQuery {
                     let day = day_start(value).ok_or_else(|| {
                         AppError::unprocessable("q", format!("{op}: takes a date, YYYY-MM-DD"))
                     })?;
-                    if op.eq_ignore_ascii_case("since") {
-                        query.since = Some(day);
+                    let slot = if op.eq_ignore_ascii_case("since") {
+                        &mut query.since
                     } else {
-                        query.until = Some(day + DAY);
+                        &mut query.until
+                    };
+                    if slot.is_some() {
+                        return Err(AppError::unprocessable("q", format!("{op}: given twice")));
                     }
+                    *slot = Some(if op.eq_ignore_ascii_case("since") {
+                        day
+                    } else {
+                        day + DAY
+                    });
                 }
                 "has" if value.eq_ignore_ascii_case("media") => query.has_media = true,
                 "has" => return Err(AppError::unprocessable("q", "has: takes media")),
@@ -147,6 +155,7 @@ mod tests {
             "cats has:links",
             "cats from:",
             "from:ann from:bob",
+            "cats since:2026-01-01 since:2026-02-01",
             "cats since:2026-06-01 until:2026-05-01",
         ] {
             assert!(PostQuery::parse(bad).is_err(), "{bad:?}");

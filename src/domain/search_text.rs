@@ -159,9 +159,14 @@ pub fn terms(text: &str, cut: Cut) -> Vec<Term> {
     out
 }
 
+/// Spans a post's marks name at most: enough to show where the words are,
+/// few enough that a post of one word repeated costs no more than any.
+pub const MAX_MARKS: usize = 64;
+
 /// The spans of `text` whose terms are among `wanted` (folded terms, as a
 /// query's), merged where they overlap, as `start..end` in UTF-16 code
-/// units: what a browser's `String.prototype.slice` takes.
+/// units: what a browser's `String.prototype.slice` takes. The first
+/// `MAX_MARKS` of them.
 pub fn marks(text: &str, wanted: &[String]) -> Vec<(usize, usize)> {
     let mut spans: Vec<(usize, usize)> = terms(text, Cut::Indexing)
         .into_iter()
@@ -169,17 +174,30 @@ pub fn marks(text: &str, wanted: &[String]) -> Vec<(usize, usize)> {
         .map(|t| (t.start, t.end))
         .collect();
     spans.sort_unstable();
-    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len().min(MAX_MARKS));
     for (start, end) in spans {
+        let full = merged.len() == MAX_MARKS;
         match merged.last_mut() {
             Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ if full => break,
             _ => merged.push((start, end)),
         }
     }
-    let utf16 = |byte: usize| text[..byte].encode_utf16().count();
+    // Byte offsets to UTF-16 units in one walk of the text: the offsets
+    // only grow, so each character is counted once.
+    let mut units = 0;
+    let mut walked = 0;
+    let mut to_units = |byte: usize| {
+        units += text[walked..byte].encode_utf16().count();
+        walked = byte;
+        units
+    };
     merged
         .into_iter()
-        .map(|(start, end)| (utf16(start), utf16(end)))
+        .map(|(start, end)| {
+            let start = to_units(start);
+            (start, to_units(end))
+        })
         .collect()
 }
 
@@ -262,6 +280,17 @@ mod tests {
         assert_eq!(
             marks(text, &["人民".to_string(), "共和国".to_string()]),
             [(2, 7)]
+        );
+    }
+
+    #[test]
+    fn marks_stop_at_their_bound() {
+        let text = "a ".repeat(1000);
+        let found = marks(&text, &["a".to_string()]);
+        assert_eq!(found.len(), MAX_MARKS);
+        assert_eq!(
+            found[MAX_MARKS - 1],
+            (2 * (MAX_MARKS - 1), 2 * MAX_MARKS - 1)
         );
     }
 

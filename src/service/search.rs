@@ -93,9 +93,10 @@ impl Search {
     }
 
     /// Forgets a deleted post's entry, off the request's path. Only tidy:
-    /// a deleted post is never answered (the rules check every hit), and
-    /// an entry this misses (another instance's index, a failed write)
-    /// goes at the next rebuild.
+    /// a deleted post is never answered (the rules check every hit); an
+    /// entry this misses (another instance's index, a failed write, a pass
+    /// of the indexer that read the post just before it was deleted) stays,
+    /// unanswered, until the index is rebuilt.
     pub fn forget(self: &Arc<Self>, post_id: i64) {
         let Some(index) = self.index.clone() else {
             return;
@@ -157,10 +158,20 @@ impl Indexer {
             let Some(last) = posts.last().map(|p| p.id) else {
                 break;
             };
+            let unseen = |p: &&PostDoc| !self.unsettled.contains(&p.id);
             let fresh: Vec<IndexedPost> = posts
                 .iter()
-                .filter(|p| !p.deleted && !self.unsettled.contains(&p.id))
+                .filter(|p| !p.deleted)
+                .filter(unseen)
                 .map(indexed)
+                .collect();
+            // Deleted before this read: gone from the index too, in case
+            // an earlier pass indexed them.
+            let gone: Vec<i64> = posts
+                .iter()
+                .filter(|p| p.deleted)
+                .filter(unseen)
+                .map(|p| p.id)
                 .collect();
             let new_mark = posts
                 .iter()
@@ -168,6 +179,10 @@ impl Indexer {
                 .filter(|id| *id < settled)
                 .max()
                 .max(mark);
+            if !gone.is_empty() {
+                index.remove_posts(&gone).await?;
+                self.unsettled.extend(&gone);
+            }
             if !fresh.is_empty() || new_mark != mark {
                 match new_mark {
                     Some(m) => index.index_posts_through(&fresh, m).await?,
@@ -210,27 +225,20 @@ pub async fn posts(
         &super::rate_limits::search_budgets(ctx.settings.rate_limits.as_ref(), reader),
     )
     .await?;
-    let empty = || FoundPosts {
-        page: Page {
-            items: vec![],
-            next_cursor: None,
-            server_time: pres.now,
-        },
-        marks: vec![],
-    };
+    // A name no one has finds nothing, as a name whose posts the reader
+    // may not read does, and after the same work (uid 0, the service's,
+    // writes no posts): neither the answer nor its time tells whether it
+    // exists.
     let from = match &query.from {
         None => None,
-        // A name no one has finds nothing, as a name whose posts the
-        // reader may not read does: neither tells whether it exists.
-        Some(name) => {
-            let Ok(name) = crate::domain::user::Username::parse(name) else {
-                return Ok(empty());
-            };
-            match ctx.docs.user_by_username(name.as_str()).await? {
-                Some(user) => Some(user.uid),
-                None => return Ok(empty()),
-            }
-        }
+        Some(name) => Some(match crate::domain::user::Username::parse(name) {
+            Ok(name) => ctx
+                .docs
+                .user_by_username(name.as_str())
+                .await?
+                .map_or(0, |user| user.uid),
+            Err(_) => 0,
+        }),
     };
     let circle = circle_of(ctx, reader).await?;
     let search = PostSearch {
@@ -260,10 +268,28 @@ pub async fn posts(
         |id| *id,
     )
     .await?;
-    let marks = items
-        .iter()
-        .map(|post| (post.id, marks(&content_of(post), &query.terms)))
-        .collect();
+    // The next page starts after the last post shown, never after a hit
+    // the reader may not read: `fill_page`'s cursor can name the last hit
+    // it looked at, and a post's id tells when it was written, so a cursor
+    // past a hidden hit would tell that a post the reader may not read
+    // holds the words. A full page always has a cursor (whether more
+    // exist is not told); a short one has none, also when the rounds ran
+    // out on hits the reader may not read (the README says so).
+    let _ = next_cursor;
+    let next_cursor = (items.len() == limit)
+        .then(|| items.last().map(|p| Cursor::encode(p.id)))
+        .flatten();
+    let terms = query.terms;
+    let contents: Vec<(i64, String)> = items.iter().map(|p| (p.id, content_of(p))).collect();
+    // Cutting a page of texts again is CPU work: off the async workers.
+    let marks = tokio::task::spawn_blocking(move || {
+        contents
+            .into_iter()
+            .map(|(id, content)| (id, marks(&content, &terms)))
+            .collect()
+    })
+    .await
+    .map_err(|e| crate::error::AppError::Internal(e.into()))?;
     Ok(FoundPosts {
         page: Page {
             items,

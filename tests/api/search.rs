@@ -158,6 +158,37 @@ async fn a_page_is_filled_past_the_hits_a_reader_may_not_see() {
     assert_eq!(s, StatusCode::OK, "{page}");
     assert_eq!(page["items"][0]["id"], public, "{page}");
     assert_eq!(page["items"].as_array().unwrap().len(), 1);
+    assert_eq!(page["nextCursor"], Value::Null, "a short page is the last");
+
+    // A cursor never points past a hit the reader may not read (its id
+    // would tell when a hidden post holding the words was written): after
+    // a full page it names the last post shown.
+    let hidden = post_with(
+        &app,
+        &ann,
+        json!({"category": "TEXT", "content": "a private thimble", "visibility": "private"}),
+    )
+    .await;
+    let own = app.text_post(&follower, "my own thimble").await;
+    indexed(&app, &follower, "thimble", own).await;
+    assert!(own > hidden);
+    let (_, page) = search(&app, &follower, "thimble", "&limit=1").await;
+    assert_eq!(page["items"][0]["id"], own, "{page}");
+    assert_eq!(
+        page["nextCursor"],
+        moments::domain::cursor::Cursor::encode(own),
+        "{page}"
+    );
+    let cursor = page["nextCursor"].as_str().unwrap().to_string();
+    let (_, next) = search(
+        &app,
+        &follower,
+        "thimble",
+        &format!("&limit=1&cursor={cursor}"),
+    )
+    .await;
+    assert_eq!(next["items"], json!([]), "{next}");
+    assert_eq!(next["nextCursor"], Value::Null);
 
     // Pages of public hits, newest first, each once.
     let mut posted = Vec::new();

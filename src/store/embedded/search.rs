@@ -135,6 +135,7 @@ impl EmbeddedSearch {
     ) -> StoreResult<()> {
         let writer = self.writer.clone();
         let reader = self.reader.clone();
+        let index = self.index.clone();
         let id_field = self.fields.id;
         tokio::task::spawn_blocking(move || -> StoreResult<()> {
             // A panic in another batch leaves nothing half-committed (an
@@ -148,9 +149,17 @@ impl EmbeddedSearch {
                 for doc in posts {
                     writer.add_document(doc)?;
                 }
+                // A commit without a payload would leave none (tantivy keeps
+                // only the last commit's), and the indexer would start over
+                // from the first post: a commit that moves no mark carries
+                // the one it found, read under the writer's lock.
+                let payload = match mark {
+                    Some(mark) => Some(mark.to_string()),
+                    None => index.load_metas()?.payload,
+                };
                 let mut commit = writer.prepare_commit()?;
-                if let Some(mark) = mark {
-                    commit.set_payload(&mark.to_string());
+                if let Some(payload) = payload {
+                    commit.set_payload(&payload);
                 }
                 commit.commit()?;
                 Ok(())
