@@ -46,7 +46,7 @@ def main():
     uid = r.json()["uid"]
     tokens = {"user": sign_in(username, "fresh-password-1"), "admin": sign_in(*ADMIN)}
     # A search of a fresh instance: a page with nothing found, and its marks.
-    known = {"username": username, "q": "西湖 lake"}
+    known = {"username": username, "q": "西湖 lake", "prefix": "fre"}
     checked, problems = 0, []
     for path, item in sorted(doc["paths"].items()):
         op = item.get("get")

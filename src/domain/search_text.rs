@@ -159,6 +159,23 @@ pub fn terms(text: &str, cut: Cut) -> Vec<Term> {
     out
 }
 
+/// A name as people search matches it by its start: folded as a post's
+/// words are (case, accents, full-width forms), spaces trimmed and runs of
+/// them made one, so "ＺＨＡＮＧ  san" and "zhang san" are one key, and a
+/// prefix typed into a search box is folded the same way before it is
+/// compared. Names are not cut into words: 张 finds 张三, 三 does not.
+pub fn name_key(name: &str) -> String {
+    let folded = fold(name).text;
+    let mut key = String::with_capacity(folded.len());
+    for word in folded.split_whitespace() {
+        if !key.is_empty() {
+            key.push(' ');
+        }
+        key.push_str(word);
+    }
+    key
+}
+
 /// Spans a post's marks name at most: enough to show where the words are,
 /// few enough that a post of one word repeated costs no more than any.
 pub const MAX_MARKS: usize = 64;
@@ -213,6 +230,23 @@ mod tests {
         let indexed = words(text, Cut::Indexing);
         let asked = words(query, Cut::Querying);
         !asked.is_empty() && asked.iter().all(|w| indexed.contains(w))
+    }
+
+    #[test]
+    fn names_are_keyed_by_their_folded_start() {
+        let cases = [
+            ("Zhang San", "zhang san"),
+            ("  ＺＨＡＮＧ\t san ", "zhang san"),
+            ("Zoë", "zoe"),
+            ("张三", "张三"),
+            ("🐱 Cat", "🐱 cat"),
+            ("   ", ""),
+        ];
+        for (name, key) in cases {
+            assert_eq!(name_key(name), key, "{name:?}");
+        }
+        assert!(name_key("张三丰").starts_with(&name_key("张")));
+        assert!(!name_key("张三").starts_with(&name_key("三")));
     }
 
     #[test]

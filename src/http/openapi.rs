@@ -30,7 +30,7 @@ impl Modify for BearerAuth {
         super::social::hide, super::social::unhide, super::social::muted, super::social::hidden,
         super::labels::create, super::labels::list, super::labels::update, super::labels::delete,
         super::social::followers,
-        super::social::following, super::social::friends, super::feed::feed, super::search::search,
+        super::social::following, super::social::friends, super::feed::feed, super::search::search, super::search::search_users,
         super::notifications::list, super::notifications::unread, super::notifications::mark_read,
         super::stream::open, super::stream::ticket, super::stream::watch,
         super::exports::start, super::exports::list, super::exports::get, super::exports::link,

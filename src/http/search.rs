@@ -4,13 +4,17 @@ use actix_web::http::Method;
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 
-use super::extract::{query, AuthUser, PageQuery, PresentationQuery, ReadParams};
+use super::extract::{query, AuthUser, PageParams, PageQuery, PresentationQuery, ReadParams};
 use crate::error::AppError;
 use crate::service::read::post_json::page_bytes;
 use crate::service::{search, Context};
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.service(super::resource("/search", [(Method::GET, web::to(search))]));
+    cfg.service(super::resource("/search", [(Method::GET, web::to(search))]))
+        .service(super::resource(
+            "/search/users",
+            [(Method::GET, web::to(search_users))],
+        ));
 }
 
 /// `?q=&type=`.
@@ -23,21 +27,74 @@ pub struct SearchQuery {
     /// (UTC days, both included) and `has:media`. Words or `from:` are
     /// required, at most 12 words (422 otherwise, as for a day that is not
     /// one).
+    ///
+    /// With `type=users`: the start of a username or a nickname (folded
+    /// as words are: case, accents, full-width forms), 422 if it holds no
+    /// letter or digit.
     #[param(min_length = 1, max_length = 200)]
     q: String,
-    /// What to look for: `posts` (people are not searchable yet).
-    #[serde(rename = "type")]
+    /// What to look for: `posts` (the default) or `users`.
+    #[serde(rename = "type", default)]
     #[param(rename = "type", inline)]
-    // Read by serde alone: any other kind is refused (400) before the
-    // handler runs, and posts are the one kind there is.
-    #[allow(dead_code)]
-    kind: Option<SearchKind>,
+    kind: SearchKind,
 }
 
-#[derive(Deserialize, utoipa::ToSchema)]
+#[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SearchKind {
+    #[default]
     Posts,
+    Users,
+}
+
+/// `?prefix=`: what a search box holds so far.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PrefixQuery {
+    /// The start of a username or nickname, folded as words are (case,
+    /// accents, full-width forms); 422 if it holds no letter or digit.
+    #[param(min_length = 1, max_length = 64)]
+    prefix: String,
+}
+
+/// A page of people found: their cards, in the order of the name that
+/// matched.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct FoundPeoplePage {
+    items: Vec<crate::store::UserCard>,
+    /// Pass as `cursor` for the next page; null on the last one.
+    #[schema(rename = "nextCursor")]
+    next_cursor: Option<String>,
+    #[schema(rename = "serverTime")]
+    server_time: i64,
+}
+
+/// What a search answers: posts (`type=posts`) or people (`type=users`).
+/// Any of the two, not one of them: an empty page fits both.
+struct SearchAnswer;
+
+impl utoipa::PartialSchema for SearchAnswer {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::schema::AnyOfBuilder::new()
+            .item(utoipa::openapi::Ref::from_schema_name("FoundPostsPage"))
+            .item(utoipa::openapi::Ref::from_schema_name("FoundPeoplePage"))
+            .into()
+    }
+}
+impl utoipa::ToSchema for SearchAnswer {
+    fn schemas(
+        schemas: &mut Vec<(
+            String,
+            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+        )>,
+    ) {
+        use utoipa::PartialSchema;
+        schemas.push(("FoundPostsPage".into(), FoundPostsPage::schema()));
+        FoundPostsPage::schemas(schemas);
+        schemas.push(("FoundPeoplePage".into(), FoundPeoplePage::schema()));
+        FoundPeoplePage::schemas(schemas);
+    }
 }
 
 /// A page of posts found: a feed's page, and the words that matched in
@@ -59,9 +116,9 @@ pub struct FoundPostsPage {
 
 #[utoipa::path(get, path = "/api/v1/search", tag = "search",
     params(SearchQuery, PageQuery, PresentationQuery),
-    responses((status = 200, body = FoundPostsPage,
-               description = "posts the caller may read that hold every word, newest first: their own, the people they follow, and public posts"),
-              (status = 422, description = "a query that asks for no word, more than 12, or a day that is not one")),
+    responses((status = 200, body = SearchAnswer,
+               description = "type=posts: posts the caller may read that hold every word, newest first: their own, those of the people they follow, and public posts of accounts that let themselves be found; type=users: the cards of accounts whose username or nickname starts with q that the caller may find"),
+              (status = 422, description = "a query that asks for no word, more than 12, or a day that is not one; for people, one of no letter or digit")),
     security(("bearer" = [])))]
 pub async fn search(
     ctx: web::Data<Context>,
@@ -70,6 +127,19 @@ pub async fn search(
     params: ReadParams,
 ) -> Result<HttpResponse, AppError> {
     let asked: SearchQuery = query(&req)?;
+    if let SearchKind::Users = asked.kind {
+        let page = search::people(
+            &ctx,
+            user.uid,
+            &asked.q,
+            "q",
+            params.cursor,
+            params.limit,
+            params.pres.now,
+        )
+        .await?;
+        return Ok(HttpResponse::Ok().json(page));
+    }
     let found = search::posts(
         &ctx,
         user.uid,
@@ -93,4 +163,30 @@ pub async fn search(
     Ok(HttpResponse::Ok()
         .content_type("application/json")
         .body(body))
+}
+
+#[utoipa::path(get, path = "/api/v1/search/users", tag = "search",
+    params(PrefixQuery, PageQuery),
+    responses((status = 200, body = FoundPeoplePage,
+               description = "the cards of accounts whose username or nickname starts with the prefix that the caller may find, in that name's order: for a search box, as one types"),
+              (status = 422, description = "a prefix of no letter or digit")),
+    security(("bearer" = [])))]
+pub async fn search_users(
+    ctx: web::Data<Context>,
+    user: AuthUser,
+    req: actix_web::HttpRequest,
+    page: PageParams,
+) -> Result<HttpResponse, AppError> {
+    let asked: PrefixQuery = query(&req)?;
+    let found = search::people(
+        &ctx,
+        user.uid,
+        &asked.prefix,
+        "prefix",
+        page.cursor,
+        page.limit,
+        crate::ids::now_ms(),
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(found))
 }

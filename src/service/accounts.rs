@@ -114,6 +114,10 @@ pub struct ProfilePatch {
     /// How far back others see the caller's posts (WeChat's 最近三天 / 一个月 / 半年 / 全部).
     #[serde(default)]
     pub album_window: Option<AlbumWindow>,
+    /// Whether people who do not follow the caller may find them by name
+    /// and find their public posts by words (followers always can).
+    #[serde(default)]
+    pub findable: Option<bool>,
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -136,6 +140,9 @@ pub struct Me {
     pub created_at: i64,
     /// How far back others see this user's posts.
     pub album_window: AlbumWindow,
+    /// Whether people who do not follow this user may find them by name
+    /// and find their public posts by words.
+    pub findable: bool,
 }
 
 impl From<UserDoc> for Me {
@@ -148,6 +155,7 @@ impl From<UserDoc> for Me {
             roles: u.roles,
             created_at: u.created_at,
             album_window: u.album_window,
+            findable: u.findable,
         }
     }
 }
@@ -858,6 +866,10 @@ pub async fn update_me(ctx: &Context, uid: i64, patch: ProfilePatch) -> AppResul
         .map(HeadImg::parse)
         .transpose()?
         .map(HeadImg::into_inner);
+    let was_findable = match patch.findable {
+        Some(_) => me_doc(ctx, uid).await?.findable,
+        None => true,
+    };
     let user = ctx
         .docs
         .update_profile(
@@ -866,6 +878,7 @@ pub async fn update_me(ctx: &Context, uid: i64, patch: ProfilePatch) -> AppResul
                 nick_name: nick.as_deref(),
                 head_img: head.as_deref(),
                 album_window: patch.album_window,
+                findable: patch.findable,
             },
         )
         .await?
@@ -877,6 +890,11 @@ pub async fn update_me(ctx: &Context, uid: i64, patch: ProfilePatch) -> AppResul
             vec![LiveChange::Drop(LiveKey::Blob(BlobKey::Card(uid)))],
         )
         .await;
+    // Only a change: indexing an author's posts again is work in
+    // proportion to them, not to be had for the asking.
+    if patch.findable.is_some_and(|f| f != was_findable) {
+        super::search::reindex_author(ctx, uid);
+    }
     Ok(user.into())
 }
 

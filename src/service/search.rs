@@ -16,7 +16,7 @@
 //! moment later, and an index deleted or lost is rebuilt by reading them
 //! all again.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,16 +27,15 @@ use super::read::loader::Loader;
 use super::read::paging::fill_page;
 use super::read::post_json::PostJson;
 use super::read::responses::Page;
-use super::read::visibility::Relations;
+use super::read::visibility::{found_by_strangers, Relations};
 use super::Context;
 use super::Presentation;
 use crate::domain::cursor::Cursor;
-use crate::domain::post::Visibility;
 use crate::domain::search_query::PostQuery;
-use crate::domain::search_text::marks;
+use crate::domain::search_text::{marks, name_key};
 use crate::error::AppResult;
 use crate::store::search::{IndexedPost, PostSearch, SearchIndex};
-use crate::store::{PostDoc, StoreResult};
+use crate::store::{NameKey, PostDoc, StoreResult, UserCard, UserDoc};
 
 /// Posts read from the documents per indexing step.
 const INDEXING_BATCH: usize = 1000;
@@ -57,6 +56,9 @@ pub struct Search {
     index: Option<Arc<dyn SearchIndex>>,
     why_not: String,
     wake: tokio::sync::Notify,
+    /// Authors whose posts are being indexed again (`reindex_author`), and
+    /// whether their setting changed again since the pass began.
+    reindexing: std::sync::Mutex<std::collections::HashMap<i64, bool>>,
 }
 
 impl Search {
@@ -65,6 +67,7 @@ impl Search {
             index: Some(index),
             why_not: String::new(),
             wake: tokio::sync::Notify::new(),
+            reindexing: Default::default(),
         }
     }
 
@@ -74,6 +77,7 @@ impl Search {
             index: None,
             why_not: why,
             wake: tokio::sync::Notify::new(),
+            reindexing: Default::default(),
         }
     }
 
@@ -125,15 +129,105 @@ impl Search {
     }
 }
 
-/// What the index holds of a post.
-pub fn indexed(post: &PostDoc) -> IndexedPost {
+/// What the index holds of a post, its author letting themselves be found
+/// or not.
+pub fn indexed(post: &PostDoc, author_findable: bool) -> IndexedPost {
     IndexedPost {
         id: post.id,
         author: post.author_uid,
         createtime: post.createtime,
         content: post.content.clone(),
         has_media: !post.media.is_empty(),
-        findable: post.visibility == Visibility::Public,
+        findable: found_by_strangers(post.visibility, author_findable),
+    }
+}
+
+/// Of these posts' authors, those who let themselves be found, in one read.
+async fn findable_authors(ctx: &Context, posts: &[&PostDoc]) -> StoreResult<HashSet<i64>> {
+    let mut authors: Vec<i64> = posts.iter().map(|p| p.author_uid).collect();
+    authors.sort_unstable();
+    authors.dedup();
+    if authors.is_empty() {
+        return Ok(HashSet::new());
+    }
+    Ok(ctx
+        .docs
+        .users_for_indexing(&authors)
+        .await?
+        .into_iter()
+        .filter(|u| u.findable)
+        .map(|u| u.uid)
+        .collect())
+}
+
+/// Indexes `uid`'s posts again after they turned being found on or off,
+/// off the request's path, with the setting as the documents hold it when
+/// each pass starts: a change during a pass makes one more pass, and no
+/// author has two at once, however often they flip it. Until it is done
+/// (seconds for most authors, a batch of `INDEXING_BATCH` posts at a
+/// time) strangers may still find, or not yet find, some of their public
+/// posts, which anyone may read anyway. A pass cut short by a stop leaves
+/// the rest as they were until the index is rebuilt (`moments
+/// rebuild-search`).
+pub fn reindex_author(ctx: &Context, uid: i64) {
+    if ctx.search.index.is_none() {
+        return;
+    }
+    {
+        let mut running = ctx
+            .search
+            .reindexing
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(again) = running.get_mut(&uid) {
+            *again = true;
+            return;
+        }
+        running.insert(uid, false);
+    }
+    let ctx = ctx.clone();
+    tokio::spawn(async move {
+        loop {
+            if let Err(e) = reindex_pass(&ctx, uid).await {
+                tracing::warn!(uid, error = %e, "could not index an author's posts again; a rebuild will");
+            }
+            let mut running = ctx
+                .search
+                .reindexing
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            if running.get(&uid) == Some(&true) {
+                running.insert(uid, false);
+            } else {
+                running.remove(&uid);
+                return;
+            }
+        }
+    });
+}
+
+async fn reindex_pass(ctx: &Context, uid: i64) -> StoreResult<()> {
+    let index = ctx.search.index()?;
+    let Some(author) = ctx.docs.users_for_indexing(&[uid]).await?.pop() else {
+        return Ok(());
+    };
+    let mut before = None;
+    loop {
+        let ids = ctx
+            .docs
+            .post_ids_by_author(uid, before, INDEXING_BATCH)
+            .await?;
+        let posts = ctx.docs.posts_by_ids(&ids).await?;
+        let again: Vec<IndexedPost> = posts
+            .iter()
+            .filter(|p| !p.deleted)
+            .map(|p| indexed(p, author.findable))
+            .collect();
+        index.index_posts(&again).await?;
+        if ids.len() < INDEXING_BATCH {
+            return Ok(());
+        }
+        before = ids.last().copied();
     }
 }
 
@@ -159,11 +253,11 @@ impl Indexer {
                 break;
             };
             let unseen = |p: &&PostDoc| !self.unsettled.contains(&p.id);
-            let fresh: Vec<IndexedPost> = posts
+            let live: Vec<&PostDoc> = posts.iter().filter(|p| !p.deleted).filter(unseen).collect();
+            let findable = findable_authors(ctx, &live).await?;
+            let fresh: Vec<IndexedPost> = live
                 .iter()
-                .filter(|p| !p.deleted)
-                .filter(unseen)
-                .map(indexed)
+                .map(|p| indexed(p, findable.contains(&p.author_uid)))
                 .collect();
             // Deleted before this read: gone from the index too, in case
             // an earlier pass indexed them.
@@ -251,7 +345,7 @@ pub async fn posts(
         before: None,
         limit: 0,
     };
-    let (items, next_cursor) = fill_page(
+    let (items, _looked_past) = fill_page(
         limit,
         cursor.map(|c| c.0),
         |before, n| {
@@ -275,7 +369,6 @@ pub async fn posts(
     // holds the words. A full page always has a cursor (whether more
     // exist is not told); a short one has none, also when the rounds ran
     // out on hits the reader may not read (the README says so).
-    let _ = next_cursor;
     let next_cursor = (items.len() == limit)
         .then(|| items.last().map(|p| Cursor::encode(p.id)))
         .flatten();
@@ -324,4 +417,173 @@ fn content_of(post: &PostJson) -> String {
     serde_json::from_slice::<Content>(&post.json)
         .map(|c| c.content)
         .unwrap_or_default()
+}
+
+/// Accounts read per name per round at most, and rounds per page: a page
+/// looks at a bounded number of accounts, however many share a prefix.
+const PEOPLE_BATCH: usize = 200;
+const PEOPLE_ROUNDS: usize = 4;
+
+/// What a search box may send as the start of a name, in characters.
+pub const MAX_PREFIX_CHARS: usize = 64;
+
+/// A people search asks for letters: a prefix of none (spaces only) would
+/// ask for everyone. `field` is `prefix` (a search box's, at most
+/// `MAX_PREFIX_CHARS`) or `q` (a search's, at most `MAX_QUERY_CHARS`).
+fn name_prefix(prefix: &str, field: &'static str) -> AppResult<String> {
+    let max = match field {
+        "prefix" => MAX_PREFIX_CHARS,
+        _ => crate::domain::search_query::MAX_QUERY_CHARS,
+    };
+    if prefix.is_empty() {
+        return Err(crate::error::AppError::invalid(field, "is required"));
+    }
+    if prefix.chars().count() > max {
+        return Err(crate::error::AppError::invalid(
+            field,
+            format!("at most {max} characters"),
+        ));
+    }
+    let key = name_key(prefix);
+    if key.is_empty() {
+        return Err(crate::error::AppError::unprocessable(
+            field,
+            "holds no letter or digit to look for",
+        ));
+    }
+    Ok(key)
+}
+
+/// Where `user` stands in a people search for `key`: the smaller of its
+/// names that start with it (its username, when `key` could start one,
+/// and its folded nickname), and its uid. None if neither does.
+fn found_at(user: &UserDoc, key: &str, by_username: bool) -> Option<(String, i64)> {
+    let names = [
+        by_username.then(|| NameKey::Username.of(user)),
+        Some(NameKey::NickName.of(user)),
+    ];
+    names
+        .into_iter()
+        .flatten()
+        .filter(|n| n.starts_with(key))
+        .min()
+        .map(|n| (n, user.uid))
+}
+
+/// Accounts `reader` may find whose username or nickname starts with
+/// `prefix` (folded as `search_text::name_key` folds it), in the order of
+/// that name, past `after` (the last account the previous page showed).
+/// Each is one the rules let the reader find (`Relations::finds_person`):
+/// never an account blocked either way, suspended or erased, and one that
+/// turned being found off only by those who follow it.
+pub async fn people(
+    ctx: &Context,
+    reader: i64,
+    prefix: &str,
+    field: &'static str,
+    after: Option<Cursor>,
+    limit: usize,
+    now: i64,
+) -> AppResult<Page<UserCard>> {
+    let key = name_prefix(prefix, field)?;
+    super::rate_limits::enforce(
+        ctx,
+        &super::rate_limits::search_budgets(ctx.settings.rate_limits.as_ref(), reader),
+    )
+    .await?;
+    // A username is lowercase letters, digits and `_.-`: another key
+    // starts none, and only nicknames are read.
+    let by_username = key
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+    // The page goes on from the last account shown, where its names put
+    // it now (a rename since may show some accounts again).
+    let mut from = match after {
+        None => None,
+        Some(Cursor(uid)) => ctx
+            .docs
+            .users_by_ids(&[uid])
+            .await?
+            .first()
+            .and_then(|u| found_at(u, &key, by_username)),
+    };
+    let mut loader = Loader::new(ctx);
+    let loaded = loader
+        .load(&[], &Relations::reads(ctx, Some(reader)))
+        .await?;
+    loader.finish("search_people");
+    let rel = Relations::from_loaded(Some(reader), &loaded);
+    let mut found: Vec<UserCard> = Vec::new();
+    let mut batch = (limit + 1).min(PEOPLE_BATCH);
+    for _ in 0..PEOPLE_ROUNDS {
+        let read = |by: NameKey| {
+            let (key, from) = (key.clone(), from.clone());
+            async move {
+                if by == NameKey::Username && !by_username {
+                    return Ok(Vec::new());
+                }
+                ctx.docs.users_by_name_prefix(by, &key, from, batch).await
+            }
+        };
+        let (by_name, by_nick) =
+            tokio::try_join!(read(NameKey::Username), read(NameKey::NickName))?;
+        // Each list is whole up to its last name when it came back full:
+        // past the smaller of those, the other may be missing accounts.
+        let frontier = [(NameKey::Username, &by_name), (NameKey::NickName, &by_nick)]
+            .into_iter()
+            .filter(|(_, list)| list.len() == batch)
+            .filter_map(|(by, list)| list.last().map(|u| (by.of(u), u.uid)))
+            .min();
+        let ended = by_name.len() < batch && by_nick.len() < batch;
+        let mut candidates: Vec<((String, i64), UserDoc)> = Vec::new();
+        for (by, list) in [(NameKey::Username, by_name), (NameKey::NickName, by_nick)] {
+            for user in list {
+                let at = (by.of(&user), user.uid);
+                // An account both of whose names match shows once, at the
+                // smaller.
+                if found_at(&user, &key, by_username).as_ref() == Some(&at) {
+                    candidates.push((at, user));
+                }
+            }
+        }
+        candidates.sort_by(|a, b| a.0.cmp(&b.0));
+        candidates.dedup_by(|a, b| a.0 == b.0);
+        if let Some(frontier) = &frontier {
+            candidates.retain(|(at, _)| at <= frontier);
+        }
+        let rel = super::read::visibility_reads::knowing(
+            ctx,
+            &rel,
+            candidates.iter().map(|(_, u)| u.uid),
+        )
+        .await?;
+        for (_, user) in candidates {
+            if found.len() == limit {
+                break;
+            }
+            if !user.is_erased()
+                && !user.is_withheld(now)
+                && rel.finds_person(user.uid, user.findable)
+            {
+                found.push(user.card());
+            }
+        }
+        if found.len() == limit || ended {
+            break;
+        }
+        // Not full and not ended: every account up to the frontier was
+        // judged, and the next round reads past it.
+        from = frontier;
+        batch = (batch * 2).min(PEOPLE_BATCH);
+    }
+    // As for posts: a full page goes on after its last account shown; a
+    // short one has no next.
+    let next_cursor = (found.len() == limit)
+        .then(|| found.last().map(|c| Cursor::encode(c.uid)))
+        .flatten();
+    Ok(Page {
+        items: found,
+        next_cursor,
+        server_time: now,
+    })
 }

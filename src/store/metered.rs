@@ -213,7 +213,10 @@ metered! {
         counted fn insert_user(user: &UserDoc) -> ();
         counted fn user_by_username(username: &str) -> Option<UserDoc>;
         batch(uids) fn users_by_ids(uids: &[i64]) -> Vec<UserDoc>;
+        // The search indexer, not a request's round trip.
+        background fn users_for_indexing(uids: &[i64]) -> Vec<UserDoc>;
         batch(usernames) fn users_by_usernames(usernames: &[String]) -> Vec<UserDoc>;
+        counted fn users_by_name_prefix(by: NameKey, prefix: &str, after: Option<(String, i64)>, limit: usize) -> Vec<UserDoc>;
         counted fn set_roles(uid: i64, roles: &[String]) -> bool;
         counted fn set_suspension(uid: i64, until: i64) -> bool;
         counted fn extend_suspension(uid: i64, until: i64) -> ();

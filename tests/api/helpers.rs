@@ -217,11 +217,16 @@ impl TestApp {
 
     /// Registers and signs in a user.
     pub async fn user(&self, name: &str) -> User {
+        self.user_nicknamed(name, &format!("{name}昵称")).await
+    }
+
+    /// Registers and signs in a user with this nickname.
+    pub async fn user_nicknamed(&self, name: &str, nick: &str) -> User {
         let (s, card) = self
             .post(
                 "/api/v1/users",
                 None,
-                serde_json::json!({"username": name, "password": "password-123", "nickName": format!("{name}昵称")}),
+                serde_json::json!({"username": name, "password": "password-123", "nickName": nick}),
             )
             .await;
         assert_eq!(s, StatusCode::CREATED, "{card}");
@@ -256,6 +261,26 @@ impl TestApp {
             uid: me["uid"].as_i64().unwrap(),
             token,
         }
+    }
+
+    /// Posts `body` as `user`; the new post's id.
+    pub async fn post_with(&self, user: &User, body: Value) -> i64 {
+        let (s, post) = self.post("/api/v1/posts", Some(&user.token), body).await;
+        assert_eq!(s.as_u16(), 201, "{post}");
+        post["id"].as_i64().unwrap()
+    }
+
+    /// Deletes `who`'s account (their password given, as the API asks).
+    pub async fn delete_account(&self, who: &User) {
+        let (s, body) = self
+            .call(
+                Method::DELETE,
+                "/api/v1/me",
+                Some(&who.token),
+                Some(serde_json::json!({"password": "password-123"})),
+            )
+            .await;
+        assert_eq!(s.as_u16(), 204, "{body}");
     }
 
     pub async fn text_post(&self, user: &User, content: &str) -> i64 {

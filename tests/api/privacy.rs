@@ -3,7 +3,7 @@
 //! `only` / `except` audiences (部分可见 / 不给谁看), on every read a post
 //! reaches: single reads, feeds, albums, comments, likes.
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::helpers::{
     assert_problem, every_item, follow, ids, settle, spawn_app, whole_feed, TestApp, User,
@@ -12,12 +12,6 @@ use crate::helpers::{
 async fn friends(app: &TestApp, a: &User, b: &User) {
     follow(app, a, b).await;
     follow(app, b, a).await;
-}
-
-async fn post_with(app: &TestApp, user: &User, body: Value) -> i64 {
-    let (s, post) = app.post("/api/v1/posts", Some(&user.token), body).await;
-    assert_eq!(s.as_u16(), 201, "{post}");
-    post["id"].as_i64().unwrap()
 }
 
 /// Whether `viewer` can read the post by itself (200) or is told it does
@@ -119,12 +113,12 @@ async fn a_hide_keeps_every_post_of_mine_from_them_as_if_private() {
     friends(&app, &me, &them).await;
     friends(&app, &me, &other).await;
     let public = app.text_post(&me, "public").await;
-    let for_friends = post_with(
-        &app,
-        &me,
-        json!({"category": "TEXT", "content": "friends", "visibility": "friends"}),
-    )
-    .await;
+    let for_friends = app
+        .post_with(
+            &me,
+            json!({"category": "TEXT", "content": "friends", "visibility": "friends"}),
+        )
+        .await;
     settle(&app).await;
     assert_eq!(whole_feed(&app, &them, 5).await, vec![for_friends, public]);
 
@@ -350,20 +344,20 @@ async fn only_and_except_posts_follow_their_labels_as_they_are_now() {
     }
     follow(&app, &follower, &me).await;
     let fam = label(&app, &me, "家人", &[family.uid]).await;
-    let only = post_with(
-        &app,
-        &me,
-        json!({"category": "TEXT", "content": "only", "visibility": "only",
+    let only = app
+        .post_with(
+            &me,
+            json!({"category": "TEXT", "content": "only", "visibility": "only",
                "audience": {"labels": [fam], "uids": [named.uid]}}),
-    )
-    .await;
-    let except = post_with(
-        &app,
-        &me,
-        json!({"category": "TEXT", "content": "except", "visibility": "except",
+        )
+        .await;
+    let except = app
+        .post_with(
+            &me,
+            json!({"category": "TEXT", "content": "except", "visibility": "except",
                "audience": {"labels": [fam]}}),
-    )
-    .await;
+        )
+        .await;
     settle(&app).await;
     check(
         &app,
@@ -581,13 +575,13 @@ async fn labels_hold_friends_and_audiences_name_only_the_authors_labels() {
         .contains(&fan.uid.to_string()));
     // Nothing was published by the refusals.
     assert!(album(&app, &me, &me).await.is_empty());
-    let ok = post_with(
-        &app,
-        &me,
-        json!({"category": "TEXT", "content": "x", "visibility": "only",
+    let ok = app
+        .post_with(
+            &me,
+            json!({"category": "TEXT", "content": "x", "visibility": "only",
                "audience": {"labels": [close]}, "mentions": [friend.uid]}),
-    )
-    .await;
+        )
+        .await;
     let (_, notes) = app.get("/api/v1/notifications", Some(&friend.token)).await;
     assert_eq!(notes["items"][0]["kind"], "mention");
     assert_eq!(notes["items"][0]["post"]["id"], ok);
@@ -683,7 +677,7 @@ async fn the_visibility_matrix_holds_through_the_api() {
             body["audience"] = audience.clone();
             serde_json::from_value(audience.clone()).unwrap()
         });
-        recent.push(post_with(&app, &author, body).await);
+        recent.push(app.post_with(&author, body).await);
         old.push(old_post_as(&app, &author, 10, v, named_audience).await);
     }
     settle(&app).await;
@@ -800,12 +794,12 @@ async fn a_reply_to_someone_hidden_from_me_is_hidden_with_them() {
         friends(&app, &author, f).await;
     }
     friends(&app, &me, &mine).await;
-    let post = post_with(
-        &app,
-        &author,
-        json!({"category": "TEXT", "content": "friends", "visibility": "friends"}),
-    )
-    .await;
+    let post = app
+        .post_with(
+            &author,
+            json!({"category": "TEXT", "content": "friends", "visibility": "friends"}),
+        )
+        .await;
     let theirs = app.comment(&stranger, post, "stranger's", None).await["id"]
         .as_i64()
         .unwrap();

@@ -51,12 +51,6 @@ async fn app() -> TestApp {
     spawn_app_with(settings).await
 }
 
-async fn post_with(app: &TestApp, user: &User, body: Value) -> i64 {
-    let (s, post) = app.post("/api/v1/posts", Some(&user.token), body).await;
-    assert_eq!(s.as_u16(), 201, "{post}");
-    post["id"].as_i64().unwrap()
-}
-
 #[tokio::test]
 async fn posts_are_found_by_their_chinese_and_english_words() {
     let app = app().await;
@@ -98,8 +92,7 @@ async fn a_reader_finds_only_what_the_rules_let_them_read() {
     follow(&app, &ann, &friend).await;
     follow(&app, &friend, &ann).await;
     follow(&app, &follower, &ann).await;
-    let secret = post_with(
-        &app,
+    let secret = app.post_with(
         &ann,
         json!({"category": "TEXT", "content": "秘密基地 secret hideout", "visibility": "friends"}),
     )
@@ -144,8 +137,7 @@ async fn a_page_is_filled_past_the_hits_a_reader_may_not_see() {
     let public = app.text_post(&ann, "needle in the open").await;
     let mut last = 0;
     for i in 0..24 {
-        last = post_with(
-            &app,
+        last = app.post_with(
             &ann,
             json!({"category": "TEXT", "content": format!("needle {i} for friends"), "visibility": "friends"}),
         )
@@ -163,12 +155,12 @@ async fn a_page_is_filled_past_the_hits_a_reader_may_not_see() {
     // A cursor never points past a hit the reader may not read (its id
     // would tell when a hidden post holding the words was written): after
     // a full page it names the last post shown.
-    let hidden = post_with(
-        &app,
-        &ann,
-        json!({"category": "TEXT", "content": "a private thimble", "visibility": "private"}),
-    )
-    .await;
+    let hidden = app
+        .post_with(
+            &ann,
+            json!({"category": "TEXT", "content": "a private thimble", "visibility": "private"}),
+        )
+        .await;
     let own = app.text_post(&follower, "my own thimble").await;
     indexed(&app, &follower, "thimble", own).await;
     assert!(own > hidden);
@@ -265,7 +257,7 @@ async fn a_search_that_asks_too_much_or_nothing_is_refused() {
         assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{unclear:?}: {p}");
     }
     assert_problem(
-        &search(&app, &ann, "x", "&type=users").await,
+        &search(&app, &ann, "x", "&type=places").await,
         400,
         "invalid_input",
     );
@@ -288,4 +280,227 @@ async fn a_search_that_asks_too_much_or_nothing_is_refused() {
     }
     let refused = refused.expect("the 13th search of a budget of 12 is refused");
     assert_eq!(refused["status"], 429, "{refused}");
+}
+
+/// `who`'s first page of people for `prefix`, as (uid, nickName).
+async fn people(app: &TestApp, who: &User, prefix: &str) -> Vec<(i64, String)> {
+    let (s, page) = app
+        .get(
+            &format!("/api/v1/search/users?prefix={}", encoded(prefix)),
+            Some(&who.token),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{page}");
+    page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["uid"].as_i64().unwrap(),
+                c["nickName"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+async fn set_profile(app: &TestApp, who: &User, patch: Value) {
+    let (s, me) = app
+        .call(
+            reqwest::Method::PATCH,
+            "/api/v1/me",
+            Some(&who.token),
+            Some(patch),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{me}");
+}
+
+fn uids(found: &[(i64, String)]) -> Vec<i64> {
+    found.iter().map(|(u, _)| *u).collect()
+}
+
+#[tokio::test]
+async fn people_are_found_by_the_start_of_a_username_or_nickname() {
+    let app = app().await;
+    let me = app.user_nicknamed("reader", "读者").await;
+    let san = app.user_nicknamed("zhangsan", "张三").await;
+    let wei = app.user_nicknamed("zhangwei", "Zhang Wei").await;
+    let zoe = app.user_nicknamed("zoe_w", "Zoë Wang").await;
+    let li = app.user_nicknamed("lisi", "李四").await;
+
+    // In the order of the name that matched ("zhang wei" before
+    // "zhangsan"); an account both of whose names match shows once.
+    assert_eq!(
+        uids(&people(&app, &me, "zhang").await),
+        vec![wei.uid, san.uid]
+    );
+    assert_eq!(uids(&people(&app, &me, "ZHANGS").await), vec![san.uid]);
+    // By nickname: Chinese, accents and full-width forms folded, spaces
+    // kept as one.
+    assert_eq!(
+        people(&app, &me, "张").await,
+        vec![(san.uid, "张三".to_string())]
+    );
+    assert_eq!(uids(&people(&app, &me, "zhang  w").await), vec![wei.uid]);
+    assert_eq!(
+        uids(&people(&app, &me, "ＺＨＡＮＧ ＷＥＩ").await),
+        vec![wei.uid]
+    );
+    assert_eq!(uids(&people(&app, &me, "zoe").await), vec![zoe.uid]);
+    // The start only: 三 is inside 张三, not its start.
+    assert!(people(&app, &me, "三").await.is_empty());
+    // A rename moves the account at once: the old nickname finds it no more.
+    set_profile(&app, &li, json!({"nickName": "王五"})).await;
+    assert!(people(&app, &me, "李").await.is_empty());
+    assert_eq!(uids(&people(&app, &me, "王").await), vec![li.uid]);
+    // The same through the search's people kind.
+    let (s, page) = app
+        .get(
+            &format!("/api/v1/search?type=users&q={}", encoded("王")),
+            Some(&me.token),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{page}");
+    assert_eq!(page["items"][0]["uid"], li.uid);
+    assert!(page.get("marks").is_none(), "{page}");
+}
+
+#[tokio::test]
+async fn people_search_pages_through_every_match_once() {
+    let app = app().await;
+    let me = app.user_nicknamed("pager", "Pager").await;
+    let mut made = vec![me.uid];
+    for i in 0..6 {
+        // Every other one matches by its nickname alone.
+        let (name, nick) = if i % 2 == 0 {
+            (format!("pager{i}"), format!("n{i}"))
+        } else {
+            (format!("other{i}"), format!("Pager {i}"))
+        };
+        made.push(app.user_nicknamed(&name, &nick).await.uid);
+    }
+    let mut seen = Vec::new();
+    let mut cursor = String::new();
+    for _ in 0..10 {
+        let (s, page) = app
+            .get(
+                &format!("/api/v1/search/users?prefix=pager&limit=2&cursor={cursor}"),
+                Some(&me.token),
+            )
+            .await;
+        assert_eq!(s, StatusCode::OK, "{page}");
+        let items = page["items"].as_array().unwrap();
+        assert!(items.len() <= 2);
+        seen.extend(items.iter().map(|c| c["uid"].as_i64().unwrap()));
+        match page["nextCursor"].as_str() {
+            Some(c) => cursor = c.to_string(),
+            None => break,
+        }
+    }
+    let mut sorted = seen.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted.len(), seen.len(), "no account twice: {seen:?}");
+    made.sort_unstable();
+    assert_eq!(sorted, made);
+}
+
+#[tokio::test]
+async fn people_search_keeps_to_who_may_find_whom() {
+    let app = app().await;
+    let me = app.user_nicknamed("finder", "Finder").await;
+    let fan = app.user_nicknamed("finder_fan", "Fan").await;
+    let shy = app.user_nicknamed("hidden_shy", "Shy").await;
+    let blocker = app.user_nicknamed("hidden_blocker", "Blocker").await;
+    let blocked = app.user_nicknamed("hidden_blocked", "Blocked").await;
+    let gone = app.user_nicknamed("hidden_gone", "Gone").await;
+    let open = app.user_nicknamed("hidden_open", "Open").await;
+
+    // One who turned being found off: found by those who follow them.
+    set_profile(&app, &shy, json!({"findable": false})).await;
+    let (_, mine) = app.get("/api/v1/me", Some(&shy.token)).await;
+    assert_eq!(mine["findable"], false);
+    follow(&app, &fan, &shy).await;
+    // Blocks, either way.
+    app.put(
+        &format!("/api/v1/users/{}/block", me.uid),
+        Some(&blocker.token),
+    )
+    .await;
+    app.put(
+        &format!("/api/v1/users/{}/block", blocked.uid),
+        Some(&me.token),
+    )
+    .await;
+    // A deleted account.
+    app.delete_account(&gone).await;
+
+    assert_eq!(uids(&people(&app, &me, "hidden").await), vec![open.uid]);
+    assert_eq!(
+        uids(&people(&app, &fan, "hidden").await),
+        vec![blocked.uid, blocker.uid, open.uid, shy.uid]
+    );
+    // Oneself, always.
+    assert_eq!(uids(&people(&app, &shy, "hidden_s").await), vec![shy.uid]);
+    // Found again once they allow it.
+    set_profile(&app, &shy, json!({"findable": true})).await;
+    assert_eq!(
+        uids(&people(&app, &me, "hidden").await),
+        vec![open.uid, shy.uid]
+    );
+}
+
+#[tokio::test]
+async fn public_posts_of_one_who_is_not_findable_are_found_by_followers_only() {
+    let app = app().await;
+    let shy = app.user("shy").await;
+    let fan = app.user("fan").await;
+    let stranger = app.user("stranger").await;
+    follow(&app, &fan, &shy).await;
+    set_profile(&app, &shy, json!({"findable": false})).await;
+    let post = app.text_post(&shy, "a quiet lighthouse").await;
+    indexed(&app, &fan, "lighthouse", post).await;
+    assert!(found(&app, &stranger, "lighthouse").await.is_empty());
+    // Allowing it indexes their posts again, for everyone to find.
+    set_profile(&app, &shy, json!({"findable": true})).await;
+    wait_until("the post found by a stranger", || async {
+        found(&app, &stranger, "lighthouse").await == vec![post]
+    })
+    .await;
+    // And turning it off again takes them out.
+    set_profile(&app, &shy, json!({"findable": false})).await;
+    wait_until("the post no longer found by a stranger", || async {
+        found(&app, &stranger, "lighthouse").await.is_empty()
+    })
+    .await;
+    assert_eq!(found(&app, &fan, "lighthouse").await, vec![post]);
+}
+
+#[tokio::test]
+async fn a_people_search_of_no_letter_or_past_its_bounds_is_refused() {
+    let app = app().await;
+    let me = app.user("asker").await;
+    for (path, status) in [
+        ("/api/v1/search/users?prefix=%20%20", 422),
+        ("/api/v1/search/users?prefix=", 400),
+        ("/api/v1/search/users", 400),
+        ("/api/v1/search?type=users&q=%20", 422),
+        ("/api/v1/search?type=people&q=ann", 400),
+        ("/api/v1/search/users?prefix=ann&limit=101", 400),
+    ] {
+        let (s, body) = app.get(path, Some(&me.token)).await;
+        assert_eq!(s.as_u16(), status, "{path}: {body}");
+        assert_eq!(body["status"], status, "{path}: {body}");
+    }
+    let long = "a".repeat(65);
+    let (s, _) = app
+        .get(
+            &format!("/api/v1/search/users?prefix={long}"),
+            Some(&me.token),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 400);
+    let (s, _) = app.get("/api/v1/search/users?prefix=ann", None).await;
+    assert_eq!(s.as_u16(), 401);
 }

@@ -570,15 +570,7 @@ async fn snapshots_are_erased_with_the_deleted_account_once_closed_and_after_the
     )
     .await;
     assert_eq!(s, 200);
-    let (s, v) = app
-        .call(
-            reqwest::Method::DELETE,
-            "/api/v1/me",
-            Some(&gone.token),
-            Some(json!({"password": "password-123"})),
-        )
-        .await;
-    assert_eq!(s.as_u16(), 204, "{v}");
+    app.delete_account(&gone).await;
     let snapshot_of = |state: &'static str, post: i64| {
         let (app, m) = (&app, &m);
         async move {

@@ -437,6 +437,31 @@ pub fn shows_actor(post: &PostBody, rel: &Relations, actor: i64) -> bool {
     sight(post, rel).shows_actor(rel, actor)
 }
 
+/// Whether a post can be found by its words by readers outside its
+/// author's circle (the author and those who follow them, who find every
+/// post of the author's they may read): only a public post of an author
+/// who lets themselves be found (`UserDoc::findable`). What the search
+/// index holds of each post; who may read a hit is still `sight`'s.
+pub fn found_by_strangers(visibility: Visibility, author_findable: bool) -> bool {
+    visibility == Visibility::Public && author_findable
+}
+
+impl Relations {
+    /// Whether the viewer may find account `uid` by its name (people
+    /// search): themselves; anyone else only if no block stands between
+    /// them either way, and if the account lets itself be found or the
+    /// viewer follows it already. An anonymous viewer finds no one.
+    pub fn finds_person(&self, uid: i64, findable: bool) -> bool {
+        if self.viewer.is_none() {
+            return false;
+        }
+        if Some(uid) == self.viewer {
+            return true;
+        }
+        !self.blocked(uid) && (findable || self.sets.following.contains(&uid))
+    }
+}
+
 /// Whose home feeds a new post is pushed to: the same audience `sight`
 /// lets read it (a follower outside it would only have it filtered out).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -583,6 +608,51 @@ mod tests {
             matches!(r, FriendInLabel | FollowerInLabel),
         );
         rel
+    }
+
+    /// Who finds the author by name (people search), by the viewer's
+    /// relation and whether the author lets themselves be found.
+    #[test]
+    fn who_finds_a_person_by_relation_and_setting() {
+        use Relation::*;
+        // (relation, finds when findable, finds when not)
+        let table: [(Relation, bool, bool); 12] = [
+            (Anonymous, false, false),
+            (Author, true, true),
+            (Stranger, true, false),
+            (Follower, true, true),
+            (Friend, true, true),
+            (BlockedByViewer, false, false),
+            (BlockingViewer, false, false),
+            (MutedByViewer, true, true),
+            (HidingFromViewer, true, true),
+            (FriendInLabel, true, true),
+            (FriendNamed, true, true),
+            (FollowerInLabel, true, true),
+        ];
+        assert_eq!(table.map(|row| row.0), RELATIONS);
+        for (r, when_findable, when_not) in table {
+            let rel = relations(r);
+            assert_eq!(
+                rel.finds_person(AUTHOR, true),
+                when_findable,
+                "{r:?}, findable"
+            );
+            assert_eq!(
+                rel.finds_person(AUTHOR, false),
+                when_not,
+                "{r:?}, not findable"
+            );
+        }
+    }
+
+    #[test]
+    fn only_public_posts_of_findable_authors_are_found_by_strangers() {
+        use Visibility::*;
+        for v in [Public, Followers, Friends, Private, Only, Except] {
+            assert_eq!(found_by_strangers(v, true), v == Public, "{v:?}");
+            assert!(!found_by_strangers(v, false), "{v:?}");
+        }
     }
 
     fn post(visibility: Visibility, age: i64) -> PostBody {

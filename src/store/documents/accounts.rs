@@ -45,10 +45,19 @@ pub struct UserDoc {
     /// after, with nothing to undo.
     #[serde(rename = "suspendedUntil", default, skip_serializing_if = "is_zero")]
     pub suspended_until: i64,
+    /// Whether people who do not follow this account may find it by name
+    /// and find its public posts by their words (`service::search`); its
+    /// followers always can. On unless the user turns it off.
+    #[serde(default = "yes", deserialize_with = "crate::store::lenient_bool")]
+    pub findable: bool,
 }
 
 fn is_zero(n: &i64) -> bool {
     *n == 0
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// `suspendedUntil` of a banned account: suspended until an admin lifts it.
@@ -73,6 +82,7 @@ impl UserDoc {
             album_window: AlbumWindow::All,
             credential_gen: 0,
             suspended_until: 0,
+            findable: true,
         }
     }
 
@@ -142,6 +152,27 @@ pub struct ProfileChange<'a> {
     pub nick_name: Option<&'a str>,
     pub head_img: Option<&'a str>,
     pub album_window: Option<AlbumWindow>,
+    pub findable: Option<bool>,
+}
+
+/// Which of an account's names a people search reads by its start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameKey {
+    /// The username, as it is (lowercase already).
+    Username,
+    /// The nickname folded (`search_text::name_key`): what the stores
+    /// index beside the account (`nickKey`).
+    NickName,
+}
+
+impl NameKey {
+    /// `user`'s name of this kind, as the index orders it.
+    pub fn of(self, user: &UserDoc) -> String {
+        match self {
+            NameKey::Username => user.username.clone(),
+            NameKey::NickName => crate::domain::search_text::name_key(&user.nick_name),
+        }
+    }
 }
 
 /// A user's card: what every list shows next to an item.
@@ -252,8 +283,26 @@ pub trait AccountDocs: Send + Sync {
 
     async fn users_by_ids(&self, uids: &[i64]) -> StoreResult<Vec<UserDoc>>;
 
+    /// `users_by_ids` for work off any request's path (the search
+    /// indexer), which the round-trip counters leave out.
+    async fn users_for_indexing(&self, uids: &[i64]) -> StoreResult<Vec<UserDoc>> {
+        self.users_by_ids(uids).await
+    }
+
     /// Users by (normalised) username, one round trip for all of them.
     async fn users_by_usernames(&self, usernames: &[String]) -> StoreResult<Vec<UserDoc>>;
+
+    /// Up to `limit` accounts whose name `by` starts with `prefix` (a
+    /// `search_text::name_key` for nicknames), ordered by that name and
+    /// then uid, from just past `after` (a name and a uid) when given:
+    /// one indexed range read, however many accounts there are.
+    async fn users_by_name_prefix(
+        &self,
+        by: NameKey,
+        prefix: &str,
+        after: Option<(String, i64)>,
+        limit: usize,
+    ) -> StoreResult<Vec<UserDoc>>;
 
     /// Sets an account's roles; false when there is no such account.
     async fn set_roles(&self, uid: i64, roles: &[String]) -> StoreResult<bool>;

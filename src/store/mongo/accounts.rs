@@ -1,7 +1,8 @@
 //! `AccountDocs` on MongoDB: accounts and their sessions.
 
 use super::*;
-use crate::store::{AccountDocs, ProfileChange};
+use crate::domain::search_text::name_key;
+use crate::store::{AccountDocs, NameKey, ProfileChange};
 
 #[async_trait]
 impl AccountDocs for MongoDocs {
@@ -10,6 +11,7 @@ impl AccountDocs for MongoDocs {
         // Counted from the start; see `count_follow`.
         d.insert("followersCount", 0_i64);
         d.insert("followingCount", 0_i64);
+        d.insert("nickKey", name_key(&user.nick_name));
         insert_new(&self.db.collection::<Document>("users"), &d, "username").await
     }
 
@@ -37,6 +39,41 @@ impl AccountDocs for MongoDocs {
         .await
     }
 
+    async fn users_by_name_prefix(
+        &self,
+        by: NameKey,
+        prefix: &str,
+        after: Option<(String, i64)>,
+        limit: usize,
+    ) -> StoreResult<Vec<UserDoc>> {
+        let field = match by {
+            NameKey::Username => "username",
+            NameKey::NickName => "nickKey",
+        };
+        // Every string that starts with `prefix` sorts below it followed
+        // by the largest character.
+        let end = format!("{prefix}\u{10FFFF}");
+        let mut filter = doc! { field: { "$gte": prefix, "$lt": &end } };
+        if let Some((name, uid)) = after {
+            filter.insert(
+                "$or",
+                vec![
+                    doc! { field: { "$gt": &name } },
+                    doc! { field: &name, "_id": { "$gt": uid } },
+                ],
+            );
+        }
+        collect(
+            self.users()
+                .find(filter)
+                .sort(doc! { field: 1, "_id": 1 })
+                .limit(limit as i64)
+                .await
+                .map_err(classify)?,
+        )
+        .await
+    }
+
     async fn update_profile(
         &self,
         uid: i64,
@@ -45,6 +82,10 @@ impl AccountDocs for MongoDocs {
         let mut set = Document::new();
         if let Some(n) = change.nick_name {
             set.insert("nickName", n);
+            set.insert("nickKey", name_key(n));
+        }
+        if let Some(f) = change.findable {
+            set.insert("findable", f);
         }
         if let Some(h) = change.head_img {
             set.insert("headImg", h);
@@ -259,6 +300,7 @@ impl AccountDocs for MongoDocs {
                 doc! { "$set": {
                     "username": UserDoc::erased_username(uid),
                     "nickName": "",
+                    "nickKey": "",
                     "headImg": "",
                     "passwordHash": "",
                     "roles": [],

@@ -244,6 +244,33 @@ impl MongoDocs {
         }
     }
 
+    /// Gives accounts made before people search their folded nickname
+    /// (`nickKey`), which the search reads by its start: a few hundred at
+    /// a time, once, at start-up (none lack it after that).
+    async fn backfill_nick_keys(&self) -> StoreResult<()> {
+        const BATCH: i64 = 500;
+        loop {
+            let users: Vec<UserDoc> = collect(
+                self.users()
+                    .find(doc! { "nickKey": { "$exists": false } })
+                    .limit(BATCH)
+                    .await
+                    .map_err(classify)?,
+            )
+            .await?;
+            for u in &users {
+                let key = crate::domain::search_text::name_key(&u.nick_name);
+                self.users()
+                    .update_one(doc! { "_id": u.uid }, doc! { "$set": { "nickKey": key } })
+                    .await
+                    .map_err(classify)?;
+            }
+            if (users.len() as i64) < BATCH {
+                return Ok(());
+            }
+        }
+    }
+
     /// Counts an account's edges once and keeps the counts on its document,
     /// for accounts made before the counters were.
     async fn backfill_follow_counts(&self, uid: i64) -> StoreResult<(u64, u64)> {
@@ -555,7 +582,8 @@ impl DocStore for MongoDocs {
     }
 
     async fn apply_schemas(&self) -> StoreResult<()> {
-        collections::apply(&self.db).await
+        collections::apply(&self.db).await?;
+        self.backfill_nick_keys().await
     }
 
     async fn post_ids_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<i64>> {

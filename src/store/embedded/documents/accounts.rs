@@ -1,7 +1,8 @@
 //! `AccountDocs` on redb: accounts and their sessions.
 
 use super::*;
-use crate::store::{AccountDocs, ProfileChange};
+use crate::domain::search_text::name_key;
+use crate::store::{AccountDocs, NameKey, ProfileChange};
 
 #[async_trait]
 impl AccountDocs for EmbeddedDocs {
@@ -23,6 +24,10 @@ impl AccountDocs for EmbeddedDocs {
             }
             names
                 .insert(user.username.as_str(), id(user.uid))
+                .map_err(other)?;
+            txn.open_table(USERS_BY_NICK_KEY)
+                .map_err(other)?
+                .insert((name_key(&user.nick_name).as_str(), id(user.uid)), ())
                 .map_err(other)?;
             let mut users = txn.open_table(USERS).map_err(other)?;
             users
@@ -79,6 +84,63 @@ impl AccountDocs for EmbeddedDocs {
         .await
     }
 
+    async fn users_by_name_prefix(
+        &self,
+        by: NameKey,
+        prefix: &str,
+        after: Option<(String, i64)>,
+        limit: usize,
+    ) -> StoreResult<Vec<UserDoc>> {
+        let prefix = prefix.to_string();
+        self.read(move |txn| {
+            let from = match &after {
+                Some((name, _)) if name.as_str() > prefix.as_str() => name.clone(),
+                _ => prefix.clone(),
+            };
+            let past = |name: &str, uid: u64| match &after {
+                Some((n, u)) => (name, uid as i64) > (n.as_str(), *u),
+                None => true,
+            };
+            let mut uids = Vec::with_capacity(limit);
+            match by {
+                NameKey::Username => {
+                    let names = txn.open_table(USERNAMES).map_err(other)?;
+                    for entry in names.range(from.as_str()..).map_err(other)? {
+                        let (name, uid) = entry.map_err(other)?;
+                        let (name, uid) = (name.value(), uid.value());
+                        if uids.len() == limit || !name.starts_with(prefix.as_str()) {
+                            break;
+                        }
+                        if past(name, uid) {
+                            uids.push(uid as i64);
+                        }
+                    }
+                }
+                NameKey::NickName => {
+                    let keys = txn.open_table(USERS_BY_NICK_KEY).map_err(other)?;
+                    for entry in keys.range((from.as_str(), 0)..).map_err(other)? {
+                        let (key, _) = entry.map_err(other)?;
+                        let (name, uid) = key.value();
+                        if uids.len() == limit || !name.starts_with(prefix.as_str()) {
+                            break;
+                        }
+                        if past(name, uid) {
+                            uids.push(uid as i64);
+                        }
+                    }
+                }
+            }
+            // In the names' order, as the index read them.
+            let mut found: std::collections::HashMap<i64, UserDoc> =
+                docs_by_ids::<UserDoc>(txn, USERS, &uids)?
+                    .into_iter()
+                    .map(|u| (u.uid, u))
+                    .collect();
+            Ok(uids.iter().filter_map(|u| found.remove(u)).collect())
+        })
+        .await
+    }
+
     async fn update_profile(
         &self,
         uid: i64,
@@ -89,13 +151,22 @@ impl AccountDocs for EmbeddedDocs {
             change.head_img.map(String::from),
         );
         let window = change.album_window;
+        let findable = change.findable;
         self.write(move |txn| {
             let mut users = txn.open_table(USERS).map_err(other)?;
             let Some(mut user) = get_doc::<UserDoc>(&users, id(uid))? else {
                 return Ok(None);
             };
             if let Some(n) = nick.clone() {
+                let mut keys = txn.open_table(USERS_BY_NICK_KEY).map_err(other)?;
+                keys.remove((name_key(&user.nick_name).as_str(), id(uid)))
+                    .map_err(other)?;
+                keys.insert((name_key(&n).as_str(), id(uid)), ())
+                    .map_err(other)?;
                 user.nick_name = n;
+            }
+            if let Some(f) = findable {
+                user.findable = f;
             }
             if let Some(h) = head.clone() {
                 user.head_img = h;
@@ -348,6 +419,10 @@ impl AccountDocs for EmbeddedDocs {
             };
             let mut names = txn.open_table(USERNAMES).map_err(other)?;
             names.remove(user.username.as_str()).map_err(other)?;
+            txn.open_table(USERS_BY_NICK_KEY)
+                .map_err(other)?
+                .remove((name_key(&user.nick_name).as_str(), id(uid)))
+                .map_err(other)?;
             user.username = UserDoc::erased_username(uid);
             user.nick_name.clear();
             user.head_img.clear();

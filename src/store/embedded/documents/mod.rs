@@ -50,6 +50,9 @@ use std::any::Any;
 
 const USERS: TableDefinition<u64, &[u8]> = TableDefinition::new("users");
 const USERNAMES: TableDefinition<&str, u64> = TableDefinition::new("users_by_username");
+/// (folded nickname, uid): people search by a nickname's start.
+const USERS_BY_NICK_KEY: TableDefinition<(&str, u64), ()> =
+    TableDefinition::new("users_by_nick_key");
 const POSTS: TableDefinition<u64, &[u8]> = TableDefinition::new("posts");
 /// (author, post) of live posts.
 const POSTS_BY_AUTHOR: TableDefinition<(u64, u64), ()> = TableDefinition::new("posts_by_author");
@@ -557,6 +560,19 @@ impl DocStore for EmbeddedDocs {
                 }
             }
             // Indexes newer than the data they cover: built once from it.
+            let mut by_nick = txn.open_table(USERS_BY_NICK_KEY).map_err(other)?;
+            if by_nick.is_empty().map_err(other)? {
+                let all = txn.open_table(USERS).map_err(other)?;
+                for entry in all.iter().map_err(other)? {
+                    let u: UserDoc = decode(entry.map_err(other)?.1.value())?;
+                    if !u.is_erased() {
+                        let key = crate::domain::search_text::name_key(&u.nick_name);
+                        by_nick
+                            .insert((key.as_str(), id(u.uid)), ())
+                            .map_err(other)?;
+                    }
+                }
+            }
             let mut by_actor = txn.open_table(NOTIFICATIONS_BY_ACTOR).map_err(other)?;
             if by_actor.is_empty().map_err(other)? {
                 let all = txn.open_table(NOTIFICATIONS).map_err(other)?;

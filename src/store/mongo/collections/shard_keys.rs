@@ -48,6 +48,21 @@ pub const SCATTER: &[(&str, &[&str], &str)] = &[
     // Deliberate, on the request path.
     (
         "users",
+        &["nickKey"],
+        "people search by a nickname's start (and once, at start-up, the accounts made before it); users are sharded by uid",
+    ),
+    (
+        "users",
+        &["$or", "nickKey"],
+        "the next page of a people search by nickname",
+    ),
+    (
+        "users",
+        &["$or", "username"],
+        "the next page of a people search by username",
+    ),
+    (
+        "users",
         &["username"],
         "sign-in and sign-up find a user by name; users are sharded by uid, which every other read has",
     ),
