@@ -25,6 +25,15 @@ fn post(id: i64, author: i64, content: &str) -> IndexedPost {
     }
 }
 
+/// The ids of what `search` finds.
+async fn ids_of(
+    index: &EmbeddedSearch,
+    search: &PostSearch,
+) -> moments::store::StoreResult<Vec<i64>> {
+    let hits = index.search_posts(search).await?;
+    Ok(hits.into_iter().map(|h| h.id).collect())
+}
+
 fn asking(q: &str) -> PostSearch {
     PostSearch {
         terms: terms(q, Cut::Querying)
@@ -56,67 +65,61 @@ async fn posts_are_found_by_their_words_newest_first_through_the_filters() {
         ])
         .await
         .unwrap();
-    assert_eq!(
-        index.search_posts(&asking("西湖")).await.unwrap(),
-        [4, 3, 1]
-    );
-    assert_eq!(
-        index.search_posts(&asking("Sunsets")).await.unwrap(),
-        [3, 2]
-    );
-    assert_eq!(
-        index.search_posts(&asking("西湖 sunset")).await.unwrap(),
-        [3]
-    );
-    assert!(index
-        .search_posts(&asking("北京"))
-        .await
-        .unwrap()
-        .is_empty());
+    // Each hit with its author, for the rules that answer it.
+    let hits = index.search_posts(&asking("西湖")).await.unwrap();
+    let found: Vec<(i64, i64)> = hits.iter().map(|h| (h.id, h.author)).collect();
+    assert_eq!(found, [(4, 12), (3, 10), (1, 10)]);
+    assert_eq!(ids_of(&index, &asking("Sunsets")).await.unwrap(), [3, 2]);
+    assert_eq!(ids_of(&index, &asking("西湖 sunset")).await.unwrap(), [3]);
+    assert!(ids_of(&index, &asking("北京")).await.unwrap().is_empty());
     // Not findable: only a reader whose circle holds its author finds it.
     let circle = PostSearch {
         circle: vec![13],
         ..asking("西湖")
     };
-    assert_eq!(index.search_posts(&circle).await.unwrap(), [5, 4, 3, 1]);
+    assert_eq!(ids_of(&index, &circle).await.unwrap(), [5, 4, 3, 1]);
     // The page cursor, the author, pictures, the days.
     let page = PostSearch {
         before: Some(4),
         limit: 1,
         ..asking("西湖")
     };
-    assert_eq!(index.search_posts(&page).await.unwrap(), [3]);
+    assert_eq!(ids_of(&index, &page).await.unwrap(), [3]);
     let from = PostSearch {
         from: Some(10),
         ..asking("西湖")
     };
-    assert_eq!(index.search_posts(&from).await.unwrap(), [3, 1]);
+    assert_eq!(ids_of(&index, &from).await.unwrap(), [3, 1]);
     let only_author = PostSearch {
         from: Some(11),
         limit: 20,
         ..PostSearch::default()
     };
-    assert_eq!(index.search_posts(&only_author).await.unwrap(), [2]);
+    assert_eq!(ids_of(&index, &only_author).await.unwrap(), [2]);
     let media = PostSearch {
         has_media: true,
         ..asking("西湖")
     };
-    assert_eq!(index.search_posts(&media).await.unwrap(), [4]);
+    assert_eq!(ids_of(&index, &media).await.unwrap(), [4]);
     let days = PostSearch {
         since: Some(2000),
         until: Some(4000),
         ..asking("西湖")
     };
-    assert_eq!(index.search_posts(&days).await.unwrap(), [3]);
+    assert_eq!(ids_of(&index, &days).await.unwrap(), [3]);
 
     // Indexing a post again replaces it; removing forgets it.
     index
         .index_posts(&[post(3, 10, "no longer about that lake")])
         .await
         .unwrap();
-    assert_eq!(index.search_posts(&asking("西湖")).await.unwrap(), [4, 1]);
+    assert_eq!(ids_of(&index, &asking("西湖")).await.unwrap(), [4, 1]);
     index.remove_posts(&[4, 99]).await.unwrap();
-    assert_eq!(index.search_posts(&asking("西湖")).await.unwrap(), [1]);
+    assert_eq!(ids_of(&index, &asking("西湖")).await.unwrap(), [1]);
+    // An erased account's posts, all at once.
+    index.remove_authors(&[10, 98]).await.unwrap();
+    assert!(ids_of(&index, &asking("西湖")).await.unwrap().is_empty());
+    assert_eq!(ids_of(&index, &asking("rowing")).await.unwrap(), [2]);
     drop(index);
     std::fs::remove_dir_all(dir).unwrap();
 }
@@ -140,10 +143,14 @@ async fn how_far_indexing_got_is_kept_with_what_it_indexed() {
     drop(index);
     let reopened = EmbeddedSearch::open(&dir).unwrap();
     assert_eq!(reopened.indexed_through().await.unwrap(), Some(7));
-    assert_eq!(
-        reopened.search_posts(&asking("restart")).await.unwrap(),
-        [7]
-    );
+    assert_eq!(ids_of(&reopened, &asking("restart")).await.unwrap(), [7]);
+    // Cleared: nothing, and no mark, so that indexing starts again.
+    reopened.clear().await.unwrap();
+    assert_eq!(reopened.indexed_through().await.unwrap(), None);
+    assert!(ids_of(&reopened, &asking("restart"))
+        .await
+        .unwrap()
+        .is_empty());
     drop(reopened);
     std::fs::remove_dir_all(dir).unwrap();
 }

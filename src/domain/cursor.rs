@@ -18,8 +18,84 @@ pub const CURSOR_PATTERN: &str = "^(v[0-9a-z]{1,12})?$";
 /// comments in hot order: the last comment's likes peak and id.
 pub const COMMENTS_CURSOR_PATTERN: &str = "^(v[0-9a-z]{1,12}|h[0-9a-z]{1,12}\\.[0-9a-z]{1,12})?$";
 
+/// What a search's cursor may be: a post's (`CURSOR_PATTERN`), or a
+/// person's found by name (`NameCursor`): the name's bytes in hex, at most
+/// `MAX_NAME_KEY_BYTES` of them, and the uid.
+pub const SEARCH_CURSOR_PATTERN: &str =
+    "^(v[0-9a-z]{1,12}|n([0-9a-f]{2}){0,512}\\.[0-9a-z]{1,12})?$";
+
+/// The longest name key a cursor carries (`search_text::name_key` keeps
+/// to it).
+pub const MAX_NAME_KEY_BYTES: usize = 512;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cursor(pub i64);
+
+/// A page of people found by name ends at the last one's (name, uid): the
+/// next page is what sorts after it. The position itself, not the account:
+/// a cursor made up by hand names a place in the order, and tells nothing
+/// of anyone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameCursor {
+    pub name: String,
+    pub uid: i64,
+}
+
+/// A search's cursor: of posts or of people, told apart by its letter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SearchCursor {
+    Post(Cursor),
+    Name(NameCursor),
+}
+
+impl SearchCursor {
+    pub fn parse(raw: &str) -> Result<Self, AppError> {
+        if raw.starts_with('n') {
+            NameCursor::parse(raw).map(SearchCursor::Name)
+        } else {
+            Cursor::parse(raw).map(SearchCursor::Post)
+        }
+    }
+}
+
+impl NameCursor {
+    pub fn encode(name: &str, uid: i64) -> String {
+        use std::fmt::Write as _;
+        let mut out = String::with_capacity(2 + name.len() * 2 + 13);
+        out.push('n');
+        for b in name.bytes().take(MAX_NAME_KEY_BYTES) {
+            let _ = write!(out, "{b:02x}");
+        }
+        out.push('.');
+        out.push_str(&base36(uid));
+        out
+    }
+
+    pub fn parse(raw: &str) -> Result<Self, AppError> {
+        let bad = || AppError::invalid("cursor", "is not a cursor this service issued");
+        let (hex, uid) = raw
+            .strip_prefix('n')
+            .and_then(|r| r.split_once('.'))
+            .ok_or_else(bad)?;
+        if hex.len() % 2 != 0
+            || hex.len() > 2 * MAX_NAME_KEY_BYTES
+            || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        {
+            return Err(bad());
+        }
+        let bytes = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(hex.get(i..i + 2).unwrap_or("x"), 16))
+            .collect::<Result<Vec<u8>, _>>()
+            .map_err(|_| bad())?;
+        Ok(NameCursor {
+            // Bytes that are no UTF-8 (a cursor not from here) still name
+            // a place in the order.
+            name: String::from_utf8_lossy(&bytes).into_owned(),
+            uid: from_base36(uid).ok_or_else(bad)?,
+        })
+    }
+}
 
 fn base36(n: i64) -> String {
     let mut n = n.max(0) as u64;
@@ -178,6 +254,35 @@ mod tests {
         ] {
             let shaped = shape.is_match(raw) && !raw.is_empty();
             assert_eq!(shaped, Cursor::parse(raw).is_ok(), "{raw}");
+        }
+    }
+
+    #[test]
+    fn name_cursors_read_back_and_match_the_documented_shape() {
+        for (name, uid) in [("", 1), ("zhang wei", 1_247_677_933_998_080), ("张三", 7)] {
+            let raw = NameCursor::encode(name, uid);
+            let at = NameCursor::parse(&raw).unwrap();
+            assert_eq!((at.name.as_str(), at.uid), (name, uid), "{raw}");
+        }
+        let shape = regex::Regex::new(SEARCH_CURSOR_PATTERN).unwrap();
+        let longest = format!("n{}.1", "ff".repeat(MAX_NAME_KEY_BYTES));
+        let too_long = format!("n{}.1", "ff".repeat(MAX_NAME_KEY_BYTES + 1));
+        for raw in [
+            "n.1",
+            "n7a68.zz",
+            "nff.1",
+            longest.as_str(),
+            too_long.as_str(),
+            "n7.1",
+            "n7a68",
+            "n7A.1",
+            "nzz.1",
+            "n7a.",
+            "v1",
+            "x1",
+        ] {
+            let either = NameCursor::parse(raw).is_ok() || Cursor::parse(raw).is_ok();
+            assert_eq!(shape.is_match(raw), either, "{raw}");
         }
     }
 

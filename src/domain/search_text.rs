@@ -22,6 +22,8 @@
 
 use std::sync::OnceLock;
 
+use super::cursor::MAX_NAME_KEY_BYTES;
+
 use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;
 
@@ -164,16 +166,46 @@ pub fn terms(text: &str, cut: Cut) -> Vec<Term> {
 /// them made one, so "ＺＨＡＮＧ  san" and "zhang san" are one key, and a
 /// prefix typed into a search box is folded the same way before it is
 /// compared. Names are not cut into words: 张 finds 张三, 三 does not.
+///
+/// At most `MAX_NAME_KEY_BYTES` (cut at a character): a nickname of
+/// compatibility forms that fold long (ﷺ is eighteen letters) keys by
+/// its start, which is what a prefix matches anyway.
 pub fn name_key(name: &str) -> String {
     let folded = fold(name).text;
-    let mut key = String::with_capacity(folded.len());
+    let mut key = String::with_capacity(folded.len().min(MAX_NAME_KEY_BYTES));
     for word in folded.split_whitespace() {
         if !key.is_empty() {
             key.push(' ');
         }
         key.push_str(word);
     }
+    if key.len() > MAX_NAME_KEY_BYTES {
+        let mut end = MAX_NAME_KEY_BYTES;
+        while !key.is_char_boundary(end) {
+            end -= 1;
+        }
+        key.truncate(end);
+    }
     key
+}
+
+/// The first string past every string that starts with `prefix`, in
+/// code-point order (which UTF-8's byte order is): the prefix with its
+/// last character raised by one. None when nothing is past them (a prefix
+/// of the last characters only).
+pub fn prefix_end(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        let next = match last {
+            '\u{D7FF}' => Some('\u{E000}'),
+            c => char::from_u32(c as u32 + 1),
+        };
+        if let Some(next) = next {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
 }
 
 /// Spans a post's marks name at most: enough to show where the words are,
@@ -233,6 +265,19 @@ mod tests {
     }
 
     #[test]
+    fn a_prefix_ends_where_its_last_character_is_raised() {
+        assert_eq!(prefix_end("zha").as_deref(), Some("zhb"));
+        assert_eq!(prefix_end("张").as_deref(), Some("弡"));
+        assert_eq!(prefix_end("a\u{D7FF}").as_deref(), Some("a\u{E000}"));
+        assert_eq!(prefix_end("a\u{10FFFF}").as_deref(), Some("b"));
+        assert_eq!(prefix_end("\u{10FFFF}"), None);
+        for name in ["zha", "zhang", "zha\u{10FFFF}x"] {
+            assert!(name < prefix_end("zha").unwrap().as_str(), "{name}");
+        }
+        assert!("zhb" >= prefix_end("zha").unwrap().as_str());
+    }
+
+    #[test]
     fn names_are_keyed_by_their_folded_start() {
         let cases = [
             ("Zhang San", "zhang san"),
@@ -246,6 +291,8 @@ mod tests {
             assert_eq!(name_key(name), key, "{name:?}");
         }
         assert!(name_key("张三丰").starts_with(&name_key("张")));
+        let long = name_key(&"\u{FDFA}".repeat(32));
+        assert!(long.len() <= MAX_NAME_KEY_BYTES && long.len() > MAX_NAME_KEY_BYTES - 4);
         assert!(!name_key("张三").starts_with(&name_key("三")));
     }
 

@@ -372,6 +372,48 @@ fn tz_schema() -> utoipa::openapi::Object {
     pattern_schema(crate::domain::time_text::TZ_PATTERN)
 }
 
+fn search_cursor_schema() -> utoipa::openapi::Object {
+    pattern_schema(crate::domain::cursor::SEARCH_CURSOR_PATTERN)
+}
+
+/// `?cursor=&limit=` on a search: posts page by id, people by name.
+#[derive(Deserialize, Default, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SearchPageQuery {
+    /// The previous page's `nextCursor`; absent or empty for the first page.
+    #[param(schema_with = search_cursor_schema)]
+    cursor: Option<String>,
+    /// Items per page, 1 to 100.
+    #[param(schema_with = limit_schema)]
+    limit: Option<String>,
+}
+
+/// A search's page (`SearchPageQuery`).
+pub struct SearchPageParams {
+    pub cursor: Option<crate::domain::cursor::SearchCursor>,
+    pub limit: usize,
+}
+
+impl FromRequest for SearchPageParams {
+    type Error = AppError;
+    type Future = std::future::Ready<Result<Self, AppError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        std::future::ready((|| {
+            let page: SearchPageQuery = query(req)?;
+            Ok(SearchPageParams {
+                cursor: page
+                    .cursor
+                    .as_deref()
+                    .filter(|c| !c.is_empty())
+                    .map(crate::domain::cursor::SearchCursor::parse)
+                    .transpose()?,
+                limit: parse_limit(page.limit.as_deref())?,
+            })
+        })())
+    }
+}
+
 /// `?cursor=&limit=` on every list.
 #[derive(Deserialize, Default, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]

@@ -4,7 +4,10 @@ use actix_web::http::Method;
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 
-use super::extract::{query, AuthUser, PageParams, PageQuery, PresentationQuery, ReadParams};
+use super::extract::{
+    query, AuthUser, PresentationParams, PresentationQuery, SearchPageParams, SearchPageQuery,
+};
+use crate::domain::cursor::SearchCursor;
 use crate::error::AppError;
 use crate::service::read::post_json::page_bytes;
 use crate::service::{search, Context};
@@ -115,7 +118,7 @@ pub struct FoundPostsPage {
 }
 
 #[utoipa::path(get, path = "/api/v1/search", tag = "search",
-    params(SearchQuery, PageQuery, PresentationQuery),
+    params(SearchQuery, SearchPageQuery, PresentationQuery),
     responses((status = 200, body = SearchAnswer,
                description = "type=posts: posts the caller may read that hold every word, newest first: their own, those of the people they follow, and public posts of accounts that let themselves be found; type=users: the cards of accounts whose username or nickname starts with q that the caller may find"),
               (status = 422, description = "a query that asks for no word, more than 12, or a day that is not one; for people, one of no letter or digit")),
@@ -124,31 +127,23 @@ pub async fn search(
     ctx: web::Data<Context>,
     user: AuthUser,
     req: actix_web::HttpRequest,
-    params: ReadParams,
+    page: SearchPageParams,
+    pres: PresentationParams,
 ) -> Result<HttpResponse, AppError> {
     let asked: SearchQuery = query(&req)?;
+    let pres = pres.0;
     if let SearchKind::Users = asked.kind {
-        let page = search::people(
-            &ctx,
-            user.uid,
-            &asked.q,
-            "q",
-            params.cursor,
-            params.limit,
-            params.pres.now,
-        )
-        .await?;
-        return Ok(HttpResponse::Ok().json(page));
+        let after = name_cursor(page.cursor)?;
+        let found =
+            search::people(&ctx, user.uid, &asked.q, "q", after, page.limit, pres.now).await?;
+        return Ok(HttpResponse::Ok().json(found));
     }
-    let found = search::posts(
-        &ctx,
-        user.uid,
-        &asked.q,
-        params.cursor,
-        params.limit,
-        &params.pres,
-    )
-    .await?;
+    let after = match page.cursor {
+        None => None,
+        Some(SearchCursor::Post(c)) => Some(c),
+        Some(SearchCursor::Name(_)) => return Err(other_kind()),
+    };
+    let found = search::posts(&ctx, user.uid, &asked.q, after, page.limit, &pres).await?;
     // The page as a feed writes it, with the marks added before its end.
     let mut body = page_bytes(&found.page);
     body.pop();
@@ -166,7 +161,7 @@ pub async fn search(
 }
 
 #[utoipa::path(get, path = "/api/v1/search/users", tag = "search",
-    params(PrefixQuery, PageQuery),
+    params(PrefixQuery, SearchPageQuery),
     responses((status = 200, body = FoundPeoplePage,
                description = "the cards of accounts whose username or nickname starts with the prefix that the caller may find, in that name's order: for a search box, as one types"),
               (status = 422, description = "a prefix of no letter or digit")),
@@ -175,18 +170,35 @@ pub async fn search_users(
     ctx: web::Data<Context>,
     user: AuthUser,
     req: actix_web::HttpRequest,
-    page: PageParams,
+    page: SearchPageParams,
 ) -> Result<HttpResponse, AppError> {
     let asked: PrefixQuery = query(&req)?;
+    let after = name_cursor(page.cursor)?;
     let found = search::people(
         &ctx,
         user.uid,
         &asked.prefix,
         "prefix",
-        page.cursor,
+        after,
         page.limit,
         crate::ids::now_ms(),
     )
     .await?;
     Ok(HttpResponse::Ok().json(found))
+}
+
+/// A cursor of posts given to a search of people (or the other way): a
+/// cursor this service issued, for another search.
+fn other_kind() -> AppError {
+    AppError::unprocessable("cursor", "is the cursor of another kind of search")
+}
+
+fn name_cursor(
+    cursor: Option<SearchCursor>,
+) -> Result<Option<crate::domain::cursor::NameCursor>, AppError> {
+    match cursor {
+        None => Ok(None),
+        Some(SearchCursor::Name(c)) => Ok(Some(c)),
+        Some(SearchCursor::Post(_)) => Err(other_kind()),
+    }
 }

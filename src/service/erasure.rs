@@ -4,7 +4,8 @@
 //! pictures, favorites, shares (taken out of their posts' counts), labels, mutes
 //! and hides, its strikes, what it said in its reports, and the snapshots
 //! of what was reported of it (once the case is closed), its data
-//! exports and their archives, every follow and block it had (both
+//! exports and their archives, its posts' entries in the search index,
+//! every follow and block it had (both
 //! sides' sets rebuilt),
 //! and every notification to or by it. Work goes in batches; a request does a
 //! bounded share and the rest continues in the background. The account
@@ -41,6 +42,8 @@ pub async fn erase_traces(ctx: &Context, uid: i64, budget: usize) -> AppResult<b
         }
         spend!(ids.len());
     }
+    // Whatever a pass of the indexer read of its posts while they went.
+    ctx.search.forget_author(uid);
     // Its posts' pictures went with them; then the rest of its uploads.
     loop {
         let n = super::media::sweeps::erase_of(ctx, uid, BATCH).await?;

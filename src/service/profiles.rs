@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 
+use super::read::visibility::finds_by_name;
 use super::social::visible_user;
 use super::{Context, Viewer};
 use crate::error::{AppError, AppResult};
@@ -54,7 +55,9 @@ pub async fn profile(ctx: &Context, uid: i64, viewer: Viewer) -> AppResult<Profi
     })
 }
 
-/// A profile found by its exact username (any case), seen as `viewer`.
+/// A profile found by its exact username (any case), seen as `viewer`:
+/// not found if it is not one `viewer` may find by name
+/// (`visibility::finds_by_name`).
 /// Sign-up tells whether a name is taken, at a few hundred tries an hour;
 /// this tells more (who it is), so it has a budget of its own, far below
 /// the reads budget: a list of names cannot be walked at read speed.
@@ -70,5 +73,12 @@ pub async fn profile_by_username(ctx: &Context, username: &str, viewer: i64) -> 
         .user_by_username(username.as_str())
         .await?
         .ok_or(AppError::NotFound("user"))?;
-    profile(ctx, user.uid, Some(viewer)).await
+    let found = profile(ctx, user.uid, Some(viewer)).await?;
+    // One who turned being found off is, to anyone else but their
+    // followers, a name no one has.
+    let follows = found.following == Some(true);
+    if !finds_by_name(viewer == user.uid, follows, user.findable) {
+        return Err(AppError::NotFound("user"));
+    }
+    Ok(found)
 }

@@ -27,14 +27,14 @@ use super::read::loader::Loader;
 use super::read::paging::fill_page;
 use super::read::post_json::PostJson;
 use super::read::responses::Page;
-use super::read::visibility::{found_by_strangers, Relations};
+use super::read::visibility::{finds_posts_of, found_by_strangers, Relations};
 use super::Context;
 use super::Presentation;
-use crate::domain::cursor::Cursor;
+use crate::domain::cursor::{Cursor, NameCursor};
 use crate::domain::search_query::PostQuery;
 use crate::domain::search_text::{marks, name_key};
 use crate::error::AppResult;
-use crate::store::search::{IndexedPost, PostSearch, SearchIndex};
+use crate::store::search::{IndexedPost, PostSearch, SearchHit, SearchIndex};
 use crate::store::{NameKey, PostDoc, StoreResult, UserCard, UserDoc};
 
 /// Posts read from the documents per indexing step.
@@ -59,6 +59,17 @@ pub struct Search {
     /// Authors whose posts are being indexed again (`reindex_author`), and
     /// whether their setting changed again since the pass began.
     reindexing: std::sync::Mutex<std::collections::HashMap<i64, bool>>,
+    reindex_permits: tokio::sync::Semaphore,
+    forgetting: std::sync::Mutex<Forgetting>,
+}
+
+/// Entries to remove, gathered while a removal commits.
+#[derive(Default)]
+struct Forgetting {
+    posts: Vec<i64>,
+    authors: Vec<i64>,
+    /// Whether a task is removing them.
+    draining: bool,
 }
 
 impl Search {
@@ -68,6 +79,8 @@ impl Search {
             why_not: String::new(),
             wake: tokio::sync::Notify::new(),
             reindexing: Default::default(),
+            reindex_permits: tokio::sync::Semaphore::new(REINDEXING_AT_ONCE),
+            forgetting: Default::default(),
         }
     }
 
@@ -78,6 +91,8 @@ impl Search {
             why_not: why,
             wake: tokio::sync::Notify::new(),
             reindexing: Default::default(),
+            reindex_permits: tokio::sync::Semaphore::new(REINDEXING_AT_ONCE),
+            forgetting: Default::default(),
         }
     }
 
@@ -100,14 +115,61 @@ impl Search {
     /// a deleted post is never answered (the rules check every hit); an
     /// entry this misses (another instance's index, a failed write, a pass
     /// of the indexer that read the post just before it was deleted) stays,
-    /// unanswered, until the index is rebuilt.
+    /// unanswered, until the index is rebuilt. Deletes made while a
+    /// removal commits go together in the next, so an account's thousand
+    /// posts erased at once are a few commits, not a thousand.
     pub fn forget(self: &Arc<Self>, post_id: i64) {
+        self.forget_later(|p| p.posts.push(post_id));
+    }
+
+    /// Forgets every entry of an erased account's posts (the same, by
+    /// author: what any pass indexed of them).
+    pub fn forget_author(self: &Arc<Self>, uid: i64) {
+        self.forget_later(|p| p.authors.push(uid));
+    }
+
+    fn forget_later(self: &Arc<Self>, add: impl FnOnce(&mut Forgetting)) {
         let Some(index) = self.index.clone() else {
             return;
         };
+        {
+            let mut pending = self
+                .forgetting
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            add(&mut pending);
+            if pending.draining {
+                return;
+            }
+            pending.draining = true;
+        }
+        let search = self.clone();
         tokio::spawn(async move {
-            if let Err(e) = index.remove_posts(&[post_id]).await {
-                tracing::warn!(post_id, error = %e, "could not remove a deleted post from the search index");
+            loop {
+                let (posts, authors) = {
+                    let mut pending = search
+                        .forgetting
+                        .lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner());
+                    if pending.posts.is_empty() && pending.authors.is_empty() {
+                        pending.draining = false;
+                        return;
+                    }
+                    (
+                        std::mem::take(&mut pending.posts),
+                        std::mem::take(&mut pending.authors),
+                    )
+                };
+                if !posts.is_empty() {
+                    if let Err(e) = index.remove_posts(&posts).await {
+                        tracing::warn!(posts = posts.len(), error = %e, "could not remove deleted posts from the search index");
+                    }
+                }
+                if !authors.is_empty() {
+                    if let Err(e) = index.remove_authors(&authors).await {
+                        tracing::warn!(?authors, error = %e, "could not remove erased accounts' posts from the search index");
+                    }
+                }
             }
         });
     }
@@ -161,14 +223,14 @@ async fn findable_authors(ctx: &Context, posts: &[&PostDoc]) -> StoreResult<Hash
 }
 
 /// Indexes `uid`'s posts again after they turned being found on or off,
-/// off the request's path, with the setting as the documents hold it when
-/// each pass starts: a change during a pass makes one more pass, and no
-/// author has two at once, however often they flip it. Until it is done
-/// (seconds for most authors, a batch of `INDEXING_BATCH` posts at a
-/// time) strangers may still find, or not yet find, some of their public
-/// posts, which anyone may read anyway. A pass cut short by a stop leaves
-/// the rest as they were until the index is rebuilt (`moments
-/// rebuild-search`).
+/// off the request's path, so that the index's first filter agrees with
+/// the setting (the answer asks the setting itself, `unfindable`, so until
+/// then strangers only miss posts they would be allowed to find). Each
+/// pass indexes with the setting as the documents hold it when it starts,
+/// and another follows if it changed meanwhile; no author has two at
+/// once, however often they flip it, and at most `REINDEXING_AT_ONCE`
+/// authors are indexed again at a time. A pass cut short by a stop leaves
+/// the rest until the index is rebuilt.
 pub fn reindex_author(ctx: &Context, uid: i64) {
     if ctx.search.index.is_none() {
         return;
@@ -187,29 +249,60 @@ pub fn reindex_author(ctx: &Context, uid: i64) {
     }
     let ctx = ctx.clone();
     tokio::spawn(async move {
+        // However the task ends (a panic too), the author can be indexed
+        // again later.
+        let _done = Reindexing(&ctx, uid);
         loop {
-            if let Err(e) = reindex_pass(&ctx, uid).await {
-                tracing::warn!(uid, error = %e, "could not index an author's posts again; a rebuild will");
-            }
+            let permit = ctx.search.reindex_permits.acquire().await;
+            let used = match reindex_pass(&ctx, uid).await {
+                Ok(used) => used,
+                Err(e) => {
+                    tracing::warn!(uid, error = %e, "could not index an author's posts again; a rebuild will");
+                    return;
+                }
+            };
+            drop(permit);
+            let now = match ctx.docs.users_for_indexing(&[uid]).await {
+                Ok(users) => users.first().map(|u| u.findable),
+                Err(_) => used,
+            };
             let mut running = ctx
                 .search
                 .reindexing
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
-            if running.get(&uid) == Some(&true) {
-                running.insert(uid, false);
-            } else {
-                running.remove(&uid);
-                return;
+            match running.get_mut(&uid) {
+                Some(again) if *again || now != used => *again = false,
+                _ => return,
             }
         }
     });
 }
 
-async fn reindex_pass(ctx: &Context, uid: i64) -> StoreResult<()> {
+/// Authors indexed again at once at most: each pass is a batch of commits
+/// on the one writer the indexer shares.
+const REINDEXING_AT_ONCE: usize = 2;
+
+/// Takes `uid` out of the authors being indexed again when dropped.
+struct Reindexing<'c>(&'c Context, i64);
+
+impl Drop for Reindexing<'_> {
+    fn drop(&mut self) {
+        self.0
+            .search
+            .reindexing
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .remove(&self.1);
+    }
+}
+
+/// One pass over `uid`'s posts; the setting it indexed them with (None:
+/// no such account).
+async fn reindex_pass(ctx: &Context, uid: i64) -> StoreResult<Option<bool>> {
     let index = ctx.search.index()?;
     let Some(author) = ctx.docs.users_for_indexing(&[uid]).await?.pop() else {
-        return Ok(());
+        return Ok(None);
     };
     let mut before = None;
     loop {
@@ -225,7 +318,7 @@ async fn reindex_pass(ctx: &Context, uid: i64) -> StoreResult<()> {
             .collect();
         index.index_posts(&again).await?;
         if ids.len() < INDEXING_BATCH {
-            return Ok(());
+            return Ok(Some(author.findable));
         }
         before = ids.last().copied();
     }
@@ -335,6 +428,8 @@ pub async fn posts(
         }),
     };
     let circle = circle_of(ctx, reader).await?;
+    let in_circle: HashSet<i64> = circle.iter().copied().collect();
+    let in_circle = &in_circle;
     let search = PostSearch {
         terms: query.terms.clone(),
         circle,
@@ -356,10 +451,14 @@ pub async fn posts(
             };
             async move { Ok(ctx.search.index()?.search_posts(&search).await?) }
         },
-        |ids: Vec<i64>, room| async move {
-            keep_visible_posts(ctx, &ids, |id| Some(*id), room, Some(reader), pres).await
+        |hits: Vec<SearchHit>, room| async move {
+            // Who may find a post outside its author's circle is decided
+            // here, as the index may be behind a change of the setting.
+            let hidden = unfindable(ctx, hits.iter().map(|h| h.author), in_circle).await?;
+            let found = |h: &SearchHit| (!hidden.contains(&h.author)).then_some(h.id);
+            keep_visible_posts(ctx, &hits, found, room, Some(reader), pres).await
         },
-        |id| *id,
+        |h| h.id,
     )
     .await?;
     // The next page starts after the last post shown, never after a hit
@@ -391,6 +490,28 @@ pub async fn posts(
         },
         marks,
     })
+}
+
+/// Those of `authors` outside the reader's circle who do not let
+/// themselves be found (`read::visibility::finds_posts_of`): one read of
+/// their accounts, none when every author is in the circle.
+async fn unfindable(
+    ctx: &Context,
+    authors: impl Iterator<Item = i64>,
+    circle: &HashSet<i64>,
+) -> AppResult<HashSet<i64>> {
+    let mut strangers: Vec<i64> = authors.filter(|a| !circle.contains(a)).collect();
+    strangers.sort_unstable();
+    strangers.dedup();
+    if strangers.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let accounts = ctx.docs.users_by_ids(&strangers).await?;
+    Ok(accounts
+        .into_iter()
+        .filter(|u| !finds_posts_of(false, u.findable))
+        .map(|u| u.uid)
+        .collect())
 }
 
 /// The reader and the people they follow: whose posts they can find
@@ -481,7 +602,7 @@ pub async fn people(
     reader: i64,
     prefix: &str,
     field: &'static str,
-    after: Option<Cursor>,
+    after: Option<NameCursor>,
     limit: usize,
     now: i64,
 ) -> AppResult<Page<UserCard>> {
@@ -496,17 +617,9 @@ pub async fn people(
     let by_username = key
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
-    // The page goes on from the last account shown, where its names put
-    // it now (a rename since may show some accounts again).
-    let mut from = match after {
-        None => None,
-        Some(Cursor(uid)) => ctx
-            .docs
-            .users_by_ids(&[uid])
-            .await?
-            .first()
-            .and_then(|u| found_at(u, &key, by_username)),
-    };
+    // The page goes on from the place the last one ended: a name and a
+    // uid, not an account, so that a cursor made up by hand tells nothing.
+    let mut from = after.map(|c| (c.name, c.uid));
     let mut loader = Loader::new(ctx);
     let loaded = loader
         .load(&[], &Relations::reads(ctx, Some(reader)))
@@ -514,6 +627,7 @@ pub async fn people(
     loader.finish("search_people");
     let rel = Relations::from_loaded(Some(reader), &loaded);
     let mut found: Vec<UserCard> = Vec::new();
+    let mut last_shown = None;
     let mut batch = (limit + 1).min(PEOPLE_BATCH);
     for _ in 0..PEOPLE_ROUNDS {
         let read = |by: NameKey| {
@@ -557,7 +671,7 @@ pub async fn people(
             candidates.iter().map(|(_, u)| u.uid),
         )
         .await?;
-        for (_, user) in candidates {
+        for (at, user) in candidates {
             if found.len() == limit {
                 break;
             }
@@ -566,6 +680,7 @@ pub async fn people(
                 && rel.finds_person(user.uid, user.findable)
             {
                 found.push(user.card());
+                last_shown = Some(at);
             }
         }
         if found.len() == limit || ended {
@@ -579,7 +694,7 @@ pub async fn people(
     // As for posts: a full page goes on after its last account shown; a
     // short one has no next.
     let next_cursor = (found.len() == limit)
-        .then(|| found.last().map(|c| Cursor::encode(c.uid)))
+        .then(|| last_shown.map(|(name, uid)| NameCursor::encode(&name, uid)))
         .flatten();
     Ok(Page {
         items: found,

@@ -26,6 +26,14 @@ pub struct IndexedPost {
     pub findable: bool,
 }
 
+/// A post a search found, and who wrote it: what the answer's rules
+/// need before the post is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchHit {
+    pub id: i64,
+    pub author: i64,
+}
+
 /// What a search asks the index: posts holding every term, by the circle
 /// or findable by anyone, within the filters, newest first below a cursor.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -55,8 +63,15 @@ pub trait SearchIndex: Send + Sync {
     /// Forgets the posts; ids it never held are not an error.
     async fn remove_posts(&self, ids: &[i64]) -> StoreResult<()>;
 
-    /// Ids of the posts `search` matches, newest first.
-    async fn search_posts(&self, search: &PostSearch) -> StoreResult<Vec<i64>>;
+    /// Forgets every post of these authors (an erased account's).
+    async fn remove_authors(&self, uids: &[i64]) -> StoreResult<()>;
+
+    /// Forgets everything, the mark too: indexing starts again from the
+    /// first post (`moments rebuild-search`).
+    async fn clear(&self) -> StoreResult<()>;
+
+    /// The posts `search` matches, newest first.
+    async fn search_posts(&self, search: &PostSearch) -> StoreResult<Vec<SearchHit>>;
 
     /// The highest post id indexing has gone through in order (`mark`
     /// given to `index_posts_through`), kept across restarts; `None` for a

@@ -398,6 +398,23 @@ async fn people_search_pages_through_every_match_once() {
             None => break,
         }
     }
+    // A cursor made by hand is a place in the order, not an account: the
+    // page after "pager 3" is what sorts after it.
+    let place = format!(
+        "n{}.0",
+        "pager 3"
+            .bytes()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    );
+    let (s, page) = app
+        .get(
+            &format!("/api/v1/search/users?prefix=pager&limit=1&cursor={place}"),
+            Some(&me.token),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{page}");
+    assert_eq!(page["items"][0]["nickName"], "Pager 3", "{page}");
     let mut sorted = seen.clone();
     sorted.sort_unstable();
     sorted.dedup();
@@ -443,6 +460,11 @@ async fn people_search_keeps_to_who_may_find_whom() {
     );
     // Oneself, always.
     assert_eq!(uids(&people(&app, &shy, "hidden_s").await), vec![shy.uid]);
+    // Nor by the exact username, but by a follower.
+    let by_name = "/api/v1/users?username=hidden_shy";
+    assert_eq!(app.get(by_name, Some(&me.token)).await.0.as_u16(), 404);
+    assert_eq!(app.get(by_name, Some(&fan.token)).await.0.as_u16(), 200);
+    assert_eq!(app.get(by_name, Some(&shy.token)).await.0.as_u16(), 200);
     // Found again once they allow it.
     set_profile(&app, &shy, json!({"findable": true})).await;
     assert_eq!(
@@ -468,12 +490,10 @@ async fn public_posts_of_one_who_is_not_findable_are_found_by_followers_only() {
         found(&app, &stranger, "lighthouse").await == vec![post]
     })
     .await;
-    // And turning it off again takes them out.
+    // And turning it off again takes them out at once: the answer asks,
+    // whatever the index still holds.
     set_profile(&app, &shy, json!({"findable": false})).await;
-    wait_until("the post no longer found by a stranger", || async {
-        found(&app, &stranger, "lighthouse").await.is_empty()
-    })
-    .await;
+    assert!(found(&app, &stranger, "lighthouse").await.is_empty());
     assert_eq!(found(&app, &fan, "lighthouse").await, vec![post]);
 }
 
@@ -493,6 +513,21 @@ async fn a_people_search_of_no_letter_or_past_its_bounds_is_refused() {
         assert_eq!(s.as_u16(), status, "{path}: {body}");
         assert_eq!(body["status"], status, "{path}: {body}");
     }
+    // A cursor of one kind of search given to the other.
+    let (s, page) = app
+        .get("/api/v1/search/users?prefix=ann&limit=1", Some(&me.token))
+        .await;
+    assert_eq!(s.as_u16(), 200, "{page}");
+    for (path, status) in [
+        ("/api/v1/search?q=ann&cursor=n616e6e.1", 422),
+        ("/api/v1/search/users?prefix=ann&cursor=v1", 422),
+        ("/api/v1/search?type=users&q=ann&cursor=v1", 422),
+        ("/api/v1/search/users?prefix=ann&cursor=n616.1", 400),
+        ("/api/v1/search/users?prefix=ann&cursor=nZZ.1", 400),
+    ] {
+        let (s, body) = app.get(path, Some(&me.token)).await;
+        assert_eq!(s.as_u16(), status, "{path}: {body}");
+    }
     let long = "a".repeat(65);
     let (s, _) = app
         .get(
@@ -503,4 +538,49 @@ async fn a_people_search_of_no_letter_or_past_its_bounds_is_refused() {
     assert_eq!(s.as_u16(), 400);
     let (s, _) = app.get("/api/v1/search/users?prefix=ann", None).await;
     assert_eq!(s.as_u16(), 401);
+}
+
+#[tokio::test]
+async fn accounts_made_before_people_search_are_keyed_at_start_up() {
+    let app = app().await;
+    let me = app.user("elder_reader").await;
+    let elder = app.user_nicknamed("elder", "老张").await;
+    if let Some(uri) = &app.settings.mongodb_uri {
+        // As an account written before nicknames were keyed.
+        let users = mongodb::Client::with_uri_str(uri)
+            .await
+            .unwrap()
+            .database(&app.settings.mongodb_db)
+            .collection::<mongodb::bson::Document>("users");
+        users
+            .update_one(
+                mongodb::bson::doc! {"_id": elder.uid},
+                mongodb::bson::doc! {"$unset": {"nickKey": ""}},
+            )
+            .await
+            .unwrap();
+        assert!(people(&app, &me, "老").await.is_empty());
+    }
+    app.ctx.docs.apply_schemas().await.unwrap();
+    assert_eq!(uids(&people(&app, &me, "老").await), vec![elder.uid]);
+}
+
+#[tokio::test]
+async fn an_erased_account_leaves_nothing_in_the_index() {
+    let app = app().await;
+    let gone = app.user("leaver").await;
+    let post = app.text_post(&gone, "a farewell lantern").await;
+    indexed(&app, &gone, "lantern", post).await;
+    app.delete_account(&gone).await;
+    let index = app.ctx.search.index().unwrap().clone();
+    let asking = moments::store::search::PostSearch {
+        terms: vec!["lantern".into()],
+        circle: vec![gone.uid],
+        limit: 10,
+        ..Default::default()
+    };
+    wait_until("the erased account's post out of the index", || async {
+        index.search_posts(&asking).await.unwrap().is_empty()
+    })
+    .await;
 }

@@ -446,6 +446,21 @@ pub fn found_by_strangers(visibility: Visibility, author_findable: bool) -> bool
     visibility == Visibility::Public && author_findable
 }
 
+/// Whether a reader finds an author's posts by their words at all, before
+/// each is judged by `sight`: in the author's circle (the author or one
+/// who follows them), every one; outside it, only if the author lets
+/// themselves be found (and then only public ones, `found_by_strangers`).
+pub fn finds_posts_of(in_circle: bool, author_findable: bool) -> bool {
+    in_circle || author_findable
+}
+
+/// Whether a viewer whom no block keeps from an account may find it by
+/// its name (a people search, or its exact username): themselves, anyone
+/// if it lets itself be found, else only those who follow it.
+pub fn finds_by_name(is_them: bool, follows_them: bool, findable: bool) -> bool {
+    is_them || follows_them || findable
+}
+
 impl Relations {
     /// Whether the viewer may find account `uid` by its name (people
     /// search): themselves; anyone else only if no block stands between
@@ -458,7 +473,7 @@ impl Relations {
         if Some(uid) == self.viewer {
             return true;
         }
-        !self.blocked(uid) && (findable || self.sets.following.contains(&uid))
+        !self.blocked(uid) && finds_by_name(false, self.sets.following.contains(&uid), findable)
     }
 }
 
@@ -642,6 +657,24 @@ mod tests {
                 rel.finds_person(AUTHOR, false),
                 when_not,
                 "{r:?}, not findable"
+            );
+        }
+    }
+
+    #[test]
+    fn posts_are_found_in_the_circle_or_of_findable_authors() {
+        // (in the circle, author findable) → found
+        let table = [
+            ((true, true), true),
+            ((true, false), true),
+            ((false, true), true),
+            ((false, false), false),
+        ];
+        for ((circle, findable), want) in table {
+            assert_eq!(
+                finds_posts_of(circle, findable),
+                want,
+                "{circle} {findable}"
             );
         }
     }

@@ -20,7 +20,7 @@ use tantivy::tokenizer::{PreTokenizedString, Token};
 use tantivy::{Index, IndexReader, IndexWriter, Order, ReloadPolicy, TantivyDocument, Term};
 
 use crate::domain::search_text::{terms, Cut};
-use crate::store::search::{IndexedPost, PostSearch, SearchIndex};
+use crate::store::search::{IndexedPost, PostSearch, SearchHit, SearchIndex};
 use crate::store::{StoreError, StoreResult};
 
 /// Memory the writer buffers before it writes a segment (tantivy's
@@ -46,13 +46,36 @@ fn schema() -> (Schema, Fields) {
     );
     let fields = Fields {
         id: b.add_i64_field("id", INDEXED | FAST),
-        author: b.add_i64_field("author", INDEXED),
+        // Fast too: a hit's author is answered with it.
+        author: b.add_i64_field("author", INDEXED | FAST),
         createtime: b.add_i64_field("createtime", INDEXED | FAST),
         content: b.add_text_field("content", text),
         has_media: b.add_bool_field("has_media", INDEXED),
         findable: b.add_bool_field("findable", INDEXED),
     };
     (b.build(), fields)
+}
+
+/// What one commit changes: documents added (replacing those of the same
+/// ids), posts and authors removed, or everything, and the mark it keeps.
+#[derive(Default)]
+struct Edit {
+    posts: Vec<IndexedPost>,
+    ids: Vec<i64>,
+    authors: Vec<i64>,
+    everything: bool,
+    mark: Mark,
+}
+
+/// The mark a commit leaves (`indexed_through`).
+#[derive(Default)]
+enum Mark {
+    /// The one the index has.
+    #[default]
+    Keep,
+    Set(i64),
+    /// None: indexing starts again from the first post.
+    Reset,
 }
 
 pub struct EmbeddedSearch {
@@ -93,8 +116,9 @@ impl EmbeddedSearch {
         })
     }
 
-    fn document(&self, post: &IndexedPost) -> TantivyDocument {
-        let f = self.fields;
+    /// A post as the index holds it: its text cut into terms here, which
+    /// is CPU work (callers run it off the async workers).
+    fn document(f: Fields, post: &IndexedPost) -> TantivyDocument {
         let mut doc = TantivyDocument::new();
         doc.add_i64(f.id, post.id);
         doc.add_i64(f.author, post.author);
@@ -123,39 +147,39 @@ impl EmbeddedSearch {
         doc
     }
 
-    /// Adds, replaces and removes, then commits (with `mark` when given)
-    /// and makes the commit visible to searches: off the async workers,
-    /// since a commit syncs files.
-    async fn change(
-        &self,
-        posts: Vec<TantivyDocument>,
-        ids: Vec<i64>,
-        gone: Vec<i64>,
-        mark: Option<i64>,
-    ) -> StoreResult<()> {
+    /// Makes `edit`, then commits and makes the commit visible to
+    /// searches: off the async workers, since a commit syncs files.
+    async fn change(&self, edit: Edit) -> StoreResult<()> {
         let writer = self.writer.clone();
         let reader = self.reader.clone();
         let index = self.index.clone();
-        let id_field = self.fields.id;
+        let f = self.fields;
         tokio::task::spawn_blocking(move || -> StoreResult<()> {
             // A panic in another batch leaves nothing half-committed (an
             // uncommitted batch is rolled back below), so its poison does
             // not stop indexing.
             let mut writer = writer.lock().unwrap_or_else(|p| p.into_inner());
             let run = |writer: &mut IndexWriter| -> tantivy::Result<()> {
-                for id in ids.iter().chain(&gone) {
-                    writer.delete_term(Term::from_field_i64(id_field, *id));
+                if edit.everything {
+                    writer.delete_all_documents()?;
                 }
-                for doc in posts {
-                    writer.add_document(doc)?;
+                for id in &edit.ids {
+                    writer.delete_term(Term::from_field_i64(f.id, *id));
+                }
+                for author in &edit.authors {
+                    writer.delete_term(Term::from_field_i64(f.author, *author));
+                }
+                for post in &edit.posts {
+                    writer.add_document(Self::document(f, post))?;
                 }
                 // A commit without a payload would leave none (tantivy keeps
                 // only the last commit's), and the indexer would start over
                 // from the first post: a commit that moves no mark carries
                 // the one it found, read under the writer's lock.
-                let payload = match mark {
-                    Some(mark) => Some(mark.to_string()),
-                    None => index.load_metas()?.payload,
+                let payload = match edit.mark {
+                    Mark::Set(mark) => Some(mark.to_string()),
+                    Mark::Keep => index.load_metas()?.payload,
+                    Mark::Reset => Some(String::new()),
                 };
                 let mut commit = writer.prepare_commit()?;
                 if let Some(payload) = payload {
@@ -172,6 +196,17 @@ impl EmbeddedSearch {
         })
         .await
         .map_err(|e| StoreError::Other(e.into()))?
+    }
+
+    /// Adds `posts` (replacing what the index held of them), with `mark`.
+    async fn add(&self, posts: &[IndexedPost], mark: Mark) -> StoreResult<()> {
+        self.change(Edit {
+            posts: posts.to_vec(),
+            ids: posts.iter().map(|p| p.id).collect(),
+            mark,
+            ..Edit::default()
+        })
+        .await
     }
 
     fn query(&self, s: &PostSearch) -> Box<dyn Query> {
@@ -245,32 +280,61 @@ impl EmbeddedSearch {
 #[async_trait]
 impl SearchIndex for EmbeddedSearch {
     async fn index_posts(&self, posts: &[IndexedPost]) -> StoreResult<()> {
-        let docs = posts.iter().map(|p| self.document(p)).collect();
-        let ids = posts.iter().map(|p| p.id).collect();
-        self.change(docs, ids, vec![], None).await
+        self.add(posts, Mark::Keep).await
     }
 
     async fn remove_posts(&self, ids: &[i64]) -> StoreResult<()> {
-        self.change(vec![], vec![], ids.to_vec(), None).await
+        self.change(Edit {
+            ids: ids.to_vec(),
+            ..Edit::default()
+        })
+        .await
     }
 
-    async fn search_posts(&self, search: &PostSearch) -> StoreResult<Vec<i64>> {
+    async fn remove_authors(&self, uids: &[i64]) -> StoreResult<()> {
+        self.change(Edit {
+            authors: uids.to_vec(),
+            ..Edit::default()
+        })
+        .await
+    }
+
+    async fn clear(&self) -> StoreResult<()> {
+        self.change(Edit {
+            everything: true,
+            mark: Mark::Reset,
+            ..Edit::default()
+        })
+        .await
+    }
+
+    async fn search_posts(&self, search: &PostSearch) -> StoreResult<Vec<SearchHit>> {
         if search.limit == 0 {
             return Ok(vec![]);
         }
         let query = self.query(search);
         let searcher = self.reader.searcher();
         let limit = search.limit;
-        let hits = tokio::task::spawn_blocking(move || {
-            searcher.search(
+        tokio::task::spawn_blocking(move || -> tantivy::Result<Vec<SearchHit>> {
+            let top = searcher.search(
                 &query,
                 &TopDocs::with_limit(limit).order_by_fast_field::<i64>("id", Order::Desc),
-            )
+            )?;
+            let mut hits = Vec::with_capacity(top.len());
+            for (id, at) in top {
+                let authors = searcher
+                    .segment_reader(at.segment_ord)
+                    .fast_fields()
+                    .i64("author")?;
+                if let (Some(id), Some(author)) = (id, authors.first(at.doc_id)) {
+                    hits.push(SearchHit { id, author });
+                }
+            }
+            Ok(hits)
         })
         .await
         .map_err(|e| StoreError::Other(e.into()))?
-        .map_err(failed)?;
-        Ok(hits.into_iter().filter_map(|(id, _)| id).collect())
+        .map_err(failed)
     }
 
     async fn indexed_through(&self) -> StoreResult<Option<i64>> {
@@ -279,8 +343,6 @@ impl SearchIndex for EmbeddedSearch {
     }
 
     async fn index_posts_through(&self, posts: &[IndexedPost], mark: i64) -> StoreResult<()> {
-        let docs = posts.iter().map(|p| self.document(p)).collect();
-        let ids = posts.iter().map(|p| p.id).collect();
-        self.change(docs, ids, vec![], Some(mark)).await
+        self.add(posts, Mark::Set(mark)).await
     }
 }

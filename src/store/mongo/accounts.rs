@@ -1,7 +1,7 @@
 //! `AccountDocs` on MongoDB: accounts and their sessions.
 
 use super::*;
-use crate::domain::search_text::name_key;
+use crate::domain::search_text::{name_key, prefix_end};
 use crate::store::{AccountDocs, NameKey, ProfileChange};
 
 #[async_trait]
@@ -50,23 +50,35 @@ impl AccountDocs for MongoDocs {
             NameKey::Username => "username",
             NameKey::NickName => "nickKey",
         };
-        // Every string that starts with `prefix` sorts below it followed
-        // by the largest character.
-        let end = format!("{prefix}\u{10FFFF}");
-        let mut filter = doc! { field: { "$gte": prefix, "$lt": &end } };
-        if let Some((name, uid)) = after {
-            filter.insert(
-                "$or",
-                vec![
-                    doc! { field: { "$gt": &name } },
-                    doc! { field: &name, "_id": { "$gt": uid } },
-                ],
-            );
-        }
+        let below = |lower: Document| match prefix_end(prefix) {
+            Some(end) => {
+                let mut range = lower;
+                range.insert("$lt", end);
+                range
+            }
+            None => lower,
+        };
+        // Each branch a range of the index: a page starts at its cursor,
+        // not at the prefix.
+        let filter = match after {
+            Some((name, uid)) if name.as_str() >= prefix => {
+                let mut branches = vec![doc! { field: below(doc! { "$gt": &name }) }];
+                if name.starts_with(prefix) {
+                    branches.push(doc! { field: &name, "_id": { "$gt": uid } });
+                }
+                doc! { "$or": branches }
+            }
+            _ => doc! { field: below(doc! { "$gte": prefix }) },
+        };
+        // Usernames are unique: their order alone is the whole order.
+        let sort = match by {
+            NameKey::Username => doc! { field: 1 },
+            NameKey::NickName => doc! { field: 1, "_id": 1 },
+        };
         collect(
             self.users()
                 .find(filter)
-                .sort(doc! { field: 1, "_id": 1 })
+                .sort(sort)
                 .limit(limit as i64)
                 .await
                 .map_err(classify)?,

@@ -40,7 +40,7 @@ mod views;
 
 use async_trait::async_trait;
 use futures_util::TryStreamExt;
-use mongodb::bson::{doc, Document};
+use mongodb::bson::{doc, Bson, Document};
 use mongodb::error::{Error as MongoError, ErrorKind, WriteFailure};
 use mongodb::options::ClientOptions;
 use mongodb::{Client, Collection, Database};
@@ -245,29 +245,69 @@ impl MongoDocs {
     }
 
     /// Gives accounts made before people search their folded nickname
-    /// (`nickKey`), which the search reads by its start: a few hundred at
-    /// a time, once, at start-up (none lack it after that).
+    /// (`nickKey`), which the search reads by its start: once, at
+    /// start-up, in uid order, a few hundred accounts a read and their
+    /// writes sixteen at a time. An account written meanwhile (a rename
+    /// by an instance that keys it) keeps its key: the write is only for
+    /// an account that still has none. One that cannot be read as an
+    /// account is left as it is, and said.
     async fn backfill_nick_keys(&self) -> StoreResult<()> {
+        use futures_util::stream::{StreamExt, TryStreamExt};
         const BATCH: i64 = 500;
+        let users = self.db.collection::<Document>("users");
+        let mut after = i64::MIN;
         loop {
-            let users: Vec<UserDoc> = collect(
-                self.users()
-                    .find(doc! { "nickKey": { "$exists": false } })
-                    .limit(BATCH)
-                    .await
-                    .map_err(classify)?,
-            )
-            .await?;
-            for u in &users {
-                let key = crate::domain::search_text::name_key(&u.nick_name);
-                self.users()
-                    .update_one(doc! { "_id": u.uid }, doc! { "$set": { "nickKey": key } })
-                    .await
-                    .map_err(classify)?;
+            let page: Vec<Document> = users
+                .find(doc! { "nickKey": { "$exists": false }, "_id": { "$gt": after } })
+                .projection(doc! { "_id": 1, "nickName": 1 })
+                .sort(doc! { "_id": 1 })
+                .limit(BATCH)
+                .await
+                .map_err(classify)?
+                .try_collect()
+                .await
+                .map_err(classify)?;
+            // A uid as any MongoDB-wire server keeps a number.
+            let uid_of = |d: &Document| match d.get("_id") {
+                Some(Bson::Int64(n)) => Some(*n),
+                Some(Bson::Int32(n)) => Some(i64::from(*n)),
+                Some(Bson::Double(n)) => Some(*n as i64),
+                _ => None,
+            };
+            let Some(last) = page.last().and_then(uid_of) else {
+                return Ok(());
+            };
+            let mut keys: Vec<(i64, String)> = Vec::with_capacity(page.len());
+            for d in &page {
+                match (uid_of(d), d.get_str("nickName")) {
+                    (Some(uid), Ok(nick)) => {
+                        keys.push((uid, crate::domain::search_text::name_key(nick)));
+                    }
+                    _ => {
+                        tracing::warn!(account = ?d.get("_id"), "an account without a readable nickname keeps no nickname key")
+                    }
+                }
             }
-            if (users.len() as i64) < BATCH {
+            let writes = keys.into_iter().map(|(uid, key)| {
+                let users = users.clone();
+                async move {
+                    users
+                        .update_one(
+                            doc! { "_id": uid, "nickKey": { "$exists": false } },
+                            doc! { "$set": { "nickKey": key } },
+                        )
+                        .await
+                }
+            });
+            futures_util::stream::iter(writes)
+                .buffer_unordered(16)
+                .try_collect::<Vec<_>>()
+                .await
+                .map_err(classify)?;
+            if (page.len() as i64) < BATCH {
                 return Ok(());
             }
+            after = last;
         }
     }
 

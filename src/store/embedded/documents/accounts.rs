@@ -118,7 +118,13 @@ impl AccountDocs for EmbeddedDocs {
                 }
                 NameKey::NickName => {
                     let keys = txn.open_table(USERS_BY_NICK_KEY).map_err(other)?;
-                    for entry in keys.range((from.as_str(), 0)..).map_err(other)? {
+                    // Past the cursor's uid among equal names, not from
+                    // the first of them.
+                    let first_uid = match &after {
+                        Some((name, uid)) if *name == from => (*uid as u64).saturating_add(1),
+                        _ => 0,
+                    };
+                    for entry in keys.range((from.as_str(), first_uid)..).map_err(other)? {
                         let (key, _) = entry.map_err(other)?;
                         let (name, uid) = key.value();
                         if uids.len() == limit || !name.starts_with(prefix.as_str()) {

@@ -49,17 +49,17 @@ pub const SCATTER: &[(&str, &[&str], &str)] = &[
     (
         "users",
         &["nickKey"],
-        "people search by a nickname's start (and once, at start-up, the accounts made before it); users are sharded by uid",
+        "people search by a nickname's start; users are sharded by uid",
     ),
     (
         "users",
-        &["$or", "nickKey"],
-        "the next page of a people search by nickname",
+        &["_id", "nickKey"],
+        "once, at start-up, the accounts made before people search, in uid order",
     ),
     (
         "users",
-        &["$or", "username"],
-        "the next page of a people search by username",
+        &["$or"],
+        "the next page of a people search, by username or by nickname, from its cursor",
     ),
     (
         "users",
