@@ -4,12 +4,14 @@ use anyhow::Context as _;
 use moments::config::{self, ConfigError, Settings};
 use moments::startup::{Application, Stopper};
 
-const USAGE: &str = "usage: moments [serve | rebuild-live | check | help]
+const USAGE: &str = "usage: moments [serve | rebuild-live | check | rebuild-search | help]
 
-  serve          run the service (the default)
-  rebuild-live   recompute every live (Redis) key from the documents; safe while serving
-  check          compare the live state with the documents; exits 1 on any mismatch
-  help           print this, and every setting with its default (also -h, --help)";
+  serve           run the service (the default)
+  rebuild-live    recompute every live (Redis) key from the documents; safe while serving
+  check           compare the live state with the documents; exits 1 on any mismatch
+  rebuild-search  empty this instance's search index (MOMENTS_DATA_DIR/search) and index
+                  every post again from the documents; with the instance stopped
+  help            print this, and every setting with its default (also -h, --help)";
 
 fn main() -> std::process::ExitCode {
     moments::startup::tune_allocator();
@@ -21,6 +23,7 @@ async fn serve() -> std::process::ExitCode {
     match command.as_deref() {
         None | Some("serve") => {}
         Some(tool @ ("rebuild-live" | "check")) => return repair_tool(tool).await,
+        Some("rebuild-search") => return rebuild_search().await,
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}\n\n{}", config::help_settings());
             return std::process::ExitCode::SUCCESS;
@@ -128,6 +131,66 @@ fn settings_and_logging() -> Result<Settings, ConfigError> {
 }
 
 /// `moments rebuild-live` and `moments check`, with a progress bar.
+/// `moments rebuild-search`: the index is derived from the documents, so
+/// it is emptied and filled again from them. The instance that uses it
+/// must be stopped: it holds the index (and, on the embedded default, the
+/// documents) open, and this says so rather than wait.
+async fn rebuild_search() -> std::process::ExitCode {
+    use std::process::ExitCode;
+    let settings = match settings_and_logging() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("moments: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let dir = settings.data_dir.join("search");
+    let index = match moments::store::embedded::search::EmbeddedSearch::open(&dir) {
+        Ok(index) => index,
+        Err(e) => {
+            eprintln!(
+                "moments rebuild-search: the index in {} could not be opened ({e}); \
+                 stop the instance that uses it first",
+                dir.display()
+            );
+            return ExitCode::FAILURE;
+        }
+    };
+    let (docs, _) = match moments::startup::connect_stores(&settings).await {
+        Ok(stores) => stores,
+        Err(e) => {
+            eprintln!("moments: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let total = docs.totals().await.map(|(posts, _)| posts).unwrap_or(0);
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "rebuild-search [{bar:40}] {pos}/{len} posts ({per_sec}, {eta} left)",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    moments::domain::search_text::warm_up();
+    let progress = |n: u64| bar.inc(n);
+    match moments::service::search::rebuild(docs.as_ref(), &index, &progress).await {
+        Ok(read) => {
+            bar.finish();
+            println!(
+                "indexed the posts again: read {read} (deleted ones included) into {}",
+                dir.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            bar.abandon();
+            eprintln!("moments rebuild-search: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 async fn repair_tool(tool: &str) -> std::process::ExitCode {
     use moments::service::jobs::live_tools;
     use std::process::ExitCode;

@@ -309,3 +309,75 @@ fn json_logs_are_one_object_per_line_with_the_request_id() {
         run.transcript()
     );
 }
+
+/// `moments rebuild-search` empties the index and fills it again from the
+/// documents; with the index held by a running instance it says to stop
+/// that first, and changes nothing.
+#[test]
+fn rebuild_search_indexes_every_post_again_or_says_what_holds_the_index() {
+    use moments::store::embedded::search::EmbeddedSearch;
+    use moments::store::search::{PostSearch, SearchIndex};
+    use moments::store::{AccountDocs, DocStore, PostDoc, PostDocs, UserDoc};
+
+    let dir = temp_dir("rebuild-search");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    // Made a day ago: long settled, so the mark goes through them.
+    let day_ago = moments::ids::first_id_at(moments::ids::now_ms() - 86_400_000);
+    let (uid, post) = (day_ago + 1, day_ago + 2);
+    runtime.block_on(async {
+        let db = moments::store::embedded::open(&dir, 1 << 20).unwrap();
+        let docs = moments::store::embedded::documents::EmbeddedDocs::new(db, 100);
+        docs.apply_schemas().await.unwrap();
+        docs.insert_user(&UserDoc::new(uid, "rebuilder", String::new(), 1))
+            .await
+            .unwrap();
+        docs.insert_post(&PostDoc::text(post, uid, "西湖的晚霞 lanterns", 2))
+            .await
+            .unwrap();
+        docs.close().await.unwrap();
+    });
+    let search_dir = dir.join("search");
+    let lanterns = PostSearch {
+        terms: vec!["lantern".into()],
+        circle: vec![uid],
+        limit: 10,
+        ..Default::default()
+    };
+
+    // Held open (as a serving instance holds it): refused, nothing done.
+    let held = EmbeddedSearch::open(&search_dir).unwrap();
+    let mut busy = moments(&dir, &["rebuild-search"], &[]);
+    assert!(!busy.exit().success(), "{}", busy.transcript());
+    assert!(
+        busy.lines_of(Stream::Stderr)
+            .iter()
+            .any(|l| l.contains("stop the instance that uses it first")),
+        "{}",
+        busy.transcript()
+    );
+    // Its end is not the end of the data directory, which goes on below.
+    busy.dir = temp_dir("unused");
+    drop(busy);
+    drop(held);
+
+    let mut run = moments(&dir, &["rebuild-search"], &[]);
+    assert!(run.exit().success(), "{}", run.transcript());
+    assert!(
+        run.lines_of(Stream::Stdout)
+            .iter()
+            .any(|l| l.contains("read 1")),
+        "{}",
+        run.transcript()
+    );
+    let index = EmbeddedSearch::open(&search_dir).unwrap();
+    let found = runtime.block_on(index.search_posts(&lanterns)).unwrap();
+    assert_eq!(found.iter().map(|h| h.id).collect::<Vec<_>>(), [post]);
+    assert_eq!(
+        runtime.block_on(index.indexed_through()).unwrap(),
+        Some(post),
+        "the mark is where the rebuild got to"
+    );
+}

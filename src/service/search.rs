@@ -35,7 +35,7 @@ use crate::domain::search_query::PostQuery;
 use crate::domain::search_text::{marks, name_key};
 use crate::error::AppResult;
 use crate::store::search::{IndexedPost, PostSearch, SearchHit, SearchIndex};
-use crate::store::{NameKey, PostDoc, StoreResult, UserCard, UserDoc};
+use crate::store::{DocStore, NameKey, PostDoc, StoreResult, UserCard, UserDoc};
 
 /// Posts read from the documents per indexing step.
 const INDEXING_BATCH: usize = 1000;
@@ -205,15 +205,14 @@ pub fn indexed(post: &PostDoc, author_findable: bool) -> IndexedPost {
 }
 
 /// Of these posts' authors, those who let themselves be found, in one read.
-async fn findable_authors(ctx: &Context, posts: &[&PostDoc]) -> StoreResult<HashSet<i64>> {
+async fn findable_authors(docs: &dyn DocStore, posts: &[&PostDoc]) -> StoreResult<HashSet<i64>> {
     let mut authors: Vec<i64> = posts.iter().map(|p| p.author_uid).collect();
     authors.sort_unstable();
     authors.dedup();
     if authors.is_empty() {
         return Ok(HashSet::new());
     }
-    Ok(ctx
-        .docs
+    Ok(docs
         .users_for_indexing(&authors)
         .await?
         .into_iter()
@@ -337,17 +336,33 @@ impl Indexer {
     /// One pass: every post committed so far is indexed when it returns.
     pub async fn step(&mut self, ctx: &Context) -> StoreResult<()> {
         let index = ctx.search.index()?;
+        self.step_on(ctx.docs.as_ref(), index.as_ref(), &|_| {})
+            .await
+            .map(|_| ())
+    }
+
+    /// `step` on these stores, telling `progress` of each batch of posts
+    /// read; how many it read.
+    async fn step_on(
+        &mut self,
+        docs: &dyn DocStore,
+        index: &dyn SearchIndex,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> StoreResult<u64> {
+        let mut read = 0;
         let mut mark = index.indexed_through().await?;
         let settled = crate::ids::first_id_at(crate::ids::now_ms() - SETTLING.as_millis() as i64);
         let mut after = mark;
         loop {
-            let posts = ctx.docs.posts_after(after, INDEXING_BATCH).await?;
+            let posts = docs.posts_after(after, INDEXING_BATCH).await?;
             let Some(last) = posts.last().map(|p| p.id) else {
                 break;
             };
+            read += posts.len() as u64;
+            progress(posts.len() as u64);
             let unseen = |p: &&PostDoc| !self.unsettled.contains(&p.id);
             let live: Vec<&PostDoc> = posts.iter().filter(|p| !p.deleted).filter(unseen).collect();
-            let findable = findable_authors(ctx, &live).await?;
+            let findable = findable_authors(docs, &live).await?;
             let fresh: Vec<IndexedPost> = live
                 .iter()
                 .map(|p| indexed(p, findable.contains(&p.author_uid)))
@@ -386,8 +401,20 @@ impl Indexer {
                 break;
             }
         }
-        Ok(())
+        Ok(read)
     }
+}
+
+/// Empties `index` and indexes every post of the documents again, telling
+/// `progress` of each batch read: `moments rebuild-search`, for an index
+/// that no instance holds open. How many posts it read.
+pub async fn rebuild(
+    docs: &dyn DocStore,
+    index: &dyn SearchIndex,
+    progress: &(dyn Fn(u64) + Sync),
+) -> StoreResult<u64> {
+    index.clear().await?;
+    Indexer::default().step_on(docs, index, progress).await
 }
 
 /// A page of posts found, and in each the spans of its text that matched
