@@ -63,6 +63,7 @@ pub static ASSETS: &[Asset] = assets![
     "js/pages/post.js" => JS,
     "js/pages/album.js" => JS,
     "js/pages/people.js" => JS,
+    "js/pages/search.js" => JS,
     "js/pages/notifications.js" => JS,
     "js/pages/me.js" => JS,
     "js/pages/data.js" => JS,

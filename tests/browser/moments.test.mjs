@@ -1782,6 +1782,49 @@ step('uploaded photos show as a grid over their blurhash, and a tap opens the up
   assert.ok(!Buffer.from(bytes).includes('Exif\0\0'), 'nor any EXIF header anywhere');
 });
 
+step('the feed\'s search box finds a post by a word, the word marked, and people by the start of a name as one types', async () => {
+  await qian.getByRole('link', { name: '朋友圈' }).click();
+  await onPage(qian, '朋友圈');
+  const box = qian.getByRole('search');
+  await box.getByLabel('搜索动态或用户').fill('照片');
+  await box.getByRole('button', { name: '搜索' }).click();
+  await onPage(qian, '搜索');
+  assert.match(qian.url(), /#\/search\?q=%E7%85%A7%E7%89%87&type=posts$/);
+  const found = postWith(qian, '三张照片');
+  await found.waitFor();
+  assert.deepEqual(await found.locator('.post-content mark').allInnerTexts(), ['照片']);
+  assert.equal(await found.locator('.post-content').innerText(), '三张照片');
+  assert.equal(await qian.getByRole('tab', { name: '动态' }).getAttribute('aria-selected'), 'true');
+  await screenshot(qian, 'search');
+  // A word no post holds: said so.
+  const field = qian.getByRole('search').getByLabel('搜索动态或用户');
+  await field.fill('不存在的词语');
+  await qian.getByRole('search').getByRole('button', { name: '搜索' }).click();
+  await qian.getByText('没有找到含这些词的动态').waitFor();
+
+  // People, suggested as one types the start of a username.
+  await qian.getByRole('tab', { name: '用户' }).click();
+  await field.fill('');
+  await field.pressSequentially(WANG.username.slice(0, 9));
+  const person = qian.getByRole('list', { name: '用户' }).getByRole('link', { name: WANG.nick });
+  await person.waitFor();
+  assert.equal(await qian.getByRole('tab', { name: '用户' }).getAttribute('aria-selected'), 'true');
+  const { token } = await session(wang);
+  const me = await (await request('/api/v1/me', { headers: { authorization: `Bearer ${token}` } })).json();
+  assert.equal(await person.getAttribute('href'), `#/u/${me.uid}`);
+  // The address holds the search: a reload shows the same.
+  await qian.reload();
+  await onPage(qian, '搜索');
+  await qian.getByRole('list', { name: '用户' }).getByRole('link', { name: WANG.nick }).waitFor();
+
+  // In English the same page says its words in English.
+  await qian.getByRole('button', { name: 'English' }).click();
+  await onPage(qian, 'Search');
+  await qian.getByRole('tab', { name: 'People' }).waitFor();
+  await qian.getByRole('button', { name: '中文' }).click();
+  await onPage(qian, '搜索');
+});
+
 step('no page logged an error', () => {
   assert.deepEqual(consoleErrors, []);
 });

@@ -1,8 +1,8 @@
 // @ts-check
 // The page shell and its router. Pages live at `#/…` addresses, so the
 // service serves one document and every address can be bookmarked and
-// reloaded: #/feed, #/compose, #/post/{id}, #/u/{uid}, #/people,
-// #/notifications, #/me, #/admin, #/signin, #/signup.
+// reloaded: #/feed, #/search?q=, #/compose, #/post/{id}, #/u/{uid},
+// #/people, #/notifications, #/me, #/admin, #/signin, #/signup.
 
 import { SIGNED_OUT_EVENT, call } from './api.js';
 import { fill, h } from './dom.js';
@@ -20,6 +20,7 @@ import * as me from './pages/me.js';
 import * as notifications from './pages/notifications.js';
 import * as people from './pages/people.js';
 import * as post from './pages/post.js';
+import * as search from './pages/search.js';
 
 /**
  * What a page gets: where to draw, how to name itself, the address's parts.
@@ -34,6 +35,7 @@ const ROUTES = [
   { pattern: /^\/signin$/, page: auth.signIn, public: true },
   { pattern: /^\/signup$/, page: auth.signUp, public: true },
   { pattern: /^\/feed$/, page: feed.render, tab: 'feed' },
+  { pattern: /^\/search(?:\?(.*))?$/, page: search.render, tab: 'feed' },
   { pattern: /^\/compose$/, page: compose.render, tab: 'compose' },
   { pattern: /^\/post\/(\d{1,17})$/, page: post.render },
   { pattern: /^\/u\/(\d{1,17})$/, page: album.render },

@@ -119,8 +119,31 @@ function openPicture(m, alt) {
  *   onDeleted?: () => void,
  *   onCommented?: () => void,
  *   onGone?: () => void,
+ *   marks?: [number, number][],
  * }} CardOptions
  */
+
+/**
+ * A post's text with the spans a search matched marked: `[start, end)` in
+ * UTF-16 units, which is how a JavaScript string is indexed. Text nodes
+ * and `<mark>` only: the text stays text.
+ * @param {string} text
+ * @param {[number, number][]} marks in order, not overlapping
+ * @returns {(Node | string)[]}
+ */
+export function markedText(text, marks) {
+  /** @type {(Node | string)[]} */
+  const out = [];
+  let at = 0;
+  for (const [start, end] of marks) {
+    if (start < at || end <= start || end > text.length) continue;
+    if (start > at) out.push(text.slice(at, start));
+    out.push(h('mark', {}, text.slice(start, end)));
+    at = end;
+  }
+  if (at < text.length) out.push(text.slice(at));
+  return out;
+}
 
 /**
  * A `<time>` that main.js keeps current ("刚刚" becomes "1分钟前").
@@ -292,7 +315,7 @@ export function postCard(initial, options = {}) {
         { class: 'post-main' },
         h('h2', { class: 'post-author', id: nameId }, userLink(post.author, 'author')),
         post.moderation && moderationBanner(post.moderation),
-        post.content && h('p', { class: 'post-content' }, post.content),
+        post.content && h('p', { class: 'post-content' }, options.marks ? markedText(post.content, options.marks) : post.content),
         media.length > 0 && mediaGrid(media),
         pictures.length > 0 &&
           h(

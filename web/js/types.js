@@ -121,4 +121,10 @@
  * @typedef {{ items: T[], nextCursor?: string | null, serverTime: number }} Page
  */
 
+/**
+ * A page of posts a search found, and by post id the spans of `content`
+ * that matched (UTF-16 units).
+ * @typedef {Page<Post> & { marks: Record<string, [number, number][]> }} FoundPosts
+ */
+
 export {};

@@ -11,6 +11,7 @@ import { pagedList } from '../lists.js';
 import { REFETCH_EVENT, onLive } from '../live.js';
 import { postCard } from '../post_card.js';
 import { current } from '../session.js';
+import { searchHref } from './search.js';
 
 /** @param {import('../main.js').PageContext} ctx */
 export function render({ main, title }) {
@@ -62,7 +63,24 @@ export function render({ main, title }) {
   };
   window.addEventListener(REFETCH_EVENT, refetch);
 
+  // The search box: words for posts, or the start of a name for people
+  // (the search page has both).
+  const query = h('input', { type: 'search', name: 'q', id: 'feed-search', autocomplete: 'off', maxlength: 200, enterkeyhint: 'search' });
+  const searchBox = h(
+    'form',
+    { class: 'feed-search', role: 'search' },
+    h('label', { for: 'feed-search', class: 'visually-hidden' }, t('search.label')),
+    query,
+    h('button', { type: 'submit', class: 'button-quiet' }, t('search.submit')),
+  );
+  searchBox.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const q = query.value.trim();
+    location.hash = q ? searchHref(q, 'posts') : '#/search';
+  });
+
   append(main, [
+    searchBox,
     me
       ? h(
           'div',
