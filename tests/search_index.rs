@@ -154,3 +154,68 @@ async fn how_far_indexing_got_is_kept_with_what_it_indexed() {
     drop(reopened);
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[tokio::test]
+async fn by_relevance_the_better_match_ranks_first_and_filters_score_nothing() {
+    let dir = folder();
+    let index = EmbeddedSearch::open(&dir).unwrap();
+    index
+        .index_posts(&[
+            post(1, 10, "West Lake, the lake, the lake at dawn"),
+            post(
+                2,
+                10,
+                "a long walk by the river, the hills, the old town and then a lake",
+            ),
+            post(3, 11, "lake lake lake"),
+            IndexedPost {
+                findable: false,
+                ..post(4, 12, "a lake only friends see")
+            },
+            post(5, 10, "nothing about water"),
+        ])
+        .await
+        .unwrap();
+    let by_relevance = |search: PostSearch| {
+        let index = &index;
+        async move {
+            index
+                .search_posts_by_relevance(&search)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|h| (h.hit.id, h.hit.author, h.score))
+                .collect::<Vec<_>>()
+        }
+    };
+    let ranked = by_relevance(PostSearch {
+        limit: 10,
+        ..asking("lake")
+    })
+    .await;
+    let ids: Vec<i64> = ranked.iter().map(|h| h.0).collect();
+    // More of the word in a shorter text first; one mention in a long one
+    // last; the post outside the circle and not findable not at all.
+    assert_eq!(ids, [3, 1, 2]);
+    assert!(ranked.windows(2).all(|w| w[0].2 >= w[1].2), "{ranked:?}");
+    assert_eq!(ranked[0].1, 11);
+    // In the circle, whether findable scores nothing: the same scores.
+    let with_circle = by_relevance(PostSearch {
+        limit: 10,
+        circle: vec![10, 11, 12],
+        ..asking("lake")
+    })
+    .await;
+    let scores = |r: &[(i64, i64, f32)], id: i64| r.iter().find(|h| h.0 == id).unwrap().2;
+    assert_eq!(scores(&with_circle, 3), scores(&ranked, 3));
+    assert!(with_circle.iter().any(|h| h.0 == 4));
+    // The limit is the depth: the best first.
+    let top = by_relevance(PostSearch {
+        limit: 1,
+        ..asking("lake")
+    })
+    .await;
+    assert_eq!(top.iter().map(|h| h.0).collect::<Vec<_>>(), [3]);
+    drop(index);
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -22,7 +22,7 @@ pub const COMMENTS_CURSOR_PATTERN: &str = "^(v[0-9a-z]{1,12}|h[0-9a-z]{1,12}\\.[
 /// person's found by name (`NameCursor`): the name's bytes in hex, at most
 /// `MAX_NAME_KEY_BYTES` of them, and the uid.
 pub const SEARCH_CURSOR_PATTERN: &str =
-    "^(v[0-9a-z]{1,12}|n([0-9a-f]{2}){0,512}\\.[0-9a-z]{1,12})?$";
+    "^(v[0-9a-z]{1,12}|n([0-9a-f]{2}){0,512}\\.[0-9a-z]{1,12}|s[0-9a-f]{8}\\.[0-9a-z]{1,12})?$";
 
 /// The longest name key a cursor carries (`search_text::name_key` keeps
 /// to it).
@@ -41,20 +41,56 @@ pub struct NameCursor {
     pub uid: i64,
 }
 
-/// A search's cursor: of posts or of people, told apart by its letter.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A search's cursor: of posts newest first, of posts by relevance, or of
+/// people, told apart by its letter.
+#[derive(Debug, Clone, PartialEq)]
 pub enum SearchCursor {
     Post(Cursor),
+    Scored(ScoreCursor),
     Name(NameCursor),
 }
 
 impl SearchCursor {
     pub fn parse(raw: &str) -> Result<Self, AppError> {
-        if raw.starts_with('n') {
-            NameCursor::parse(raw).map(SearchCursor::Name)
-        } else {
-            Cursor::parse(raw).map(SearchCursor::Post)
+        match raw.as_bytes().first() {
+            Some(b'n') => NameCursor::parse(raw).map(SearchCursor::Name),
+            Some(b's') => ScoreCursor::parse(raw).map(SearchCursor::Scored),
+            _ => Cursor::parse(raw).map(SearchCursor::Post),
         }
+    }
+}
+
+/// A page of posts by relevance ends at the last one's (score, id): the
+/// next page is what ranks below it, score first, then the newer first.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScoreCursor {
+    pub score: f32,
+    pub id: i64,
+}
+
+impl ScoreCursor {
+    pub fn encode(score: f32, id: i64) -> String {
+        format!("s{:08x}.{}", score.to_bits(), base36(id))
+    }
+
+    pub fn parse(raw: &str) -> Result<Self, AppError> {
+        let bad = || AppError::invalid("cursor", "is not a cursor this service issued");
+        let (bits, id) = raw
+            .strip_prefix('s')
+            .and_then(|r| r.split_once('.'))
+            .ok_or_else(bad)?;
+        if bits.len() != 8 || !bits.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            return Err(bad());
+        }
+        Ok(ScoreCursor {
+            score: f32::from_bits(u32::from_str_radix(bits, 16).map_err(|_| bad())?),
+            id: from_base36(id).ok_or_else(bad)?,
+        })
+    }
+
+    /// Whether a hit of `score` and `id` ranks after this cursor's.
+    pub fn is_before(&self, score: f32, id: i64) -> bool {
+        score.total_cmp(&self.score).then(id.cmp(&self.id)).is_lt()
     }
 }
 
@@ -283,6 +319,33 @@ mod tests {
         ] {
             let either = NameCursor::parse(raw).is_ok() || Cursor::parse(raw).is_ok();
             assert_eq!(shape.is_match(raw), either, "{raw}");
+        }
+    }
+
+    #[test]
+    fn score_cursors_read_back_rank_and_match_the_documented_shape() {
+        for (score, id) in [(0.0, 1), (7.25, 1_247_677_933_998_080), (f32::MAX, 7)] {
+            let at = ScoreCursor::parse(&ScoreCursor::encode(score, id)).unwrap();
+            assert_eq!((at.score, at.id), (score, id));
+        }
+        let at = ScoreCursor { score: 2.0, id: 10 };
+        assert!(at.is_before(1.5, 99), "a lower score ranks after");
+        assert!(
+            at.is_before(2.0, 9),
+            "an older post of the same score ranks after"
+        );
+        assert!(!at.is_before(2.0, 10) && !at.is_before(2.0, 11) && !at.is_before(2.5, 1));
+        let shape = regex::Regex::new(SEARCH_CURSOR_PATTERN).unwrap();
+        for raw in [
+            "s40e80000.a",
+            "s00000000.1",
+            "s4.1",
+            "s40E80000.1",
+            "s40e80000.",
+            "s40e800000.1",
+        ] {
+            let any = SearchCursor::parse(raw).is_ok();
+            assert_eq!(shape.is_match(raw), any, "{raw}");
         }
     }
 

@@ -40,6 +40,20 @@ pub struct SearchQuery {
     #[serde(rename = "type", default)]
     #[param(rename = "type", inline)]
     kind: SearchKind,
+    /// Posts: `newest` first (the default), or best match first
+    /// (`relevance`: rarer words, and more of them in a shorter text, rank
+    /// higher; pages go through the 500 best). People are in name order.
+    #[serde(default)]
+    #[param(inline)]
+    sort: SearchSort,
+}
+
+#[derive(Deserialize, Default, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchSort {
+    #[default]
+    Newest,
+    Relevance,
 }
 
 #[derive(Deserialize, Default, utoipa::ToSchema)]
@@ -138,12 +152,16 @@ pub async fn search(
             search::people(&ctx, user.uid, &asked.q, "q", after, page.limit, pres.now).await?;
         return Ok(HttpResponse::Ok().json(found));
     }
-    let after = match page.cursor {
-        None => None,
-        Some(SearchCursor::Post(c)) => Some(c),
-        Some(SearchCursor::Name(_)) => return Err(other_kind()),
+    let order = match (asked.sort, page.cursor) {
+        (SearchSort::Newest, None) => search::PostOrder::Newest(None),
+        (SearchSort::Newest, Some(SearchCursor::Post(c))) => search::PostOrder::Newest(Some(c)),
+        (SearchSort::Relevance, None) => search::PostOrder::Relevance(None),
+        (SearchSort::Relevance, Some(SearchCursor::Scored(c))) => {
+            search::PostOrder::Relevance(Some(c))
+        }
+        _ => return Err(other_kind()),
     };
-    let found = search::posts(&ctx, user.uid, &asked.q, after, page.limit, &pres).await?;
+    let found = search::posts(&ctx, user.uid, &asked.q, order, page.limit, &pres).await?;
     // The page as a feed writes it, with the marks added before its end.
     let mut body = page_bytes(&found.page);
     body.pop();
@@ -187,8 +205,8 @@ pub async fn search_users(
     Ok(HttpResponse::Ok().json(found))
 }
 
-/// A cursor of posts given to a search of people (or the other way): a
-/// cursor this service issued, for another search.
+/// A cursor of posts given to a search of people, or of one order given
+/// to the other: a cursor this service issued, for another search.
 fn other_kind() -> AppError {
     AppError::unprocessable("cursor", "is the cursor of another kind of search")
 }
@@ -199,6 +217,6 @@ fn name_cursor(
     match cursor {
         None => Ok(None),
         Some(SearchCursor::Name(c)) => Ok(Some(c)),
-        Some(SearchCursor::Post(_)) => Err(other_kind()),
+        Some(SearchCursor::Post(_) | SearchCursor::Scored(_)) => Err(other_kind()),
     }
 }

@@ -24,13 +24,13 @@ use serde::Deserialize;
 
 use super::read::assemble::keep_visible_posts;
 use super::read::loader::Loader;
-use super::read::paging::fill_page;
+use super::read::paging::{fill_page, fill_page_by};
 use super::read::post_json::PostJson;
 use super::read::responses::Page;
 use super::read::visibility::{finds_posts_of, found_by_strangers, Relations};
 use super::Context;
 use super::Presentation;
-use crate::domain::cursor::{Cursor, NameCursor};
+use crate::domain::cursor::{Cursor, NameCursor, ScoreCursor};
 use crate::domain::search_query::PostQuery;
 use crate::domain::search_text::{marks, name_key};
 use crate::error::AppResult;
@@ -425,11 +425,26 @@ pub struct FoundPosts {
 }
 
 /// Posts `reader` may read that match `q`, newest first.
+/// In what order a search answers posts, and where a page starts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PostOrder {
+    /// Newest first, below the last post the previous page showed.
+    Newest(Option<Cursor>),
+    /// Best match first (`SearchIndex::search_posts_by_relevance`), ranked
+    /// below the previous page's last; among the `RELEVANCE_DEPTH` best.
+    Relevance(Option<ScoreCursor>),
+}
+
+/// How many of the best matches a search by relevance ranks: pages go on
+/// through these, and end with them. Ranking needs every match's score,
+/// so a deeper reader of a common word would cost the whole index.
+pub const RELEVANCE_DEPTH: usize = 500;
+
 pub async fn posts(
     ctx: &Context,
     reader: i64,
     q: &str,
-    cursor: Option<Cursor>,
+    order: PostOrder,
     limit: usize,
     pres: &Presentation,
 ) -> AppResult<FoundPosts> {
@@ -467,27 +482,13 @@ pub async fn posts(
         before: None,
         limit: 0,
     };
-    let (items, _looked_past) = fill_page(
-        limit,
-        cursor.map(|c| c.0),
-        |before, n| {
-            let search = PostSearch {
-                before,
-                limit: n,
-                ..search.clone()
-            };
-            async move { Ok(ctx.search.index()?.search_posts(&search).await?) }
-        },
-        |hits: Vec<SearchHit>, room| async move {
-            // Who may find a post outside its author's circle is decided
-            // here, as the index may be behind a change of the setting.
-            let hidden = unfindable(ctx, hits.iter().map(|h| h.author), in_circle).await?;
-            let found = |h: &SearchHit| (!hidden.contains(&h.author)).then_some(h.id);
-            keep_visible_posts(ctx, &hits, found, room, Some(reader), pres).await
-        },
-        |h| h.id,
-    )
-    .await?;
+    // Who may find a post outside its author's circle is decided at each
+    // answer, as the index may be behind a change of the setting.
+    let keep = |hits: Vec<SearchHit>, room: usize| async move {
+        let hidden = unfindable(ctx, hits.iter().map(|h| h.author), in_circle).await?;
+        let found = |h: &SearchHit| (!hidden.contains(&h.author)).then_some(h.id);
+        keep_visible_posts(ctx, &hits, found, room, Some(reader), pres).await
+    };
     // The next page starts after the last post shown, never after a hit
     // the reader may not read: `fill_page`'s cursor can name the last hit
     // it looked at, and a post's id tells when it was written, so a cursor
@@ -495,9 +496,75 @@ pub async fn posts(
     // holds the words. A full page always has a cursor (whether more
     // exist is not told); a short one has none, also when the rounds ran
     // out on hits the reader may not read (the README says so).
-    let next_cursor = (items.len() == limit)
-        .then(|| items.last().map(|p| Cursor::encode(p.id)))
-        .flatten();
+    let (items, next_cursor) = match order {
+        PostOrder::Newest(cursor) => {
+            let (items, _looked_past) = fill_page(
+                limit,
+                cursor.map(|c| c.0),
+                |before, n| {
+                    let search = PostSearch {
+                        before,
+                        limit: n,
+                        ..search.clone()
+                    };
+                    async move { Ok(ctx.search.index()?.search_posts(&search).await?) }
+                },
+                keep,
+                |h| h.id,
+            )
+            .await?;
+            let next = (items.len() == limit)
+                .then(|| items.last().map(|p| Cursor::encode(p.id)))
+                .flatten();
+            (items, next)
+        }
+        PostOrder::Relevance(after) => {
+            let ranked = ctx
+                .search
+                .index()?
+                .search_posts_by_relevance(&PostSearch {
+                    limit: RELEVANCE_DEPTH,
+                    ..search.clone()
+                })
+                .await?;
+            let start = after.map_or(0, |c| {
+                ranked
+                    .iter()
+                    .position(|h| c.is_before(h.score, h.hit.id))
+                    .unwrap_or(ranked.len())
+            });
+            let ranked = &ranked[start..];
+            // Paged by place in this ranking, read once.
+            let (items, _looked_past) = fill_page_by(
+                limit,
+                None,
+                |before: Option<usize>, n| {
+                    let from = before.map_or(0, |at| at + 1).min(ranked.len());
+                    let to = (from + n).min(ranked.len());
+                    let batch: Vec<(usize, SearchHit)> = ranked[from..to]
+                        .iter()
+                        .enumerate()
+                        .map(|(i, h)| (from + i, h.hit))
+                        .collect();
+                    async move { Ok(batch) }
+                },
+                |batch: Vec<(usize, SearchHit)>, room| {
+                    keep(batch.into_iter().map(|(_, h)| h).collect(), room)
+                },
+                |(at, _)| *at,
+                |_| String::new(),
+            )
+            .await?;
+            let next = (items.len() == limit)
+                .then(|| {
+                    let last = items.last()?;
+                    let hit = ranked.iter().find(|h| h.hit.id == last.id)?;
+                    Some(ScoreCursor::encode(hit.score, hit.hit.id))
+                })
+                .flatten();
+            (items, next)
+        }
+    };
     let terms = query.terms;
     let contents: Vec<(i64, String)> = items.iter().map(|p| (p.id, content_of(p))).collect();
     // Cutting a page of texts again is CPU work: off the async workers.

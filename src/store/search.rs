@@ -34,6 +34,14 @@ pub struct SearchHit {
     pub author: i64,
 }
 
+/// A post a search found and how well it matched (BM25: rarer words and
+/// more of them in a shorter text score higher).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScoredHit {
+    pub hit: SearchHit,
+    pub score: f32,
+}
+
 /// What a search asks the index: posts holding every term, by the circle
 /// or findable by anyone, within the filters, newest first below a cursor.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -72,6 +80,10 @@ pub trait SearchIndex: Send + Sync {
 
     /// The posts `search` matches, newest first.
     async fn search_posts(&self, search: &PostSearch) -> StoreResult<Vec<SearchHit>>;
+
+    /// The `search.limit` best matches of `search` (its `before` aside),
+    /// best first, and of equal scores the newest first.
+    async fn search_posts_by_relevance(&self, search: &PostSearch) -> StoreResult<Vec<ScoredHit>>;
 
     /// The highest post id indexing has gone through in order (`mark`
     /// given to `index_posts_through`), kept across restarts; `None` for a

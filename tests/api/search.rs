@@ -584,3 +584,78 @@ async fn an_erased_account_leaves_nothing_in_the_index() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn by_relevance_the_best_match_comes_first_and_pages_go_through_every_match_once() {
+    let app = app().await;
+    let ann = app.user("ann").await;
+    let bob = app.user("bob").await;
+    let long = app
+        .text_post(
+            &ann,
+            "a long walk past the river, the hills, the market and a kite",
+        )
+        .await;
+    let short = app.text_post(&ann, "kite kite").await;
+    let mid = app
+        .text_post(&ann, "my kite flew over the kite festival")
+        .await;
+    let hidden = app
+        .post_with(
+            &ann,
+            json!({"category": "TEXT", "content": "a kite for friends", "visibility": "friends"}),
+        )
+        .await;
+    let newest = app
+        .text_post(&ann, "kites at dusk, a kite over the sea")
+        .await;
+    indexed(&app, &ann, "kite", newest).await;
+    // One page of all: the best first, not the newest.
+    let (s, page) = search(&app, &bob, "kite", "&sort=relevance&limit=10").await;
+    assert_eq!(s, StatusCode::OK, "{page}");
+    let all = ids(page["items"].as_array().unwrap());
+    assert_eq!(all.len(), 4, "{page}");
+    assert!(
+        !all.contains(&hidden),
+        "a friends-only post: not Bob's to see"
+    );
+    assert_eq!(all[0], short, "{all:?}");
+    assert_eq!(*all.last().unwrap(), long, "{all:?}");
+    assert!(all.contains(&mid) && all.contains(&newest));
+    assert!(
+        page["marks"][short.to_string()].as_array().unwrap().len() == 2,
+        "{page}"
+    );
+    // By two: the same order, every match once.
+    let mut paged = Vec::new();
+    let mut cursor = String::new();
+    for _ in 0..5 {
+        let (s, page) = search(
+            &app,
+            &bob,
+            "kite",
+            &format!("&sort=relevance&limit=2&cursor={cursor}"),
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK, "{page}");
+        paged.extend(ids(page["items"].as_array().unwrap()));
+        match page["nextCursor"].as_str() {
+            Some(c) => cursor = c.to_string(),
+            None => break,
+        }
+    }
+    assert_eq!(paged, all);
+    // A cursor of one order given to the other.
+    let (_, first) = search(&app, &bob, "kite", "&limit=1").await;
+    let newest_cursor = first["nextCursor"].as_str().unwrap().to_string();
+    let (s, _) = search(
+        &app,
+        &bob,
+        "kite",
+        &format!("&sort=relevance&cursor={newest_cursor}"),
+    )
+    .await;
+    assert_eq!(s.as_u16(), 422);
+    let (s, _) = search(&app, &bob, "kite", "&sort=best").await;
+    assert_eq!(s.as_u16(), 400);
+}

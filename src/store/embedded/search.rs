@@ -12,7 +12,9 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use tantivy::collector::TopDocs;
-use tantivy::query::{BooleanQuery, Occur, Query, RangeQuery, TermQuery, TermSetQuery};
+use tantivy::query::{
+    BooleanQuery, ConstScoreQuery, Occur, Query, RangeQuery, TermQuery, TermSetQuery,
+};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, INDEXED,
 };
@@ -20,7 +22,7 @@ use tantivy::tokenizer::{PreTokenizedString, Token};
 use tantivy::{Index, IndexReader, IndexWriter, Order, ReloadPolicy, TantivyDocument, Term};
 
 use crate::domain::search_text::{terms, Cut};
-use crate::store::search::{IndexedPost, PostSearch, SearchHit, SearchIndex};
+use crate::store::search::{IndexedPost, PostSearch, ScoredHit, SearchHit, SearchIndex};
 use crate::store::{StoreError, StoreResult};
 
 /// Memory the writer buffers before it writes a segment (tantivy's
@@ -221,57 +223,46 @@ impl EmbeddedSearch {
                 )),
             ));
         }
+        // Filters score nothing: a match ranks by its words alone.
+        let filter = |q: Box<dyn Query>| -> (Occur, Box<dyn Query>) {
+            (Occur::Must, Box::new(ConstScoreQuery::new(q, 0.0)))
+        };
         // The circle's posts, or any findable one.
         let circle = TermSetQuery::new(s.circle.iter().map(|a| Term::from_field_i64(f.author, *a)));
         let findable = TermQuery::new(
             Term::from_field_bool(f.findable, true),
             IndexRecordOption::Basic,
         );
-        must.push((
-            Occur::Must,
-            Box::new(BooleanQuery::union(vec![
-                Box::new(circle),
-                Box::new(findable),
-            ])),
-        ));
+        must.push(filter(Box::new(BooleanQuery::union(vec![
+            Box::new(circle),
+            Box::new(findable),
+        ]))));
         if let Some(author) = s.from {
-            must.push((
-                Occur::Must,
-                Box::new(TermQuery::new(
-                    Term::from_field_i64(f.author, author),
-                    IndexRecordOption::Basic,
-                )),
-            ));
+            must.push(filter(Box::new(TermQuery::new(
+                Term::from_field_i64(f.author, author),
+                IndexRecordOption::Basic,
+            ))));
         }
         if s.has_media {
-            must.push((
-                Occur::Must,
-                Box::new(TermQuery::new(
-                    Term::from_field_bool(f.has_media, true),
-                    IndexRecordOption::Basic,
-                )),
-            ));
+            must.push(filter(Box::new(TermQuery::new(
+                Term::from_field_bool(f.has_media, true),
+                IndexRecordOption::Basic,
+            ))));
         }
         if s.since.is_some() || s.until.is_some() {
             let at = |ms: i64| Term::from_field_i64(f.createtime, ms);
-            must.push((
-                Occur::Must,
-                Box::new(RangeQuery::new(
-                    s.since
-                        .map_or(Bound::Unbounded, |ms| Bound::Included(at(ms))),
-                    s.until
-                        .map_or(Bound::Unbounded, |ms| Bound::Excluded(at(ms))),
-                )),
-            ));
+            must.push(filter(Box::new(RangeQuery::new(
+                s.since
+                    .map_or(Bound::Unbounded, |ms| Bound::Included(at(ms))),
+                s.until
+                    .map_or(Bound::Unbounded, |ms| Bound::Excluded(at(ms))),
+            ))));
         }
         if let Some(before) = s.before {
-            must.push((
-                Occur::Must,
-                Box::new(RangeQuery::new(
-                    Bound::Unbounded,
-                    Bound::Excluded(Term::from_field_i64(f.id, before)),
-                )),
-            ));
+            must.push(filter(Box::new(RangeQuery::new(
+                Bound::Unbounded,
+                Bound::Excluded(Term::from_field_i64(f.id, before)),
+            ))));
         }
         Box::new(BooleanQuery::new(must))
     }
@@ -330,6 +321,39 @@ impl SearchIndex for EmbeddedSearch {
                     hits.push(SearchHit { id, author });
                 }
             }
+            Ok(hits)
+        })
+        .await
+        .map_err(|e| StoreError::Other(e.into()))?
+        .map_err(failed)
+    }
+
+    async fn search_posts_by_relevance(&self, search: &PostSearch) -> StoreResult<Vec<ScoredHit>> {
+        if search.limit == 0 {
+            return Ok(vec![]);
+        }
+        let query = self.query(&PostSearch {
+            before: None,
+            ..search.clone()
+        });
+        let searcher = self.reader.searcher();
+        let limit = search.limit;
+        tokio::task::spawn_blocking(move || -> tantivy::Result<Vec<ScoredHit>> {
+            let top = searcher.search(&query, &TopDocs::with_limit(limit).order_by_score())?;
+            let mut hits = Vec::with_capacity(top.len());
+            for (score, at) in top {
+                let fast = searcher.segment_reader(at.segment_ord).fast_fields();
+                if let (Some(id), Some(author)) = (
+                    fast.i64("id")?.first(at.doc_id),
+                    fast.i64("author")?.first(at.doc_id),
+                ) {
+                    hits.push(ScoredHit {
+                        hit: SearchHit { id, author },
+                        score,
+                    });
+                }
+            }
+            hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.hit.id.cmp(&a.hit.id)));
             Ok(hits)
         })
         .await
