@@ -132,7 +132,8 @@ fn main() {
         let base = format!("http://127.0.0.1:{}", app.port());
         tokio::spawn(app.run_until_stopped());
         let client = reqwest::Client::new();
-        let (_, token) = support_account(&client, &base).await;
+        let (_, token) =
+            support::account(&client, &base, &format!("bench{}", std::process::id())).await;
 
         let photo = textured_phone_jpeg(4032, 3024, 6).unwrap();
         let threads = thread_pool::threads();
@@ -198,33 +199,4 @@ fn main() {
         println!("{line} MiB");
         let _ = std::fs::remove_dir_all(dir);
     });
-}
-
-/// A fresh account; its uid and token.
-async fn support_account(client: &reqwest::Client, base: &str) -> (i64, String) {
-    let name = format!("bench{}", std::process::id());
-    let card: serde_json::Value = client
-        .post(format!("{base}/api/v1/users"))
-        .json(
-            &serde_json::json!({"username": name, "password": "password-123", "nickName": "bench"}),
-        )
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let session: serde_json::Value = client
-        .post(format!("{base}/api/v1/sessions"))
-        .json(&serde_json::json!({"username": name, "password": "password-123"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    (
-        card["uid"].as_i64().unwrap(),
-        session["token"].as_str().unwrap().to_string(),
-    )
 }

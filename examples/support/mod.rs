@@ -58,3 +58,31 @@ pub fn bench_settings(tag: &str) -> (Settings, std::path::PathBuf, &'static str)
     };
     (settings, dir, backend)
 }
+
+/// Signs up `name` over HTTP and signs it in: its uid and bearer token.
+pub async fn account(client: &reqwest::Client, base: &str, name: &str) -> (i64, String) {
+    let card: serde_json::Value = client
+        .post(format!("{base}/api/v1/users"))
+        .json(
+            &serde_json::json!({"username": name, "password": "password-123", "nickName": "bench"}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let session: serde_json::Value = client
+        .post(format!("{base}/api/v1/sessions"))
+        .json(&serde_json::json!({"username": name, "password": "password-123"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    (
+        card["uid"].as_i64().unwrap(),
+        session["token"].as_str().unwrap().to_string(),
+    )
+}
