@@ -147,10 +147,22 @@ async fn rebuild_search() -> std::process::ExitCode {
     let dir = settings.data_dir.join("search");
     let index = match moments::store::embedded::search::EmbeddedSearch::open(&dir) {
         Ok(index) => index,
+        // Held by a running instance (tantivy's writer lock): that one
+        // must stop first. Anything else (a damaged index, one of another
+        // version) is for this command to mend, with the folder moved
+        // aside.
+        Err(e) if e.to_string().contains("LockBusy") => {
+            eprintln!(
+                "moments rebuild-search: the index in {} is in use; \
+                 stop the instance that uses it first",
+                dir.display()
+            );
+            return ExitCode::FAILURE;
+        }
         Err(e) => {
             eprintln!(
                 "moments rebuild-search: the index in {} could not be opened ({e}); \
-                 stop the instance that uses it first",
+                 move that folder aside (the instance stopped) and run this again",
                 dir.display()
             );
             return ExitCode::FAILURE;

@@ -354,7 +354,7 @@ fn rebuild_search_indexes_every_post_again_or_says_what_holds_the_index() {
     assert!(
         busy.lines_of(Stream::Stderr)
             .iter()
-            .any(|l| l.contains("stop the instance that uses it first")),
+            .any(|l| l.contains("is in use; stop the instance that uses it first")),
         "{}",
         busy.transcript()
     );

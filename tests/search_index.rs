@@ -216,6 +216,33 @@ async fn by_relevance_the_better_match_ranks_first_and_filters_score_nothing() {
     })
     .await;
     assert_eq!(top.iter().map(|h| h.0).collect::<Vec<_>>(), [3]);
+    // A score comes from the post's own text: a thousand more posts of
+    // the word move none, so it tells nothing of how many hold it.
+    let more: Vec<IndexedPost> = (100..1100)
+        .map(|i| IndexedPost {
+            findable: false,
+            ..post(i, 99, "lake lake and more lake")
+        })
+        .collect();
+    index.index_posts(&more).await.unwrap();
+    let again = by_relevance(PostSearch {
+        limit: 10,
+        ..asking("lake")
+    })
+    .await;
+    assert_eq!(again, ranked);
+    // Of equal scores the newest, and the cut at the limit keeps them.
+    let same = by_relevance(PostSearch {
+        limit: 3,
+        circle: vec![99],
+        from: Some(99),
+        ..asking("lake")
+    })
+    .await;
+    assert_eq!(
+        same.iter().map(|h| h.0).collect::<Vec<_>>(),
+        [1099, 1098, 1097]
+    );
     drop(index);
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -82,8 +82,13 @@ impl ScoreCursor {
         if bits.len() != 8 || !bits.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
             return Err(bad());
         }
+        let score = f32::from_bits(u32::from_str_radix(bits, 16).map_err(|_| bad())?);
+        // Scores are finite and not negative: no other was ever issued.
+        if !score.is_finite() || score.is_sign_negative() {
+            return Err(bad());
+        }
         Ok(ScoreCursor {
-            score: f32::from_bits(u32::from_str_radix(bits, 16).map_err(|_| bad())?),
+            score,
             id: from_base36(id).ok_or_else(bad)?,
         })
     }
@@ -346,6 +351,14 @@ mod tests {
         ] {
             let any = SearchCursor::parse(raw).is_ok();
             assert_eq!(shape.is_match(raw), any, "{raw}");
+        }
+        // Of the right shape, but no score this service gives: NaN, an
+        // infinity, a negative one.
+        for raw in ["s7fc00000.1", "s7f800000.1", "sbf800000.1"] {
+            assert!(
+                shape.is_match(raw) && ScoreCursor::parse(raw).is_err(),
+                "{raw}"
+            );
         }
     }
 

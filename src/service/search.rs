@@ -250,7 +250,11 @@ pub fn reindex_author(ctx: &Context, uid: i64) {
     tokio::spawn(async move {
         // However the task ends (a panic too), the author can be indexed
         // again later.
-        let _done = Reindexing(&ctx, uid);
+        let mut done = Reindexing {
+            ctx: &ctx,
+            uid,
+            armed: true,
+        };
         loop {
             let permit = ctx.search.reindex_permits.acquire().await;
             let used = match reindex_pass(&ctx, uid).await {
@@ -272,7 +276,13 @@ pub fn reindex_author(ctx: &Context, uid: i64) {
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
             match running.get_mut(&uid) {
                 Some(again) if *again || now != used => *again = false,
-                _ => return,
+                // Out under the same lock that a new change checks: none
+                // falls between this check and the entry's end.
+                _ => {
+                    running.remove(&uid);
+                    done.armed = false;
+                    return;
+                }
             }
         }
     });
@@ -282,17 +292,24 @@ pub fn reindex_author(ctx: &Context, uid: i64) {
 /// on the one writer the indexer shares.
 const REINDEXING_AT_ONCE: usize = 2;
 
-/// Takes `uid` out of the authors being indexed again when dropped.
-struct Reindexing<'c>(&'c Context, i64);
+/// Takes `uid` out of the authors being indexed again if the task ends
+/// otherwise than by its loop's last check (a failure, a panic).
+struct Reindexing<'c> {
+    ctx: &'c Context,
+    uid: i64,
+    armed: bool,
+}
 
 impl Drop for Reindexing<'_> {
     fn drop(&mut self) {
-        self.0
-            .search
-            .reindexing
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .remove(&self.1);
+        if self.armed {
+            self.ctx
+                .search
+                .reindexing
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .remove(&self.uid);
+        }
     }
 }
 
@@ -315,6 +332,12 @@ async fn reindex_pass(ctx: &Context, uid: i64) -> StoreResult<Option<bool>> {
             .filter(|p| !p.deleted)
             .map(|p| indexed(p, author.findable))
             .collect();
+        // An account erased meanwhile: its posts left the index by author,
+        // and are not put back.
+        let still = ctx.docs.users_for_indexing(&[uid]).await?;
+        if still.first().is_none_or(|u| u.is_erased()) {
+            return Ok(None);
+        }
         index.index_posts(&again).await?;
         if ids.len() < INDEXING_BATCH {
             return Ok(Some(author.findable));
@@ -330,6 +353,12 @@ pub struct Indexer {
     /// Ids above the mark indexed already (not yet settled), so reading
     /// them again does not index them again.
     unsettled: BTreeSet<i64>,
+    /// Ids above the mark removed already as deleted: a post indexed and
+    /// then deleted within the settling window is removed when read again.
+    removed: BTreeSet<i64>,
+    /// The mark the last pass ended at: one that went back (an index
+    /// emptied under a running indexer) means what it remembers is stale.
+    last_mark: Option<i64>,
 }
 
 impl Indexer {
@@ -351,6 +380,10 @@ impl Indexer {
     ) -> StoreResult<u64> {
         let mut read = 0;
         let mut mark = index.indexed_through().await?;
+        if mark < self.last_mark {
+            self.unsettled.clear();
+            self.removed.clear();
+        }
         let settled = crate::ids::first_id_at(crate::ids::now_ms() - SETTLING.as_millis() as i64);
         let mut after = mark;
         loop {
@@ -371,8 +404,7 @@ impl Indexer {
             // an earlier pass indexed them.
             let gone: Vec<i64> = posts
                 .iter()
-                .filter(|p| p.deleted)
-                .filter(unseen)
+                .filter(|p| p.deleted && !self.removed.contains(&p.id))
                 .map(|p| p.id)
                 .collect();
             let new_mark = posts
@@ -383,7 +415,7 @@ impl Indexer {
                 .max(mark);
             if !gone.is_empty() {
                 index.remove_posts(&gone).await?;
-                self.unsettled.extend(&gone);
+                self.removed.extend(&gone);
             }
             if !fresh.is_empty() || new_mark != mark {
                 match new_mark {
@@ -394,6 +426,7 @@ impl Indexer {
                 mark = new_mark;
                 if let Some(m) = mark {
                     self.unsettled = self.unsettled.split_off(&(m + 1));
+                    self.removed = self.removed.split_off(&(m + 1));
                 }
             }
             after = Some(last);
@@ -401,6 +434,7 @@ impl Indexer {
                 break;
             }
         }
+        self.last_mark = mark;
         Ok(read)
     }
 }

@@ -659,3 +659,25 @@ async fn by_relevance_the_best_match_comes_first_and_pages_go_through_every_matc
     let (s, _) = search(&app, &bob, "kite", "&sort=best").await;
     assert_eq!(s.as_u16(), 400);
 }
+
+#[tokio::test]
+async fn a_post_deleted_elsewhere_leaves_the_index_when_it_is_read_again() {
+    let app = app().await;
+    let ann = app.user("ann").await;
+    let post = app.text_post(&ann, "a lighthouse keeper's log").await;
+    indexed(&app, &ann, "lighthouse", post).await;
+    // Deleted as another instance deletes it: in the documents only, with
+    // no word to this instance's index.
+    assert!(app.ctx.docs.delete_post(post).await.unwrap());
+    let index = app.ctx.search.index().unwrap().clone();
+    let asking = moments::store::search::PostSearch {
+        terms: vec!["lighthous".into()],
+        circle: vec![ann.uid],
+        limit: 10,
+        ..Default::default()
+    };
+    wait_until("the deleted post out of the index", || async {
+        index.search_posts(&asking).await.unwrap().is_empty()
+    })
+    .await;
+}

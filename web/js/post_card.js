@@ -136,7 +136,7 @@ export function markedText(text, marks) {
   const out = [];
   let at = 0;
   for (const [start, end] of marks) {
-    if (start < at || end <= start || end > text.length) continue;
+    if (!Number.isInteger(start) || !Number.isInteger(end) || start < at || end <= start || end > text.length) continue;
     if (start > at) out.push(text.slice(at, start));
     out.push(h('mark', {}, text.slice(start, end)));
     at = end;

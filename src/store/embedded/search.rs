@@ -11,9 +11,11 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use tantivy::collector::sort_key::{SortBySimilarityScore, SortByStaticFastValue};
 use tantivy::collector::TopDocs;
 use tantivy::query::{
-    BooleanQuery, ConstScoreQuery, Occur, Query, RangeQuery, TermQuery, TermSetQuery,
+    Bm25StatisticsProvider, BooleanQuery, ConstScoreQuery, Occur, Query, RangeQuery, TermQuery,
+    TermSetQuery,
 };
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, INDEXED,
@@ -78,6 +80,35 @@ enum Mark {
     Set(i64),
     /// None: indexing starts again from the first post.
     Reset,
+}
+
+/// The statistics BM25 scores a post with: the same for every term and
+/// every index, so that a post's score comes from its own text alone (how
+/// often it holds the words, against its length). Scored with the
+/// index's own counts, a score would tell how many posts hold a word,
+/// those the reader may not read included, and would move with every
+/// post indexed, under a cursor that pages by it.
+struct OwnTextOnly;
+
+impl OwnTextOnly {
+    const DOCS: u64 = 1_000_000;
+    /// Words a post holds on average: a short post.
+    const AVERAGE_TERMS: u64 = 20;
+    const DOC_FREQ: u64 = 1_000;
+}
+
+impl Bm25StatisticsProvider for OwnTextOnly {
+    fn total_num_tokens(&self, _field: Field) -> tantivy::Result<u64> {
+        Ok(Self::DOCS * Self::AVERAGE_TERMS)
+    }
+
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        Ok(Self::DOCS)
+    }
+
+    fn doc_freq(&self, _term: &Term) -> tantivy::Result<u64> {
+        Ok(Self::DOC_FREQ)
+    }
 }
 
 pub struct EmbeddedSearch {
@@ -339,21 +370,30 @@ impl SearchIndex for EmbeddedSearch {
         let searcher = self.reader.searcher();
         let limit = search.limit;
         tokio::task::spawn_blocking(move || -> tantivy::Result<Vec<ScoredHit>> {
-            let top = searcher.search(&query, &TopDocs::with_limit(limit).order_by_score())?;
+            // Best first, and of equal scores the newest, in the collector
+            // itself: the cut at `limit` keeps the newest of a tie.
+            let order = (
+                (SortBySimilarityScore, Order::Desc),
+                (SortByStaticFastValue::<i64>::for_field("id"), Order::Desc),
+            );
+            let top = searcher.search_with_statistics_provider(
+                &query,
+                &TopDocs::with_limit(limit).order_by(order),
+                &OwnTextOnly,
+            )?;
             let mut hits = Vec::with_capacity(top.len());
-            for (score, at) in top {
-                let fast = searcher.segment_reader(at.segment_ord).fast_fields();
-                if let (Some(id), Some(author)) = (
-                    fast.i64("id")?.first(at.doc_id),
-                    fast.i64("author")?.first(at.doc_id),
-                ) {
+            for ((score, id), at) in top {
+                let authors = searcher
+                    .segment_reader(at.segment_ord)
+                    .fast_fields()
+                    .i64("author")?;
+                if let (Some(id), Some(author)) = (id, authors.first(at.doc_id)) {
                     hits.push(ScoredHit {
                         hit: SearchHit { id, author },
                         score,
                     });
                 }
             }
-            hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.hit.id.cmp(&a.hit.id)));
             Ok(hits)
         })
         .await

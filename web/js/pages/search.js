@@ -101,7 +101,8 @@ export function render({ main, title, params }) {
       label: t('search.people'),
       empty: t('search.noPeople'),
       tag: 'ul',
-      load: (cursor) => call('GET', '/search/users', { query: { prefix: prefix.slice(0, 64), cursor, limit: 20 } }),
+      // At most 64 characters, cut between characters, not inside one.
+      load: (cursor) => call('GET', '/search/users', { query: { prefix: Array.from(prefix).slice(0, 64).join(''), cursor, limit: 20 } }),
       render: (/** @type {import('../types.js').UserCard} */ user) =>
         h('li', { class: 'person' }, h('a', { href: `#/u/${user.uid}` }, avatar(user, 's'), h('span', {}, user.nickName))),
     });
