@@ -21,8 +21,10 @@ pub const COMMENTS_CURSOR_PATTERN: &str = "^(v[0-9a-z]{1,12}|h[0-9a-z]{1,12}\\.[
 /// What a search's cursor may be: a post's (`CURSOR_PATTERN`), or a
 /// person's found by name (`NameCursor`): the name's bytes in hex, at most
 /// `MAX_NAME_KEY_BYTES` of them, and the uid.
-pub const SEARCH_CURSOR_PATTERN: &str =
-    "^(v[0-9a-z]{1,12}|n([0-9a-f]{2}){0,512}\\.[0-9a-z]{1,12}|s[0-9a-f]{8}\\.[0-9a-z]{1,12})?$";
+///
+/// A score's eight hex digits are the bits of a finite, non-negative
+/// `f32` (`00000000` to `7f7fffff`), the only scores there are.
+pub const SEARCH_CURSOR_PATTERN: &str = "^(v[0-9a-z]{1,12}|n([0-9a-f]{2}){0,512}\\.[0-9a-z]{1,12}|s([0-6][0-9a-f]{7}|7[0-9a-e][0-9a-f]{6}|7f[0-7][0-9a-f]{5})\\.[0-9a-z]{1,12})?$";
 
 /// The longest name key a cursor carries (`search_text::name_key` keeps
 /// to it).
@@ -352,11 +354,12 @@ mod tests {
             let any = SearchCursor::parse(raw).is_ok();
             assert_eq!(shape.is_match(raw), any, "{raw}");
         }
-        // Of the right shape, but no score this service gives: NaN, an
-        // infinity, a negative one.
-        for raw in ["s7fc00000.1", "s7f800000.1", "sbf800000.1"] {
+        // No score this service gives, and not of the shape either: NaN,
+        // an infinity, a negative one; the largest finite one is.
+        assert!(shape.is_match("s7f7fffff.1") && ScoreCursor::parse("s7f7fffff.1").is_ok());
+        for raw in ["s7fc00000.1", "s7f800000.1", "sbf800000.1", "s80000000.1"] {
             assert!(
-                shape.is_match(raw) && ScoreCursor::parse(raw).is_err(),
+                !shape.is_match(raw) && ScoreCursor::parse(raw).is_err(),
                 "{raw}"
             );
         }
