@@ -156,12 +156,13 @@ pub async fn list(
     let related = loader.load(&[], &Relations::reads(ctx, Some(uid))).await?;
     let relations = Relations::from_loaded(Some(uid), &related);
     let rel = &relations;
+    let judged = &JudgedActors::default();
     let (docs, next_cursor) = fill_page(
         limit,
         cursor.map(|c| c.0),
         |before, n| async move { Ok(ctx.docs.notifications_page(uid, since, before, n).await?) },
         |batch: Vec<NotificationDoc>, room| async move {
-            let shown = shown_ids(ctx, rel, &batch).await?;
+            let shown = shown_ids(ctx, rel, judged, &batch).await?;
             Ok(keep_where(batch, room, |n: &NotificationDoc| {
                 shown.contains(&n.id)
             }))
@@ -306,6 +307,20 @@ async fn expand(
     Ok(items)
 }
 
+/// Whether each actor met so far is one the list shows, so that a page or
+/// a count reading on through a backlog of the same few actors asks about
+/// each of them once, not once a batch. Locked only between reads.
+#[derive(Default)]
+struct JudgedActors(std::sync::Mutex<HashMap<i64, bool>>);
+
+impl JudgedActors {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<i64, bool>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 /// The ids of those of `batch` the list shows: none across a block either
 /// way, none by an actor without a card (suspended, or deleted and not yet
 /// erased), who did nothing anyone sees meanwhile. The list and the unread
@@ -313,18 +328,33 @@ async fn expand(
 async fn shown_ids(
     ctx: &Context,
     rel: &Relations,
+    judged: &JudgedActors,
     batch: &[NotificationDoc],
 ) -> AppResult<std::collections::HashSet<i64>> {
-    let mut actors: Vec<i64> = batch.iter().map(|n| n.actor).filter(|a| *a != 0).collect();
+    let mut actors: Vec<i64> = {
+        let known = judged.lock();
+        batch
+            .iter()
+            .map(|n| n.actor)
+            .filter(|a| *a != 0 && !known.contains_key(a))
+            .collect()
+    };
     actors.sort_unstable();
     actors.dedup();
-    let (rel, cards) = tokio::try_join!(
-        visibility_reads::knowing(ctx, rel, batch.iter().map(|n| n.actor)),
-        load_cards(ctx, &actors),
-    )?;
+    if !actors.is_empty() {
+        let (rel, cards) = tokio::try_join!(
+            visibility_reads::knowing(ctx, rel, actors.iter().copied()),
+            load_cards(ctx, &actors),
+        )?;
+        let mut known = judged.lock();
+        for a in actors {
+            known.insert(a, !rel.blocked(a) && cards.contains_key(&a));
+        }
+    }
+    let known = judged.lock();
     Ok(batch
         .iter()
-        .filter(|n| !rel.blocked(n.actor) && (n.actor == 0 || cards.contains_key(&n.actor)))
+        .filter(|n| n.actor == 0 || known.get(&n.actor) == Some(&true))
         .map(|n| n.id)
         .collect())
 }
@@ -361,6 +391,7 @@ pub async fn unread(ctx: &Context, uid: i64, now: i64) -> AppResult<Unread> {
     let related = loader.load(&[], &Relations::reads(ctx, Some(uid))).await?;
     loader.finish("unread");
     let relations = Relations::from_loaded(Some(uid), &related);
+    let judged = JudgedActors::default();
     let (mut counted, mut before) = (0u64, None);
     while left > 0 {
         let n = left.min(UNREAD_BATCH);
@@ -370,7 +401,7 @@ pub async fn unread(ctx: &Context, uid: i64, now: i64) -> AppResult<Unread> {
         // Newest first: past the read mark, every one is read.
         let ended = batch.len() < n || batch.iter().any(|b| b.read);
         let unread: Vec<NotificationDoc> = batch.into_iter().filter(|b| !b.read).collect();
-        counted += shown_ids(ctx, &relations, &unread).await?.len() as u64;
+        counted += shown_ids(ctx, &relations, &judged, &unread).await?.len() as u64;
         if ended || counted >= MAX_UNREAD {
             break;
         }
