@@ -246,3 +246,114 @@ async fn by_relevance_the_better_match_ranks_first_and_filters_score_nothing() {
     drop(index);
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// The newest page is read segment by segment, the newest segments first,
+/// and stops early: across many commits, with posts indexed again into a
+/// later segment (an old id among new ones) and posts removed, every page
+/// is still exactly the newest matches below the cursor.
+#[tokio::test]
+async fn the_newest_come_first_across_segments_whatever_order_they_were_indexed_in() {
+    let dir = folder();
+    let index = EmbeddedSearch::open(&dir).unwrap();
+    let text = |id: i64| {
+        if id % 3 == 0 {
+            "rowing on the lake"
+        } else {
+            "a walk in town"
+        }
+    };
+    // Each commit a segment (the writer may merge some of them).
+    for start in (1..=300).step_by(50) {
+        let batch: Vec<IndexedPost> = (start..start + 50)
+            .map(|id| IndexedPost {
+                findable: id % 4 != 0,
+                ..post(id, id % 7, text(id))
+            })
+            .collect();
+        index.index_posts(&batch).await.unwrap();
+    }
+    // Old posts written again, and one removed, after all of them.
+    index
+        .index_posts(&[post(10, 3, "back on the lake"), post(12, 5, "town again")])
+        .await
+        .unwrap();
+    index.remove_posts(&[297]).await.unwrap();
+    let mut matching: Vec<i64> = (1..=300)
+        .filter(|id| (id % 3 == 0 && id % 4 != 0 && *id != 12 && *id != 297) || *id == 10)
+        .collect();
+    matching.sort_unstable_by(|a, b| b.cmp(a));
+    for limit in [1, 7, 20] {
+        let mut paged = Vec::new();
+        let mut before = None;
+        loop {
+            let page = ids_of(
+                &index,
+                &PostSearch {
+                    before,
+                    limit,
+                    ..asking("lake")
+                },
+            )
+            .await
+            .unwrap();
+            assert!(page.len() <= limit);
+            if page.is_empty() {
+                break;
+            }
+            before = page.last().copied();
+            paged.extend(page);
+        }
+        assert_eq!(paged, matching, "pages of {limit}");
+    }
+    // The circle reaches the posts that are not findable, in the same order.
+    let circle = PostSearch {
+        circle: vec![0, 4],
+        limit: 500,
+        ..asking("lake")
+    };
+    let mut reached: Vec<i64> = (1..=300)
+        .filter(|id| id % 3 == 0 && *id != 12 && *id != 297)
+        .filter(|id| id % 4 != 0 || [0, 4].contains(&(id % 7)))
+        .chain([10])
+        .collect();
+    reached.sort_unstable_by(|a, b| b.cmp(a));
+    assert_eq!(ids_of(&index, &circle).await.unwrap(), reached);
+    drop(index);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// An index an older version made (other fields) is emptied and filled
+/// again from the first post; while that version's instance holds it, it
+/// is refused and left as it is.
+#[tokio::test]
+async fn an_index_of_another_version_is_started_again_unless_in_use() {
+    let dir = folder();
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut older = tantivy::schema::Schema::builder();
+    let word = older.add_text_field("word", tantivy::schema::TEXT);
+    let old = tantivy::Index::create_in_dir(&dir, older.build()).unwrap();
+    let mut writer: tantivy::IndexWriter = old.writer_with_num_threads(1, 15_000_000).unwrap();
+    writer
+        .add_document(tantivy::doc!(word => "an older post"))
+        .unwrap();
+    let mut commit = writer.prepare_commit().unwrap();
+    commit.set_payload("42");
+    commit.commit().unwrap();
+    // In use by its instance: refused, and nothing deleted.
+    assert!(EmbeddedSearch::open(&dir).is_err());
+    assert!(tantivy::Index::open_in_dir(&dir).is_ok());
+    drop(writer);
+    drop(old);
+    let index = EmbeddedSearch::open(&dir).unwrap();
+    assert_eq!(index.indexed_through().await.unwrap(), None);
+    index
+        .index_posts_through(&[post(3, 1, "the new lake")], 3)
+        .await
+        .unwrap();
+    assert_eq!(ids_of(&index, &asking("lake")).await.unwrap(), [3]);
+    drop(index);
+    let reopened = EmbeddedSearch::open(&dir).unwrap();
+    assert_eq!(reopened.indexed_through().await.unwrap(), Some(3));
+    drop(reopened);
+    std::fs::remove_dir_all(dir).unwrap();
+}

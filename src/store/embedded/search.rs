@@ -6,22 +6,27 @@
 //! commit carries how far indexing got in order (`indexed_through`), so
 //! after a crash indexing resumes from the last commit, never past it.
 
-use std::ops::Bound;
+use std::collections::{BinaryHeap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use tantivy::collector::sort_key::{SortBySimilarityScore, SortByStaticFastValue};
-use tantivy::collector::TopDocs;
+use tantivy::collector::{Collector, SegmentCollector, TopDocs};
+use tantivy::columnar::Column;
+use tantivy::fastfield::AliveBitSet;
 use tantivy::query::{
-    Bm25StatisticsProvider, BooleanQuery, ConstScoreQuery, Occur, Query, RangeQuery, TermQuery,
-    TermSetQuery,
+    AllQuery, Bm25StatisticsProvider, BooleanQuery, ConstScoreQuery, EnableScoring, Occur, Query,
+    TermQuery,
 };
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, INDEXED,
 };
 use tantivy::tokenizer::{PreTokenizedString, Token};
-use tantivy::{Index, IndexReader, IndexWriter, Order, ReloadPolicy, TantivyDocument, Term};
+use tantivy::{
+    DocId, Index, IndexReader, IndexWriter, Order, ReloadPolicy, Score, Searcher, SegmentOrdinal,
+    SegmentReader, TantivyDocument, Term,
+};
 
 use crate::domain::search_text::{terms, Cut};
 use crate::store::search::{IndexedPost, PostSearch, ScoredHit, SearchHit, SearchIndex};
@@ -49,13 +54,16 @@ fn schema() -> (Schema, Fields) {
         TextFieldIndexing::default().set_index_option(IndexRecordOption::WithFreqs),
     );
     let fields = Fields {
+        // Indexed to be deleted by; fast to be ordered and filtered by.
         id: b.add_i64_field("id", INDEXED | FAST),
-        // Fast too: a hit's author is answered with it.
         author: b.add_i64_field("author", INDEXED | FAST),
-        createtime: b.add_i64_field("createtime", INDEXED | FAST),
+        // The rest only filter the words' matches, read beside each one
+        // (`Reach`): as posting lists they were unions and ranges the
+        // size of the index, walked for every query.
+        createtime: b.add_i64_field("createtime", FAST),
         content: b.add_text_field("content", text),
-        has_media: b.add_bool_field("has_media", INDEXED),
-        findable: b.add_bool_field("findable", INDEXED),
+        has_media: b.add_bool_field("has_media", FAST),
+        findable: b.add_bool_field("findable", FAST),
     };
     (b.build(), fields)
 }
@@ -130,7 +138,13 @@ impl EmbeddedSearch {
         std::fs::create_dir_all(dir).map_err(failed)?;
         let (schema, fields) = schema();
         let directory = tantivy::directory::MmapDirectory::open(dir).map_err(failed)?;
-        let index = Index::open_or_create(directory, schema).map_err(failed)?;
+        let index = match Index::open_or_create(directory.clone(), schema.clone()) {
+            Err(tantivy::TantivyError::SchemaError(_)) => {
+                Self::discard(dir)?;
+                Index::open_or_create(directory, schema).map_err(failed)?
+            }
+            opened => opened.map_err(failed)?,
+        };
         let writer = index
             .writer_with_num_threads(1, WRITER_BYTES)
             .map_err(failed)?;
@@ -147,6 +161,34 @@ impl EmbeddedSearch {
             writer: Arc::new(Mutex::new(writer)),
             reader,
         })
+    }
+
+    /// Empties `dir` of an index another version of this service made,
+    /// with fields this one does not know: the index is derived from the
+    /// documents, and the indexer fills a new one from the first post. The
+    /// old index's writer is held meanwhile, so an index in use (by a
+    /// running instance of that version) is refused, not deleted.
+    fn discard(dir: &Path) -> StoreResult<()> {
+        let old = Index::open_in_dir(dir).map_err(failed)?;
+        let writer: IndexWriter = old
+            .writer_with_num_threads(1, WRITER_BYTES)
+            .map_err(failed)?;
+        tracing::warn!(
+            dir = %dir.display(),
+            "the search index is of another version: emptied, and filled again from the posts"
+        );
+        for entry in std::fs::read_dir(dir).map_err(failed)? {
+            let path = entry.map_err(failed)?.path();
+            let is_lock = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.ends_with(".lock"));
+            if path.is_file() && !is_lock {
+                std::fs::remove_file(&path).map_err(failed)?;
+            }
+        }
+        drop(writer);
+        Ok(())
     }
 
     /// A post as the index holds it: its text cut into terms here, which
@@ -242,6 +284,8 @@ impl EmbeddedSearch {
         .await
     }
 
+    /// What the words and the author ask: the posting lists a match is
+    /// found by. Everything else a search asks is `Reach`'s to judge.
     fn query(&self, s: &PostSearch) -> Box<dyn Query> {
         let f = self.fields;
         let mut must: Vec<(Occur, Box<dyn Query>)> = Vec::new();
@@ -254,49 +298,196 @@ impl EmbeddedSearch {
                 )),
             ));
         }
-        // Filters score nothing: a match ranks by its words alone.
-        let filter = |q: Box<dyn Query>| -> (Occur, Box<dyn Query>) {
-            (Occur::Must, Box::new(ConstScoreQuery::new(q, 0.0)))
-        };
-        // The circle's posts, or any findable one.
-        let circle = TermSetQuery::new(s.circle.iter().map(|a| Term::from_field_i64(f.author, *a)));
-        let findable = TermQuery::new(
-            Term::from_field_bool(f.findable, true),
-            IndexRecordOption::Basic,
-        );
-        must.push(filter(Box::new(BooleanQuery::union(vec![
-            Box::new(circle),
-            Box::new(findable),
-        ]))));
         if let Some(author) = s.from {
-            must.push(filter(Box::new(TermQuery::new(
-                Term::from_field_i64(f.author, author),
-                IndexRecordOption::Basic,
-            ))));
+            // Scores nothing: a match ranks by its words alone.
+            must.push((
+                Occur::Must,
+                Box::new(ConstScoreQuery::new(
+                    Box::new(TermQuery::new(
+                        Term::from_field_i64(f.author, author),
+                        IndexRecordOption::Basic,
+                    )),
+                    0.0,
+                )),
+            ));
         }
-        if s.has_media {
-            must.push(filter(Box::new(TermQuery::new(
-                Term::from_field_bool(f.has_media, true),
-                IndexRecordOption::Basic,
-            ))));
-        }
-        if s.since.is_some() || s.until.is_some() {
-            let at = |ms: i64| Term::from_field_i64(f.createtime, ms);
-            must.push(filter(Box::new(RangeQuery::new(
-                s.since
-                    .map_or(Bound::Unbounded, |ms| Bound::Included(at(ms))),
-                s.until
-                    .map_or(Bound::Unbounded, |ms| Bound::Excluded(at(ms))),
-            ))));
-        }
-        if let Some(before) = s.before {
-            must.push(filter(Box::new(RangeQuery::new(
-                Bound::Unbounded,
-                Bound::Excluded(Term::from_field_i64(f.id, before)),
-            ))));
+        if must.is_empty() {
+            return Box::new(AllQuery);
         }
         Box::new(BooleanQuery::new(must))
     }
+}
+
+/// What a search asks of a match beyond its words, judged from the fast
+/// fields beside each match (a hash lookup and a few column reads), so a
+/// query's cost follows the posts holding its words, not the size of the
+/// circle's or the findable posts' lists.
+struct Reach {
+    /// Authors whose posts are searched whether or not findable.
+    circle: HashSet<i64>,
+    before: Option<i64>,
+    since: Option<i64>,
+    until: Option<i64>,
+    has_media: bool,
+}
+
+impl Reach {
+    fn of(s: &PostSearch) -> Self {
+        Self {
+            circle: s.circle.iter().copied().collect(),
+            before: s.before,
+            since: s.since,
+            until: s.until,
+            has_media: s.has_media,
+        }
+    }
+
+    fn in_segment(self: &Arc<Self>, segment: &SegmentReader) -> tantivy::Result<SegmentReach> {
+        let fast = segment.fast_fields();
+        Ok(SegmentReach {
+            reach: self.clone(),
+            id: fast.i64("id")?,
+            author: fast.i64("author")?,
+            createtime: fast.i64("createtime")?,
+            findable: fast.bool("findable")?,
+            has_media: fast.bool("has_media")?,
+            alive: segment.alive_bitset().cloned(),
+        })
+    }
+}
+
+/// `Reach` over one segment's columns.
+struct SegmentReach {
+    reach: Arc<Reach>,
+    id: Column<i64>,
+    author: Column<i64>,
+    createtime: Column<i64>,
+    findable: Column<bool>,
+    has_media: Column<bool>,
+    alive: Option<AliveBitSet>,
+}
+
+impl SegmentReach {
+    /// The hit `doc` is, if it is one the search reaches.
+    fn hit(&self, doc: DocId) -> Option<SearchHit> {
+        let r = &self.reach;
+        if self.alive.as_ref().is_some_and(|a| a.is_deleted(doc)) {
+            return None;
+        }
+        let id = self.id.first(doc)?;
+        if r.before.is_some_and(|b| id >= b) {
+            return None;
+        }
+        let author = self.author.first(doc)?;
+        let reached = self.findable.first(doc) == Some(true) || r.circle.contains(&author);
+        if !reached || (r.has_media && self.has_media.first(doc) != Some(true)) {
+            return None;
+        }
+        if r.since.is_some() || r.until.is_some() {
+            let at = self.createtime.first(doc)?;
+            if r.since.is_some_and(|s| at < s) || r.until.is_some_and(|u| at >= u) {
+                return None;
+            }
+        }
+        Some(SearchHit { id, author })
+    }
+}
+
+/// The `limit` newest posts `query` matches that `reach` reaches. Segments
+/// are read newest first (by the highest id each holds), and the search
+/// stops at the first whose highest id is below the page's oldest hit:
+/// a common word fills its page from the recent, small segments and never
+/// reads the large old ones.
+fn newest(
+    searcher: &Searcher,
+    query: &dyn Query,
+    reach: &Arc<Reach>,
+    limit: usize,
+) -> tantivy::Result<Vec<SearchHit>> {
+    let weight = query.weight(EnableScoring::disabled_from_searcher(searcher))?;
+    let mut segments = Vec::new();
+    for segment in searcher.segment_readers() {
+        if segment.num_docs() == 0 {
+            continue;
+        }
+        let ids = segment.fast_fields().i64("id")?;
+        let (lowest, highest) = (ids.min_value(), ids.max_value());
+        if reach.before.is_some_and(|b| lowest >= b) {
+            continue;
+        }
+        segments.push((highest, segment));
+    }
+    segments.sort_unstable_by_key(|(highest, _)| std::cmp::Reverse(*highest));
+    // The page so far, oldest on top: a min-heap of at most `limit`.
+    let mut page: BinaryHeap<std::cmp::Reverse<(i64, i64)>> = BinaryHeap::with_capacity(limit + 1);
+    for (highest, segment) in segments {
+        if page.len() == limit && page.peek().is_some_and(|o| o.0 .0 >= highest) {
+            break;
+        }
+        let judge = reach.in_segment(segment)?;
+        weight.for_each_no_score(segment, &mut |docs| {
+            for doc in docs {
+                // Cheaper than the whole judgement: a post older than a
+                // full page's oldest cannot enter it.
+                if page.len() == limit {
+                    let oldest = page.peek().map_or(i64::MIN, |o| o.0 .0);
+                    if judge.id.first(*doc).is_none_or(|id| id <= oldest) {
+                        continue;
+                    }
+                }
+                if let Some(hit) = judge.hit(*doc) {
+                    page.push(std::cmp::Reverse((hit.id, hit.author)));
+                    if page.len() > limit {
+                        page.pop();
+                    }
+                }
+            }
+        })?;
+    }
+    let mut hits: Vec<SearchHit> = page
+        .into_iter()
+        .map(|std::cmp::Reverse((id, author))| SearchHit { id, author })
+        .collect();
+    hits.sort_unstable_by_key(|h| std::cmp::Reverse(h.id));
+    Ok(hits)
+}
+
+/// `inner`, fed only the matches `reach` reaches.
+struct Reached<C> {
+    reach: Arc<Reach>,
+    inner: C,
+}
+
+impl<C: Collector> Collector for Reached<C> {
+    type Fruit = C::Fruit;
+    type Child = ReachedSegment<C::Child>;
+
+    fn for_segment(
+        &self,
+        ord: SegmentOrdinal,
+        segment: &SegmentReader,
+    ) -> tantivy::Result<Self::Child> {
+        Ok(ReachedSegment {
+            judge: self.reach.in_segment(segment)?,
+            inner: self.inner.for_segment(ord, segment)?,
+        })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        self.inner.requires_scoring()
+    }
+
+    fn merge_fruits(
+        &self,
+        fruits: Vec<<C::Child as SegmentCollector>::Fruit>,
+    ) -> tantivy::Result<Self::Fruit> {
+        self.inner.merge_fruits(fruits)
+    }
+}
+
+struct ReachedSegment<S> {
+    judge: SegmentReach,
+    inner: S,
 }
 
 #[async_trait]
@@ -335,38 +526,24 @@ impl SearchIndex for EmbeddedSearch {
             return Ok(vec![]);
         }
         let query = self.query(search);
+        let reach = Arc::new(Reach::of(search));
         let searcher = self.reader.searcher();
         let limit = search.limit;
-        tokio::task::spawn_blocking(move || -> tantivy::Result<Vec<SearchHit>> {
-            let top = searcher.search(
-                &query,
-                &TopDocs::with_limit(limit).order_by_fast_field::<i64>("id", Order::Desc),
-            )?;
-            let mut hits = Vec::with_capacity(top.len());
-            for (id, at) in top {
-                let authors = searcher
-                    .segment_reader(at.segment_ord)
-                    .fast_fields()
-                    .i64("author")?;
-                if let (Some(id), Some(author)) = (id, authors.first(at.doc_id)) {
-                    hits.push(SearchHit { id, author });
-                }
-            }
-            Ok(hits)
-        })
-        .await
-        .map_err(|e| StoreError::Other(e.into()))?
-        .map_err(failed)
+        tokio::task::spawn_blocking(move || newest(&searcher, query.as_ref(), &reach, limit))
+            .await
+            .map_err(|e| StoreError::Other(e.into()))?
+            .map_err(failed)
     }
 
     async fn search_posts_by_relevance(&self, search: &PostSearch) -> StoreResult<Vec<ScoredHit>> {
         if search.limit == 0 {
             return Ok(vec![]);
         }
-        let query = self.query(&PostSearch {
+        let query = self.query(search);
+        let reach = Arc::new(Reach::of(&PostSearch {
             before: None,
             ..search.clone()
-        });
+        }));
         let searcher = self.reader.searcher();
         let limit = search.limit;
         tokio::task::spawn_blocking(move || -> tantivy::Result<Vec<ScoredHit>> {
@@ -377,8 +554,11 @@ impl SearchIndex for EmbeddedSearch {
                 (SortByStaticFastValue::<i64>::for_field("id"), Order::Desc),
             );
             let top = searcher.search_with_statistics_provider(
-                &query,
-                &TopDocs::with_limit(limit).order_by(order),
+                query.as_ref(),
+                &Reached {
+                    reach,
+                    inner: TopDocs::with_limit(limit).order_by(order),
+                },
                 &OwnTextOnly,
             )?;
             let mut hits = Vec::with_capacity(top.len());
@@ -408,5 +588,19 @@ impl SearchIndex for EmbeddedSearch {
 
     async fn index_posts_through(&self, posts: &[IndexedPost], mark: i64) -> StoreResult<()> {
         self.add(posts, Mark::Set(mark)).await
+    }
+}
+
+impl<S: SegmentCollector> SegmentCollector for ReachedSegment<S> {
+    type Fruit = S::Fruit;
+
+    fn collect(&mut self, doc: DocId, score: Score) {
+        if self.judge.hit(doc).is_some() {
+            self.inner.collect(doc, score);
+        }
+    }
+
+    fn harvest(self) -> Self::Fruit {
+        self.inner.harvest()
     }
 }
