@@ -357,3 +357,35 @@ async fn an_index_of_another_version_is_started_again_unless_in_use() {
     drop(reopened);
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// Ranked with the index skipping what cannot enter the page: of many
+/// equal scores across segments the newest are kept, and a better match
+/// indexed first and among the oldest still comes first.
+#[tokio::test]
+async fn by_relevance_ties_keep_the_newest_across_segments() {
+    let dir = folder();
+    let index = EmbeddedSearch::open(&dir).unwrap();
+    index
+        .index_posts(&[post(1, 1, "kite kite kite")])
+        .await
+        .unwrap();
+    for start in (2..=400).step_by(100) {
+        let batch: Vec<IndexedPost> = (start..start + 100)
+            .map(|id| post(id, id % 5, "a kite on the hill"))
+            .collect();
+        index.index_posts(&batch).await.unwrap();
+    }
+    let ranked = index
+        .search_posts_by_relevance(&PostSearch {
+            limit: 6,
+            ..asking("kite")
+        })
+        .await
+        .unwrap();
+    let ids: Vec<i64> = ranked.iter().map(|h| h.hit.id).collect();
+    assert_eq!(ids, [1, 401, 400, 399, 398, 397]);
+    assert!(ranked[0].score > ranked[1].score, "{ranked:?}");
+    assert!(ranked[1..].windows(2).all(|w| w[0].score == w[1].score));
+    drop(index);
+    std::fs::remove_dir_all(dir).unwrap();
+}

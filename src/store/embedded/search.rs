@@ -11,8 +11,6 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use tantivy::collector::sort_key::{SortBySimilarityScore, SortByStaticFastValue};
-use tantivy::collector::{Collector, SegmentCollector, TopDocs};
 use tantivy::columnar::Column;
 use tantivy::fastfield::AliveBitSet;
 use tantivy::query::{
@@ -24,8 +22,8 @@ use tantivy::schema::{
 };
 use tantivy::tokenizer::{PreTokenizedString, Token};
 use tantivy::{
-    DocId, Index, IndexReader, IndexWriter, Order, ReloadPolicy, Score, Searcher, SegmentOrdinal,
-    SegmentReader, TantivyDocument, Term,
+    DocId, Index, IndexReader, IndexWriter, ReloadPolicy, Score, Searcher, SegmentReader,
+    TantivyDocument, Term,
 };
 
 use crate::domain::search_text::{terms, Cut};
@@ -130,6 +128,78 @@ pub struct EmbeddedSearch {
 
 fn failed(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
     StoreError::Other(anyhow::Error::new(e))
+}
+
+#[async_trait]
+impl SearchIndex for EmbeddedSearch {
+    async fn index_posts(&self, posts: &[IndexedPost]) -> StoreResult<()> {
+        self.add(posts, Mark::Keep).await
+    }
+
+    async fn remove_posts(&self, ids: &[i64]) -> StoreResult<()> {
+        self.change(Edit {
+            ids: ids.to_vec(),
+            ..Edit::default()
+        })
+        .await
+    }
+
+    async fn remove_authors(&self, uids: &[i64]) -> StoreResult<()> {
+        self.change(Edit {
+            authors: uids.to_vec(),
+            ..Edit::default()
+        })
+        .await
+    }
+
+    async fn clear(&self) -> StoreResult<()> {
+        self.change(Edit {
+            everything: true,
+            mark: Mark::Reset,
+            ..Edit::default()
+        })
+        .await
+    }
+
+    async fn search_posts(&self, search: &PostSearch) -> StoreResult<Vec<SearchHit>> {
+        if search.limit == 0 {
+            return Ok(vec![]);
+        }
+        let query = self.query(search);
+        let reach = Arc::new(Reach::of(search));
+        let searcher = self.reader.searcher();
+        let limit = search.limit;
+        tokio::task::spawn_blocking(move || newest(&searcher, query.as_ref(), &reach, limit))
+            .await
+            .map_err(|e| StoreError::Other(e.into()))?
+            .map_err(failed)
+    }
+
+    async fn search_posts_by_relevance(&self, search: &PostSearch) -> StoreResult<Vec<ScoredHit>> {
+        if search.limit == 0 {
+            return Ok(vec![]);
+        }
+        let query = self.query(search);
+        let reach = Arc::new(Reach::of(&PostSearch {
+            before: None,
+            ..search.clone()
+        }));
+        let searcher = self.reader.searcher();
+        let limit = search.limit;
+        tokio::task::spawn_blocking(move || best(&searcher, query.as_ref(), &reach, limit))
+            .await
+            .map_err(|e| StoreError::Other(e.into()))?
+            .map_err(failed)
+    }
+
+    async fn indexed_through(&self) -> StoreResult<Option<i64>> {
+        let metas = self.index.load_metas().map_err(failed)?;
+        Ok(metas.payload.and_then(|p| p.parse().ok()))
+    }
+
+    async fn index_posts_through(&self, posts: &[IndexedPost], mark: i64) -> StoreResult<()> {
+        self.add(posts, Mark::Set(mark)).await
+    }
 }
 
 impl EmbeddedSearch {
@@ -452,155 +522,61 @@ fn newest(
     Ok(hits)
 }
 
-/// `inner`, fed only the matches `reach` reaches.
-struct Reached<C> {
-    reach: Arc<Reach>,
-    inner: C,
-}
-
-impl<C: Collector> Collector for Reached<C> {
-    type Fruit = C::Fruit;
-    type Child = ReachedSegment<C::Child>;
-
-    fn for_segment(
-        &self,
-        ord: SegmentOrdinal,
-        segment: &SegmentReader,
-    ) -> tantivy::Result<Self::Child> {
-        Ok(ReachedSegment {
-            judge: self.reach.in_segment(segment)?,
-            inner: self.inner.for_segment(ord, segment)?,
-        })
-    }
-
-    fn requires_scoring(&self) -> bool {
-        self.inner.requires_scoring()
-    }
-
-    fn merge_fruits(
-        &self,
-        fruits: Vec<<C::Child as SegmentCollector>::Fruit>,
-    ) -> tantivy::Result<Self::Fruit> {
-        self.inner.merge_fruits(fruits)
-    }
-}
-
-struct ReachedSegment<S> {
-    judge: SegmentReach,
-    inner: S,
-}
-
-#[async_trait]
-impl SearchIndex for EmbeddedSearch {
-    async fn index_posts(&self, posts: &[IndexedPost]) -> StoreResult<()> {
-        self.add(posts, Mark::Keep).await
-    }
-
-    async fn remove_posts(&self, ids: &[i64]) -> StoreResult<()> {
-        self.change(Edit {
-            ids: ids.to_vec(),
-            ..Edit::default()
-        })
-        .await
-    }
-
-    async fn remove_authors(&self, uids: &[i64]) -> StoreResult<()> {
-        self.change(Edit {
-            authors: uids.to_vec(),
-            ..Edit::default()
-        })
-        .await
-    }
-
-    async fn clear(&self) -> StoreResult<()> {
-        self.change(Edit {
-            everything: true,
-            mark: Mark::Reset,
-            ..Edit::default()
-        })
-        .await
-    }
-
-    async fn search_posts(&self, search: &PostSearch) -> StoreResult<Vec<SearchHit>> {
-        if search.limit == 0 {
-            return Ok(vec![]);
-        }
-        let query = self.query(search);
-        let reach = Arc::new(Reach::of(search));
-        let searcher = self.reader.searcher();
-        let limit = search.limit;
-        tokio::task::spawn_blocking(move || newest(&searcher, query.as_ref(), &reach, limit))
-            .await
-            .map_err(|e| StoreError::Other(e.into()))?
-            .map_err(failed)
-    }
-
-    async fn search_posts_by_relevance(&self, search: &PostSearch) -> StoreResult<Vec<ScoredHit>> {
-        if search.limit == 0 {
-            return Ok(vec![]);
-        }
-        let query = self.query(search);
-        let reach = Arc::new(Reach::of(&PostSearch {
-            before: None,
-            ..search.clone()
-        }));
-        let searcher = self.reader.searcher();
-        let limit = search.limit;
-        tokio::task::spawn_blocking(move || -> tantivy::Result<Vec<ScoredHit>> {
-            // Best first, and of equal scores the newest, in the collector
-            // itself: the cut at `limit` keeps the newest of a tie.
-            let order = (
-                (SortBySimilarityScore, Order::Desc),
-                (SortByStaticFastValue::<i64>::for_field("id"), Order::Desc),
-            );
-            let top = searcher.search_with_statistics_provider(
-                query.as_ref(),
-                &Reached {
-                    reach,
-                    inner: TopDocs::with_limit(limit).order_by(order),
-                },
-                &OwnTextOnly,
-            )?;
-            let mut hits = Vec::with_capacity(top.len());
-            for ((score, id), at) in top {
-                let authors = searcher
-                    .segment_reader(at.segment_ord)
-                    .fast_fields()
-                    .i64("author")?;
-                if let (Some(id), Some(author)) = (id, authors.first(at.doc_id)) {
-                    hits.push(ScoredHit {
-                        hit: SearchHit { id, author },
-                        score,
-                    });
+/// The `limit` best matches of `query` that `reach` reaches, best first and
+/// of equal scores the newest first. The index skips the blocks of posts
+/// whose best possible score cannot enter the page (block-max WAND): a
+/// common word is scored where it could rank, not in every post holding
+/// it. The bound it is given sits just below the page's worst score, so
+/// a match of equal score is still offered and ranked by its id.
+fn best(
+    searcher: &Searcher,
+    query: &dyn Query,
+    reach: &Arc<Reach>,
+    limit: usize,
+) -> tantivy::Result<Vec<ScoredHit>> {
+    let weight = query.weight(EnableScoring::enabled_from_statistics_provider(
+        &OwnTextOnly,
+        searcher,
+    ))?;
+    // Scores are finite and not negative, so their bits order as they do.
+    type Ranked = (u32, i64, i64);
+    let mut page: BinaryHeap<std::cmp::Reverse<Ranked>> = BinaryHeap::with_capacity(limit + 1);
+    let bound = |page: &BinaryHeap<std::cmp::Reverse<Ranked>>| match page.peek() {
+        Some(worst) if page.len() == limit => just_below(f32::from_bits(worst.0 .0)),
+        _ => Score::MIN,
+    };
+    for segment in searcher.segment_readers() {
+        let judge = reach.in_segment(segment)?;
+        weight.for_each_pruning(bound(&page), segment, &mut |doc, score| {
+            if let Some(hit) = judge.hit(doc) {
+                let ranked = (score.max(0.0).to_bits(), hit.id, hit.author);
+                if page.len() < limit || page.peek().is_some_and(|w| ranked > w.0) {
+                    page.push(std::cmp::Reverse(ranked));
+                    if page.len() > limit {
+                        page.pop();
+                    }
                 }
             }
-            Ok(hits)
+            bound(&page)
+        })?;
+    }
+    let mut ranked: Vec<Ranked> = page.into_iter().map(|r| r.0).collect();
+    ranked.sort_unstable_by(|a, b| b.cmp(a));
+    Ok(ranked
+        .into_iter()
+        .map(|(bits, id, author)| ScoredHit {
+            hit: SearchHit { id, author },
+            score: f32::from_bits(bits),
         })
-        .await
-        .map_err(|e| StoreError::Other(e.into()))?
-        .map_err(failed)
-    }
-
-    async fn indexed_through(&self) -> StoreResult<Option<i64>> {
-        let metas = self.index.load_metas().map_err(failed)?;
-        Ok(metas.payload.and_then(|p| p.parse().ok()))
-    }
-
-    async fn index_posts_through(&self, posts: &[IndexedPost], mark: i64) -> StoreResult<()> {
-        self.add(posts, Mark::Set(mark)).await
-    }
+        .collect())
 }
 
-impl<S: SegmentCollector> SegmentCollector for ReachedSegment<S> {
-    type Fruit = S::Fruit;
-
-    fn collect(&mut self, doc: DocId, score: Score) {
-        if self.judge.hit(doc).is_some() {
-            self.inner.collect(doc, score);
-        }
-    }
-
-    fn harvest(self) -> Self::Fruit {
-        self.inner.harvest()
+/// The largest score below `s` (not negative), so that a bound of it lets
+/// a score equal to `s` through.
+fn just_below(s: Score) -> Score {
+    if s > 0.0 {
+        f32::from_bits(s.to_bits() - 1)
+    } else {
+        Score::MIN
     }
 }
