@@ -22,8 +22,8 @@ use tantivy::schema::{
 };
 use tantivy::tokenizer::{PreTokenizedString, Token};
 use tantivy::{
-    DocId, Index, IndexReader, IndexWriter, ReloadPolicy, Score, Searcher, SegmentReader,
-    TantivyDocument, Term,
+    DocId, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, SegmentReader, TantivyDocument,
+    Term,
 };
 
 use crate::domain::search_text::{terms, Cut};
@@ -523,11 +523,12 @@ fn newest(
 }
 
 /// The `limit` best matches of `query` that `reach` reaches, best first and
-/// of equal scores the newest first. The index skips the blocks of posts
-/// whose best possible score cannot enter the page (block-max WAND): a
-/// common word is scored where it could rank, not in every post holding
-/// it. The bound it is given sits just below the page's worst score, so
-/// a match of equal score is still offered and ranked by its id.
+/// of equal scores the newest first. Every match is scored: the index's
+/// block-max skipping (WAND) would be wrong here, since each block's best
+/// (length, frequency) pair is chosen when a segment is written, with
+/// that segment's own average length, and under the fixed statistics
+/// (`OwnTextOnly`) another pair of the block can score higher, so a block
+/// holding a post of the page could be skipped.
 fn best(
     searcher: &Searcher,
     query: &dyn Query,
@@ -541,23 +542,27 @@ fn best(
     // Scores are finite and not negative, so their bits order as they do.
     type Ranked = (u32, i64, i64);
     let mut page: BinaryHeap<std::cmp::Reverse<Ranked>> = BinaryHeap::with_capacity(limit + 1);
-    let bound = |page: &BinaryHeap<std::cmp::Reverse<Ranked>>| match page.peek() {
-        Some(worst) if page.len() == limit => just_below(f32::from_bits(worst.0 .0)),
-        _ => Score::MIN,
-    };
     for segment in searcher.segment_readers() {
         let judge = reach.in_segment(segment)?;
-        weight.for_each_pruning(bound(&page), segment, &mut |doc, score| {
+        weight.for_each(segment, &mut |doc, score| {
+            let worst = match page.peek() {
+                Some(w) if page.len() == limit => Some(w.0),
+                _ => None,
+            };
+            // Below a full page's worst score, no need to judge it.
+            let bits = score.max(0.0).to_bits();
+            if worst.is_some_and(|w| bits < w.0) {
+                return;
+            }
             if let Some(hit) = judge.hit(doc) {
-                let ranked = (score.max(0.0).to_bits(), hit.id, hit.author);
-                if page.len() < limit || page.peek().is_some_and(|w| ranked > w.0) {
+                let ranked = (bits, hit.id, hit.author);
+                if worst.is_none_or(|w| ranked > w) {
                     page.push(std::cmp::Reverse(ranked));
                     if page.len() > limit {
                         page.pop();
                     }
                 }
             }
-            bound(&page)
         })?;
     }
     let mut ranked: Vec<Ranked> = page.into_iter().map(|r| r.0).collect();
@@ -569,14 +574,4 @@ fn best(
             score: f32::from_bits(bits),
         })
         .collect())
-}
-
-/// The largest score below `s` (not negative), so that a bound of it lets
-/// a score equal to `s` through.
-fn just_below(s: Score) -> Score {
-    if s > 0.0 {
-        f32::from_bits(s.to_bits() - 1)
-    } else {
-        Score::MIN
-    }
 }
