@@ -96,6 +96,33 @@ need_seaweedfs() {
   WEED_BIN="$VENV/bin/weed"
 }
 
+# OpenSearch (Apache-2.0) for the search index: a single node started
+# in-process by a small launcher (scripts/opensearch) from Maven Central's
+# jars, as the distribution zip is not there. Built with Maven into
+# $STATE_DIR/opensearch, again whenever its pom or source changes; the
+# jars themselves stay in ~/.m2.
+OPENSEARCH_VERSION=2.19.6
+need_opensearch() {
+  if ! command -v mvn >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1; then
+    echo "== installing maven and a JDK (apt)" >&2
+    if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+    $SUDO apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq maven openjdk-17-jdk-headless >&2
+  fi
+  local src=$MOMENTS_ROOT/scripts/opensearch dir=$STATE_DIR/opensearch hash
+  hash=$(cd "$src" && find pom.xml src -type f | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -d' ' -f1)
+  OPENSEARCH_CP="$dir/build/opensearch-node-$OPENSEARCH_VERSION.jar:$dir/build/lib/*"
+  if [ "$(cat "$dir/stamp" 2>/dev/null)" = "$hash" ] && [ -f "$dir/build/opensearch-node-$OPENSEARCH_VERSION.jar" ]; then
+    return 0
+  fi
+  echo "== building the OpenSearch $OPENSEARCH_VERSION launcher (mvn, into $dir)" >&2
+  # From scratch, so no jar of an older version lingers in lib/.
+  rm -rf "$dir/build" "$dir/stamp"
+  mkdir -p "$dir"
+  mvn -q -B -f "$src/pom.xml" -Dmoments.build.dir="$dir/build" package >&2
+  echo "$hash" >"$dir/stamp"
+}
+
 # Debian's chromium (from apt when missing) and the browser tests' npm
 # packages (playwright-core, typescript; pinned by tests/browser's lock
 # file) in tests/browser/node_modules. Playwright never downloads a browser
@@ -313,12 +340,47 @@ JSON
   echo "== SeaweedFS $SEAWEEDFS_VERSION, S3 on $s3" >&2
 }
 
+# One OpenSearch node on a free loopback port (its transport port is any
+# free one), data and log in the run dir. The heap is bounded; the flags
+# are the distribution's jvm.options that matter here. Exports
+# MOMENTS_TEST_OPENSEARCH_URL.
+start_opensearch() {
+  need_opensearch
+  local run_dir=${STORES_RUN_DIR:-$(mktemp -d "$STATE_DIR/run.XXXXXX")}
+  STORES_RUN_DIR=$run_dir
+  local dir="$run_dir/opensearch" port
+  port=$(free_port)
+  mkdir -p "$dir/tmp"
+  java -Xms256m -Xmx${OPENSEARCH_HEAP:-512m} -XX:+UseSerialGC -Xss1m \
+    -Djava.io.tmpdir="$dir/tmp" -Dfile.encoding=UTF-8 -Djava.locale.providers=SPI,COMPAT \
+    -Dlog4j.shutdownHookEnabled=false -Dlog4j2.disable.jmx=true \
+    -Dio.netty.noUnsafe=true -Dio.netty.noKeySetOptimization=true -Dio.netty.recycler.maxCapacityPerThread=0 \
+    -cp "$OPENSEARCH_CP" moments.OpenSearchNode "$dir" "$port" >"$dir/opensearch.log" 2>&1 &
+  OPENSEARCH_PID=$!
+  # A JVM and a cluster state to elect: give it two minutes on a busy
+  # two-core machine, where wait_for gives ten seconds.
+  local deadline=$((SECONDS + 120))
+  until curl -sf -o /dev/null --max-time 10 \
+    "http://127.0.0.1:$port/_cluster/health?wait_for_status=yellow&timeout=5s"; do
+    if ! kill -0 "$OPENSEARCH_PID" 2>/dev/null || [ "$SECONDS" -ge "$deadline" ]; then
+      echo "OpenSearch did not start; the end of $dir/opensearch.log:" >&2
+      tail -40 "$dir/opensearch.log" >&2
+      kill "$OPENSEARCH_PID" 2>/dev/null || true
+      return 1
+    fi
+    sleep 0.5
+  done
+  export MOMENTS_TEST_OPENSEARCH_URL="http://127.0.0.1:$port"
+  echo "== OpenSearch $OPENSEARCH_VERSION on $port" >&2
+}
+
 stop_stores() {
   for pid in "${CLUSTER_PIDS[@]:-}"; do [ -n "$pid" ] && kill "$pid" 2>/dev/null || true; done
   [ -n "${REDIS_PID:-}" ] && kill "$REDIS_PID" 2>/dev/null || true
   [ -n "${NX_PID:-}" ] && kill "$NX_PID" 2>/dev/null || true
   [ -n "${FERRETDB_PID:-}" ] && kill "$FERRETDB_PID" 2>/dev/null || true
   [ -n "${SEAWEEDFS_PID:-}" ] && kill "$SEAWEEDFS_PID" 2>/dev/null || true
+  [ -n "${OPENSEARCH_PID:-}" ] && kill "$OPENSEARCH_PID" 2>/dev/null || true
   wait 2>/dev/null || true
   [ -n "${STORES_RUN_DIR:-}" ] && rm -rf "$STORES_RUN_DIR" || true
 }

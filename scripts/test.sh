@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: starts redis-server, a six-node Redis Cluster, nx-27017,
-# FerretDB and SeaweedFS (S3) on free ports (installing or building them
-# once if needed), then:
+# FerretDB, SeaweedFS (S3) and OpenSearch on free ports (installing or
+# building them once if needed), then:
 #   1. the whole suite (`cargo test --all-targets`): the API suite on the
 #      embedded default, every other suite on MongoDB-wire + Redis, the
 #      media store's on files and on SeaweedFS;
@@ -11,8 +11,9 @@
 #        the OpenAPI contract (schemathesis) on + Redis (three seeds) and on
 #        + Redis Cluster (one);
 #      - FerretDB + Redis: the store conformance module, the API suite,
-#        validators, two_instances, shutdown's store tests, the contract
-#        (one seed), and the contract on the embedded default (three);
+#        validators, two_instances, shutdown's store tests, the search
+#        tests (API and index) on OpenSearch, the contract (one seed), and
+#        the contract on the embedded default (three);
 #   3. the web client in headless chromium (Playwright) on all four.
 # Each lane's output is printed whole when it ends; the README's Tests
 # section says which suite runs where, and why one test does not.
@@ -40,6 +41,10 @@ fi
 if [ -z "${MOMENTS_TEST_S3_ENDPOINT:-}" ]; then
   trap stop_stores EXIT
   start_seaweedfs
+fi
+if [ -z "${MOMENTS_TEST_OPENSEARCH_URL:-}" ]; then
+  trap stop_stores EXIT
+  start_opensearch
 fi
 CLUSTER=$MOMENTS_TEST_REDIS_CLUSTER_URL
 FERRETDB=$MOMENTS_TEST_FERRETDB_URI
@@ -99,6 +104,12 @@ lane_ferretdb() {
   timed "validators, two_instances on FerretDB" \
     cargo test --locked --test validators --test two_instances "$@"
   timed "shutdown's store tests on FerretDB" cargo test --locked --test shutdown "${@:-$STORES_SHUTDOWN}"
+  # Search with OpenSearch as the engine, each test an index of its own.
+  timed "search API tests on FerretDB + Redis + OpenSearch" \
+    env MOMENTS_TEST_BACKEND=stores MOMENTS_TEST_SEARCH=opensearch \
+    cargo test --locked --test api "${@:-search::}"
+  timed "search index tests on OpenSearch" \
+    env MOMENTS_TEST_SEARCH=opensearch cargo test --locked --test search_index "$@"
   if [ -n "$whole" ]; then
     timed "contract on FerretDB + Redis" env CONTRACT_SEEDS="${CONTRACT_SEEDS:-9}" scripts/contract.sh stores
     # Here only to even out the lanes' times: it uses no store.

@@ -130,6 +130,38 @@ fn settings_and_logging() -> Result<Settings, ConfigError> {
     Ok(settings)
 }
 
+/// The index `rebuild-search` fills, and where it is. Either way the
+/// instances must be stopped: the embedded index is held by its instance
+/// (and refused here), and on OpenSearch a running instance's indexer
+/// could write its mark into the emptied index, so that the posts below
+/// it were never indexed again.
+fn search_index_to_rebuild(
+    settings: &moments::config::Settings,
+) -> Result<(Box<dyn moments::store::search::SearchIndex>, String), String> {
+    if let Some(url) = &settings.search.opensearch_url {
+        let name = &settings.search.opensearch_index;
+        let index = moments::store::opensearch::OpenSearchIndex::new(url, name)
+            .map_err(|e| format!("no client for OpenSearch: {e}"))?;
+        return Ok((Box::new(index), format!("the OpenSearch index {name}")));
+    }
+    let dir = settings.data_dir.join("search");
+    match moments::store::embedded::search::EmbeddedSearch::open(&dir) {
+        Ok(index) => Ok((Box::new(index), dir.display().to_string())),
+        // Held by a running instance (tantivy's writer lock): that one
+        // must stop first. Anything else (a damaged index) is for this
+        // command to mend, with the folder moved aside.
+        Err(e) if e.to_string().contains("LockBusy") => Err(format!(
+            "the index in {} is in use; stop the instance that uses it first",
+            dir.display()
+        )),
+        Err(e) => Err(format!(
+            "the index in {} could not be opened ({e}); move that folder aside (the instance \
+             stopped) and run this again",
+            dir.display()
+        )),
+    }
+}
+
 /// `moments rebuild-live` and `moments check`, with a progress bar.
 /// `moments rebuild-search`: the index is derived from the documents, so
 /// it is emptied and filled again from them. The instance that uses it
@@ -144,27 +176,10 @@ async fn rebuild_search() -> std::process::ExitCode {
             return ExitCode::from(2);
         }
     };
-    let dir = settings.data_dir.join("search");
-    let index = match moments::store::embedded::search::EmbeddedSearch::open(&dir) {
-        Ok(index) => index,
-        // Held by a running instance (tantivy's writer lock): that one
-        // must stop first. Anything else (a damaged index, one of another
-        // version) is for this command to mend, with the folder moved
-        // aside.
-        Err(e) if e.to_string().contains("LockBusy") => {
-            eprintln!(
-                "moments rebuild-search: the index in {} is in use; \
-                 stop the instance that uses it first",
-                dir.display()
-            );
-            return ExitCode::FAILURE;
-        }
-        Err(e) => {
-            eprintln!(
-                "moments rebuild-search: the index in {} could not be opened ({e}); \
-                 move that folder aside (the instance stopped) and run this again",
-                dir.display()
-            );
+    let (index, place) = match search_index_to_rebuild(&settings) {
+        Ok(opened) => opened,
+        Err(why) => {
+            eprintln!("moments rebuild-search: {why}");
             return ExitCode::FAILURE;
         }
     };
@@ -186,13 +201,10 @@ async fn rebuild_search() -> std::process::ExitCode {
     );
     moments::domain::search_text::warm_up();
     let progress = |n: u64| bar.inc(n);
-    match moments::service::search::rebuild(docs.as_ref(), &index, &progress).await {
+    match moments::service::search::rebuild(docs.as_ref(), index.as_ref(), &progress).await {
         Ok(read) => {
             bar.finish();
-            println!(
-                "indexed the posts again: read {read} (deleted ones included) into {}",
-                dir.display()
-            );
+            println!("indexed the posts again: read {read} (deleted ones included) into {place}");
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -47,6 +47,7 @@ use crate::store::media_cache::CachedMedia;
 use crate::store::metered::{count_request_trips, MeteredDocs, MeteredLive, RoundTrips};
 use crate::store::mongo::MongoDocs;
 use crate::store::objects::ObjectMedia;
+use crate::store::opensearch::OpenSearchIndex;
 use crate::store::redis::RedisLive;
 use crate::store::{DocStore, LiveStore, MediaStore};
 
@@ -216,9 +217,24 @@ pub fn connect_media(settings: &Settings) -> anyhow::Result<Arc<dyn MediaStore>>
     })
 }
 
-/// The search index in the data directory; without one (another instance
-/// holds the folder) this instance serves everything but search.
+/// The search index: on OpenSearch when one is set, else in the data
+/// directory; without one (another instance holds the folder, or the
+/// engine's client cannot be made) this instance serves everything but
+/// search.
 pub fn open_search(settings: &Settings) -> Search {
+    if let Some(url) = &settings.search.opensearch_url {
+        return match OpenSearchIndex::new(url, &settings.search.opensearch_index) {
+            Ok(index) => {
+                crate::domain::search_text::warm_up();
+                Search::new(Arc::new(index))
+            }
+            Err(e) => {
+                let why = format!("no client for OpenSearch: {e}");
+                tracing::warn!("{why}");
+                Search::unavailable(why)
+            }
+        };
+    }
     let dir = settings.data_dir.join("search");
     match EmbeddedSearch::open(&dir) {
         Ok(index) => {

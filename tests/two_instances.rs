@@ -12,6 +12,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
+
+use support::proxy::Proxy;
 use support::{test_env as env, Api, Backend, DataDir, Server};
 
 use reqwest::Method;
@@ -125,69 +127,6 @@ impl Instance {
             card["uid"].as_i64().unwrap(),
             session["token"].as_str().unwrap().to_string(),
         )
-    }
-}
-
-/// A TCP proxy in front of Redis that can be cut: while cut, it has
-/// dropped its connections and its port refuses new ones, so the instance
-/// behind it sees its Redis down while other instances' Redis works.
-struct Proxy {
-    addr: std::net::SocketAddr,
-    upstream: String,
-    running: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
-    links: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
-}
-
-impl Proxy {
-    async fn start(upstream_url: &str) -> Self {
-        let upstream = upstream_url
-            .trim_start_matches("redis://")
-            .split('/')
-            .next()
-            .unwrap()
-            .to_string();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let proxy = Self {
-            addr: listener.local_addr().unwrap(),
-            upstream,
-            running: std::sync::Mutex::new(None),
-            links: std::sync::Arc::default(),
-        };
-        proxy.serve(listener);
-        proxy
-    }
-
-    fn url(&self) -> String {
-        format!("redis://{}", self.addr)
-    }
-
-    fn serve(&self, listener: tokio::net::TcpListener) {
-        let (upstream, links) = (self.upstream.clone(), self.links.clone());
-        let task = tokio::spawn(async move {
-            while let Ok((mut inbound, _)) = listener.accept().await {
-                let upstream = upstream.clone();
-                links.lock().unwrap().push(tokio::spawn(async move {
-                    if let Ok(mut out) = tokio::net::TcpStream::connect(&upstream).await {
-                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut out).await;
-                    }
-                }));
-            }
-        });
-        *self.running.lock().unwrap() = Some(task);
-    }
-
-    fn cut(&self) {
-        if let Some(task) = self.running.lock().unwrap().take() {
-            task.abort();
-        }
-        for link in self.links.lock().unwrap().drain(..) {
-            link.abort();
-        }
-    }
-
-    async fn mend(&self) {
-        let listener = tokio::net::TcpListener::bind(self.addr).await.unwrap();
-        self.serve(listener);
     }
 }
 
@@ -406,9 +345,15 @@ async fn a_write_through_one_instance_is_seen_through_the_other_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_one_instance_could_not_apply_to_redis_no_instance_serves_stale() {
     let db = fresh_db("cut_");
-    let proxy = Proxy::start(&env("MOMENTS_TEST_REDIS_URL")).await;
+    let redis = env("MOMENTS_TEST_REDIS_URL");
+    let upstream = redis
+        .trim_start_matches("redis://")
+        .split('/')
+        .next()
+        .unwrap();
+    let proxy = Proxy::start(upstream).await;
     // A reaches Redis through the proxy, B directly: same keys (one prefix).
-    let a = Instance::start_on(&db, proxy.url()).await;
+    let a = Instance::start_on(&db, format!("redis://{}", proxy.addr())).await;
     let b = Instance::start(&db).await;
     let (ann_uid, ann) = a.user("ann").await;
     let (_, bob) = a.user("bob").await;

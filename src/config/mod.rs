@@ -1,7 +1,7 @@
 //! Typed settings read from the environment, validated once at start-up.
 //!
 //! [`variables`] is the one list of settings, written in a file per area
-//! (`server`, `stores`, `media`, `social`, `moderation`, `stream`,
+//! (`server`, `stores`, `media`, `search`, `social`, `moderation`, `stream`,
 //! `account_jobs`, `rate_limits`): `from_lookup` reads exactly the variables in it,
 //! `moments --help` and the README's table are generated from it, and any
 //! other `MOMENTS_*` variable is warned about at start-up as a likely typo.
@@ -17,6 +17,7 @@ mod account_jobs;
 mod media;
 mod moderation;
 mod rate_limits;
+mod search;
 mod server;
 mod social;
 mod stores;
@@ -231,6 +232,26 @@ pub struct Settings {
     pub imports: ImportSettings,
     /// Uploaded pictures (`service::media`).
     pub media: MediaSettings,
+    /// The search index's engine (`service::search`).
+    pub search: SearchSettings,
+}
+
+/// Where the search index lives, each a `MOMENTS_OPENSEARCH_*` setting.
+#[derive(Debug, Clone)]
+pub struct SearchSettings {
+    /// An OpenSearch cluster; `None`: an index under `data_dir/search`.
+    pub opensearch_url: Option<String>,
+    /// The posts' index on it.
+    pub opensearch_index: String,
+}
+
+impl Default for SearchSettings {
+    fn default() -> Self {
+        Self {
+            opensearch_url: None,
+            opensearch_index: "moments-posts".into(),
+        }
+    }
 }
 
 /// What an upload may be, what is kept of it and where, each a
@@ -430,6 +451,7 @@ impl Default for Settings {
             exports: ExportSettings::default(),
             imports: ImportSettings::default(),
             media: MediaSettings::default(),
+            search: SearchSettings::default(),
         }
     }
 }
@@ -549,6 +571,7 @@ const AREAS: &[&[Variable]] = &[
     server::VARIABLES,
     stores::VARIABLES,
     media::VARIABLES,
+    search::VARIABLES,
     social::VARIABLES,
     moderation::VARIABLES,
     stream::VARIABLES,

@@ -15,6 +15,7 @@ pub mod media_cache;
 pub mod metered;
 pub mod mongo;
 pub mod objects;
+pub mod opensearch;
 pub mod redis;
 pub mod search;
 

@@ -64,6 +64,13 @@ pub fn test_settings() -> Settings {
     }
     // Media are files under the data directory by default; the media tests
     // run on S3 as well (tests/api/media.rs).
+    // The search index is the embedded one, or with MOMENTS_TEST_SEARCH=
+    // opensearch an index of its own on the OpenSearch node scripts/test.sh
+    // starts (the search tests' lane).
+    if std::env::var("MOMENTS_TEST_SEARCH").as_deref() == Ok("opensearch") {
+        s.search.opensearch_url = Some(env("MOMENTS_TEST_OPENSEARCH_URL"));
+        s.search.opensearch_index = db;
+    }
     s
 }
 

@@ -29,6 +29,8 @@ mod notifications;
 mod ops;
 mod posts;
 mod privacy;
+#[path = "../support/proxy.rs"]
+mod proxy;
 mod rate_limits;
 mod repair;
 mod reports;

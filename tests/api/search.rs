@@ -42,13 +42,17 @@ async fn indexed(app: &TestApp, author: &User, q: &str, post: i64) {
     .await;
 }
 
-/// An app whose search budget the waits for the indexer cannot spend.
-async fn app() -> TestApp {
+/// Settings whose search budget the waits for the indexer cannot spend.
+fn settings() -> moments::config::Settings {
     let mut settings = test_settings();
     if let Some(limits) = settings.rate_limits.as_mut() {
         limits.searches = moments::config::Rate::new(100_000, 60);
     }
-    spawn_app_with(settings).await
+    settings
+}
+
+async fn app() -> TestApp {
+    spawn_app_with(settings()).await
 }
 
 #[tokio::test]
@@ -680,4 +684,104 @@ async fn a_post_deleted_elsewhere_leaves_the_index_when_it_is_read_again() {
         index.search_posts(&asking).await.unwrap().is_empty()
     })
     .await;
+}
+
+/// With its engine out of reach, search answers 503 with when to try
+/// again, and everything else goes on: posting, reading, the feed.
+#[tokio::test]
+async fn an_engine_out_of_reach_answers_503_and_nothing_else_stops() {
+    let mut settings = test_settings();
+    // A port nothing listens on: refused at once.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    settings.search.opensearch_url = Some(format!("http://127.0.0.1:{port}"));
+    settings.search.opensearch_index = "moments-unreachable".into();
+    let app = spawn_app_with(settings).await;
+    let ann = app.user("ann").await;
+    let post = app.text_post(&ann, "a lantern by the door").await;
+    let (s, headers, body) = app
+        .call_with(
+            reqwest::Method::GET,
+            "/api/v1/search?q=lantern",
+            Some(&ann.token),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(s, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["status"], 503, "{body}");
+    let retry: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!(retry >= 1, "Retry-After {retry}");
+    let (s, _) = app
+        .get(&format!("/api/v1/posts/{post}"), Some(&ann.token))
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    // People search reads the documents, not the engine.
+    assert_eq!(people(&app, &ann, "an").await.len(), 1);
+}
+
+/// OpenSearch down: searches answer 503 while posting goes on; back up,
+/// the indexer catches up from the documents, and what was posted
+/// meanwhile is found. (On every lane: the engine is the test's own
+/// index on the node scripts/test.sh starts, reached through a proxy the
+/// test cuts.)
+#[tokio::test]
+async fn the_engine_down_and_back_loses_no_post() {
+    let url = std::env::var("MOMENTS_TEST_OPENSEARCH_URL")
+        .expect("MOMENTS_TEST_OPENSEARCH_URL: run scripts/test.sh, which starts OpenSearch");
+    let proxy = crate::proxy::Proxy::start(url.trim_start_matches("http://")).await;
+    let mut settings = settings();
+    settings.search.opensearch_url = Some(format!("http://{}", proxy.addr()));
+    settings.search.opensearch_index = settings.mongodb_db.clone();
+    let app = spawn_app_with(settings).await;
+    let ann = app.user("ann").await;
+    let first = app.text_post(&ann, "a beacon on the hill").await;
+    indexed(&app, &ann, "beacon", first).await;
+
+    proxy.cut();
+    let second = app
+        .text_post(&ann, "another beacon, posted while it is down")
+        .await;
+    wait_until("searches answer 503 while the engine is down", || async {
+        let (s, page) = search(&app, &ann, "beacon", "").await;
+        assert!(
+            s == StatusCode::OK || s == StatusCode::SERVICE_UNAVAILABLE,
+            "{s}: {page}"
+        );
+        s == StatusCode::SERVICE_UNAVAILABLE
+    })
+    .await;
+    let (s, _) = app
+        .get(&format!("/api/v1/posts/{second}"), Some(&ann.token))
+        .await;
+    assert_eq!(s, StatusCode::OK);
+
+    proxy.mend().await;
+    indexed(&app, &ann, "beacon", second).await;
+    assert_eq!(found(&app, &ann, "beacon").await, [second, first]);
+}
+
+/// An index of the posts' name made otherwise (a cluster that creates one
+/// on a first write, with its own analyser and scoring) is refused: its
+/// scores would count posts. Searches answer 503 until it is rebuilt.
+#[tokio::test]
+async fn an_opensearch_index_made_otherwise_is_refused() {
+    let url = std::env::var("MOMENTS_TEST_OPENSEARCH_URL")
+        .expect("MOMENTS_TEST_OPENSEARCH_URL: run scripts/test.sh, which starts OpenSearch");
+    let mut settings = settings();
+    let name = settings.mongodb_db.clone();
+    let made = reqwest::Client::new()
+        .put(format!("{url}/{name}"))
+        .json(&json!({"mappings": {"properties": {"words": {"type": "text"}}}}))
+        .send()
+        .await
+        .unwrap();
+    assert!(made.status().is_success(), "{}", made.text().await.unwrap());
+    settings.search.opensearch_url = Some(url);
+    settings.search.opensearch_index = name;
+    let app = spawn_app_with(settings).await;
+    let ann = app.user("ann").await;
+    let (s, page) = search(&app, &ann, "lantern", "").await;
+    assert_eq!(s, StatusCode::SERVICE_UNAVAILABLE, "{page}");
 }

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod multipart;
+pub mod proxy;
 pub mod sse;
 
 use std::io::{BufRead, BufReader};
