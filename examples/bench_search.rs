@@ -518,5 +518,90 @@ fn main() {
         }
         println!("\nresident memory at the end: {:.0} MB", rss_mb());
         let _ = std::fs::remove_dir_all(&dir);
+
+        // 4. Composing with indexing on, beside an instance without an
+        //    index (its folder held, as by another instance: no indexer
+        //    runs), each on fresh data, twice in turn against drift.
+        println!(
+            "\nposting, {CONNECTIONS} connections, {QUERIES_EACH} posts each\n\n| instance | posts/s | p50 | p99 |\n|---|---|---|---|"
+        );
+        let mut rates = [Vec::new(), Vec::new()];
+        for round in 0..2 {
+            for (i, indexing) in [false, true].into_iter().enumerate() {
+                let (rate, times) = compose(indexing, round, &corpus).await;
+                println!(
+                    "| indexing {} | {rate:.0} | {:.2} ms | {:.2} ms |",
+                    if indexing { "on" } else { "off" },
+                    percentile(&times, 50.0),
+                    percentile(&times, 99.0)
+                );
+                rates[i].push(rate);
+            }
+        }
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        println!(
+            "\ncompose rate with indexing on: {:.2} of the rate without",
+            mean(&rates[1]) / mean(&rates[0])
+        );
     });
+}
+
+/// Posts at `CONNECTIONS` connections on a fresh instance, with or
+/// without its search index: the rate and every answer's time, sorted.
+async fn compose(indexing: bool, round: usize, corpus: &Corpus) -> (f64, Vec<Duration>) {
+    let tag = format!(
+        "bench-compose-{}-{round}",
+        if indexing { "on" } else { "off" }
+    );
+    let (mut settings, dir, _) = bench_settings(&tag);
+    settings.rate_limits = None;
+    let held = (!indexing).then(|| EmbeddedSearch::open(&dir.join("search")).unwrap());
+    let app = Application::build(settings).await.unwrap();
+    assert_eq!(app.context().search.index().is_ok(), indexing);
+    let base = format!("http://127.0.0.1:{}", app.port());
+    tokio::spawn(app.run_until_stopped());
+    let client = reqwest::Client::new();
+    let (_, token) = support::account(&client, &base, "composer").await;
+    let texts: Vec<String> = (0..CONNECTIONS * QUERIES_EACH)
+        .map(|i| corpus.post(i).content)
+        .collect();
+    let started = Instant::now();
+    let runs: Vec<_> = (0..CONNECTIONS)
+        .map(|c| {
+            let (base, token) = (base.clone(), token.clone());
+            let texts: Vec<String> = texts.iter().skip(c).step_by(CONNECTIONS).cloned().collect();
+            tokio::spawn(async move {
+                let client = reqwest::Client::new();
+                let mut times = Vec::with_capacity(texts.len());
+                for text in texts {
+                    let start = Instant::now();
+                    let res = client
+                        .post(format!("{base}/api/v1/posts"))
+                        .bearer_auth(&token)
+                        .json(&serde_json::json!({"category": "TEXT", "content": text}))
+                        .send()
+                        .await
+                        .unwrap();
+                    assert_eq!(res.status().as_u16(), 201);
+                    res.bytes().await.unwrap();
+                    times.push(start.elapsed());
+                }
+                times
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for r in runs {
+        all.extend(r.await.unwrap());
+    }
+    let rate = all.len() as f64 / started.elapsed().as_secs_f64();
+    all.sort_unstable();
+    // The indexer's work past the run (it settles the last ten seconds'
+    // posts) is let finish, so it does not weigh on the next instance.
+    if indexing {
+        tokio::time::sleep(Duration::from_secs(12)).await;
+    }
+    drop(held);
+    let _ = std::fs::remove_dir_all(&dir);
+    (rate, all)
 }
