@@ -40,6 +40,9 @@ const AUTHORS: usize = 2_000;
 const FOLLOWED: usize = 100;
 const CONNECTIONS: usize = 16;
 const QUERIES_EACH: usize = 200;
+/// Posts each connection writes in a compose run: a few seconds of them,
+/// so the indexer's passes and commits weigh as they would.
+const COMPOSE_EACH: usize = 1_000;
 
 const ZH: &[&str] = &[
     "今天",
@@ -523,7 +526,7 @@ fn main() {
         //    index (its folder held, as by another instance: no indexer
         //    runs), each on fresh data, twice in turn against drift.
         println!(
-            "\nposting, {CONNECTIONS} connections, {QUERIES_EACH} posts each\n\n| instance | posts/s | p50 | p99 |\n|---|---|---|---|"
+            "\nposting, {CONNECTIONS} connections, {COMPOSE_EACH} posts each\n\n| instance | posts/s | p50 | p99 |\n|---|---|---|---|"
         );
         let mut rates = [Vec::new(), Vec::new()];
         for round in 0..2 {
@@ -562,7 +565,7 @@ async fn compose(indexing: bool, round: usize, corpus: &Corpus) -> (f64, Vec<Dur
     tokio::spawn(app.run_until_stopped());
     let client = reqwest::Client::new();
     let (_, token) = support::account(&client, &base, "composer").await;
-    let texts: Vec<String> = (0..CONNECTIONS * QUERIES_EACH)
+    let texts: Vec<String> = (0..CONNECTIONS * COMPOSE_EACH)
         .map(|i| corpus.post(i).content)
         .collect();
     let started = Instant::now();

@@ -46,8 +46,14 @@ const INDEXING_BATCH: usize = 1000;
 /// the posts above the mark are read again until they are older.
 const SETTLING: Duration = Duration::from_secs(10);
 
-/// How often the indexer looks for new posts when nothing wakes it.
+/// How often the indexer looks for new posts when nothing wakes it, and
+/// how often it reads the settling window again.
 const POLL: Duration = Duration::from_secs(1);
+
+/// The least time between two passes: posts written meanwhile wait for
+/// the next, so that a busy instance indexes them in batches, a commit
+/// (which syncs files) a batch, not one a post.
+const PASS_GAP: Duration = Duration::from_millis(100);
 
 /// The search index and what keeps it up to date.
 pub struct Search {
@@ -185,6 +191,7 @@ impl Search {
                 if let Err(e) = indexer.step(&ctx).await {
                     tracing::warn!(error = %e, "search indexing failed; trying again");
                 }
+                tokio::time::sleep(PASS_GAP).await;
                 let _ = tokio::time::timeout(POLL, ctx.search.wake.notified()).await;
             }
         })
@@ -359,15 +366,27 @@ pub struct Indexer {
     /// The mark the last pass ended at: one that went back (an index
     /// emptied under a running indexer) means what it remembers is stale.
     last_mark: Option<i64>,
+    /// The highest id read so far, and when the settling window (the
+    /// posts above the mark) was last read again whole. Between those
+    /// reads, once per `POLL`, a pass reads only posts past this id: at
+    /// thousands of posts a second, reading the whole window each pass
+    /// would read ten seconds of posts for every post written.
+    read_through: Option<i64>,
+    window_read_at: Option<std::time::Instant>,
 }
 
 impl Indexer {
     /// One pass: every post committed so far is indexed when it returns.
     pub async fn step(&mut self, ctx: &Context) -> StoreResult<()> {
         let index = ctx.search.index()?;
-        self.step_on(ctx.docs.as_ref(), index.as_ref(), &|_| {})
-            .await
-            .map(|_| ())
+        let pass = self
+            .step_on(ctx.docs.as_ref(), index.as_ref(), &|_| {})
+            .await;
+        if pass.is_err() {
+            // Posts read but not indexed: the next pass reads from the mark.
+            self.read_through = None;
+        }
+        pass.map(|_| ())
     }
 
     /// `step` on these stores, telling `progress` of each batch of posts
@@ -385,12 +404,20 @@ impl Indexer {
             self.removed.clear();
         }
         let settled = crate::ids::first_id_at(crate::ids::now_ms() - SETTLING.as_millis() as i64);
-        let mut after = mark;
+        let whole_window = mark < self.last_mark
+            || self.read_through.is_none()
+            || self.window_read_at.is_none_or(|at| at.elapsed() >= POLL);
+        let mut after = if whole_window {
+            mark
+        } else {
+            self.read_through.max(mark)
+        };
         loop {
             let posts = docs.posts_after(after, INDEXING_BATCH).await?;
             let Some(last) = posts.last().map(|p| p.id) else {
                 break;
             };
+            self.read_through = self.read_through.max(Some(last));
             read += posts.len() as u64;
             progress(posts.len() as u64);
             let unseen = |p: &&PostDoc| !self.unsettled.contains(&p.id);
@@ -435,6 +462,9 @@ impl Indexer {
             }
         }
         self.last_mark = mark;
+        if whole_window {
+            self.window_read_at = Some(std::time::Instant::now());
+        }
         Ok(read)
     }
 }
