@@ -13,8 +13,13 @@
 //!   dropped, English words stemmed (Snowball), so "Running" finds "run".
 //! - Full-width letters and digits (ＡＢＣ１２３), ligatures and other
 //!   compatibility forms are folded to their plain forms (NFKC) first.
-//!   Traditional characters are not folded to simplified: no small,
-//!   well-kept crate does it by the character without a regex engine.
+//! - A post's and a query's traditional characters are folded to
+//!   simplified ones (`fast2s`: a static table of one character for one,
+//!   with a few pairs decided by their neighbour), before the dictionary
+//!   cuts them, so 我們去西湖划船 is found by 我们 and 西湖 by 西湖.
+//!   Each maps a three-byte character to a three-byte one, so a folded
+//!   text keeps its offsets. Names are not folded so (`name_key`): their
+//!   keys are stored, and would need making again.
 //! - Punctuation, emoji and symbols separate words and are not terms.
 //!
 //! Every term keeps where it came from in the original text (byte
@@ -26,6 +31,14 @@ use super::cursor::MAX_NAME_KEY_BYTES;
 
 use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;
+
+/// Which cutting and folding made an index's words. Raised whenever
+/// `terms` would give a stored text other terms (a new fold, another
+/// dictionary), since a query is cut by this version's rules and would
+/// miss posts indexed by the older ones: the embedded index is made again
+/// at open, an OpenSearch index is refused until it is rebuilt.
+/// 2: traditional characters folded to simplified.
+pub const WORDS_VERSION: u32 = 2;
 
 /// A word as search matches it, and where it stands in the text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,11 +68,13 @@ fn stemmer() -> &'static rust_stemmers::Stemmer {
     STEMMER.get_or_init(|| rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English))
 }
 
-/// Loads the dictionary now rather than on the first search or post (it
-/// takes a few dozen milliseconds and about 20 MB).
+/// Loads the dictionary and the traditional-to-simplified table now
+/// rather than on the first search or post (a few dozen milliseconds and
+/// about 20 MB).
 pub fn warm_up() {
     let _ = dictionary();
     let _ = stemmer();
+    let _ = fast2s::convert("們");
 }
 
 /// The text folded character by character (compatibility forms to plain
@@ -109,9 +124,25 @@ fn is_han(c: char) -> bool {
         | '\u{20000}'..='\u{2FA1F}')
 }
 
+/// `folded`'s traditional characters as simplified ones, where that
+/// keeps every byte where it was (always, with `fast2s`'s table; the
+/// check keeps `origin` true whatever a newer table does).
+fn simplified(mut folded: Folded) -> Folded {
+    let simple = fast2s::convert(&folded.text);
+    let aligned = simple.len() == folded.text.len()
+        && simple
+            .char_indices()
+            .map(|(i, _)| i)
+            .eq(folded.text.char_indices().map(|(i, _)| i));
+    if aligned {
+        folded.text = simple;
+    }
+    folded
+}
+
 /// The terms of `text`, in order.
 pub fn terms(text: &str, cut: Cut) -> Vec<Term> {
-    let folded = fold(text);
+    let folded = simplified(fold(text));
     let mut out = Vec::new();
     let origin = |from: usize, to: usize| (folded.origin[from].0, folded.origin[to - 1].1);
     // Runs of Chinese go to the dictionary; runs of other letters and
@@ -326,6 +357,34 @@ mod tests {
         for (query, text, want) in cases {
             assert_eq!(finds(query, text), want, "{query} in {text}");
         }
+    }
+
+    #[test]
+    fn traditional_characters_find_simplified_ones_and_back() {
+        let cases = [
+            ("我们", "我們今天去西湖划船", true),
+            ("我們", "我们今天去西湖划船", true),
+            ("西湖 划船", "我們今天去西湖劃船", true),
+            ("計劃", "周末的计划", true),
+            ("电脑", "新買的電腦到了", true),
+            ("北京", "我們今天去西湖劃船", false),
+        ];
+        for (query, text, want) in cases {
+            assert_eq!(finds(query, text), want, "{query} in {text}");
+        }
+        // The marks are where the traditional words stand in the text.
+        let text = "今天和朋友們去西湖劃船";
+        let spans = marks(text, &["划船".to_string()]);
+        let marked: Vec<String> = spans
+            .iter()
+            .map(|(a, b)| {
+                let units: Vec<u16> = text.encode_utf16().collect();
+                String::from_utf16(&units[*a..*b]).unwrap()
+            })
+            .collect();
+        assert_eq!(marked, ["劃船"]);
+        // Names keep their characters: their keys are stored.
+        assert_eq!(name_key("張三"), "張三");
     }
 
     #[test]

@@ -262,10 +262,21 @@ pub fn reindex_author(ctx: &Context, uid: i64) {
             uid,
             armed: true,
         };
+        let mut failures = 0;
         loop {
             let permit = ctx.search.reindex_permits.acquire().await;
             let used = match reindex_pass(&ctx, uid).await {
                 Ok(used) => used,
+                // A dropped connection or an engine restarting: the pass
+                // is made whole again after a wait, doubling, half a minute in
+                // all.
+                Err(e) if failures < REINDEX_TRIES => {
+                    drop(permit);
+                    tracing::warn!(uid, error = %e, "could not index an author's posts again; trying again");
+                    tokio::time::sleep(Duration::from_secs(1 << failures)).await;
+                    failures += 1;
+                    continue;
+                }
                 Err(e) => {
                     tracing::warn!(uid, error = %e, "could not index an author's posts again; a rebuild will");
                     return;
@@ -294,6 +305,9 @@ pub fn reindex_author(ctx: &Context, uid: i64) {
         }
     });
 }
+
+/// Passes over an author's posts tried again after the first fails.
+const REINDEX_TRIES: u32 = 5;
 
 /// Authors indexed again at once at most: each pass is a batch of commits
 /// on the one writer the indexer shares.

@@ -24,7 +24,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use crate::domain::search_text::{terms, Cut};
+use crate::domain::search_text::{terms, Cut, WORDS_VERSION};
 use crate::store::search::{IndexedPost, PostSearch, ScoredHit, SearchHit, SearchIndex};
 use crate::store::{StoreError, StoreResult};
 
@@ -159,6 +159,7 @@ impl OpenSearchIndex {
             },
             "mappings": {
                 "dynamic": "strict",
+                "_meta": {"words_version": WORDS_VERSION},
                 "properties": {
                     "id": {"type": "long"},
                     "author": {"type": "long"},
@@ -202,15 +203,26 @@ impl OpenSearchIndex {
                 None,
             )
             .await?;
-        let words = answer
+        let mappings = answer
             .as_object()
             .and_then(|indexes| indexes.values().next())
-            .map(|i| i["mappings"]["properties"]["words"].clone())
+            .map(|i| i["mappings"].clone())
             .unwrap_or(Value::Null);
+        let words = &mappings["properties"]["words"];
         if words["analyzer"] != "words" || words["similarity"] != "own_text" {
             return Err(unavailable(anyhow::anyhow!(
                 "the OpenSearch index {} exists with another mapping; delete it (or run \
                  moments rebuild-search, the instances stopped)",
+                self.index
+            )));
+        }
+        // Words an earlier version cut otherwise: queries would miss the
+        // posts it holds. Not rebuilt here: instances of that version may
+        // still be writing to it.
+        if mappings["_meta"]["words_version"] != WORDS_VERSION {
+            return Err(unavailable(anyhow::anyhow!(
+                "the OpenSearch index {} holds words cut by another version of moments; \
+                 run moments rebuild-search with the instances stopped",
                 self.index
             )));
         }

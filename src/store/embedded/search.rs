@@ -26,7 +26,7 @@ use tantivy::{
     Term,
 };
 
-use crate::domain::search_text::{terms, Cut};
+use crate::domain::search_text::{terms, Cut, WORDS_VERSION};
 use crate::store::search::{IndexedPost, PostSearch, ScoredHit, SearchHit, SearchIndex};
 use crate::store::{StoreError, StoreResult};
 
@@ -59,7 +59,9 @@ fn schema() -> (Schema, Fields) {
         // (`Reach`): as posting lists they were unions and ranges the
         // size of the index, walked for every query.
         createtime: b.add_i64_field("createtime", FAST),
-        content: b.add_text_field("content", text),
+        // Named with the version of the words it holds, so that an index
+        // cut by other rules has another schema and is made again.
+        content: b.add_text_field(&format!("words{WORDS_VERSION}"), text),
         has_media: b.add_bool_field("has_media", FAST),
         findable: b.add_bool_field("findable", FAST),
     };
