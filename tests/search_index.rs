@@ -60,6 +60,17 @@ fn asking(q: &str) -> PostSearch {
     }
 }
 
+/// The ids of the `limit` best matches of `q`, best first.
+async fn best_of(index: &dyn SearchIndex, q: &str, limit: usize) -> Vec<i64> {
+    index
+        .search_posts_by_relevance(&PostSearch { limit, ..asking(q) })
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|h| h.hit.id)
+        .collect()
+}
+
 #[tokio::test]
 async fn posts_are_found_by_their_words_newest_first_through_the_filters() {
     let dir = folder();
@@ -429,9 +440,15 @@ async fn by_relevance_ties_keep_the_newest_across_segments() {
 }
 
 /// The best page is the head of the whole ranking, also where a segment's
-/// own average length is far from the fixed one the scores use: a short
-/// post among long ones (a block whose best match the segment, averaging
-/// long posts, would judge to be a long one) still ranks where it should.
+/// own average length is far above the fixed one the scores use: the
+/// index chooses a block's best match by the segment's average, here a
+/// long post saying the word three times, while by the fixed one a post
+/// of the word alone in the same block scores higher. The first block
+/// fills the page (one segment, walked in order), so a bound taken from
+/// the index's choice as it stands would pass the second block over.
+/// Seven of the matches are strong (the word twice in two words, or
+/// alone), so pages of up to seven come from the strong matches alone and
+/// longer ones from scoring every match: both must agree with the whole.
 #[tokio::test]
 async fn by_relevance_the_best_page_is_the_head_of_the_whole_ranking() {
     let dir = folder();
@@ -442,36 +459,66 @@ async fn by_relevance_the_best_page_is_the_head_of_the_whole_ranking() {
             .collect::<Vec<_>>()
             .join(" ")
     };
-    // Six strong matches and one weaker, in a commit of their own.
-    let mut first: Vec<IndexedPost> = (1..=6).map(|id| post(id, 1, "kite kite")).collect();
-    first.push(post(7, 1, "kite w1 w2"));
-    index.index_posts(&first).await.unwrap();
-    // Then long posts without the word, many matches of three in thirty
-    // words, and one post of the word alone, which outranks the weaker.
-    let mut second: Vec<IndexedPost> = (100..500).map(|id| post(id, 1, &filler(200, 0))).collect();
-    second.extend((500..627).map(|id| post(id, 1, &format!("kite kite kite {}", filler(27, 300)))));
-    second.push(post(627, 1, "kite"));
-    index.index_posts(&second).await.unwrap();
-    let rank = |limit: usize| {
-        let index = &index;
-        async move {
-            index
-                .search_posts_by_relevance(&PostSearch {
-                    limit,
-                    ..asking("kite")
-                })
-                .await
-                .unwrap()
-                .into_iter()
-                .map(|h| h.hit.id)
-                .collect::<Vec<_>>()
-        }
-    };
-    let whole = rank(1000).await;
-    assert_eq!(whole.len(), 135);
-    assert_eq!(whole[6], 627, "{whole:?}");
+    let three = format!("kite kite kite {}", filler(27, 300));
+    // The first block of the word's 128 posts: six strong matches, one
+    // weaker, and matches of three in thirty words.
+    let mut posts: Vec<IndexedPost> = (1..=6).map(|id| post(id, 1, "kite kite")).collect();
+    posts.push(post(7, 1, "kite w1 w2"));
+    posts.extend((8..129).map(|id| post(id, 1, &three)));
+    // The second block: more of those, and one post of the word alone,
+    // which outranks the weaker; then a few more, and long posts
+    // without the word, which raise the segment's average.
+    posts.extend((129..256).map(|id| post(id, 1, &three)));
+    posts.push(post(256, 1, "kite"));
+    posts.extend((257..270).map(|id| post(id, 1, &three)));
+    posts.extend((1000..1400).map(|id| post(id, 1, &filler(200, 0))));
+    index.index_posts(&posts).await.unwrap();
+    let whole = best_of(index.as_ref(), "kite", 1000).await;
+    assert_eq!(whole.len(), 269);
+    assert_eq!(whole[6], 256, "{whole:?}");
+    assert_eq!(whole[7], 7, "{whole:?}");
     for limit in [1, 6, 7, 8, 20] {
-        assert_eq!(rank(limit).await, whole[..limit], "the best {limit}");
+        assert_eq!(
+            best_of(index.as_ref(), "kite", limit).await,
+            whole[..limit],
+            "the best {limit}"
+        );
+    }
+    drop(index);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The other way round: in a segment of posts far shorter than the fixed
+/// average, a block's best match by the segment's own average is a short
+/// post, while by the fixed one a long post saying the word twenty times
+/// scores higher still. The first block fills the page; the second,
+/// which holds the long post, must not be passed over. Every match here
+/// is strong, so the strong matches alone answer each page.
+#[tokio::test]
+async fn by_relevance_a_long_match_among_short_posts_is_not_passed_over() {
+    let dir = folder();
+    let index = open(&dir);
+    let long = format!(
+        "{} {}",
+        ["kite"; 20].join(" "),
+        (0..20)
+            .map(|i| format!("w{i}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let mut posts: Vec<IndexedPost> = (1..=8).map(|id| post(id, 1, "kite kite")).collect();
+    posts.extend((9..300).map(|id| post(id, 1, if id == 250 { &long } else { "kite" })));
+    index.index_posts(&posts).await.unwrap();
+    let whole = best_of(index.as_ref(), "kite", 1000).await;
+    assert_eq!(whole.len(), 299);
+    assert_eq!(whole[0], 250, "{whole:?}");
+    assert_eq!(whole[1..9], [8, 7, 6, 5, 4, 3, 2, 1]);
+    for limit in [1, 8, 9, 10, 40] {
+        assert_eq!(
+            best_of(index.as_ref(), "kite", limit).await,
+            whole[..limit],
+            "the best {limit}"
+        );
     }
     drop(index);
     let _ = std::fs::remove_dir_all(dir);

@@ -13,17 +13,19 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use tantivy::columnar::Column;
 use tantivy::fastfield::AliveBitSet;
+use tantivy::fieldnorm::FieldNormReader;
+use tantivy::postings::Postings;
 use tantivy::query::{
-    AllQuery, Bm25StatisticsProvider, BooleanQuery, ConstScoreQuery, EnableScoring, Occur, Query,
-    TermQuery,
+    AllQuery, Bm25StatisticsProvider, Bm25Weight, BooleanQuery, ConstScoreQuery, EnableScoring,
+    Occur, Query, TermQuery,
 };
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, INDEXED,
 };
-use tantivy::tokenizer::{PreTokenizedString, Token};
+use tantivy::tokenizer::{PreTokenizedString, Token, MAX_TOKEN_LEN};
 use tantivy::{
-    DocId, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, SegmentReader, TantivyDocument,
-    Term,
+    DocId, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, Score, Searcher, SegmentReader,
+    TantivyDocument, Term, TERMINATED,
 };
 
 use crate::domain::search_text::{terms, Cut, WORDS_VERSION};
@@ -40,6 +42,7 @@ struct Fields {
     author: Field,
     createtime: Field,
     content: Field,
+    strong: Field,
     has_media: Field,
     findable: Field,
 }
@@ -61,7 +64,19 @@ fn schema() -> (Schema, Fields) {
         createtime: b.add_i64_field("createtime", FAST),
         // Named with the version of the words it holds, so that an index
         // cut by other rules has another schema and is made again.
-        content: b.add_text_field(&format!("words{WORDS_VERSION}"), text),
+        content: b.add_text_field(&format!("words{WORDS_VERSION}"), text.clone()),
+        // A post's words that score at least `strong_score()` in it, each as often
+        // as the post says it (`strong_words`): where a common word's best
+        // matches are looked for first. No lengths of its own: scores take
+        // the post's from `content`.
+        strong: b.add_text_field(
+            "strong",
+            TextOptions::default().set_indexing_options(
+                TextFieldIndexing::default()
+                    .set_index_option(IndexRecordOption::WithFreqs)
+                    .set_fieldnorms(false),
+            ),
+        ),
         has_media: b.add_bool_field("has_media", FAST),
         findable: b.add_bool_field("findable", FAST),
     };
@@ -103,6 +118,11 @@ impl OwnTextOnly {
     /// Words a post holds on average: a short post.
     const AVERAGE_TERMS: u64 = 20;
     const DOC_FREQ: u64 = 1_000;
+
+    /// Every word's weight: the same, since every word's counts are.
+    fn weight() -> Bm25Weight {
+        Bm25Weight::for_one_term(Self::DOC_FREQ, Self::DOCS, Self::AVERAGE_TERMS as Score)
+    }
 }
 
 impl Bm25StatisticsProvider for OwnTextOnly {
@@ -117,6 +137,39 @@ impl Bm25StatisticsProvider for OwnTextOnly {
     fn doc_freq(&self, _term: &Term) -> tantivy::Result<u64> {
         Ok(Self::DOC_FREQ)
     }
+}
+
+/// The score from which a word's match is strong: a word said twice in a
+/// post of twelve words, once in a post of two, three times in one of 22.
+/// A word said once is strong only in a post of one or two words, so a
+/// common word's strong matches are a small part of all its matches, and
+/// its best ones.
+fn strong_score() -> Score {
+    OwnTextOnly::weight().score(FieldNormReader::fieldnorm_to_id(12), 2)
+}
+
+/// Of a post's `tokens` (its terms as `content` holds them), those whose
+/// match scores at least `strong_score()`, each repeated as often as the post
+/// says it, so the tier's frequencies are the post's own.
+fn strong_words(tokens: &[Token]) -> Vec<Token> {
+    // The length the index gives the post: the words it keeps (tantivy
+    // drops, uncounted, a word longer than `MAX_TOKEN_LEN`).
+    let length = tokens
+        .iter()
+        .filter(|t| t.text.len() <= MAX_TOKEN_LEN)
+        .count();
+    let length = FieldNormReader::fieldnorm_to_id(u32::try_from(length).unwrap_or(u32::MAX));
+    let mut times: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
+    for t in tokens {
+        *times.entry(t.text.as_str()).or_default() += 1;
+    }
+    let weight = OwnTextOnly::weight();
+    let strong = strong_score();
+    tokens
+        .iter()
+        .filter(|t| weight.score(length, times[t.text.as_str()]) >= strong)
+        .cloned()
+        .collect()
 }
 
 pub struct EmbeddedSearch {
@@ -181,17 +234,20 @@ impl SearchIndex for EmbeddedSearch {
         if search.limit == 0 {
             return Ok(vec![]);
         }
-        let query = self.query(search);
-        let reach = Arc::new(Reach::of(&PostSearch {
+        let search = PostSearch {
             before: None,
             ..search.clone()
-        }));
+        };
+        let query = self.query(&search);
+        let reach = Arc::new(Reach::of(&search));
         let searcher = self.reader.searcher();
-        let limit = search.limit;
-        tokio::task::spawn_blocking(move || best(&searcher, query.as_ref(), &reach, limit))
-            .await
-            .map_err(|e| StoreError::Other(e.into()))?
-            .map_err(failed)
+        let fields = self.fields;
+        tokio::task::spawn_blocking(move || {
+            best(&searcher, fields, query.as_ref(), &search, &reach)
+        })
+        .await
+        .map_err(|e| StoreError::Other(e.into()))?
+        .map_err(failed)
     }
 
     async fn indexed_through(&self) -> StoreResult<Option<i64>> {
@@ -272,7 +328,7 @@ impl EmbeddedSearch {
         doc.add_i64(f.createtime, post.createtime);
         doc.add_bool(f.has_media, post.has_media);
         doc.add_bool(f.findable, post.findable);
-        let tokens = terms(&post.content, Cut::Indexing)
+        let tokens: Vec<Token> = terms(&post.content, Cut::Indexing)
             .into_iter()
             .enumerate()
             .map(|(position, t)| Token {
@@ -283,6 +339,16 @@ impl EmbeddedSearch {
                 position_length: 1,
             })
             .collect();
+        let strong = strong_words(&tokens);
+        if !strong.is_empty() {
+            doc.add_pre_tokenized_text(
+                f.strong,
+                PreTokenizedString {
+                    text: String::new(),
+                    tokens: strong,
+                },
+            );
+        }
         doc.add_pre_tokenized_text(
             f.content,
             PreTokenizedString {
@@ -524,56 +590,126 @@ fn newest(
     Ok(hits)
 }
 
-/// The `limit` best matches of `query` that `reach` reaches, best first and
-/// of equal scores the newest first. Every match is scored: the index's
-/// block-max skipping (WAND) would be wrong here, since each block's best
-/// (length, frequency) pair is chosen when a segment is written, with
-/// that segment's own average length, and under the fixed statistics
-/// (`OwnTextOnly`) another pair of the block can score higher, so a block
-/// holding a post of the page could be skipped.
+/// The `search.limit` best matches of `query` (`search`'s words and
+/// author) that `reach` reaches, best first and of equal scores the
+/// newest first. A post's score is BM25 under the fixed statistics
+/// (`OwnTextOnly`), each word's summed.
+///
+/// A search of one word looks among its strong matches first (the
+/// `strong` field: a small part of a common word's), and is done
+/// there if they fill the page down to a score of at least `strong_score()`:
+/// every other match scores below it, so none could enter. Otherwise, and
+/// for more words (whose sums a tier of single words does not bound),
+/// every match is scored. The index's own block-max skipping (WAND) is
+/// not used: each block's best match is chosen with the segment's own
+/// average length, wrong under the fixed one; and a bound corrected for
+/// that skipped almost nothing here, since a common word's page is full
+/// of equal scores, which a block holding one cannot be skipped past.
 fn best(
     searcher: &Searcher,
+    f: Fields,
     query: &dyn Query,
+    search: &PostSearch,
     reach: &Arc<Reach>,
-    limit: usize,
 ) -> tantivy::Result<Vec<ScoredHit>> {
+    let mut page = Ranking::new(search.limit);
+    if let ([word], None) = (search.terms.as_slice(), search.from) {
+        let fixed = OwnTextOnly::weight();
+        let term = Term::from_field_text(f.strong, word);
+        for segment in searcher.segment_readers() {
+            let Some(mut matches) = segment
+                .inverted_index(f.strong)?
+                .read_postings(&term, IndexRecordOption::WithFreqs)?
+            else {
+                continue;
+            };
+            let lengths = segment.get_fieldnorms_reader(f.content)?;
+            let judge = reach.in_segment(segment)?;
+            let mut doc = matches.doc();
+            while doc != TERMINATED {
+                let score = fixed.score(lengths.fieldnorm_id(doc), matches.term_freq());
+                page.offer(&judge, doc, score);
+                doc = matches.advance();
+            }
+        }
+        if page.worst().is_some_and(|w| w >= strong_score()) {
+            return Ok(page.into_best());
+        }
+        page = Ranking::new(search.limit);
+    }
     let weight = query.weight(EnableScoring::enabled_from_statistics_provider(
         &OwnTextOnly,
         searcher,
     ))?;
-    // Scores are finite and not negative, so their bits order as they do.
-    type Ranked = (u32, i64, i64);
-    let mut page: BinaryHeap<std::cmp::Reverse<Ranked>> = BinaryHeap::with_capacity(limit + 1);
     for segment in searcher.segment_readers() {
         let judge = reach.in_segment(segment)?;
-        weight.for_each(segment, &mut |doc, score| {
-            let worst = match page.peek() {
-                Some(w) if page.len() == limit => Some(w.0),
-                _ => None,
-            };
-            // Below a full page's worst score, no need to judge it.
-            let bits = score.max(0.0).to_bits();
-            if worst.is_some_and(|w| bits < w.0) {
+        weight.for_each(segment, &mut |doc, score| page.offer(&judge, doc, score))?;
+    }
+    Ok(page.into_best())
+}
+
+/// The best hits offered so far, at most `limit`: a min-heap of (score
+/// bits, id, author), the worst on top. Scores are finite and not
+/// negative, so their bits order as they do.
+struct Ranking {
+    limit: usize,
+    heap: BinaryHeap<std::cmp::Reverse<(u32, i64, i64)>>,
+}
+
+impl Ranking {
+    fn new(limit: usize) -> Self {
+        Self {
+            limit,
+            heap: BinaryHeap::with_capacity(limit + 1),
+        }
+    }
+
+    /// The worst ranked hit, once the page is full.
+    fn worst_ranked(&self) -> Option<(u32, i64, i64)> {
+        self.heap
+            .peek()
+            .filter(|_| self.heap.len() == self.limit)
+            .map(|w| w.0)
+    }
+
+    /// The worst score, once the page is full.
+    fn worst(&self) -> Option<Score> {
+        self.worst_ranked().map(|w| f32::from_bits(w.0))
+    }
+
+    /// Ranks `doc` if `judge` lets it through and it beats the worst.
+    fn offer(&mut self, judge: &SegmentReach, doc: DocId, score: Score) {
+        let bits = score.max(0.0).to_bits();
+        if let Some(worst) = self.worst_ranked() {
+            // Below a full page's worst, or equal to it and older: out,
+            // without the whole judgement.
+            if bits < worst.0
+                || (bits == worst.0 && judge.id.first(doc).is_none_or(|id| id <= worst.1))
+            {
                 return;
             }
-            if let Some(hit) = judge.hit(doc) {
-                let ranked = (bits, hit.id, hit.author);
-                if worst.is_none_or(|w| ranked > w) {
-                    page.push(std::cmp::Reverse(ranked));
-                    if page.len() > limit {
-                        page.pop();
-                    }
+        }
+        if let Some(hit) = judge.hit(doc) {
+            let ranked = (bits, hit.id, hit.author);
+            if self.worst_ranked().is_none_or(|w| ranked > w) {
+                self.heap.push(std::cmp::Reverse(ranked));
+                if self.heap.len() > self.limit {
+                    self.heap.pop();
                 }
             }
-        })?;
+        }
     }
-    let mut ranked: Vec<Ranked> = page.into_iter().map(|r| r.0).collect();
-    ranked.sort_unstable_by(|a, b| b.cmp(a));
-    Ok(ranked
-        .into_iter()
-        .map(|(bits, id, author)| ScoredHit {
-            hit: SearchHit { id, author },
-            score: f32::from_bits(bits),
-        })
-        .collect())
+
+    /// Best first.
+    fn into_best(self) -> Vec<ScoredHit> {
+        let mut ranked: Vec<(u32, i64, i64)> = self.heap.into_iter().map(|r| r.0).collect();
+        ranked.sort_unstable_by(|a, b| b.cmp(a));
+        ranked
+            .into_iter()
+            .map(|(bits, id, author)| ScoredHit {
+                hit: SearchHit { id, author },
+                score: f32::from_bits(bits),
+            })
+            .collect()
+    }
 }
