@@ -10,9 +10,9 @@
 //! by 2,000 authors; eight in ten public, the rest for friends or private.
 //!
 //! 1. The bare engine: the posts indexed straight into a fresh index
-//!    (`EmbeddedSearch::index_posts`: cutting the text and tantivy), a
-//!    thousand at a time, with no documents read: posts a second, and the
-//!    index's size a post.
+//!    (`EmbeddedSearch::index_posts`: cutting the text and tantivy), ten
+//!    thousand a commit as the service's indexer commits them, with no
+//!    documents read: posts a second, and the index's size a post.
 //! 2. The service: the same posts written to the documents, then the
 //!    application started on them; its indexer reads them in id order,
 //!    asks their authors' setting and indexes them: posts a second until
@@ -404,7 +404,7 @@ fn main() {
         let bare_dir = dir.with_extension("bare");
         let bare = EmbeddedSearch::open(&bare_dir).unwrap();
         let started = Instant::now();
-        for chunk in (0..posts).collect::<Vec<_>>().chunks(1000) {
+        for chunk in (0..posts).collect::<Vec<_>>().chunks(10_000) {
             let batch: Vec<IndexedPost> = chunk
                 .iter()
                 .map(|i| moments::service::search::indexed(&corpus.post(*i), true))

@@ -523,3 +523,46 @@ async fn by_relevance_a_long_match_among_short_posts_is_not_passed_over() {
     drop(index);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// The indexer's pass commits what it read in one commit with its mark,
+/// also when the posts end on a whole batch (the last read finds none):
+/// 2,000 posts are two whole batches of the documents' reads.
+#[tokio::test]
+async fn a_pass_ending_on_a_whole_batch_commits_every_post_and_the_mark() {
+    use moments::store::{AccountDocs, DocStore, PostDoc, PostDocs, UserDoc};
+
+    let dir = folder();
+    let db = moments::store::embedded::open(&dir.join("docs"), 1 << 20).unwrap();
+    let docs = moments::store::embedded::documents::EmbeddedDocs::new(db, 100);
+    docs.apply_schemas().await.unwrap();
+    // Made a day ago: long settled, so the mark goes through them.
+    let day_ago = moments::ids::first_id_at(moments::ids::now_ms() - 86_400_000);
+    let uid = day_ago + 1;
+    docs.insert_user(&UserDoc::new(uid, "indexed", String::new(), 1))
+        .await
+        .unwrap();
+    let ids: Vec<i64> = (0..2_000).map(|i| day_ago + 2 + i).collect();
+    for id in &ids {
+        docs.insert_post(&PostDoc::text(*id, uid, "kites over the lake", 2))
+            .await
+            .unwrap();
+    }
+    let index = open(&dir.join("index"));
+    let read = moments::service::search::rebuild(&docs, index.as_ref(), &|_| {})
+        .await
+        .unwrap();
+    assert_eq!(read, 2_000);
+    assert_eq!(index.indexed_through().await.unwrap(), ids.last().copied());
+    let found = index
+        .search_posts(&PostSearch {
+            circle: vec![uid],
+            limit: 5_000,
+            ..asking("kite")
+        })
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 2_000);
+    drop(index);
+    docs.close().await.unwrap();
+    let _ = std::fs::remove_dir_all(dir);
+}

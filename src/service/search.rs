@@ -55,6 +55,19 @@ const POLL: Duration = Duration::from_secs(1);
 /// (which syncs files) a batch, not one a post.
 const PASS_GAP: Duration = Duration::from_millis(100);
 
+/// The least time between two passes after one that indexed at least
+/// `BUSY_PASS_POSTS`: under a stream of posts, commits once a second
+/// rather than ten times. Each commit syncs files beside the documents'
+/// own syncs, and at ten a second posting slowed by a fifth.
+const BUSY_PASS_GAP: Duration = Duration::from_secs(1);
+const BUSY_PASS_POSTS: usize = 100;
+
+/// A pass commits what it has read once it holds this many posts or this
+/// many bytes of their text, and at its end: one commit for a second of
+/// posts, with what waits for it bounded.
+const COMMIT_POSTS: usize = 10_000;
+const COMMIT_BYTES: usize = 8 << 20;
+
 /// The search index and what keeps it up to date.
 pub struct Search {
     /// `None` when this instance could not open its index (another
@@ -188,10 +201,15 @@ impl Search {
             }
             let mut indexer = Indexer::default();
             loop {
-                if let Err(e) = indexer.step(&ctx).await {
-                    tracing::warn!(error = %e, "search indexing failed; trying again");
-                }
-                tokio::time::sleep(PASS_GAP).await;
+                let gap = match indexer.step(&ctx).await {
+                    Ok(indexed) if indexed >= BUSY_PASS_POSTS => BUSY_PASS_GAP,
+                    Ok(_) => PASS_GAP,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "search indexing failed; trying again");
+                        PASS_GAP
+                    }
+                };
+                tokio::time::sleep(gap).await;
                 let _ = tokio::time::timeout(POLL, ctx.search.wake.notified()).await;
             }
         })
@@ -391,7 +409,8 @@ pub struct Indexer {
 
 impl Indexer {
     /// One pass: every post committed so far is indexed when it returns.
-    pub async fn step(&mut self, ctx: &Context) -> StoreResult<()> {
+    /// How many posts it indexed that the index did not hold.
+    pub async fn step(&mut self, ctx: &Context) -> StoreResult<usize> {
         let index = ctx.search.index()?;
         let pass = self
             .step_on(ctx.docs.as_ref(), index.as_ref(), &|_| {})
@@ -400,18 +419,23 @@ impl Indexer {
             // Posts read but not indexed: the next pass reads from the mark.
             self.read_through = None;
         }
-        pass.map(|_| ())
+        pass.map(|p| p.indexed)
     }
 
     /// `step` on these stores, telling `progress` of each batch of posts
-    /// read; how many it read.
+    /// read.
     async fn step_on(
         &mut self,
         docs: &dyn DocStore,
         index: &dyn SearchIndex,
         progress: &(dyn Fn(u64) + Sync),
-    ) -> StoreResult<u64> {
+    ) -> StoreResult<Pass> {
         let mut read = 0;
+        let mut newly_indexed = 0;
+        // Read and not yet committed, with the mark they move it to.
+        let mut pending: Vec<IndexedPost> = Vec::new();
+        let mut pending_bytes = 0;
+        let mut pending_mark = None;
         let mut mark = index.indexed_through().await?;
         if mark < self.last_mark {
             self.unsettled.clear();
@@ -428,19 +452,22 @@ impl Indexer {
         };
         loop {
             let posts = docs.posts_after(after, INDEXING_BATCH).await?;
-            let Some(last) = posts.last().map(|p| p.id) else {
-                break;
-            };
-            self.read_through = self.read_through.max(Some(last));
-            read += posts.len() as u64;
-            progress(posts.len() as u64);
+            // An empty batch too ends the pass, committing what it read.
+            let last_batch = posts.len() < INDEXING_BATCH;
+            if let Some(last) = posts.last().map(|p| p.id) {
+                self.read_through = self.read_through.max(Some(last));
+                after = Some(last);
+                read += posts.len() as u64;
+                progress(posts.len() as u64);
+            }
             let unseen = |p: &&PostDoc| !self.unsettled.contains(&p.id);
             let live: Vec<&PostDoc> = posts.iter().filter(|p| !p.deleted).filter(unseen).collect();
             let findable = findable_authors(docs, &live).await?;
-            let fresh: Vec<IndexedPost> = live
-                .iter()
-                .map(|p| indexed(p, findable.contains(&p.author_uid)))
-                .collect();
+            pending.extend(
+                live.iter()
+                    .map(|p| indexed(p, findable.contains(&p.author_uid))),
+            );
+            pending_bytes += live.iter().map(|p| p.content.len()).sum::<usize>();
             // Deleted before this read: gone from the index too, in case
             // an earlier pass indexed them.
             let gone: Vec<i64> = posts
@@ -448,30 +475,37 @@ impl Indexer {
                 .filter(|p| p.deleted && !self.removed.contains(&p.id))
                 .map(|p| p.id)
                 .collect();
-            let new_mark = posts
+            pending_mark = posts
                 .iter()
                 .map(|p| p.id)
                 .filter(|id| *id < settled)
                 .max()
+                .max(pending_mark)
                 .max(mark);
             if !gone.is_empty() {
                 index.remove_posts(&gone).await?;
                 self.removed.extend(&gone);
             }
-            if !fresh.is_empty() || new_mark != mark {
-                match new_mark {
-                    Some(m) => index.index_posts_through(&fresh, m).await?,
-                    None => index.index_posts(&fresh).await?,
+            if last_batch || pending.len() >= COMMIT_POSTS || pending_bytes >= COMMIT_BYTES {
+                if !pending.is_empty() || pending_mark != mark {
+                    // The posts and the mark past them in one commit, so
+                    // a crash loses neither without the other.
+                    match pending_mark {
+                        Some(m) => index.index_posts_through(&pending, m).await?,
+                        None => index.index_posts(&pending).await?,
+                    }
+                    newly_indexed += pending.len();
+                    self.unsettled.extend(pending.iter().map(|p| p.id));
+                    mark = pending_mark;
+                    if let Some(m) = mark {
+                        self.unsettled = self.unsettled.split_off(&(m + 1));
+                        self.removed = self.removed.split_off(&(m + 1));
+                    }
                 }
-                self.unsettled.extend(fresh.iter().map(|p| p.id));
-                mark = new_mark;
-                if let Some(m) = mark {
-                    self.unsettled = self.unsettled.split_off(&(m + 1));
-                    self.removed = self.removed.split_off(&(m + 1));
-                }
+                pending.clear();
+                pending_bytes = 0;
             }
-            after = Some(last);
-            if posts.len() < INDEXING_BATCH {
+            if last_batch {
                 break;
             }
         }
@@ -479,8 +513,19 @@ impl Indexer {
         if whole_window {
             self.window_read_at = Some(std::time::Instant::now());
         }
-        Ok(read)
+        Ok(Pass {
+            read,
+            indexed: newly_indexed,
+        })
     }
+}
+
+/// What a pass of the indexer did.
+struct Pass {
+    /// Posts read from the documents.
+    read: u64,
+    /// Posts indexed that the index did not hold.
+    indexed: usize,
 }
 
 /// Empties `index` and indexes every post of the documents again, telling
@@ -492,7 +537,10 @@ pub async fn rebuild(
     progress: &(dyn Fn(u64) + Sync),
 ) -> StoreResult<u64> {
     index.clear().await?;
-    Indexer::default().step_on(docs, index, progress).await
+    Ok(Indexer::default()
+        .step_on(docs, index, progress)
+        .await?
+        .read)
 }
 
 /// A page of posts found, and in each the spans of its text that matched
