@@ -60,6 +60,18 @@ fn asking(q: &str) -> PostSearch {
     }
 }
 
+/// Asserts that the best page of each of `limits` is the head of `whole`,
+/// the ranking of every match of `q`.
+async fn each_page_heads(index: &dyn SearchIndex, q: &str, whole: &[i64], limits: &[usize]) {
+    for &limit in limits {
+        assert_eq!(
+            best_of(index, q, limit).await,
+            whole[..limit],
+            "the best {limit}"
+        );
+    }
+}
+
 /// The ids of the `limit` best matches of `q`, best first.
 async fn best_of(index: &dyn SearchIndex, q: &str, limit: usize) -> Vec<i64> {
     index
@@ -477,13 +489,7 @@ async fn by_relevance_the_best_page_is_the_head_of_the_whole_ranking() {
     assert_eq!(whole.len(), 269);
     assert_eq!(whole[6], 256, "{whole:?}");
     assert_eq!(whole[7], 7, "{whole:?}");
-    for limit in [1, 6, 7, 8, 20] {
-        assert_eq!(
-            best_of(index.as_ref(), "kite", limit).await,
-            whole[..limit],
-            "the best {limit}"
-        );
-    }
+    each_page_heads(index.as_ref(), "kite", &whole, &[1, 6, 7, 8, 20]).await;
     drop(index);
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -513,13 +519,7 @@ async fn by_relevance_a_long_match_among_short_posts_is_not_passed_over() {
     assert_eq!(whole.len(), 299);
     assert_eq!(whole[0], 250, "{whole:?}");
     assert_eq!(whole[1..9], [8, 7, 6, 5, 4, 3, 2, 1]);
-    for limit in [1, 8, 9, 10, 40] {
-        assert_eq!(
-            best_of(index.as_ref(), "kite", limit).await,
-            whole[..limit],
-            "the best {limit}"
-        );
-    }
+    each_page_heads(index.as_ref(), "kite", &whole, &[1, 8, 9, 10, 40]).await;
     drop(index);
     let _ = std::fs::remove_dir_all(dir);
 }
