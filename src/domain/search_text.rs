@@ -18,8 +18,8 @@
 //!   with a few pairs decided by their neighbour), before the dictionary
 //!   cuts them, so 我們去西湖划船 is found by 我们 and 西湖 by 西湖.
 //!   Each maps a three-byte character to a three-byte one, so a folded
-//!   text keeps its offsets. Names are not folded so (`name_key`): their
-//!   keys are stored, and would need making again.
+//!   text keeps its offsets. Names are folded so too (`name_key`), each
+//!   character alone, so that a prefix's key is a prefix of the name's.
 //! - Punctuation, emoji and symbols separate words and are not terms.
 //!
 //! Every term keeps where it came from in the original text (byte
@@ -39,6 +39,14 @@ use unicode_normalization::UnicodeNormalization;
 /// at open, an OpenSearch index is refused until it is rebuilt.
 /// 2: traditional characters folded to simplified.
 pub const WORDS_VERSION: u32 = 2;
+
+/// Which folding made a stored name key (`name_key`). Raised whenever
+/// `name_key` would key a stored name otherwise, since a prefix is keyed
+/// by this version's rules and would miss names keyed by older ones: the
+/// stores key every account again at start-up (the embedded store's
+/// table is named with it, MongoDB's accounts carry it beside the key).
+/// 2: traditional characters folded to simplified.
+pub const NAME_KEY_VERSION: u32 = 2;
 
 /// A word as search matches it, and where it stands in the text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -193,16 +201,35 @@ pub fn terms(text: &str, cut: Cut) -> Vec<Term> {
 }
 
 /// A name as people search matches it by its start: folded as a post's
-/// words are (case, accents, full-width forms), spaces trimmed and runs of
-/// them made one, so "ＺＨＡＮＧ  san" and "zhang san" are one key, and a
-/// prefix typed into a search box is folded the same way before it is
+/// words are (case, accents, full-width forms, traditional characters to
+/// simplified), spaces trimmed and runs of them made one, so
+/// "ＺＨＡＮＧ  san" and "zhang san" are one key, as are 張三 and 张三, and
+/// a prefix typed into a search box is folded the same way before it is
 /// compared. Names are not cut into words: 张 finds 张三, 三 does not.
+///
+/// Each character is folded alone, not by its neighbours as a post's
+/// words are (乾 stays 乾 in 乾隆 there): a prefix has no neighbour to
+/// read yet, and its key must start the key of every name it starts.
 ///
 /// At most `MAX_NAME_KEY_BYTES` (cut at a character): a nickname of
 /// compatibility forms that fold long (ﷺ is eighteen letters) keys by
 /// its start, which is what a prefix matches anyway.
 pub fn name_key(name: &str) -> String {
-    let folded = fold(name).text;
+    let folded: String = fold(name)
+        .text
+        .chars()
+        .map(|c| {
+            if is_han(c) {
+                let mut one = [0; 4];
+                fast2s::convert(c.encode_utf8(&mut one))
+                    .chars()
+                    .next()
+                    .unwrap_or(c)
+            } else {
+                c
+            }
+        })
+        .collect();
     let mut key = String::with_capacity(folded.len().min(MAX_NAME_KEY_BYTES));
     for word in folded.split_whitespace() {
         if !key.is_empty() {
@@ -383,8 +410,14 @@ mod tests {
             })
             .collect();
         assert_eq!(marked, ["劃船"]);
-        // Names keep their characters: their keys are stored.
-        assert_eq!(name_key("張三"), "張三");
+        // Names are keyed by their simplified characters, each alone, so
+        // a prefix's key starts the name's wherever a pair decides.
+        assert_eq!(name_key("張三"), name_key("张三"));
+        assert_eq!(name_key("劉德華"), "刘德华");
+        for name in ["乾隆", "回覆", "計畫"] {
+            let first: String = name.chars().take(1).collect();
+            assert!(name_key(name).starts_with(&name_key(&first)), "{name}");
+        }
     }
 
     #[test]

@@ -337,6 +337,7 @@ async fn people_are_found_by_the_start_of_a_username_or_nickname() {
     let wei = app.user_nicknamed("zhangwei", "Zhang Wei").await;
     let zoe = app.user_nicknamed("zoe_w", "Zoë Wang").await;
     let li = app.user_nicknamed("lisi", "李四").await;
+    let liu = app.user_nicknamed("andy_lau", "劉德華").await;
 
     // In the order of the name that matched ("zhang wei" before
     // "zhangsan"); an account both of whose names match shows once.
@@ -357,6 +358,14 @@ async fn people_are_found_by_the_start_of_a_username_or_nickname() {
         vec![wei.uid]
     );
     assert_eq!(uids(&people(&app, &me, "zoe").await), vec![zoe.uid]);
+    // Traditional and simplified characters find each other, and the card
+    // shows the nickname as written.
+    assert_eq!(
+        people(&app, &me, "刘德").await,
+        vec![(liu.uid, "劉德華".to_string())]
+    );
+    assert_eq!(uids(&people(&app, &me, "劉").await), vec![liu.uid]);
+    assert_eq!(uids(&people(&app, &me, "張").await), vec![san.uid]);
     // The start only: 三 is inside 张三, not its start.
     assert!(people(&app, &me, "三").await.is_empty());
     // A rename moves the account at once: the old nickname finds it no more.
@@ -550,28 +559,42 @@ async fn a_people_search_of_no_letter_or_past_its_bounds_is_refused() {
 }
 
 #[tokio::test]
-async fn accounts_made_before_people_search_are_keyed_at_start_up() {
+async fn accounts_unkeyed_or_keyed_by_an_older_folding_are_keyed_at_start_up() {
     let app = app().await;
-    let me = app.user("elder_reader").await;
+    let me = app.user_nicknamed("elder_reader", "Reader").await;
     let elder = app.user_nicknamed("elder", "老张").await;
+    let liu = app.user_nicknamed("andy_lau", "劉德華").await;
     if let Some(uri) = &app.settings.mongodb_uri {
-        // As an account written before nicknames were keyed.
         let users = mongodb::Client::with_uri_str(uri)
             .await
             .unwrap()
             .database(&app.settings.mongodb_db)
             .collection::<mongodb::bson::Document>("users");
+        // As an account written before nicknames were keyed.
         users
             .update_one(
                 mongodb::bson::doc! {"_id": elder.uid},
-                mongodb::bson::doc! {"$unset": {"nickKey": ""}},
+                mongodb::bson::doc! {"$unset": {"nickKey": "", "nickKeyVersion": ""}},
+            )
+            .await
+            .unwrap();
+        // As one keyed before traditional characters were folded.
+        users
+            .update_one(
+                mongodb::bson::doc! {"_id": liu.uid},
+                mongodb::bson::doc! {"$set": {"nickKey": "劉德華", "nickKeyVersion": 1}},
             )
             .await
             .unwrap();
         assert!(people(&app, &me, "老").await.is_empty());
+        assert!(people(&app, &me, "刘").await.is_empty());
     }
+    // (The embedded store's table of older keys: its own test, in
+    // store/embedded/documents.)
     app.ctx.docs.apply_schemas().await.unwrap();
     assert_eq!(uids(&people(&app, &me, "老").await), vec![elder.uid]);
+    assert_eq!(uids(&people(&app, &me, "刘").await), vec![liu.uid]);
+    assert_eq!(uids(&people(&app, &me, "劉德").await), vec![liu.uid]);
 }
 
 #[tokio::test]

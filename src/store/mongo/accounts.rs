@@ -1,7 +1,7 @@
 //! `AccountDocs` on MongoDB: accounts and their sessions.
 
 use super::*;
-use crate::domain::search_text::{name_key, prefix_end};
+use crate::domain::search_text::{name_key, prefix_end, NAME_KEY_VERSION};
 use crate::store::{AccountDocs, NameKey, ProfileChange};
 
 #[async_trait]
@@ -12,6 +12,7 @@ impl AccountDocs for MongoDocs {
         d.insert("followersCount", 0_i64);
         d.insert("followingCount", 0_i64);
         d.insert("nickKey", name_key(&user.nick_name));
+        d.insert("nickKeyVersion", i64::from(NAME_KEY_VERSION));
         insert_new(&self.db.collection::<Document>("users"), &d, "username").await
     }
 
@@ -95,6 +96,7 @@ impl AccountDocs for MongoDocs {
         if let Some(n) = change.nick_name {
             set.insert("nickName", n);
             set.insert("nickKey", name_key(n));
+            set.insert("nickKeyVersion", i64::from(NAME_KEY_VERSION));
         }
         if let Some(f) = change.findable {
             set.insert("findable", f);
@@ -313,6 +315,7 @@ impl AccountDocs for MongoDocs {
                     "username": UserDoc::erased_username(uid),
                     "nickName": "",
                     "nickKey": "",
+                    "nickKeyVersion": i64::from(NAME_KEY_VERSION),
                     "headImg": "",
                     "passwordHash": "",
                     "roles": [],

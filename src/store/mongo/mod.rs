@@ -244,21 +244,30 @@ impl MongoDocs {
         }
     }
 
-    /// Gives accounts made before people search their folded nickname
-    /// (`nickKey`), which the search reads by its start: once, at
-    /// start-up, in uid order, a few hundred accounts a read and their
-    /// writes sixteen at a time. An account written meanwhile (a rename
-    /// by an instance that keys it) keeps its key: the write is only for
-    /// an account that still has none. One that cannot be read as an
-    /// account is left as it is, and said.
-    async fn backfill_nick_keys(&self) -> StoreResult<()> {
+    /// Keys the accounts whose nickname has no key yet (made before
+    /// people search) or one folded by an older version
+    /// (`nickKeyVersion` below `search_text::NAME_KEY_VERSION`, or none):
+    /// at start-up, in uid order, a few hundred accounts a read and their
+    /// writes sixteen at a time. A write is for the nickname that was read:
+    /// an account renamed meanwhile keeps the key its rename wrote (or, by
+    /// an instance of an older version, is keyed at the next start). One
+    /// that cannot be read as an account is left as it is, and said.
+    async fn key_nicknames(&self) -> StoreResult<()> {
+        use crate::domain::search_text::{name_key, NAME_KEY_VERSION};
         use futures_util::stream::{StreamExt, TryStreamExt};
         const BATCH: i64 = 500;
+        let version = i64::from(NAME_KEY_VERSION);
         let users = self.db.collection::<Document>("users");
         let mut after = i64::MIN;
         loop {
             let page: Vec<Document> = users
-                .find(doc! { "nickKey": { "$exists": false }, "_id": { "$gt": after } })
+                .find(doc! {
+                    "$or": [
+                        { "nickKeyVersion": { "$exists": false } },
+                        { "nickKeyVersion": { "$lt": version } },
+                    ],
+                    "_id": { "$gt": after },
+                })
                 .projection(doc! { "_id": 1, "nickName": 1 })
                 .sort(doc! { "_id": 1 })
                 .limit(BATCH)
@@ -277,24 +286,22 @@ impl MongoDocs {
             let Some(last) = page.last().and_then(uid_of) else {
                 return Ok(());
             };
-            let mut keys: Vec<(i64, String)> = Vec::with_capacity(page.len());
+            let mut named: Vec<(i64, String)> = Vec::with_capacity(page.len());
             for d in &page {
                 match (uid_of(d), d.get_str("nickName")) {
-                    (Some(uid), Ok(nick)) => {
-                        keys.push((uid, crate::domain::search_text::name_key(nick)));
-                    }
+                    (Some(uid), Ok(nick)) => named.push((uid, nick.to_string())),
                     _ => {
                         tracing::warn!(account = ?d.get("_id"), "an account without a readable nickname keeps no nickname key")
                     }
                 }
             }
-            let writes = keys.into_iter().map(|(uid, key)| {
+            let writes = named.into_iter().map(|(uid, nick)| {
                 let users = users.clone();
                 async move {
                     users
                         .update_one(
-                            doc! { "_id": uid, "nickKey": { "$exists": false } },
-                            doc! { "$set": { "nickKey": key } },
+                            doc! { "_id": uid, "nickName": &nick },
+                            doc! { "$set": { "nickKey": name_key(&nick), "nickKeyVersion": version } },
                         )
                         .await
                 }
@@ -623,7 +630,7 @@ impl DocStore for MongoDocs {
 
     async fn apply_schemas(&self) -> StoreResult<()> {
         collections::apply(&self.db).await?;
-        self.backfill_nick_keys().await
+        self.key_nicknames().await
     }
 
     async fn post_ids_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<i64>> {

@@ -50,9 +50,13 @@ use std::any::Any;
 
 const USERS: TableDefinition<u64, &[u8]> = TableDefinition::new("users");
 const USERNAMES: TableDefinition<&str, u64> = TableDefinition::new("users_by_username");
-/// (folded nickname, uid): people search by a nickname's start.
+/// (folded nickname, uid): people search by a nickname's start. Named
+/// with the folding that made its keys (`search_text::NAME_KEY_VERSION`):
+/// a table of an older one is deleted at open and this one built anew.
 const USERS_BY_NICK_KEY: TableDefinition<(&str, u64), ()> =
-    TableDefinition::new("users_by_nick_key");
+    TableDefinition::new("users_by_nick_key_2");
+/// The tables of nickname keys folded by older versions.
+const USERS_BY_NICK_KEY_BEFORE: [&str; 1] = ["users_by_nick_key"];
 const POSTS: TableDefinition<u64, &[u8]> = TableDefinition::new("posts");
 /// (author, post) of live posts.
 const POSTS_BY_AUTHOR: TableDefinition<(u64, u64), ()> = TableDefinition::new("posts_by_author");
@@ -560,6 +564,10 @@ impl DocStore for EmbeddedDocs {
                 }
             }
             // Indexes newer than the data they cover: built once from it.
+            for older in USERS_BY_NICK_KEY_BEFORE {
+                let table: TableDefinition<(&str, u64), ()> = TableDefinition::new(older);
+                txn.delete_table(table).map_err(other)?;
+            }
             let mut by_nick = txn.open_table(USERS_BY_NICK_KEY).map_err(other)?;
             if by_nick.is_empty().map_err(other)? {
                 let all = txn.open_table(USERS).map_err(other)?;
@@ -762,6 +770,7 @@ mod tests {
     use super::*;
     use crate::store::ReplyRef;
     use crate::store::{AccountDocs, CommentDocs, LikeDocs, PostDocs};
+    use redb::TableHandle;
 
     fn temp_store(cap: usize) -> (EmbeddedDocs, std::path::PathBuf) {
         let dir = std::env::temp_dir().join(format!("moments-docs-{}", crate::ids::next_id()));
@@ -927,6 +936,64 @@ mod tests {
             docs.insert_post(&post(p)).await,
             Err(StoreError::IdTaken)
         ));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[tokio::test]
+    async fn nickname_keys_of_an_older_folding_are_made_again_at_open() {
+        use crate::domain::search_text::{name_key, NAME_KEY_VERSION};
+        use crate::store::NameKey;
+        assert_eq!(
+            USERS_BY_NICK_KEY.name(),
+            format!("users_by_nick_key_{NAME_KEY_VERSION}"),
+            "a new folding needs a table of its own"
+        );
+        let (docs, dir) = temp_store(10);
+        docs.apply_schemas().await.unwrap();
+        let uid = 1_000_000_000_000_300;
+        let mut user = UserDoc::new(uid, "andy", String::new(), 0);
+        user.nick_name = "劉德華".into();
+        docs.insert_user(&user).await.unwrap();
+        // As a store of the version before: the name keyed as written, in
+        // the older table, and no table of this version.
+        docs.write(move |txn| {
+            txn.delete_table(USERS_BY_NICK_KEY).map_err(other)?;
+            let older: TableDefinition<(&str, u64), ()> =
+                TableDefinition::new(USERS_BY_NICK_KEY_BEFORE[0]);
+            txn.open_table(older)
+                .map_err(other)?
+                .insert(("劉德華", id(uid)), ())
+                .map_err(other)?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+        docs.apply_schemas().await.unwrap();
+        for prefix in ["刘", "劉德", "刘德华"] {
+            let found = docs
+                .users_by_name_prefix(NameKey::NickName, &name_key(prefix), None, 10)
+                .await
+                .unwrap();
+            assert_eq!(
+                found.iter().map(|u| u.uid).collect::<Vec<_>>(),
+                vec![uid],
+                "{prefix}"
+            );
+        }
+        let tables = docs
+            .read(|txn| {
+                Ok(txn
+                    .list_tables()
+                    .map_err(other)?
+                    .map(|t| t.name().to_string())
+                    .collect::<Vec<_>>())
+            })
+            .await
+            .unwrap();
+        assert!(
+            !tables.iter().any(|t| t == USERS_BY_NICK_KEY_BEFORE[0]),
+            "{tables:?}"
+        );
         let _ = std::fs::remove_dir_all(dir);
     }
 

@@ -53,8 +53,8 @@ pub const SCATTER: &[(&str, &[&str], &str)] = &[
     ),
     (
         "users",
-        &["_id", "nickKey"],
-        "once, at start-up, the accounts made before people search, in uid order",
+        &["$or", "_id"],
+        "once, at start-up, the accounts whose nickname is unkeyed or keyed by an older folding, in uid order",
     ),
     (
         "users",
