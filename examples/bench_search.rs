@@ -483,12 +483,13 @@ fn main() {
                 .await
                 .unwrap();
         }
-        let kinds: [(&str, Vec<&str>); 5] = [
+        let kinds: [(&str, Vec<&str>); 6] = [
             ("a common word (in about a third of the posts)", vec!["今天", "today", "天气", "weather"]),
             ("a middling word", vec!["咖啡", "火锅", "coffee", "music", "杭州", "sunset"]),
             ("a rare word", vec!["博物馆", "展览", "library", "exhibition", "兰州", "kite"]),
             ("two words", vec!["西湖 划船", "lake rowing", "周末 咖啡", "sunset beach"]),
             ("a word, by relevance", vec!["咖啡&sort=relevance", "coffee&sort=relevance"]),
+            ("two words, by relevance", vec!["西湖 划船&sort=relevance", "lake rowing&sort=relevance", "周末 咖啡&sort=relevance", "sunset beach&sort=relevance"]),
         ];
         let health = vec!["/healthz".to_string()];
         load(&base, &token, &health).await;

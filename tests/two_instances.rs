@@ -29,6 +29,10 @@ struct Instance {
     http: reqwest::Client,
     stopper: Stopper,
     running: tokio::task::JoinHandle<std::io::Result<()>>,
+    /// Its own folder for what it keeps beside the stores (the search
+    /// index), as two instances on two machines would have: held until
+    /// the instance is dropped.
+    _data: DataDir,
 }
 
 impl Instance {
@@ -41,8 +45,10 @@ impl Instance {
     }
 
     async fn start_with(db: &str, redis_url: String, tune: impl FnOnce(&mut Settings)) -> Self {
+        let data = DataDir::new(db);
         let mut settings = Settings {
             listen: "127.0.0.1:0".into(),
+            data_dir: data.0.clone(),
             mongodb_uri: Some(env("MOMENTS_TEST_MONGODB_URI")),
             mongodb_db: db.into(),
             redis_url: Some(redis_url),
@@ -64,6 +70,7 @@ impl Instance {
             http: reqwest::Client::new(),
             stopper,
             running,
+            _data: data,
         }
     }
 
