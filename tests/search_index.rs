@@ -524,6 +524,101 @@ async fn by_relevance_a_long_match_among_short_posts_is_not_passed_over() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// By relevance, several words rank the newest `window` matches the search
+/// reaches on the embedded index (every match on OpenSearch), best first.
+/// Each segment is read from its newest post down: the last segment here
+/// holds an old post said again and a new one, and comes second by its
+/// newest, so a walk from its oldest would stop before the new one (as
+/// a newest-first search's would).
+#[tokio::test]
+async fn by_relevance_several_words_rank_the_newest_matches_within_the_window() {
+    let dir = folder();
+    let index = open(&dir);
+    let opensearch = std::env::var("MOMENTS_TEST_SEARCH").as_deref() == Ok("opensearch");
+    let hidden = IndexedPost {
+        findable: false,
+        ..post(9, 7, "kite river kite river kite river")
+    };
+    // A segment a batch.
+    let batches = [
+        vec![
+            post(1, 1, "kite river kite river"),
+            post(2, 1, "a kite by the river"),
+            post(3, 1, "a kite by the river at dusk with friends"),
+            post(4, 1, "kite and river"),
+        ],
+        vec![
+            post(5, 1, "a kite by the river at dusk"),
+            post(6, 1, "kite kite over the river"),
+            post(7, 1, "the river alone"),
+            post(8, 1, "a kite and a long walk by the river today"),
+            hidden,
+            post(12, 1, "kite over a river"),
+        ],
+        vec![
+            post(2, 1, "kite river kite river kite"),
+            post(10, 1, "a kite over the river"),
+        ],
+    ];
+    for batch in batches {
+        index.index_posts(&batch).await.unwrap();
+    }
+    let ranked = |window: Option<usize>| {
+        let index = &index;
+        async move {
+            index
+                .search_posts_by_relevance(&PostSearch {
+                    limit: 20,
+                    window,
+                    ..asking("kite river")
+                })
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|h| h.hit.id)
+                .collect::<Vec<i64>>()
+        }
+    };
+    // Newest first stops in a segment the same way.
+    assert_eq!(
+        ids_of(
+            index.as_ref(),
+            &PostSearch {
+                limit: 2,
+                ..asking("kite river")
+            }
+        )
+        .await
+        .unwrap(),
+        [12, 10]
+    );
+    // Every match the search reaches (not 7, without the kite, nor 9,
+    // which its author keeps from being found), best first.
+    let whole = ranked(None).await;
+    let mut reached = whole.clone();
+    reached.sort_unstable();
+    assert_eq!(reached, [1, 2, 3, 4, 5, 6, 8, 10, 12]);
+    assert_eq!(whole[0], 2, "said most, in the fewest words: {whole:?}");
+    for (window, newest) in [
+        (3, vec![12, 10, 8]),
+        (6, vec![12, 10, 8, 6, 5, 4]),
+        (8, vec![12, 10, 8, 6, 5, 4, 3, 2]),
+    ] {
+        let expected: Vec<i64> = if opensearch {
+            whole.clone()
+        } else {
+            whole
+                .iter()
+                .copied()
+                .filter(|id| newest.contains(id))
+                .collect()
+        };
+        assert_eq!(ranked(Some(window)).await, expected, "window {window}");
+    }
+    drop(index);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 /// The indexer's pass commits what it read in one commit with its mark,
 /// also when the posts end on a whole batch (the last read finds none):
 /// 2,000 posts are two whole batches of the documents' reads.

@@ -607,6 +607,7 @@ pub async fn posts(
         has_media: query.has_media,
         before: None,
         limit: 0,
+        window: None,
     };
     // Who may find a post outside its author's circle is decided at each
     // answer, as the index may be behind a change of the setting.

@@ -61,7 +61,17 @@ pub struct PostSearch {
     /// Only posts with ids below this one (the page cursor).
     pub before: Option<i64>,
     pub limit: usize,
+    /// How many of the newest matches it reaches a relevance search ranks
+    /// on the embedded index, where its strong matches do not decide the
+    /// page (`RELEVANCE_WINDOW` when none); OpenSearch ranks them all.
+    pub window: Option<usize>,
 }
+
+/// The newest matches a relevance search ranks on the embedded index
+/// unless its strong matches decide the page: the work of a search of
+/// several words follows this, not the posts holding them, which anyone
+/// may add to.
+pub const RELEVANCE_WINDOW: usize = 2_000;
 
 #[async_trait]
 pub trait SearchIndex: Send + Sync {
@@ -82,7 +92,8 @@ pub trait SearchIndex: Send + Sync {
     async fn search_posts(&self, search: &PostSearch) -> StoreResult<Vec<SearchHit>>;
 
     /// The `search.limit` best matches of `search` (its `before` aside),
-    /// best first, and of equal scores the newest first.
+    /// best first, and of equal scores the newest first: of every match,
+    /// or of the newest `search.window` (the embedded index; see there).
     async fn search_posts_by_relevance(&self, search: &PostSearch) -> StoreResult<Vec<ScoredHit>>;
 
     /// The highest post id indexing has gone through in order (`mark`

@@ -24,12 +24,14 @@ use tantivy::schema::{
 };
 use tantivy::tokenizer::{PreTokenizedString, Token, MAX_TOKEN_LEN};
 use tantivy::{
-    DocId, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, Score, Searcher, SegmentReader,
-    TantivyDocument, Term, TERMINATED,
+    DocId, DocSet, Index, IndexReader, IndexSettings, IndexSortByField, IndexWriter, Order,
+    ReloadPolicy, Score, Searcher, SegmentReader, TantivyDocument, Term, TERMINATED,
 };
 
 use crate::domain::search_text::{terms, Cut, WORDS_VERSION};
-use crate::store::search::{IndexedPost, PostSearch, ScoredHit, SearchHit, SearchIndex};
+use crate::store::search::{
+    IndexedPost, PostSearch, ScoredHit, SearchHit, SearchIndex, RELEVANCE_WINDOW,
+};
 use crate::store::{StoreError, StoreResult};
 
 /// Memory the writer buffers before it writes a segment (tantivy's
@@ -103,6 +105,19 @@ enum Mark {
     Set(i64),
     /// None: indexing starts again from the first post.
     Reset,
+}
+
+/// Each segment keeps its posts newest first (by id, through merges too),
+/// so a walk of a segment's matches meets them in that order and can stop
+/// at the first that is older than what a search still wants.
+fn settings() -> IndexSettings {
+    IndexSettings {
+        sort_by_field: Some(IndexSortByField {
+            field: "id".into(),
+            order: Order::Desc,
+        }),
+        ..IndexSettings::default()
+    }
 }
 
 /// The statistics BM25 scores a post with: the same for every term and
@@ -266,10 +281,24 @@ impl EmbeddedSearch {
         std::fs::create_dir_all(dir).map_err(failed)?;
         let (schema, fields) = schema();
         let directory = tantivy::directory::MmapDirectory::open(dir).map_err(failed)?;
-        let index = match Index::open_or_create(directory.clone(), schema.clone()) {
+        let settings = settings();
+        let open = || {
+            Index::builder()
+                .schema(schema.clone())
+                .settings(settings.clone())
+                .open_or_create(directory.clone())
+        };
+        let index = match open() {
             Err(tantivy::TantivyError::SchemaError(_)) => {
                 Self::discard(dir)?;
-                Index::open_or_create(directory, schema).map_err(failed)?
+                open().map_err(failed)?
+            }
+            // Made before its posts were kept newest first: an order
+            // `newest` and `window` stop early by.
+            Ok(index) if index.settings().sort_by_field != settings.sort_by_field => {
+                drop(index);
+                Self::discard(dir)?;
+                open().map_err(failed)?
             }
             opened => opened.map_err(failed)?,
         };
@@ -535,7 +564,9 @@ impl SegmentReach {
 /// are read newest first (by the highest id each holds), and the search
 /// stops at the first whose highest id is below the page's oldest hit:
 /// a common word fills its page from the recent, small segments and never
-/// reads the large old ones.
+/// reads the large old ones. Within a segment, whose posts are newest
+/// first (`settings`), the walk ends at the first match older than a full
+/// page's oldest.
 fn newest(
     searcher: &Searcher,
     query: &dyn Query,
@@ -563,24 +594,25 @@ fn newest(
             break;
         }
         let judge = reach.in_segment(segment)?;
-        weight.for_each_no_score(segment, &mut |docs| {
-            for doc in docs {
-                // Cheaper than the whole judgement: a post older than a
-                // full page's oldest cannot enter it.
-                if page.len() == limit {
-                    let oldest = page.peek().map_or(i64::MIN, |o| o.0 .0);
-                    if judge.id.first(*doc).is_none_or(|id| id <= oldest) {
-                        continue;
-                    }
-                }
-                if let Some(hit) = judge.hit(*doc) {
-                    page.push(std::cmp::Reverse((hit.id, hit.author)));
-                    if page.len() > limit {
-                        page.pop();
-                    }
+        let mut matches = weight.scorer(segment, 1.0)?;
+        let mut doc = matches.doc();
+        while doc != TERMINATED {
+            // Cheaper than the whole judgement: a post older than a full
+            // page's oldest cannot enter it, nor can any after it here.
+            if page.len() == limit {
+                let oldest = page.peek().map_or(i64::MIN, |o| o.0 .0);
+                if judge.id.first(doc).is_some_and(|id| id <= oldest) {
+                    break;
                 }
             }
-        })?;
+            if let Some(hit) = judge.hit(doc) {
+                page.push(std::cmp::Reverse((hit.id, hit.author)));
+                if page.len() > limit {
+                    page.pop();
+                }
+            }
+            doc = matches.advance();
+        }
     }
     let mut hits: Vec<SearchHit> = page
         .into_iter()
@@ -599,9 +631,12 @@ fn newest(
 /// `strong` field: a small part of a common word's), and is done
 /// there if they fill the page down to a score of at least `strong_score()`:
 /// every other match scores below it, so none could enter. Otherwise, and
-/// for more words (whose sums a tier of single words does not bound),
-/// every match is scored. The index's own block-max skipping (WAND) is
-/// not used: each block's best match is chosen with the segment's own
+/// for more words (whose sums a tier of single words does not bound), the
+/// newest `search.window` matches it reaches are scored and ranked
+/// (`window`): scoring every match cost, for two middling words over a
+/// million posts, over three times the budget of a query (BENCHMARKS.md).
+/// The index's own block-max skipping (WAND) is not used: each block's
+/// best match is chosen with the segment's own
 /// average length, wrong under the fixed one; and a bound corrected for
 /// that skipped almost nothing here, since a common word's page is full
 /// of equal scores, which a block holding one cannot be skipped past.
@@ -637,15 +672,76 @@ fn best(
         }
         page = Ranking::new(search.limit);
     }
+    let newest = window(
+        searcher,
+        query,
+        reach,
+        search.window.unwrap_or(RELEVANCE_WINDOW),
+    )?;
+    for ranked in newest {
+        page.rank(ranked);
+    }
+    Ok(page.into_best())
+}
+
+/// The newest `size` matches of `query` that `reach` reaches, scored:
+/// (score bits, id, author). Segments are read newest first and each
+/// from its newest post (`settings`), until a match is older than the
+/// `size` newest found so far; segments whose id ranges overlap (a post
+/// indexed again lands in a new one) are each read down to that line.
+fn window(
+    searcher: &Searcher,
+    query: &dyn Query,
+    reach: &Arc<Reach>,
+    size: usize,
+) -> tantivy::Result<Vec<(u32, i64, i64)>> {
     let weight = query.weight(EnableScoring::enabled_from_statistics_provider(
         &OwnTextOnly,
         searcher,
     ))?;
+    let mut segments = Vec::new();
     for segment in searcher.segment_readers() {
-        let judge = reach.in_segment(segment)?;
-        weight.for_each(segment, &mut |doc, score| page.offer(&judge, doc, score))?;
+        if segment.num_docs() > 0 {
+            segments.push((segment.fast_fields().i64("id")?.max_value(), segment));
+        }
     }
-    Ok(page.into_best())
+    segments.sort_unstable_by_key(|(highest, _)| std::cmp::Reverse(*highest));
+    // Oldest on top: a min-heap by id of at most `size`.
+    let mut newest: BinaryHeap<std::cmp::Reverse<(i64, i64, u32)>> =
+        BinaryHeap::with_capacity(size.min(RELEVANCE_WINDOW) + 1);
+    let oldest = |newest: &BinaryHeap<std::cmp::Reverse<(i64, i64, u32)>>| {
+        newest
+            .peek()
+            .filter(|_| newest.len() >= size)
+            .map(|o| o.0 .0)
+    };
+    for (highest, segment) in segments {
+        if oldest(&newest).is_some_and(|o| highest <= o) {
+            break;
+        }
+        let judge = reach.in_segment(segment)?;
+        let mut matches = weight.scorer(segment, 1.0)?;
+        let mut doc = matches.doc();
+        while doc != TERMINATED {
+            if let Some(o) = oldest(&newest) {
+                if judge.id.first(doc).is_some_and(|id| id <= o) {
+                    break;
+                }
+            }
+            if let Some(hit) = judge.hit(doc) {
+                let bits = matches.score().max(0.0).to_bits();
+                newest.push(std::cmp::Reverse((hit.id, hit.author, bits)));
+                if newest.len() > size {
+                    newest.pop();
+                }
+            }
+            doc = matches.advance();
+        }
+    }
+    Ok(newest
+        .into_iter()
+        .map(|std::cmp::Reverse((id, author, bits))| (bits, id, author))
+        .collect())
 }
 
 /// The best hits offered so far, at most `limit`: a min-heap of (score
@@ -690,12 +786,16 @@ impl Ranking {
             }
         }
         if let Some(hit) = judge.hit(doc) {
-            let ranked = (bits, hit.id, hit.author);
-            if self.worst_ranked().is_none_or(|w| ranked > w) {
-                self.heap.push(std::cmp::Reverse(ranked));
-                if self.heap.len() > self.limit {
-                    self.heap.pop();
-                }
+            self.rank((bits, hit.id, hit.author));
+        }
+    }
+
+    /// Ranks a hit the search reaches: (score bits, id, author).
+    fn rank(&mut self, ranked: (u32, i64, i64)) {
+        if self.worst_ranked().is_none_or(|w| ranked > w) {
+            self.heap.push(std::cmp::Reverse(ranked));
+            if self.heap.len() > self.limit {
+                self.heap.pop();
             }
         }
     }
@@ -711,5 +811,30 @@ impl Ranking {
                 score: f32::from_bits(bits),
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An index made before its posts were kept newest first holds
+    /// segments in the order they were added, which the walks that stop
+    /// early would misread: it is started again.
+    #[test]
+    fn an_index_not_kept_newest_first_is_started_again() {
+        let dir = std::env::temp_dir().join(format!("moments-unsorted-{}", crate::ids::next_id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let older = Index::create_in_dir(&dir, schema().0).unwrap();
+        assert_eq!(older.settings().sort_by_field, None);
+        drop(older);
+        let index = EmbeddedSearch::open(&dir).unwrap();
+        assert_eq!(
+            index.index.settings().sort_by_field,
+            settings().sort_by_field
+        );
+        assert!(index.index.settings().sort_by_field.is_some());
+        drop(index);
+        let _ = std::fs::remove_dir_all(dir);
     }
 }
