@@ -17,7 +17,7 @@ use tantivy::fieldnorm::FieldNormReader;
 use tantivy::postings::Postings;
 use tantivy::query::{
     AllQuery, Bm25StatisticsProvider, Bm25Weight, BooleanQuery, ConstScoreQuery, EnableScoring,
-    Occur, Query, TermQuery,
+    Occur, Query, TermQuery, Weight,
 };
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, INDEXED,
@@ -294,7 +294,7 @@ impl EmbeddedSearch {
                 open().map_err(failed)?
             }
             // Made before its posts were kept newest first: an order
-            // `newest` and `window` stop early by.
+            // `newest_matches` stops early by.
             Ok(index) if index.settings().sort_by_field != settings.sort_by_field => {
                 drop(index);
                 Self::discard(dir)?;
@@ -560,13 +560,8 @@ impl SegmentReach {
     }
 }
 
-/// The `limit` newest posts `query` matches that `reach` reaches. Segments
-/// are read newest first (by the highest id each holds), and the search
-/// stops at the first whose highest id is below the page's oldest hit:
-/// a common word fills its page from the recent, small segments and never
-/// reads the large old ones. Within a segment, whose posts are newest
-/// first (`settings`), the walk ends at the first match older than a full
-/// page's oldest.
+/// The `limit` newest posts `query` matches that `reach` reaches
+/// (`newest_matches`, unscored).
 fn newest(
     searcher: &Searcher,
     query: &dyn Query,
@@ -574,52 +569,9 @@ fn newest(
     limit: usize,
 ) -> tantivy::Result<Vec<SearchHit>> {
     let weight = query.weight(EnableScoring::disabled_from_searcher(searcher))?;
-    let mut segments = Vec::new();
-    for segment in searcher.segment_readers() {
-        if segment.num_docs() == 0 {
-            continue;
-        }
-        let ids = segment.fast_fields().i64("id")?;
-        let (lowest, highest) = (ids.min_value(), ids.max_value());
-        if reach.before.is_some_and(|b| lowest >= b) {
-            continue;
-        }
-        segments.push((highest, segment));
-    }
-    segments.sort_unstable_by_key(|(highest, _)| std::cmp::Reverse(*highest));
-    // The page so far, oldest on top: a min-heap of at most `limit`.
-    let mut page: BinaryHeap<std::cmp::Reverse<(i64, i64)>> = BinaryHeap::with_capacity(limit + 1);
-    for (highest, segment) in segments {
-        if page.len() == limit && page.peek().is_some_and(|o| o.0 .0 >= highest) {
-            break;
-        }
-        let judge = reach.in_segment(segment)?;
-        let mut matches = weight.scorer(segment, 1.0)?;
-        let mut doc = matches.doc();
-        while doc != TERMINATED {
-            // Cheaper than the whole judgement: a post older than a full
-            // page's oldest cannot enter it, nor can any after it here.
-            if page.len() == limit {
-                let oldest = page.peek().map_or(i64::MIN, |o| o.0 .0);
-                if judge.id.first(doc).is_some_and(|id| id <= oldest) {
-                    break;
-                }
-            }
-            if let Some(hit) = judge.hit(doc) {
-                page.push(std::cmp::Reverse((hit.id, hit.author)));
-                if page.len() > limit {
-                    page.pop();
-                }
-            }
-            doc = matches.advance();
-        }
-    }
-    let mut hits: Vec<SearchHit> = page
-        .into_iter()
-        .map(|std::cmp::Reverse((id, author))| SearchHit { id, author })
-        .collect();
-    hits.sort_unstable_by_key(|h| std::cmp::Reverse(h.id));
-    Ok(hits)
+    let mut hits = newest_matches(searcher, weight.as_ref(), reach, limit, false)?;
+    hits.sort_unstable_by_key(|(hit, _)| std::cmp::Reverse(hit.id));
+    Ok(hits.into_iter().map(|(hit, _)| hit).collect())
 }
 
 /// The `search.limit` best matches of `query` (`search`'s words and
@@ -633,7 +585,7 @@ fn newest(
 /// every other match scores below it, so none could enter. Otherwise, and
 /// for more words (whose sums a tier of single words does not bound), the
 /// newest `search.window` matches it reaches are scored and ranked
-/// (`window`): scoring every match cost, for two middling words over a
+/// (`newest_matches`): scoring every match cost, for two middling words over a
 /// million posts, over three times the budget of a query (BENCHMARKS.md).
 /// The index's own block-max skipping (WAND) is not used: each block's
 /// best match is chosen with the segment's own
@@ -672,64 +624,75 @@ fn best(
         }
         page = Ranking::new(search.limit);
     }
-    let newest = window(
-        searcher,
-        query,
-        reach,
-        search.window.unwrap_or(RELEVANCE_WINDOW),
-    )?;
-    for ranked in newest {
-        page.rank(ranked);
-    }
-    Ok(page.into_best())
-}
-
-/// The newest `size` matches of `query` that `reach` reaches, scored:
-/// (score bits, id, author). Segments are read newest first and each
-/// from its newest post (`settings`), until a match is older than the
-/// `size` newest found so far; segments whose id ranges overlap (a post
-/// indexed again lands in a new one) are each read down to that line.
-fn window(
-    searcher: &Searcher,
-    query: &dyn Query,
-    reach: &Arc<Reach>,
-    size: usize,
-) -> tantivy::Result<Vec<(u32, i64, i64)>> {
     let weight = query.weight(EnableScoring::enabled_from_statistics_provider(
         &OwnTextOnly,
         searcher,
     ))?;
+    let size = search.window.unwrap_or(RELEVANCE_WINDOW);
+    for (hit, bits) in newest_matches(searcher, weight.as_ref(), reach, size, true)? {
+        page.rank((bits, hit.id, hit.author));
+    }
+    Ok(page.into_best())
+}
+
+/// The newest `size` matches of `weight` that `reach` reaches, in no
+/// order, each with its score's bits if `scored` (0 if not). Segments are
+/// read newest first (by the highest id each holds), and the walk stops at
+/// the first whose highest id is not above the oldest of `size` found so
+/// far: a common word is answered from the recent, small segments and
+/// never reads the large old ones. Within a segment, whose posts are
+/// newest first (`settings`), the walk ends at the first match no newer
+/// than that line; segments whose ids overlap (a post indexed again lands
+/// in a new one) are each read down to it.
+fn newest_matches(
+    searcher: &Searcher,
+    weight: &dyn Weight,
+    reach: &Arc<Reach>,
+    size: usize,
+    scored: bool,
+) -> tantivy::Result<Vec<(SearchHit, u32)>> {
     let mut segments = Vec::new();
     for segment in searcher.segment_readers() {
-        if segment.num_docs() > 0 {
-            segments.push((segment.fast_fields().i64("id")?.max_value(), segment));
+        if segment.num_docs() == 0 {
+            continue;
         }
+        let ids = segment.fast_fields().i64("id")?;
+        if reach.before.is_some_and(|b| ids.min_value() >= b) {
+            continue;
+        }
+        segments.push((ids.max_value(), segment));
     }
     segments.sort_unstable_by_key(|(highest, _)| std::cmp::Reverse(*highest));
     // Oldest on top: a min-heap by id of at most `size`.
     let mut newest: BinaryHeap<std::cmp::Reverse<(i64, i64, u32)>> =
         BinaryHeap::with_capacity(size.min(RELEVANCE_WINDOW) + 1);
-    let oldest = |newest: &BinaryHeap<std::cmp::Reverse<(i64, i64, u32)>>| {
+    let line = |newest: &BinaryHeap<std::cmp::Reverse<(i64, i64, u32)>>| {
         newest
             .peek()
             .filter(|_| newest.len() >= size)
             .map(|o| o.0 .0)
     };
     for (highest, segment) in segments {
-        if oldest(&newest).is_some_and(|o| highest <= o) {
+        if line(&newest).is_some_and(|o| highest <= o) {
             break;
         }
         let judge = reach.in_segment(segment)?;
         let mut matches = weight.scorer(segment, 1.0)?;
         let mut doc = matches.doc();
         while doc != TERMINATED {
-            if let Some(o) = oldest(&newest) {
+            // Cheaper than the whole judgement: a post no newer than the
+            // line cannot enter, nor can any after it here.
+            if let Some(o) = line(&newest) {
                 if judge.id.first(doc).is_some_and(|id| id <= o) {
                     break;
                 }
             }
             if let Some(hit) = judge.hit(doc) {
-                let bits = matches.score().max(0.0).to_bits();
+                let bits = if scored {
+                    matches.score().max(0.0).to_bits()
+                } else {
+                    0
+                };
                 newest.push(std::cmp::Reverse((hit.id, hit.author, bits)));
                 if newest.len() > size {
                     newest.pop();
@@ -740,7 +703,7 @@ fn window(
     }
     Ok(newest
         .into_iter()
-        .map(|std::cmp::Reverse((id, author, bits))| (bits, id, author))
+        .map(|std::cmp::Reverse((id, author, bits))| (SearchHit { id, author }, bits))
         .collect())
 }
 
