@@ -599,8 +599,8 @@ fn best(
     search: &PostSearch,
     reach: &Arc<Reach>,
 ) -> tantivy::Result<Vec<ScoredHit>> {
-    let mut page = Ranking::new(search.limit);
     if let ([word], None) = (search.terms.as_slice(), search.from) {
+        let mut page = Ranking::new(search.limit);
         let fixed = OwnTextOnly::weight();
         let term = Term::from_field_text(f.strong, word);
         for segment in searcher.segment_readers() {
@@ -622,17 +622,20 @@ fn best(
         if page.worst().is_some_and(|w| w >= strong_score()) {
             return Ok(page.into_best());
         }
-        page = Ranking::new(search.limit);
     }
     let weight = query.weight(EnableScoring::enabled_from_statistics_provider(
         &OwnTextOnly,
         searcher,
     ))?;
     let size = search.window.unwrap_or(RELEVANCE_WINDOW);
-    for (hit, bits) in newest_matches(searcher, weight.as_ref(), reach, size, true)? {
-        page.rank((bits, hit.id, hit.author));
-    }
-    Ok(page.into_best())
+    let window = newest_matches(searcher, weight.as_ref(), reach, size, true)?;
+    Ok(best_of(
+        window
+            .into_iter()
+            .map(|(hit, bits)| (bits, hit.id, hit.author))
+            .collect(),
+        search.limit,
+    ))
 }
 
 /// The newest `size` matches of `weight` that `reach` reaches, in no
@@ -765,16 +768,29 @@ impl Ranking {
 
     /// Best first.
     fn into_best(self) -> Vec<ScoredHit> {
-        let mut ranked: Vec<(u32, i64, i64)> = self.heap.into_iter().map(|r| r.0).collect();
-        ranked.sort_unstable_by(|a, b| b.cmp(a));
-        ranked
-            .into_iter()
-            .map(|(bits, id, author)| ScoredHit {
-                hit: SearchHit { id, author },
-                score: f32::from_bits(bits),
-            })
-            .collect()
+        best_of(self.heap.into_iter().map(|r| r.0).collect(), self.limit)
     }
+}
+
+/// The `limit` best of `ranked` (score bits, id, author), best first and
+/// of equal scores the newest first: a selection, then a sort of what it
+/// kept, where a heap would pay a sift for each of a window's matches.
+fn best_of(mut ranked: Vec<(u32, i64, i64)>, limit: usize) -> Vec<ScoredHit> {
+    if limit == 0 {
+        return Vec::new();
+    }
+    if ranked.len() > limit {
+        ranked.select_nth_unstable_by(limit - 1, |a, b| b.cmp(a));
+        ranked.truncate(limit);
+    }
+    ranked.sort_unstable_by(|a, b| b.cmp(a));
+    ranked
+        .into_iter()
+        .map(|(bits, id, author)| ScoredHit {
+            hit: SearchHit { id, author },
+            score: f32::from_bits(bits),
+        })
+        .collect()
 }
 
 #[cfg(test)]
