@@ -35,7 +35,7 @@ use crate::domain::search_query::PostQuery;
 use crate::domain::search_text::{marks, name_key};
 use crate::error::AppResult;
 use crate::store::search::{IndexedPost, PostSearch, SearchHit, SearchIndex};
-use crate::store::{DocStore, NameKey, PostDoc, StoreResult, UserCard, UserDoc};
+use crate::store::{DocStore, NameKey, PostDoc, PostPresence, StoreResult, UserCard, UserDoc};
 
 /// Posts read from the documents per indexing step.
 const INDEXING_BATCH: usize = 1000;
@@ -450,15 +450,42 @@ impl Indexer {
         } else {
             self.read_through.max(mark)
         };
+        // Below the newest post read before, in the settling window read
+        // again, nearly every post is indexed already: each is read as
+        // whether it is there and deleted, and whole only if it is new.
+        // Past it, every post is new and is read whole at once.
+        let read_before = self.read_through;
         loop {
-            let posts = docs.posts_after(after, INDEXING_BATCH).await?;
+            let (seen, posts) = if after < read_before {
+                let seen = docs.post_presence_after(after, INDEXING_BATCH).await?;
+                let new: Vec<i64> = seen
+                    .iter()
+                    .filter(|p| !p.deleted && !self.unsettled.contains(&p.id))
+                    .map(|p| p.id)
+                    .collect();
+                let posts = match new.is_empty() {
+                    true => Vec::new(),
+                    false => docs.posts_by_ids(&new).await?,
+                };
+                (seen, posts)
+            } else {
+                let posts = docs.posts_after(after, INDEXING_BATCH).await?;
+                let seen = posts
+                    .iter()
+                    .map(|p| PostPresence {
+                        id: p.id,
+                        deleted: p.deleted,
+                    })
+                    .collect();
+                (seen, posts)
+            };
             // An empty batch too ends the pass, committing what it read.
-            let last_batch = posts.len() < INDEXING_BATCH;
-            if let Some(last) = posts.last().map(|p| p.id) {
+            let last_batch = seen.len() < INDEXING_BATCH;
+            if let Some(last) = seen.last().map(|p| p.id) {
                 self.read_through = self.read_through.max(Some(last));
                 after = Some(last);
-                read += posts.len() as u64;
-                progress(posts.len() as u64);
+                read += seen.len() as u64;
+                progress(seen.len() as u64);
             }
             let unseen = |p: &&PostDoc| !self.unsettled.contains(&p.id);
             let live: Vec<&PostDoc> = posts.iter().filter(|p| !p.deleted).filter(unseen).collect();
@@ -470,12 +497,12 @@ impl Indexer {
             pending_bytes += live.iter().map(|p| p.content.len()).sum::<usize>();
             // Deleted before this read: gone from the index too, in case
             // an earlier pass indexed them.
-            let gone: Vec<i64> = posts
+            let gone: Vec<i64> = seen
                 .iter()
                 .filter(|p| p.deleted && !self.removed.contains(&p.id))
                 .map(|p| p.id)
                 .collect();
-            pending_mark = posts
+            pending_mark = seen
                 .iter()
                 .map(|p| p.id)
                 .filter(|id| *id < settled)

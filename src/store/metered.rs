@@ -252,6 +252,7 @@ metered! {
         ) -> Vec<i64>;
         // The search indexer, not a request's round trip.
         background fn posts_after(after: Option<i64>, limit: usize) -> Vec<PostDoc>;
+        background fn post_presence_after(after: Option<i64>, limit: usize) -> Vec<PostPresence>;
     }
 
     impl CommentDocs for MeteredDocs {

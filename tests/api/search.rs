@@ -42,6 +42,20 @@ async fn indexed(app: &TestApp, author: &User, q: &str, post: i64) {
     .await;
 }
 
+/// The ids the index itself holds under `word` among `author`'s posts,
+/// asked past the rules: what only the indexer changes.
+async fn in_index(app: &TestApp, author: &User, word: &str) -> Vec<i64> {
+    let asking = moments::store::search::PostSearch {
+        terms: vec![word.into()],
+        circle: vec![author.uid],
+        limit: 10,
+        ..Default::default()
+    };
+    let index = app.ctx.search.index().unwrap();
+    let hits = index.search_posts(&asking).await.unwrap();
+    hits.iter().map(|h| h.id).collect()
+}
+
 /// Settings whose search budget the waits for the indexer cannot spend.
 fn settings() -> moments::config::Settings {
     let mut settings = test_settings();
@@ -604,15 +618,8 @@ async fn an_erased_account_leaves_nothing_in_the_index() {
     let post = app.text_post(&gone, "a farewell lantern").await;
     indexed(&app, &gone, "lantern", post).await;
     app.delete_account(&gone).await;
-    let index = app.ctx.search.index().unwrap().clone();
-    let asking = moments::store::search::PostSearch {
-        terms: vec!["lantern".into()],
-        circle: vec![gone.uid],
-        limit: 10,
-        ..Default::default()
-    };
     wait_until("the erased account's post out of the index", || async {
-        index.search_posts(&asking).await.unwrap().is_empty()
+        in_index(&app, &gone, "lantern").await.is_empty()
     })
     .await;
 }
@@ -701,15 +708,29 @@ async fn a_post_deleted_elsewhere_leaves_the_index_when_it_is_read_again() {
     // Deleted as another instance deletes it: in the documents only, with
     // no word to this instance's index.
     assert!(app.ctx.docs.delete_post(post).await.unwrap());
-    let index = app.ctx.search.index().unwrap().clone();
-    let asking = moments::store::search::PostSearch {
-        terms: vec!["lighthous".into()],
-        circle: vec![ann.uid],
-        limit: 10,
-        ..Default::default()
-    };
     wait_until("the deleted post out of the index", || async {
-        index.search_posts(&asking).await.unwrap().is_empty()
+        in_index(&app, &ann, "lighthous").await.is_empty()
+    })
+    .await;
+}
+
+/// A post whose insert lands after newer ones were indexed (its id made
+/// earlier, by another instance's clock or behind a slow write) is
+/// indexed when the indexer reads its settling window again, where it
+/// reads each post's presence only and the new ones whole.
+#[tokio::test]
+async fn a_post_landing_behind_newer_ones_is_indexed_when_the_window_is_read_again() {
+    let app = app().await;
+    let ann = app.user("ann").await;
+    let newer = app.text_post(&ann, "a harbour at dawn").await;
+    indexed(&app, &ann, "harbour", newer).await;
+    let made = moments::ids::now_ms() - 3_000;
+    let late = moments::ids::first_id_at(made) + 7;
+    assert!(late < newer);
+    let post = moments::store::PostDoc::text(late, ann.uid, "a harbour at dusk", made);
+    app.ctx.docs.insert_post(&post).await.unwrap();
+    wait_until("the late post indexed", || async {
+        in_index(&app, &ann, "dusk").await == [late]
     })
     .await;
 }

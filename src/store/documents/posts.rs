@@ -40,6 +40,17 @@ pub struct PostDoc {
     pub moderation: Option<PostModeration>,
 }
 
+/// Whether a post is there and deleted, and nothing more of it: what the
+/// search indexer reads when it reads its settling window again, where
+/// nearly every post is one it indexed a moment ago.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+pub struct PostPresence {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    #[serde(default, deserialize_with = "lenient_bool")]
+    pub deleted: bool,
+}
+
 /// Where moderation leaves a post that only its author sees.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
@@ -150,6 +161,13 @@ pub trait PostDocs: Send + Sync {
     /// (flagged): what the search indexer reads in order (its comment and
     /// like arrays may be left empty).
     async fn posts_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<PostDoc>>;
+
+    /// `posts_after`, each post's id and deleted flag only.
+    async fn post_presence_after(
+        &self,
+        after: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<PostPresence>>;
 
     /// Ids of these authors' live posts below `before`, newest first, merged:
     /// what a home timeline holds, read from the documents.

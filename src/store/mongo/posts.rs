@@ -1,7 +1,7 @@
 //! `PostDocs` on MongoDB.
 
 use super::*;
-use crate::store::{PostDocs, PostModeration};
+use crate::store::{PostDocs, PostModeration, PostPresence};
 
 impl MongoDocs {
     /// Puts `id` at the head of one of a post's id arrays, keeping the
@@ -97,19 +97,17 @@ impl PostDocs for MongoDocs {
     }
 
     async fn posts_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<PostDoc>> {
-        let filter = match after {
-            Some(a) => doc! { "_id": { "$gt": a } },
-            None => doc! {},
-        };
-        let cursor = self
-            .posts()
-            .find(filter)
-            .projection(doc! { "comments_postid": 0, "likes_postid": 0 })
-            .sort(doc! { "_id": 1 })
-            .limit(limit as i64)
-            .await
-            .map_err(classify)?;
-        collect(cursor).await
+        let fields = doc! { "comments_postid": 0, "likes_postid": 0 };
+        posts_after_as(self.posts(), after, limit, fields).await
+    }
+
+    async fn post_presence_after(
+        &self,
+        after: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<PostPresence>> {
+        let fields = doc! { "_id": 1, "deleted": 1 };
+        posts_after_as(self.posts().clone_with_type(), after, limit, fields).await
     }
 
     async fn posts_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<PostDoc>> {
@@ -178,4 +176,25 @@ impl PostDocs for MongoDocs {
             .map_err(classify)?;
         Ok(collect(cursor).await?.into_iter().map(|d| d.id).collect())
     }
+}
+
+/// Posts above `after` in id order, at most `limit`, with `fields`.
+async fn posts_after_as<T: DeserializeOwned + Send + Sync>(
+    posts: Collection<T>,
+    after: Option<i64>,
+    limit: usize,
+    fields: Document,
+) -> StoreResult<Vec<T>> {
+    let filter = match after {
+        Some(a) => doc! { "_id": { "$gt": a } },
+        None => doc! {},
+    };
+    let cursor = posts
+        .find(filter)
+        .projection(fields)
+        .sort(doc! { "_id": 1 })
+        .limit(limit as i64)
+        .await
+        .map_err(classify)?;
+    collect(cursor).await
 }

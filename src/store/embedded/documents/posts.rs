@@ -1,7 +1,7 @@
 //! `PostDocs` on redb.
 
 use super::*;
-use crate::store::{PostDocs, PostModeration};
+use crate::store::{PostDocs, PostModeration, PostPresence};
 
 #[async_trait]
 impl PostDocs for EmbeddedDocs {
@@ -27,19 +27,19 @@ impl PostDocs for EmbeddedDocs {
     }
 
     async fn posts_after(&self, after: Option<i64>, limit: usize) -> StoreResult<Vec<PostDoc>> {
-        self.read(move |txn| {
-            let table = txn.open_table(POSTS).map_err(other)?;
-            let low = after.map_or(0, |a| id(a).saturating_add(1));
-            let mut out = Vec::new();
-            for entry in table.range(low..).map_err(other)? {
-                if out.len() >= limit {
-                    break;
-                }
-                out.push(decode(entry.map_err(other)?.1.value())?);
-            }
-            Ok(out)
-        })
-        .await
+        self.read(move |txn| posts_after_as(txn, after, limit))
+            .await
+    }
+
+    async fn post_presence_after(
+        &self,
+        after: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<PostPresence>> {
+        // The same records, decoded into two fields: the text and the
+        // arrays are passed over, not copied.
+        self.read(move |txn| posts_after_as(txn, after, limit))
+            .await
     }
 
     async fn posts_by_ids(&self, ids: &[i64]) -> StoreResult<Vec<PostDoc>> {
@@ -133,4 +133,22 @@ impl PostDocs for EmbeddedDocs {
         })
         .await
     }
+}
+
+/// Posts above `after` in id order, at most `limit`, each decoded as `T`.
+fn posts_after_as<T: serde::de::DeserializeOwned>(
+    txn: &redb::ReadTransaction,
+    after: Option<i64>,
+    limit: usize,
+) -> StoreResult<Vec<T>> {
+    let table = txn.open_table(POSTS).map_err(other)?;
+    let low = after.map_or(0, |a| id(a).saturating_add(1));
+    let mut out = Vec::new();
+    for entry in table.range(low..).map_err(other)? {
+        if out.len() >= limit {
+            break;
+        }
+        out.push(decode(entry.map_err(other)?.1.value())?);
+    }
+    Ok(out)
 }
