@@ -251,7 +251,10 @@ impl MongoDocs {
     /// writes sixteen at a time. A write is for the nickname that was read:
     /// an account renamed meanwhile keeps the key its rename wrote (or, by
     /// an instance of an older version, is keyed at the next start). One
-    /// that cannot be read as an account is left as it is, and said.
+    /// that cannot be read as an account is left as it is, and said. The
+    /// `nick_key_version` index (`schemas/users.json`) keeps this read to
+    /// the accounts it finds, so a start with every account keyed costs
+    /// an empty read, not a pass over every account.
     async fn key_nicknames(&self) -> StoreResult<()> {
         use crate::domain::search_text::{name_key, NAME_KEY_VERSION};
         use futures_util::stream::{StreamExt, TryStreamExt};
