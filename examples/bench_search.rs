@@ -40,9 +40,14 @@ const AUTHORS: usize = 2_000;
 const FOLLOWED: usize = 100;
 const CONNECTIONS: usize = 16;
 const QUERIES_EACH: usize = 200;
-/// Posts each connection writes in a compose run: a few seconds of them,
-/// so the indexer's passes and commits weigh as they would.
-const COMPOSE_EACH: usize = 1_000;
+/// Posts each connection writes in a compose run: several seconds of
+/// them, several of the indexer's busy passes and commits, so that they
+/// weigh as they would under a stream of posts rather than after it.
+const COMPOSE_EACH: usize = 4_000;
+/// Pairs of composing runs, without and with indexing, in turn: the
+/// machine's drift between runs is as large as what is measured, so the
+/// ratio is given for each pair and for their sums.
+const COMPOSE_ROUNDS: usize = 4;
 
 const ZH: &[&str] = &[
     "今天",
@@ -525,34 +530,56 @@ fn main() {
 
         // 4. Composing with indexing on, beside an instance without an
         //    index (its folder held, as by another instance: no indexer
-        //    runs), each on fresh data, twice in turn against drift.
+        //    runs), each on fresh data, `COMPOSE_ROUNDS` times in turn
+        //    against drift.
         println!(
-            "\nposting, {CONNECTIONS} connections, {COMPOSE_EACH} posts each\n\n| instance | posts/s | p50 | p99 |\n|---|---|---|---|"
+            "\nposting, {CONNECTIONS} connections, {COMPOSE_EACH} posts each\n\n| instance | posts/s | p50 | p99 | index caught up after the run |\n|---|---|---|---|---|"
         );
         let mut rates = [Vec::new(), Vec::new()];
-        for round in 0..2 {
+        for round in 0..COMPOSE_ROUNDS {
             for (i, indexing) in [false, true].into_iter().enumerate() {
-                let (rate, times) = compose(indexing, round, &corpus).await;
+                let run = compose(indexing, round, &corpus).await;
                 println!(
-                    "| indexing {} | {rate:.0} | {:.2} ms | {:.2} ms |",
+                    "| indexing {} | {:.0} | {:.2} ms | {:.2} ms | {} |",
                     if indexing { "on" } else { "off" },
-                    percentile(&times, 50.0),
-                    percentile(&times, 99.0)
+                    run.rate,
+                    percentile(&run.times, 50.0),
+                    percentile(&run.times, 99.0),
+                    run.caught_up
+                        .map_or("".into(), |d| format!("{:.1} s", d.as_secs_f64()))
                 );
-                rates[i].push(rate);
+                rates[i].push(run.rate);
             }
         }
+        let pairs: Vec<String> = rates[0]
+            .iter()
+            .zip(&rates[1])
+            .map(|(off, on)| format!("{:.2}", on / off))
+            .collect();
         let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
         println!(
-            "\ncompose rate with indexing on: {:.2} of the rate without",
-            mean(&rates[1]) / mean(&rates[0])
+            "\ncompose rate with indexing on: {:.2} of the rate without (each pair: {})",
+            mean(&rates[1]) / mean(&rates[0]),
+            pairs.join(", ")
         );
     });
 }
 
+/// What a composing run measured.
+struct Composed {
+    /// Posts a second.
+    rate: f64,
+    /// Every answer's time, sorted.
+    times: Vec<Duration>,
+    /// With indexing on: how long after the run's last answer the index
+    /// found its newest post, which tells how far behind the run the
+    /// indexer was.
+    caught_up: Option<Duration>,
+}
+
 /// Posts at `CONNECTIONS` connections on a fresh instance, with or
-/// without its search index: the rate and every answer's time, sorted.
-async fn compose(indexing: bool, round: usize, corpus: &Corpus) -> (f64, Vec<Duration>) {
+/// without its search index.
+async fn compose(indexing: bool, round: usize, corpus: &Corpus) -> Composed {
     let tag = format!(
         "bench-compose-{}-{round}",
         if indexing { "on" } else { "off" }
@@ -561,11 +588,12 @@ async fn compose(indexing: bool, round: usize, corpus: &Corpus) -> (f64, Vec<Dur
     settings.rate_limits = None;
     let held = (!indexing).then(|| EmbeddedSearch::open(&dir.join("search")).unwrap());
     let app = Application::build(settings).await.unwrap();
-    assert_eq!(app.context().search.index().is_ok(), indexing);
+    let ctx = app.context().clone();
+    assert_eq!(ctx.search.index().is_ok(), indexing);
     let base = format!("http://127.0.0.1:{}", app.port());
     tokio::spawn(app.run_until_stopped());
     let client = reqwest::Client::new();
-    let (_, token) = support::account(&client, &base, "composer").await;
+    let (composer, token) = support::account(&client, &base, "composer").await;
     let texts: Vec<String> = (0..CONNECTIONS * COMPOSE_EACH)
         .map(|i| corpus.post(i).content)
         .collect();
@@ -598,14 +626,38 @@ async fn compose(indexing: bool, round: usize, corpus: &Corpus) -> (f64, Vec<Dur
     for r in runs {
         all.extend(r.await.unwrap());
     }
+    let ended = Instant::now();
     let rate = all.len() as f64 / started.elapsed().as_secs_f64();
     all.sort_unstable();
-    // The indexer's work past the run (it settles the last ten seconds'
-    // posts) is let finish, so it does not weigh on the next instance.
-    if indexing {
-        tokio::time::sleep(Duration::from_secs(12)).await;
+    let mut caught_up = None;
+    if let Ok(index) = ctx.search.index() {
+        let newest = ctx
+            .docs
+            .post_ids_by_author(composer, None, 1)
+            .await
+            .unwrap();
+        let asking = moments::store::search::PostSearch {
+            circle: vec![composer],
+            limit: 1,
+            ..Default::default()
+        };
+        loop {
+            let found = index.search_posts(&asking).await.unwrap();
+            if found.iter().map(|h| h.id).eq(newest.iter().copied()) {
+                caught_up = Some(ended.elapsed());
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // The indexer's work past that (it settles the last ten seconds'
+        // posts) is let finish, so it does not weigh on the next instance.
+        tokio::time::sleep(Duration::from_secs(12).saturating_sub(ended.elapsed())).await;
     }
     drop(held);
     let _ = std::fs::remove_dir_all(&dir);
-    (rate, all)
+    Composed {
+        rate,
+        times: all,
+        caught_up,
+    }
 }
