@@ -440,6 +440,9 @@ impl Indexer {
         if mark < self.last_mark {
             self.unsettled.clear();
             self.removed.clear();
+            // Nothing above the mark is indexed now: the pass reads every
+            // post whole, not as presences and then again by id.
+            self.read_through = None;
         }
         let settled = crate::ids::first_id_at(crate::ids::now_ms() - SETTLING.as_millis() as i64);
         let whole_window = mark < self.last_mark
