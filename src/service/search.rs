@@ -455,32 +455,35 @@ impl Indexer {
         };
         // Below the newest post read before, in the settling window read
         // again, nearly every post is indexed already: each is read as
-        // whether it is there and deleted, and whole only if it is new.
-        // Past it, every post is new and is read whole at once.
+        // whether it is there and deleted, and a batch holding a post not
+        // indexed (one that landed behind newer ones) is read again whole.
+        // Past it, every post is new and is read whole at once. Both reads
+        // are the indexer's own (`posts_after`), off any request's count.
         let read_before = self.read_through;
         loop {
-            let (seen, posts) = if after < read_before {
-                let seen = docs.post_presence_after(after, INDEXING_BATCH).await?;
-                let new: Vec<i64> = seen
-                    .iter()
-                    .filter(|p| !p.deleted && !self.unsettled.contains(&p.id))
-                    .map(|p| p.id)
-                    .collect();
-                let posts = match new.is_empty() {
-                    true => Vec::new(),
-                    false => docs.posts_by_ids(&new).await?,
-                };
-                (seen, posts)
-            } else {
-                let posts = docs.posts_after(after, INDEXING_BATCH).await?;
-                let seen = posts
-                    .iter()
-                    .map(|p| PostPresence {
-                        id: p.id,
-                        deleted: p.deleted,
-                    })
-                    .collect();
-                (seen, posts)
+            let indexed_already = match after < read_before {
+                true => {
+                    let seen = docs.post_presence_after(after, INDEXING_BATCH).await?;
+                    let landed = seen
+                        .iter()
+                        .any(|p| !p.deleted && !self.unsettled.contains(&p.id));
+                    (!landed).then_some(seen)
+                }
+                false => None,
+            };
+            let (seen, posts) = match indexed_already {
+                Some(seen) => (seen, Vec::new()),
+                None => {
+                    let posts = docs.posts_after(after, INDEXING_BATCH).await?;
+                    let seen = posts
+                        .iter()
+                        .map(|p| PostPresence {
+                            id: p.id,
+                            deleted: p.deleted,
+                        })
+                        .collect();
+                    (seen, posts)
+                }
             };
             // An empty batch too ends the pass, committing what it read.
             let last_batch = seen.len() < INDEXING_BATCH;
