@@ -44,9 +44,10 @@ const QUERIES_EACH: usize = 200;
 /// them, several of the indexer's busy passes and commits, so that they
 /// weigh as they would under a stream of posts rather than after it.
 const COMPOSE_EACH: usize = 4_000;
-/// Pairs of composing runs, without and with indexing, in turn: the
-/// machine's drift between runs is as large as what is measured, so the
-/// ratio is given for each pair and for their sums.
+/// Pairs of composing runs, without and with indexing, in turn (off
+/// first, then on first, and so on): the machine's drift between runs is
+/// as large as what is measured, so the ratio is given for each pair and
+/// for their sums.
 const COMPOSE_ROUNDS: usize = 4;
 
 const ZH: &[&str] = &[
@@ -332,6 +333,18 @@ fn dir_bytes(dir: &std::path::Path) -> u64 {
         .unwrap_or(0)
 }
 
+/// CPU time this process has used, user and system, every thread.
+fn cpu_time() -> Duration {
+    // SAFETY: getrusage only writes the struct it is given.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let micros = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    Duration::from_micros(micros(usage.ru_utime) + micros(usage.ru_stime))
+}
+
 fn rss_mb() -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
@@ -459,7 +472,8 @@ fn main() {
         let app = Application::build(settings).await.unwrap();
         let ctx = app.context().clone();
         let base = format!("http://127.0.0.1:{}", app.port());
-        tokio::spawn(app.run_until_stopped());
+        let stopper = app.stopper();
+        let serving = tokio::spawn(app.run_until_stopped());
         let last = corpus.first_id + posts as i64 - 1;
         let index = ctx.search.index().unwrap().clone();
         loop {
@@ -526,6 +540,10 @@ fn main() {
             );
         }
         println!("\nresident memory at the end: {:.0} MB", rss_mb());
+        // Stopped before composing, which measures other instances.
+        stopper.stop();
+        serving.await.unwrap().unwrap();
+        drop((ctx, index));
         let _ = std::fs::remove_dir_all(&dir);
 
         // 4. Composing with indexing on, beside an instance without an
@@ -533,22 +551,31 @@ fn main() {
         //    runs), each on fresh data, `COMPOSE_ROUNDS` times in turn
         //    against drift.
         println!(
-            "\nposting, {CONNECTIONS} connections, {COMPOSE_EACH} posts each\n\n| instance | posts/s | p50 | p99 | index caught up after the run |\n|---|---|---|---|---|"
+            "\nposting, {CONNECTIONS} connections, {COMPOSE_EACH} posts each\n\n| instance | posts/s | p50 | p99 | CPU a post | index caught up after the run |\n|---|---|---|---|---|---|"
         );
         let mut rates = [Vec::new(), Vec::new()];
+        let mut cpus = [Vec::new(), Vec::new()];
         for round in 0..COMPOSE_ROUNDS {
-            for (i, indexing) in [false, true].into_iter().enumerate() {
+            // Off then on, then on then off: a drift of the machine over
+            // the rounds weighs on both alike.
+            let order = match round % 2 {
+                0 => [false, true],
+                _ => [true, false],
+            };
+            for indexing in order {
                 let run = compose(indexing, round, &corpus).await;
                 println!(
-                    "| indexing {} | {:.0} | {:.2} ms | {:.2} ms | {} |",
+                    "| indexing {} | {:.0} | {:.2} ms | {:.2} ms | {:.0} µs | {} |",
                     if indexing { "on" } else { "off" },
                     run.rate,
                     percentile(&run.times, 50.0),
                     percentile(&run.times, 99.0),
+                    run.cpu * 1e6,
                     run.caught_up
                         .map_or("".into(), |d| format!("{:.1} s", d.as_secs_f64()))
                 );
-                rates[i].push(run.rate);
+                rates[usize::from(indexing)].push(run.rate);
+                cpus[usize::from(indexing)].push(run.cpu);
             }
         }
         let pairs: Vec<String> = rates[0]
@@ -561,6 +588,19 @@ fn main() {
             "\ncompose rate with indexing on: {:.2} of the rate without (each pair: {})",
             mean(&rates[1]) / mean(&rates[0]),
             pairs.join(", ")
+        );
+        // The rate moves with the machine between runs; the CPU a post
+        // much less: what indexing adds to a post's cost, told apart.
+        let cpu_pairs: Vec<String> = cpus[0]
+            .iter()
+            .zip(&cpus[1])
+            .map(|(off, on)| format!("{:.2}", on / off))
+            .collect();
+        println!(
+            "CPU a post with indexing on: {:.2} of it without ({:.0} µs more; each pair: {})",
+            mean(&cpus[1]) / mean(&cpus[0]),
+            (mean(&cpus[1]) - mean(&cpus[0])) * 1e6,
+            cpu_pairs.join(", ")
         );
     });
 }
@@ -575,6 +615,10 @@ struct Composed {
     /// found its newest post, which tells how far behind the run the
     /// indexer was.
     caught_up: Option<Duration>,
+    /// CPU time a post, in seconds, of the whole process (the load
+    /// generator, the instance and its indexer), from the run's start to
+    /// 12 s after its end.
+    cpu: f64,
 }
 
 /// Posts at `CONNECTIONS` connections on a fresh instance, with or
@@ -591,13 +635,15 @@ async fn compose(indexing: bool, round: usize, corpus: &Corpus) -> Composed {
     let ctx = app.context().clone();
     assert_eq!(ctx.search.index().is_ok(), indexing);
     let base = format!("http://127.0.0.1:{}", app.port());
-    tokio::spawn(app.run_until_stopped());
+    let stopper = app.stopper();
+    let serving = tokio::spawn(app.run_until_stopped());
     let client = reqwest::Client::new();
     let (composer, token) = support::account(&client, &base, "composer").await;
     let texts: Vec<String> = (0..CONNECTIONS * COMPOSE_EACH)
         .map(|i| corpus.post(i).content)
         .collect();
     let started = Instant::now();
+    let cpu_before = cpu_time();
     let runs: Vec<_> = (0..CONNECTIONS)
         .map(|c| {
             let (base, token) = (base.clone(), token.clone());
@@ -649,15 +695,23 @@ async fn compose(indexing: bool, round: usize, corpus: &Corpus) -> Composed {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        // The indexer's work past that (it settles the last ten seconds'
-        // posts) is let finish, so it does not weigh on the next instance.
-        tokio::time::sleep(Duration::from_secs(12).saturating_sub(ended.elapsed())).await;
     }
+    // The indexer's work past the run (it settles the last ten seconds'
+    // posts) is let finish and counted in the run's CPU; an instance
+    // without an index waits as long, idle, for a like count.
+    tokio::time::sleep(Duration::from_secs(12).saturating_sub(ended.elapsed())).await;
+    let cpu = (cpu_time() - cpu_before).as_secs_f64() / (CONNECTIONS * COMPOSE_EACH) as f64;
+    // Stopped, so that no instance's background work (its indexer's
+    // polls among it) weighs on the runs after it.
+    stopper.stop();
+    serving.await.unwrap().unwrap();
+    drop(ctx);
     drop(held);
     let _ = std::fs::remove_dir_all(&dir);
     Composed {
         rate,
         times: all,
         caught_up,
+        cpu,
     }
 }
