@@ -86,27 +86,41 @@ pub fn warm_up() {
 }
 
 /// The text folded character by character (compatibility forms to plain
-/// ones, accents dropped, lowercase), and for each byte of the folded text
-/// the original character it came from (its start and end).
+/// ones, accents dropped, lowercase), and, when asked for, for each byte
+/// of the folded text the original character it came from (its start and
+/// end).
 struct Folded {
     text: String,
     origin: Vec<(usize, usize)>,
 }
 
-fn fold(text: &str) -> Folded {
+/// Whether `fold` keeps where each folded byte came from: an index keeps
+/// no offsets, and they are sixteen bytes for each byte of text.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    Kept,
+    Dropped,
+}
+
+fn fold(text: &str, origin: Origin) -> Folded {
     let mut folded = Folded {
         text: String::with_capacity(text.len()),
-        origin: Vec::with_capacity(text.len()),
+        origin: match origin {
+            Origin::Kept => Vec::with_capacity(text.len()),
+            Origin::Dropped => Vec::new(),
+        },
     };
     for (start, c) in text.char_indices() {
         let end = start + c.len_utf8();
         let mut push = |out: char| {
             let before = folded.text.len();
             folded.text.push(out);
-            folded.origin.extend(std::iter::repeat_n(
-                (start, end),
-                folded.text.len() - before,
-            ));
+            if origin == Origin::Kept {
+                folded.origin.extend(std::iter::repeat_n(
+                    (start, end),
+                    folded.text.len() - before,
+                ));
+            }
         };
         if c.is_ascii() {
             push(c.to_ascii_lowercase());
@@ -149,6 +163,10 @@ fn is_han(c: char) -> bool {
 /// keeps every byte where it was (always, with `fast2s`'s table; the
 /// check keeps `origin` true whatever a newer table does).
 fn simplified(mut folded: Folded) -> Folded {
+    // The table maps Chinese characters only.
+    if folded.text.is_ascii() {
+        return folded;
+    }
     let simple = fast2s::convert(&folded.text);
     let aligned = simple.len() == folded.text.len()
         && simple
@@ -163,12 +181,38 @@ fn simplified(mut folded: Folded) -> Folded {
 
 /// The terms of `text`, in order.
 pub fn terms(text: &str, cut: Cut) -> Vec<Term> {
-    let folded = simplified(fold(text));
+    let folded = simplified(fold(text, Origin::Kept));
     let mut out = Vec::new();
-    let origin = |from: usize, to: usize| (folded.origin[from].0, folded.origin[to - 1].1);
+    each_word(&folded.text, cut, |word, start, end| {
+        out.push(Term {
+            text: word.to_string(),
+            start: folded.origin[start].0,
+            end: folded.origin[end - 1].1,
+        })
+    });
+    out
+}
+
+/// `text`'s terms as an index holds them: what `terms` gives when
+/// indexing, each followed by a space, without the offsets (an index
+/// keeps none) and without a string made for each. A term is letters and
+/// digits or Chinese characters, never a space, so a split at spaces
+/// gives the terms back.
+pub fn indexed_words(text: &str) -> String {
+    let folded = simplified(fold(text, Origin::Dropped));
+    let mut out = String::with_capacity(folded.text.len() * 2);
+    each_word(&folded.text, Cut::Indexing, |word, _, _| {
+        out.push_str(word);
+        out.push(' ');
+    });
+    out
+}
+
+/// Each word of `folded` in order, with its byte range in it.
+fn each_word(folded: &str, cut: Cut, mut word: impl FnMut(&str, usize, usize)) {
     // Runs of Chinese go to the dictionary; runs of other letters and
     // digits are words; everything else only separates.
-    let mut chars = folded.text.char_indices().peekable();
+    let mut chars = folded.char_indices().peekable();
     while let Some((start, c)) = chars.next() {
         let han = is_han(c);
         if !han && !c.is_alphanumeric() {
@@ -187,30 +231,19 @@ pub fn terms(text: &str, cut: Cut) -> Vec<Term> {
             end = i + next.len_utf8();
             chars.next();
         }
-        let run = &folded.text[start..end];
+        let run = &folded[start..end];
         if han {
             let words = match cut {
                 Cut::Indexing => dictionary().cut_for_search(run, false),
                 Cut::Querying => dictionary().cut(run, false),
             };
-            for word in words {
-                let (from, to) = origin(start + word.byte_start, start + word.byte_end);
-                out.push(Term {
-                    text: word.word.to_string(),
-                    start: from,
-                    end: to,
-                });
+            for w in words {
+                word(w.word, start + w.byte_start, start + w.byte_end);
             }
         } else {
-            let (from, to) = origin(start, end);
-            out.push(Term {
-                text: stemmer().stem(run).into_owned(),
-                start: from,
-                end: to,
-            });
+            word(&stemmer().stem(run), start, end);
         }
     }
-    out
 }
 
 /// A name as people search matches it by its start: folded as a post's
@@ -228,7 +261,7 @@ pub fn terms(text: &str, cut: Cut) -> Vec<Term> {
 /// compatibility forms that fold long (ﷺ is eighteen letters) keys by
 /// its start, which is what a prefix matches anyway.
 pub fn name_key(name: &str) -> String {
-    let folded: String = fold(name)
+    let folded: String = fold(name, Origin::Dropped)
         .text
         .chars()
         .map(|c| {
@@ -433,6 +466,40 @@ mod tests {
         }
     }
 
+    /// What an index is given is what `terms` cuts, word for word, in
+    /// every script and whatever separates the words.
+    #[test]
+    fn indexed_words_are_the_terms_an_index_is_cut_into() {
+        let texts = [
+            "我们今天去西湖划船, 中华人民共和国",
+            "我們去西湖划船 乾隆",
+            "Running at the ＣＡＦÉ\u{a0}with ﬁne friends\tagain",
+            "今天🎉去West Lake划船🚣‍♀️ so fun!!! 😀",
+            "ﷺ ㏂ ⑴ x²  new  lines\n\r",
+            "",
+            "!!! ...",
+        ];
+        for text in texts {
+            let cut: String = terms(text, Cut::Indexing)
+                .into_iter()
+                .map(|t| t.text + " ")
+                .collect();
+            assert_eq!(indexed_words(text), cut, "{text}");
+            assert!(indexed_words(text)
+                .split_terminator(' ')
+                .all(|w| !w.is_empty() && !w.contains(char::is_whitespace)));
+        }
+        assert!(indexed_words("西湖 lake").starts_with("西湖 lake"));
+    }
+
+    /// Traditional characters are folded by a table of Chinese ones only:
+    /// ASCII, which skips it, is the same through it.
+    #[test]
+    fn the_traditional_table_leaves_ascii_alone() {
+        let ascii: String = (0u8..128).map(char::from).collect();
+        assert_eq!(fast2s::convert(&ascii), ascii);
+    }
+
     /// `fold`'s quick path for unified ideographs gives what the
     /// normalization tables give, for every one of them.
     #[test]
@@ -448,7 +515,7 @@ mod tests {
         let mut checked = 0;
         for c in ('\u{3400}'..='\u{2A6DF}').filter(|c| is_unified_han(*c)) {
             assert_eq!(slow(c), c.to_string(), "U+{:X}", c as u32);
-            assert_eq!(fold(&c.to_string()).text, c.to_string());
+            assert_eq!(fold(&c.to_string(), Origin::Kept).text, c.to_string());
             checked += 1;
         }
         assert!(checked > 70_000, "{checked}");

@@ -24,7 +24,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use crate::domain::search_text::{terms, Cut, WORDS_VERSION};
+use crate::domain::search_text::{indexed_words, WORDS_VERSION};
 use crate::store::search::{IndexedPost, PostSearch, ScoredHit, SearchHit, SearchIndex};
 use crate::store::{StoreError, StoreResult};
 
@@ -294,15 +294,11 @@ impl OpenSearchIndex {
     }
 
     fn document(post: &IndexedPost) -> Value {
-        let words: Vec<String> = terms(&post.content, Cut::Indexing)
-            .into_iter()
-            .map(|t| t.text)
-            .collect();
         json!({
             "id": post.id,
             "author": post.author,
             "createtime": post.createtime,
-            "words": words.join(" "),
+            "words": indexed_words(&post.content),
             "has_media": post.has_media,
             "findable": post.findable,
         })

@@ -6,7 +6,7 @@
 //! commit carries how far indexing got in order (`indexed_through`), so
 //! after a crash indexing resumes from the last commit, never past it.
 
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{BinaryHeap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -28,7 +28,7 @@ use tantivy::{
     ReloadPolicy, Score, Searcher, SegmentReader, TantivyDocument, Term, TERMINATED,
 };
 
-use crate::domain::search_text::{terms, Cut, WORDS_VERSION};
+use crate::domain::search_text::{indexed_words, WORDS_VERSION};
 use crate::store::search::{
     IndexedPost, PostSearch, ScoredHit, SearchHit, SearchIndex, RELEVANCE_WINDOW,
 };
@@ -50,10 +50,9 @@ struct Fields {
 }
 
 /// What a text field's words are split by when a document is indexed.
-/// A post's text is cut by `terms` before it reaches the index and its
-/// terms joined by spaces: a term is letters and digits or Chinese
-/// characters, never a space, so tantivy's split gives the terms back as
-/// cut. Handed over as tokens (`PreTokenizedString`), they would cross
+/// A post's text is cut before it reaches the index, its terms joined by
+/// spaces (`indexed_words`), which never hold one, so tantivy's split
+/// gives the terms back as cut. Handed over as tokens (`PreTokenizedString`), they would cross
 /// tantivy's document as JSON, written and parsed again for every post:
 /// a tenth of the indexing work, measured.
 const SPLIT_AT_SPACES: &str = "whitespace";
@@ -181,35 +180,31 @@ fn strong_score() -> Score {
     *STRONG.get_or_init(|| OwnTextOnly::weight().score(FieldNormReader::fieldnorm_to_id(12), 2))
 }
 
-/// Of a post's `words` (its terms as `content` holds them), those whose
-/// match scores at least `strong_score()`, each repeated as often as the
-/// post says it, so the tier's frequencies are the post's own.
-fn strong_words<'a>(words: &[&'a str]) -> Vec<&'a str> {
+/// Of a post's `words` (`indexed_words`: its terms, each followed by a
+/// space), those whose match scores at least `strong_score()`, each
+/// repeated as often as the post says it, so the tier's frequencies are
+/// the post's own; spaced as `words` are. Counted by sorting, not
+/// hashing: a post is a few dozen words.
+fn strong_words(words: &str) -> String {
+    let mut sorted: Vec<&str> = words.split_terminator(' ').collect();
     // The length the index gives the post: the words it keeps (tantivy
     // drops, uncounted, a word longer than `MAX_TOKEN_LEN`).
-    let length = words.iter().filter(|w| w.len() <= MAX_TOKEN_LEN).count();
+    let length = sorted.iter().filter(|w| w.len() <= MAX_TOKEN_LEN).count();
     let length = FieldNormReader::fieldnorm_to_id(u32::try_from(length).unwrap_or(u32::MAX));
-    let mut times: HashMap<&str, u32> = HashMap::with_capacity(words.len());
-    for w in words {
-        *times.entry(w).or_default() += 1;
-    }
+    sorted.sort_unstable();
     let weight = OwnTextOnly::weight();
     let strong = strong_score();
-    words
-        .iter()
-        .copied()
-        .filter(|w| weight.score(length, times[w]) >= strong)
-        .collect()
-}
-
-/// `words` as the index's split reads them back (`SPLIT_AT_SPACES`).
-fn spaced(words: &[&str]) -> String {
-    let mut text = String::with_capacity(words.iter().map(|w| w.len() + 1).sum());
-    for w in words {
-        text.push_str(w);
-        text.push(' ');
+    let mut out = String::new();
+    for same in sorted.chunk_by(|a, b| a == b) {
+        let times = u32::try_from(same.len()).unwrap_or(u32::MAX);
+        if weight.score(length, times) >= strong {
+            for w in same {
+                out.push_str(w);
+                out.push(' ');
+            }
+        }
     }
-    text
+    out
 }
 
 pub struct EmbeddedSearch {
@@ -382,14 +377,13 @@ impl EmbeddedSearch {
         doc.add_i64(f.createtime, post.createtime);
         doc.add_bool(f.has_media, post.has_media);
         doc.add_bool(f.findable, post.findable);
-        let terms = terms(&post.content, Cut::Indexing);
-        let words: Vec<&str> = terms.iter().map(|t| t.text.as_str()).collect();
+        let words = indexed_words(&post.content);
         let strong = strong_words(&words);
         if !strong.is_empty() {
-            doc.add_text(f.strong, spaced(&strong));
+            doc.add_text(f.strong, strong);
         }
         // Not stored: the documents hold the text.
-        doc.add_text(f.content, spaced(&words));
+        doc.add_text(f.content, words);
         doc
     }
 
@@ -799,7 +793,10 @@ fn best_of(mut ranked: Vec<(u32, i64, i64)>, limit: usize) -> Vec<ScoredHit> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
     use super::*;
+    use crate::domain::search_text::{terms, Cut};
 
     /// An index made before its posts were kept newest first holds
     /// segments in the order they were added, which the walks that stop
