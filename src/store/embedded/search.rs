@@ -101,6 +101,7 @@ fn schema() -> (Schema, Fields) {
 #[derive(Default)]
 struct Edit {
     posts: Vec<IndexedPost>,
+    /// Posts removed.
     ids: Vec<i64>,
     authors: Vec<i64>,
     everything: bool,
@@ -212,8 +213,17 @@ pub struct EmbeddedSearch {
     index: Index,
     /// One writer per index (tantivy's rule); held while a batch is added
     /// and committed.
-    writer: Arc<Mutex<IndexWriter>>,
+    writer: Arc<Mutex<Writer>>,
     reader: IndexReader,
+}
+
+struct Writer {
+    writer: IndexWriter,
+    /// An id at least as high as any the committed index holds (None: it
+    /// holds none). A post above it is not in the index, so adding it
+    /// replaces nothing and skips the delete by id, which looks the id up
+    /// in every segment: the indexer's new posts nearly all are.
+    highest_held: Option<i64>,
 }
 
 fn failed(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
@@ -325,6 +335,14 @@ impl EmbeddedSearch {
         let writer = index
             .writer_with_num_threads(1, WRITER_BYTES)
             .map_err(failed)?;
+        let mut highest_held = None;
+        for segment in index.searchable_segment_metas().map_err(failed)? {
+            let reader = SegmentReader::open(&index.segment(segment)).map_err(failed)?;
+            let ids = reader.fast_fields().i64("id").map_err(failed)?;
+            if reader.max_doc() > 0 {
+                highest_held = highest_held.max(Some(ids.max_value()));
+            }
+        }
         // Reloaded by hand after each commit, so a post indexed is found by
         // the next search, not some time later.
         let reader = index
@@ -335,7 +353,10 @@ impl EmbeddedSearch {
         Ok(Self {
             fields,
             index,
-            writer: Arc::new(Mutex::new(writer)),
+            writer: Arc::new(Mutex::new(Writer {
+                writer,
+                highest_held,
+            })),
             reader,
         })
     }
@@ -398,7 +419,12 @@ impl EmbeddedSearch {
             // A panic in another batch leaves nothing half-committed (an
             // uncommitted batch is rolled back below), so its poison does
             // not stop indexing.
-            let mut writer = writer.lock().unwrap_or_else(|p| p.into_inner());
+            let mut state = writer.lock().unwrap_or_else(|p| p.into_inner());
+            let held_before = match edit.everything {
+                true => None,
+                false => state.highest_held,
+            };
+            let highest_held = edit.posts.iter().map(|p| p.id).max().max(held_before);
             let run = |writer: &mut IndexWriter| -> tantivy::Result<()> {
                 if edit.everything {
                     writer.delete_all_documents()?;
@@ -408,6 +434,12 @@ impl EmbeddedSearch {
                 }
                 for author in &edit.authors {
                     writer.delete_term(Term::from_field_i64(f.author, *author));
+                }
+                // Each post replaces what the index held of it.
+                for post in &edit.posts {
+                    if held_before.is_some_and(|h| post.id <= h) {
+                        writer.delete_term(Term::from_field_i64(f.id, post.id));
+                    }
                 }
                 for post in &edit.posts {
                     writer.add_document(Self::document(f, post))?;
@@ -428,10 +460,13 @@ impl EmbeddedSearch {
                 commit.commit()?;
                 Ok(())
             };
-            if let Err(e) = run(&mut writer) {
-                let _ = writer.rollback();
+            if let Err(e) = run(&mut state.writer) {
+                // What the index held before is what it holds again, so
+                // the bound it had still bounds it.
+                let _ = state.writer.rollback();
                 return Err(failed(e));
             }
+            state.highest_held = highest_held;
             reader.reload().map_err(failed)
         })
         .await
@@ -442,7 +477,6 @@ impl EmbeddedSearch {
     async fn add(&self, posts: &[IndexedPost], mark: Mark) -> StoreResult<()> {
         self.change(Edit {
             posts: posts.to_vec(),
-            ids: posts.iter().map(|p| p.id).collect(),
             mark,
             ..Edit::default()
         })
@@ -863,6 +897,59 @@ mod tests {
         );
         let lengths = segment.get_fieldnorms_reader(index.fields.content).unwrap();
         assert_eq!(lengths.fieldnorm(0), cut.len() as u32);
+        drop(index);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    fn post(id: i64, content: &str) -> IndexedPost {
+        IndexedPost {
+            id,
+            author: 1,
+            createtime: 0,
+            content: content.into(),
+            has_media: false,
+            findable: true,
+        }
+    }
+
+    /// Ids found for `word`, newest first.
+    async fn found(index: &EmbeddedSearch, word: &str) -> Vec<i64> {
+        let search = PostSearch {
+            terms: vec![word.into()],
+            circle: vec![1],
+            limit: 10,
+            ..PostSearch::default()
+        };
+        let hits = index.search_posts(&search).await.unwrap();
+        hits.iter().map(|h| h.id).collect()
+    }
+
+    /// A post indexed again replaces what the index held of it, whether
+    /// the index learnt what it holds by adding it or by opening (the
+    /// deletes by id are skipped only above every id it holds), and one
+    /// landing below the newest is added beside them.
+    #[tokio::test]
+    async fn a_post_indexed_again_replaces_itself_across_a_restart() {
+        let dir = std::env::temp_dir().join(format!("moments-again-{}", crate::ids::next_id()));
+        let index = EmbeddedSearch::open(&dir).unwrap();
+        index
+            .index_posts(&[post(10, "lake"), post(30, "lake")])
+            .await
+            .unwrap();
+        index.index_posts(&[post(10, "lake")]).await.unwrap();
+        assert_eq!(found(&index, "lake").await, vec![30, 10]);
+        drop(index);
+        let index = EmbeddedSearch::open(&dir).unwrap();
+        index
+            .index_posts(&[post(30, "river"), post(20, "lake")])
+            .await
+            .unwrap();
+        assert_eq!(found(&index, "lake").await, vec![20, 10]);
+        assert_eq!(found(&index, "river").await, vec![30]);
+        index.clear().await.unwrap();
+        index.index_posts(&[post(5, "lake")]).await.unwrap();
+        index.index_posts(&[post(5, "lake")]).await.unwrap();
+        assert_eq!(found(&index, "lake").await, vec![5]);
         drop(index);
         let _ = std::fs::remove_dir_all(dir);
     }
