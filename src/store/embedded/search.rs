@@ -335,21 +335,20 @@ impl EmbeddedSearch {
         let writer = index
             .writer_with_num_threads(1, WRITER_BYTES)
             .map_err(failed)?;
-        let mut highest_held = None;
-        for segment in index.searchable_segment_metas().map_err(failed)? {
-            let reader = SegmentReader::open(&index.segment(segment)).map_err(failed)?;
-            let ids = reader.fast_fields().i64("id").map_err(failed)?;
-            if reader.max_doc() > 0 {
-                highest_held = highest_held.max(Some(ids.max_value()));
-            }
-        }
         // Reloaded by hand after each commit, so a post indexed is found by
         // the next search, not some time later.
-        let reader = index
+        let reader: IndexReader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
             .map_err(failed)?;
+        let mut highest_held = None;
+        for segment in reader.searcher().segment_readers() {
+            if segment.max_doc() > 0 {
+                let ids = segment.fast_fields().i64("id").map_err(failed)?;
+                highest_held = highest_held.max(Some(ids.max_value()));
+            }
+        }
         Ok(Self {
             fields,
             index,
